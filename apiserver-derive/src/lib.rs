@@ -1,0 +1,58 @@
+//! The `#[derive(ApiResource)]` macro of `apiserver-framework`.
+//!
+//! Use it through `apiserver_framework::prelude::*` rather than depending on this crate.
+//! Like kube-rs' `#[derive(CustomResource)]`, it goes on the *spec* struct and generates the
+//! root type:
+//!
+//! ```ignore
+//! use apiserver_framework::prelude::*;
+//!
+//! /// A Flunder refers to another flunder or a fischer.
+//! #[derive(ApiResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+//! #[resource(group = "wardle.example.com", version = "v1alpha1", kind = "Flunder", namespaced,
+//!            status = "FlunderStatus", shortname = "fl", category = "all",
+//!            printcolumn(name = "Reference", type = "string", json_path = ".spec.reference"))]
+//! #[serde(rename_all = "camelCase")]
+//! pub struct FlunderSpec {
+//!     pub reference: Option<String>,
+//! }
+//! ```
+//!
+//! generates `pub struct Flunder { pub metadata: ObjectMeta, pub spec: FlunderSpec,
+//! pub status: Option<FlunderStatus> }` with `Flunder::new(name, spec)`, serde impls writing
+//! `apiVersion` and `kind`, `kube_core::Resource` (so `kube::Api<Flunder>` works),
+//! `schemars::JsonSchema` and `apiserver_framework::resource::ApiResource`.
+//!
+//! # Attribute keys of `#[resource(...)]`
+//!
+//! | key | meaning |
+//! |-----|---------|
+//! | `group = "..."` | API group, a lower-case DNS subdomain (required) |
+//! | `version = "..."` | `v<N>`, `v<N>alpha<M>` or `v<N>beta<M>` (required) |
+//! | `kind = "..."` | CamelCase kind (required) |
+//! | `namespaced` | objects live in namespaces (default: cluster-scoped) |
+//! | `plural = "..."` | default: the lower-case kind pluralised (`policy` → `policies`, `box` → `boxes`) |
+//! | `singular = "..."` | default: the lower-case kind |
+//! | `status = "Type"` | the status type; adds `status: Option<Type>` and the status subresource |
+//! | `shortname = "..."` | a kubectl short name (repeatable) |
+//! | `category = "..."` | a category such as `all` (repeatable) |
+//! | `printcolumn(name, type, json_path, description, priority, format)` | an additional printer column (repeatable) |
+//! | `flat` | the spec's fields sit at the top level of the object instead of under `spec` |
+//! | `root = "Name"` | name of the generated type (default: the kind) |
+//! | `derive = "Trait"` | an extra derive for the root type (repeatable) |
+//! | `crate = "path"` | path of the framework crate (default: `::apiserver_framework`) |
+
+mod attrs;
+mod expand;
+mod names;
+
+use proc_macro::TokenStream;
+
+/// Generates a Kubernetes resource type from a spec struct; see the [crate documentation](crate).
+#[proc_macro_derive(ApiResource, attributes(resource))]
+pub fn derive_api_resource(input: TokenStream) -> TokenStream {
+    let input = syn::parse_macro_input!(input as syn::DeriveInput);
+    expand::expand(&input)
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}

@@ -1,0 +1,152 @@
+//! [`App`]: a server's resources, admission and command line in one builder.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+
+use crate::admission::AdmissionPlugin;
+use crate::cli::local::{self, LocalOptions, LocalServer};
+use crate::registry::group::Group;
+use crate::server::generic::{GenericApiServer, GenericApiServerBuilder};
+use crate::server::version::VersionInfo;
+
+/// A server built with the framework: its groups, admission plugins and command line.
+///
+/// ```ignore
+/// App::new("wardle")
+///     .group(Group::new("wardle.example.com").resource::<Flunder>())
+///     .run()
+///     .await
+/// ```
+pub struct App {
+    name: String,
+    groups: Vec<Group>,
+    admission: Vec<Arc<dyn AdmissionPlugin>>,
+    version: VersionInfo,
+}
+
+#[derive(Parser, Debug)]
+#[command(about = "A Kubernetes extension API server built with apiserver-framework")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Serve on loopback for development: self-signed TLS, a generated token, allow-all
+    /// authorization, and a kubeconfig for kubectl written once ready.
+    Local(LocalOptions),
+}
+
+/// Errors of running an [`App`].
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// Starting the local server failed.
+    #[error(transparent)]
+    Local(#[from] local::LocalError),
+}
+
+impl App {
+    /// A server named `name` (the binary's name, used for the kubeconfig and messages).
+    pub fn new(name: impl Into<String>) -> Self {
+        App {
+            name: name.into(),
+            groups: Vec::new(),
+            admission: Vec::new(),
+            version: VersionInfo::for_kubernetes("1", "33"),
+        }
+    }
+
+    /// Serves the resources of `group`.
+    pub fn group(mut self, group: Group) -> Self {
+        self.groups.push(group);
+        self
+    }
+
+    /// Adds an admission plugin.
+    pub fn admission(mut self, plugin: impl AdmissionPlugin) -> Self {
+        self.admission.push(Arc::new(plugin));
+        self
+    }
+
+    /// Sets what `/version` reports.
+    pub fn version(mut self, version: VersionInfo) -> Self {
+        self.version = version;
+        self
+    }
+
+    /// The server this app describes, as a builder (to add storage, checks or a delegate).
+    pub fn server_builder(self) -> GenericApiServerBuilder {
+        let mut b = GenericApiServer::builder(self.name).version(self.version);
+        for g in self.groups {
+            b = b.group(g);
+        }
+        for p in self.admission {
+            b = b.admission_arc(p);
+        }
+        b
+    }
+
+    /// Starts the server in local mode (see [`LocalOptions`]) and returns once it listens.
+    pub async fn start_local(self, opts: &LocalOptions) -> Result<LocalServer, AppError> {
+        let name = self.name.clone();
+        let server = Arc::new(self.server_builder().build());
+        Ok(local::start(&name, server, opts).await?)
+    }
+
+    /// Parses the process's command line and runs the chosen command until it is stopped
+    /// (SIGINT or SIGTERM).
+    pub async fn run(self) -> Result<(), AppError> {
+        init_tracing();
+        let cli = Cli::parse();
+        match cli.command {
+            Command::Local(mut opts) => {
+                if opts.write_kubeconfig.is_none() {
+                    opts.write_kubeconfig = Some(PathBuf::from(format!("./{}.kubeconfig", self.name)));
+                }
+                let name = self.name.clone();
+                let server = self.start_local(&opts).await?;
+                let path = server
+                    .kubeconfig_path
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default();
+                println!("{name} is serving on {}", server.url);
+                println!("kubeconfig written to {path}; try:");
+                println!("  kubectl --kubeconfig {path} api-resources");
+                wait_for_signal().await;
+                tracing::info!("shutting down");
+                server.running.shutdown().await;
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Installs a tracing subscriber (honouring `RUST_LOG`) unless one is installed already.
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).try_init();
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let Ok(mut term) = signal(SignalKind::terminate()) else {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

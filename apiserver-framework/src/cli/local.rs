@@ -1,0 +1,135 @@
+//! `local` mode: a development server on loopback with self-signed TLS, a generated bearer
+//! token, allow-all authorization and a kubeconfig written once it is ready.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rand::Rng;
+
+use crate::auth::{StaticTokenAuthenticator, UserInfo};
+use crate::cli::kubeconfig;
+use crate::server::generic::GenericApiServer;
+use crate::server::serve::{self, HandlerChain, RunningServer};
+use crate::server::tls::{ServingCert, TlsError, install_crypto_provider};
+
+/// Options of `local` mode.
+#[derive(Clone, Debug, clap::Args)]
+pub struct LocalOptions {
+    /// The port to serve HTTPS on (0 picks a free port).
+    #[arg(long, default_value_t = 8443)]
+    pub secure_port: u16,
+    /// The loopback address to bind.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind_address: IpAddr,
+    /// Where the self-signed certificate is kept when no --tls-cert-file is given.
+    #[arg(long, default_value = "apiserver.local.config/certificates")]
+    pub cert_dir: PathBuf,
+    /// A PEM certificate chain to serve instead of a self-signed one.
+    #[arg(long, requires = "tls_private_key_file")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// The PEM private key of --tls-cert-file.
+    #[arg(long, requires = "tls_cert_file")]
+    pub tls_private_key_file: Option<PathBuf>,
+    /// Where to write the kubeconfig (default: ./<server>.kubeconfig).
+    #[arg(long)]
+    pub write_kubeconfig: Option<PathBuf>,
+    /// The bearer token to accept (default: a new random token each start).
+    #[arg(long, env = "APISERVER_LOCAL_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+}
+
+impl Default for LocalOptions {
+    fn default() -> Self {
+        LocalOptions {
+            secure_port: 8443,
+            bind_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            cert_dir: PathBuf::from("apiserver.local.config/certificates"),
+            tls_cert_file: None,
+            tls_private_key_file: None,
+            write_kubeconfig: None,
+            token: None,
+        }
+    }
+}
+
+/// Errors of starting a local server.
+#[derive(Debug, thiserror::Error)]
+pub enum LocalError {
+    /// Certificates could not be loaded or generated.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    /// The address could not be bound, or the kubeconfig written.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// A running local server and how to reach it.
+pub struct LocalServer {
+    /// The running listener.
+    pub running: RunningServer,
+    /// `https://127.0.0.1:<port>`.
+    pub url: String,
+    /// The bearer token clients must send.
+    pub token: String,
+    /// The CA certificate clients must trust (PEM).
+    pub ca_pem: String,
+    /// Where the kubeconfig was written, if anywhere.
+    pub kubeconfig_path: Option<PathBuf>,
+    /// The kubeconfig contents.
+    pub kubeconfig: String,
+}
+
+fn random_token() -> String {
+    const CHARS: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    let mut rng = rand::rng();
+    (0..40)
+        .map(|_| CHARS[rng.random_range(0..CHARS.len())] as char)
+        .collect()
+}
+
+/// Starts `server` in local mode. The kubeconfig is written once the listener is bound.
+pub async fn start(
+    name: &str,
+    server: Arc<GenericApiServer>,
+    opts: &LocalOptions,
+) -> Result<LocalServer, LocalError> {
+    install_crypto_provider();
+    let cert = match (&opts.tls_cert_file, &opts.tls_private_key_file) {
+        (Some(c), Some(k)) => ServingCert::from_files(c, k)?,
+        _ => ServingCert::self_signed(
+            &opts.cert_dir,
+            &["localhost".into(), "127.0.0.1".into(), "::1".into()],
+        )?,
+    };
+    let tls = cert.server_config()?;
+    let listener =
+        tokio::net::TcpListener::bind(SocketAddr::new(opts.bind_address, opts.secure_port)).await?;
+    let token = opts.token.clone().unwrap_or_else(random_token);
+    let user = UserInfo::new(
+        "local-admin",
+        &["system:masters", "system:authenticated"],
+    );
+    let chain = Arc::new(HandlerChain::new(
+        server,
+        Arc::new(StaticTokenAuthenticator::new(token.clone(), user)),
+    ));
+    let running = serve::start(listener, tls, chain)?;
+    let host = match running.addr.ip() {
+        IpAddr::V6(ip) => format!("[{ip}]"),
+        IpAddr::V4(ip) => ip.to_string(),
+    };
+    let url = format!("https://{host}:{}", running.addr.port());
+    let kubeconfig = kubeconfig::render(name, &url, &cert.ca_pem, &token);
+    if let Some(path) = &opts.write_kubeconfig {
+        kubeconfig::write(path, &kubeconfig)?;
+    }
+    Ok(LocalServer {
+        running,
+        url,
+        token,
+        ca_pem: cert.ca_pem,
+        kubeconfig_path: opts.write_kubeconfig.clone(),
+        kubeconfig,
+    })
+}

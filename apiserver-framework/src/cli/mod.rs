@@ -1,0 +1,12 @@
+//! The command line every server built with the framework gets.
+//!
+//! ```text
+//! <server> local [--secure-port 8443] [--write-kubeconfig PATH] [--cert-dir DIR] ...
+//! ```
+
+pub mod app;
+pub mod kubeconfig;
+pub mod local;
+
+pub use app::App;
+pub use local::{LocalOptions, LocalServer};

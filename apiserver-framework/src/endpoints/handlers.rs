@@ -1,0 +1,265 @@
+//! The HTTP handlers of resource paths: verbs, bodies, options and responses.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use bytes::{Bytes, BytesMut};
+use futures::StreamExt;
+use http::{Method, Request, Response, StatusCode, header};
+use http_body_util::{BodyExt, Limited};
+use serde_json::Value;
+
+use crate::endpoints::negotiation::{self, BodyFormat, Output};
+use crate::endpoints::patch;
+use crate::endpoints::query::Query;
+use crate::endpoints::request_info::ResourcePath;
+use crate::endpoints::response;
+use crate::error::ApiError;
+use crate::registry::options::DeleteOptions;
+use crate::registry::rest::{DeleteOutcome, RequestContext, RestStorage, WatchEventType};
+
+/// The largest request body accepted (3 MiB, as upstream).
+pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+
+/// Serves one request to a resource path.
+pub async fn handle(
+    storage: Arc<dyn RestStorage>,
+    mut ctx: RequestContext,
+    req: Request<Body>,
+    path: ResourcePath,
+) -> Response<Body> {
+    let query = Query::parse(req.uri().query());
+    let accept = req
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let output = match negotiation::negotiate(accept.as_deref(), query.get("includeObject")) {
+        Ok(o) => o,
+        Err(e) => return error_response(e),
+    };
+    let info = storage.info();
+    // The path must fit the resource's scope.
+    if info.namespaced() {
+        ctx.namespace = path.namespace.clone();
+    } else if path.namespace.is_some() {
+        return error_response(ApiError::route_not_found());
+    }
+    match dispatch(&storage, &ctx, req, &path, &query, &output).await {
+        Ok(res) => res,
+        Err(e) => error_with(&output, e),
+    }
+}
+
+fn error_response(e: ApiError) -> Response<Body> {
+    axum::response::IntoResponse::into_response(e)
+}
+
+fn error_with(output: &Output, e: ApiError) -> Response<Body> {
+    if matches!(output, Output::Yaml) {
+        let mut res = response::status(
+            StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            output,
+            &e.status(),
+        );
+        if let Some(secs) = e.details.as_ref().map(|d| d.retry_after_seconds)
+            && secs > 0
+        {
+            res.headers_mut().insert(header::RETRY_AFTER, secs.into());
+        }
+        return res;
+    }
+    error_response(e)
+}
+
+async fn dispatch(
+    storage: &Arc<dyn RestStorage>,
+    ctx: &RequestContext,
+    req: Request<Body>,
+    path: &ResourcePath,
+    query: &Query,
+    output: &Output,
+) -> Result<Response<Body>, ApiError> {
+    let info = storage.info().clone();
+    let name = path.name.as_deref();
+    let sub = path.subresource.as_deref();
+    if let Some(s) = sub
+        && !(s == "status" && info.status_subresource)
+    {
+        return Err(ApiError::route_not_found());
+    }
+    let collection_allowed = info.namespaced() && path.namespace.is_some() || !info.namespaced();
+    let watch = path.legacy_watch || query.is_watch()?;
+    match (req.method().clone(), name) {
+        (Method::GET, None) if watch => {
+            let opts = query.list_options(true)?;
+            let stream = storage.watch(ctx, &opts).await?;
+            Ok(watch_response(output.clone(), info, stream))
+        }
+        (Method::GET, Some(n)) if watch && sub.is_none() => {
+            let mut opts = query.list_options(true)?;
+            opts.field_selector
+                .requirements
+                .push(crate::registry::selector::FieldRequirement {
+                    field: "metadata.name".into(),
+                    negated: false,
+                    value: n.to_string(),
+                });
+            let stream = storage.watch(ctx, &opts).await?;
+            Ok(watch_response(output.clone(), info, stream))
+        }
+        (Method::GET, None) => {
+            let opts = query.list_options(false)?;
+            let list = storage.list(ctx, &opts).await?;
+            response::list(output, &info, &list)
+        }
+        (Method::GET, Some(n)) => {
+            let obj = storage.get(ctx, n).await?;
+            response::object(StatusCode::OK, output, &info, obj)
+        }
+        (Method::POST, None) if collection_allowed => {
+            let opts = query.write_options()?;
+            let body = read_object(req).await?;
+            let obj = storage.create(ctx, body, &opts).await?;
+            response::object(StatusCode::CREATED, output, &info, obj)
+        }
+        (Method::PUT, Some(n)) => {
+            let opts = query.write_options()?;
+            let body = read_object(req).await?;
+            let obj = storage.update(ctx, n, sub, body, &opts).await?;
+            response::object(StatusCode::OK, output, &info, obj)
+        }
+        (Method::PATCH, Some(n)) => {
+            let opts = query.write_options()?;
+            let content_type = req
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_string();
+            let kind = patch::PatchKind::from_content_type(&content_type)?;
+            let body = read_body(req).await?;
+            let doc = patch::PatchDocument::parse(kind, &body)?;
+            let apply = move |current: Value| doc.apply(current);
+            let obj = storage.patch(ctx, n, sub, &apply, &opts).await?;
+            response::object(StatusCode::OK, output, &info, obj)
+        }
+        (Method::DELETE, Some(n)) if sub.is_none() => {
+            let (query_opts, body) = (query.delete_options()?, read_body(req).await?);
+            let opts = merge_delete_body(query_opts, &body)?;
+            match storage.delete(ctx, n, &opts).await? {
+                DeleteOutcome::Deleted(status) => Ok(response::status(StatusCode::OK, output, &status)),
+                DeleteOutcome::Pending(obj) => response::object(StatusCode::OK, output, &info, obj),
+            }
+        }
+        (Method::DELETE, None) if collection_allowed => {
+            let list_opts = query.list_options(false)?;
+            let (query_opts, body) = (query.delete_options()?, read_body(req).await?);
+            let opts = merge_delete_body(query_opts, &body)?;
+            let list = storage.delete_collection(ctx, &list_opts, &opts).await?;
+            response::list(output, &info, &list)
+        }
+        _ => Err(ApiError::method_not_allowed()),
+    }
+}
+
+/// Reads the whole body, refusing more than [`MAX_BODY_BYTES`] with 413.
+pub async fn read_body(req: Request<Body>) -> Result<Bytes, ApiError> {
+    let limited = Limited::new(req.into_body(), MAX_BODY_BYTES);
+    match limited.collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(ApiError::too_large(&format!(
+            "limit is {MAX_BODY_BYTES}"
+        ))),
+        Err(e) => Err(ApiError::bad_request(format!("failed to read the request body: {e}"))),
+    }
+}
+
+/// Reads and decodes an object body (JSON or YAML by Content-Type).
+async fn read_object(req: Request<Body>) -> Result<Value, ApiError> {
+    let format = negotiation::body_format(
+        req.headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok()),
+    )?;
+    let body = read_body(req).await?;
+    decode_object(format, &body)
+}
+
+/// Decodes an object body; malformed input answers 400 as upstream.
+pub fn decode_object(format: BodyFormat, body: &[u8]) -> Result<Value, ApiError> {
+    let v: Value = match format {
+        BodyFormat::Json => serde_json::from_slice(body).map_err(|e| {
+            ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
+        })?,
+        BodyFormat::Yaml => serde_yaml_ng::from_slice(body).map_err(|e| {
+            ApiError::bad_request(format!("couldn't get version/kind; yaml parse error: {e}"))
+        })?,
+    };
+    if !v.is_object() {
+        return Err(ApiError::bad_request(
+            "couldn't get version/kind; json parse error: the body is not a JSON object",
+        ));
+    }
+    Ok(v)
+}
+
+/// Merges a DeleteOptions body (if any) into the options from the query.
+fn merge_delete_body(mut opts: DeleteOptions, body: &[u8]) -> Result<DeleteOptions, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(opts);
+    }
+    let v: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions body: {e}")))?;
+    if let Some(g) = v.get("gracePeriodSeconds").and_then(Value::as_i64) {
+        opts.grace_period_seconds = Some(g);
+    }
+    if let Some(p) = v.get("propagationPolicy").and_then(Value::as_str) {
+        opts.propagation_policy = Some(p.to_string());
+    }
+    if let Some(d) = v.get("dryRun").and_then(Value::as_array) {
+        for x in d {
+            match x.as_str() {
+                Some("All") => opts.dry_run = true,
+                other => {
+                    return Err(ApiError::bad_request(format!(
+                        "dryRun: Unsupported value: {:?}: supported values: \"All\"",
+                        other.unwrap_or("")
+                    )));
+                }
+            }
+        }
+    }
+    if let Some(p) = v.get("preconditions") {
+        opts.precondition_uid = p.get("uid").and_then(Value::as_str).map(str::to_string);
+        opts.precondition_resource_version = p
+            .get("resourceVersion")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+    }
+    Ok(opts)
+}
+
+/// Streams watch events as newline-delimited JSON (`{"type":…,"object":…}`).
+fn watch_response(
+    output: Output,
+    info: crate::resource::ResourceInfo,
+    stream: crate::registry::rest::EventStream,
+) -> Response<Body> {
+    let mut first = true;
+    let body = stream.map(move |ev| {
+        let is_status = ev.kind == WatchEventType::Error;
+        let object = response::watch_object(&output, &info, &ev.object, is_status, first);
+        if !is_status && ev.kind != WatchEventType::Bookmark {
+            first = false;
+        }
+        let mut line = BytesMut::with_capacity(object.len() + 32);
+        line.extend_from_slice(b"{\"type\":\"");
+        line.extend_from_slice(ev.kind.as_str().as_bytes());
+        line.extend_from_slice(b"\",\"object\":");
+        line.extend_from_slice(&object);
+        line.extend_from_slice(b"}\n");
+        Ok::<_, std::convert::Infallible>(line.freeze())
+    });
+    response::raw(StatusCode::OK, "application/json", Body::from_stream(body))
+}

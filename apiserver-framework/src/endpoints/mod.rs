@@ -1,0 +1,10 @@
+//! The HTTP layer of resources: paths, options, content negotiation, handlers and encodings.
+
+pub mod handlers;
+pub mod jsonpath;
+pub mod negotiation;
+pub mod patch;
+pub mod query;
+pub mod request_info;
+pub mod response;
+pub mod table;

@@ -1,0 +1,119 @@
+//! Patch documents: JSON Patch (RFC 6902) and JSON Merge Patch (RFC 7386).
+
+use serde_json::Value;
+
+use crate::error::ApiError;
+
+/// The patch media types served.
+pub const PATCH_TYPES: &[&str] = &["application/json-patch+json", "application/merge-patch+json"];
+
+/// Most operations a JSON patch may have (as upstream).
+pub const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
+
+/// A patch type, chosen by Content-Type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PatchKind {
+    /// `application/json-patch+json`.
+    Json,
+    /// `application/merge-patch+json`.
+    Merge,
+}
+
+impl PatchKind {
+    /// The patch type of a Content-Type (parameters after `;` are ignored); others answer 415.
+    pub fn from_content_type(content_type: &str) -> Result<Self, ApiError> {
+        let base = content_type.split(';').next().unwrap_or("").trim();
+        match base {
+            "application/json-patch+json" => Ok(PatchKind::Json),
+            "application/merge-patch+json" => Ok(PatchKind::Merge),
+            _ => Err(ApiError::unsupported_media_type(PATCH_TYPES)),
+        }
+    }
+}
+
+/// A parsed patch, ready to apply.
+#[derive(Clone, Debug)]
+pub enum PatchDocument {
+    /// A JSON patch.
+    Json(json_patch::Patch),
+    /// A merge patch.
+    Merge(Value),
+}
+
+impl PatchDocument {
+    /// Parses a patch body; malformed patches answer 400, too many operations 413.
+    pub fn parse(kind: PatchKind, body: &[u8]) -> Result<Self, ApiError> {
+        match kind {
+            PatchKind::Json => {
+                let raw: Value = serde_json::from_slice(body)
+                    .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+                if let Some(ops) = raw.as_array()
+                    && ops.len() > MAX_JSON_PATCH_OPERATIONS
+                {
+                    return Err(ApiError::too_large(&format!(
+                        "The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, got {}",
+                        ops.len()
+                    )));
+                }
+                let patch: json_patch::Patch = serde_json::from_value(raw)
+                    .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+                Ok(PatchDocument::Json(patch))
+            }
+            PatchKind::Merge => {
+                let v: Value = serde_json::from_slice(body)
+                    .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+                if !v.is_object() {
+                    return Err(ApiError::bad_request(
+                        "error decoding patch: a merge patch must be a JSON object",
+                    ));
+                }
+                Ok(PatchDocument::Merge(v))
+            }
+        }
+    }
+
+    /// Applies the patch to `current`; a patch that cannot apply answers 422.
+    pub fn apply(&self, mut current: Value) -> Result<Value, ApiError> {
+        match self {
+            PatchDocument::Json(p) => {
+                json_patch::patch(&mut current, p).map_err(|e| {
+                    ApiError::new(422, "Invalid", format!("the server rejected our request due to an error in our request: {e}"))
+                })?;
+                Ok(current)
+            }
+            PatchDocument::Merge(p) => {
+                json_patch::merge(&mut current, p);
+                Ok(current)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn merge_and_json_patch() {
+        let cur = json!({"metadata": {"labels": {"a": "1", "b": "2"}}, "spec": {"x": 1}});
+        let p = PatchDocument::parse(PatchKind::Merge, br#"{"metadata":{"labels":{"a":null,"c":"3"}}}"#).unwrap();
+        assert_eq!(
+            p.apply(cur.clone()).unwrap(),
+            json!({"metadata": {"labels": {"b": "2", "c": "3"}}, "spec": {"x": 1}})
+        );
+        let p = PatchDocument::parse(PatchKind::Json, br#"[{"op":"replace","path":"/spec/x","value":2}]"#).unwrap();
+        assert_eq!(p.apply(cur.clone()).unwrap()["spec"]["x"], 2);
+        let p = PatchDocument::parse(PatchKind::Json, br#"[{"op":"test","path":"/spec/x","value":5}]"#).unwrap();
+        assert_eq!(p.apply(cur).unwrap_err().code, 422);
+        assert_eq!(PatchDocument::parse(PatchKind::Json, b"{").unwrap_err().code, 400);
+        assert_eq!(
+            PatchKind::from_content_type("application/strategic-merge-patch+json").unwrap_err().code,
+            415
+        );
+        assert_eq!(
+            PatchKind::from_content_type("application/merge-patch+json; charset=utf-8").unwrap(),
+            PatchKind::Merge
+        );
+    }
+}

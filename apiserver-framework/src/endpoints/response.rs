@@ -1,0 +1,166 @@
+//! Encoding objects, lists and Status for the negotiated output.
+
+use axum::body::Body;
+use bytes::{BufMut, Bytes, BytesMut};
+use http::{HeaderValue, Response, StatusCode, header};
+use serde_json::Value;
+
+use crate::endpoints::negotiation::Output;
+use crate::endpoints::table;
+use crate::error::ApiError;
+use crate::registry::rest::ObjectList;
+use crate::resource::ResourceInfo;
+
+/// A response with the given status, content type and body.
+pub fn raw(code: StatusCode, content_type: &'static str, body: impl Into<Body>) -> Response<Body> {
+    let mut res = Response::new(body.into());
+    *res.status_mut() = code;
+    res.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    res
+}
+
+fn parse(bytes: &[u8]) -> Result<Value, ApiError> {
+    serde_json::from_slice(bytes).map_err(ApiError::internal)
+}
+
+fn yaml(v: &Value) -> Result<Vec<u8>, ApiError> {
+    serde_yaml_ng::to_string(v)
+        .map(String::into_bytes)
+        .map_err(ApiError::internal)
+}
+
+/// One object in the negotiated form.
+pub fn object(
+    code: StatusCode,
+    output: &Output,
+    info: &ResourceInfo,
+    bytes: Bytes,
+) -> Result<Response<Body>, ApiError> {
+    Ok(match output {
+        Output::Json => raw(code, "application/json", bytes),
+        Output::Yaml => raw(code, "application/yaml", yaml(&parse(&bytes)?)?),
+        Output::Table { include_object } => {
+            let v = parse(&bytes)?;
+            let rv = v
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            let t = table::table(info, &[v], &rv, None, None, *include_object, true);
+            raw(code, "application/json", serde_json::to_vec(&t).map_err(ApiError::internal)?)
+        }
+        Output::PartialObjectMetadata => {
+            let v = parse(&bytes)?;
+            let p = table::partial_object_metadata(&v, table::META_V1);
+            raw(code, "application/json", serde_json::to_vec(&p).map_err(ApiError::internal)?)
+        }
+    })
+}
+
+/// The JSON of a list, assembled from the already-serialized items without re-encoding them.
+pub fn list_json(info: &ResourceInfo, list: &ObjectList) -> Bytes {
+    let size: usize = list.items.iter().map(|i| i.len() + 1).sum::<usize>() + 256;
+    let mut out = BytesMut::with_capacity(size);
+    out.put_slice(b"{\"apiVersion\":");
+    out.put_slice(json_str(&info.api_version()).as_bytes());
+    out.put_slice(b",\"kind\":");
+    out.put_slice(json_str(&info.list_kind()).as_bytes());
+    out.put_slice(b",\"metadata\":{\"resourceVersion\":");
+    out.put_slice(json_str(&list.resource_version).as_bytes());
+    if let Some(c) = &list.continue_token {
+        out.put_slice(b",\"continue\":");
+        out.put_slice(json_str(c).as_bytes());
+    }
+    if let Some(n) = list.remaining_item_count {
+        out.put_slice(format!(",\"remainingItemCount\":{n}").as_bytes());
+    }
+    out.put_slice(b"},\"items\":[");
+    for (i, item) in list.items.iter().enumerate() {
+        if i > 0 {
+            out.put_u8(b',');
+        }
+        out.put_slice(item);
+    }
+    out.put_slice(b"]}");
+    out.freeze()
+}
+
+fn json_str(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+}
+
+/// A list in the negotiated form.
+pub fn list(output: &Output, info: &ResourceInfo, list: &ObjectList) -> Result<Response<Body>, ApiError> {
+    Ok(match output {
+        Output::Json => raw(StatusCode::OK, "application/json", list_json(info, list)),
+        Output::Yaml => raw(StatusCode::OK, "application/yaml", yaml(&parse(&list_json(info, list))?)?),
+        Output::Table { include_object } => {
+            let items = list.items.iter().map(|i| parse(i)).collect::<Result<Vec<_>, _>>()?;
+            let t = table::table(
+                info,
+                &items,
+                &list.resource_version,
+                list.continue_token.as_deref(),
+                list.remaining_item_count,
+                *include_object,
+                true,
+            );
+            raw(StatusCode::OK, "application/json", serde_json::to_vec(&t).map_err(ApiError::internal)?)
+        }
+        Output::PartialObjectMetadata => {
+            let items = list.items.iter().map(|i| parse(i)).collect::<Result<Vec<_>, _>>()?;
+            let p = table::partial_object_metadata_list(
+                &items,
+                &list.resource_version,
+                list.continue_token.as_deref(),
+                list.remaining_item_count,
+            );
+            raw(StatusCode::OK, "application/json", serde_json::to_vec(&p).map_err(ApiError::internal)?)
+        }
+    })
+}
+
+/// A Status (success or failure) in JSON or YAML.
+pub fn status(code: StatusCode, output: &Output, status: &crate::error::Status) -> Response<Body> {
+    let v = serde_json::to_value(status).unwrap_or_default();
+    match output {
+        Output::Yaml => raw(code, "application/yaml", yaml(&v).unwrap_or_default()),
+        _ => raw(code, "application/json", serde_json::to_vec(&v).unwrap_or_default()),
+    }
+}
+
+/// Encodes one watch event object for the negotiated output. `first` is whether this is the
+/// first event of the stream (Table events carry column definitions only then).
+pub fn watch_object(
+    output: &Output,
+    info: &ResourceInfo,
+    object: &Bytes,
+    is_status: bool,
+    first: bool,
+) -> Bytes {
+    if is_status {
+        return object.clone();
+    }
+    match output {
+        Output::Json | Output::Yaml => object.clone(),
+        Output::Table { include_object } => {
+            let Ok(v) = serde_json::from_slice::<Value>(object) else {
+                return object.clone();
+            };
+            let rv = v
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            let t = table::table(info, &[v], &rv, None, None, *include_object, first);
+            Bytes::from(serde_json::to_vec(&t).unwrap_or_default())
+        }
+        Output::PartialObjectMetadata => {
+            let Ok(v) = serde_json::from_slice::<Value>(object) else {
+                return object.clone();
+            };
+            Bytes::from(serde_json::to_vec(&table::partial_object_metadata(&v, table::META_V1)).unwrap_or_default())
+        }
+    }
+}

@@ -1,0 +1,374 @@
+//! Errors as Kubernetes `metav1.Status` objects.
+//!
+//! Every failure the server reports to a client is an [`ApiError`], rendered as a `Status`
+//! with upstream's `reason`, `code`, message shape and `details`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::resource::ResourceInfo;
+
+/// A result whose error is an [`ApiError`].
+pub type Result<T, E = ApiError> = std::result::Result<T, E>;
+
+/// One cause of an error, as `details.causes[]` of a Status.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusCause {
+    /// Machine-readable cause, e.g. `FieldValueRequired`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    /// Human-readable text.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    /// The field the cause is about, e.g. `spec.reference`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub field: String,
+}
+
+/// `details` of a Status.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusDetails {
+    /// Name of the object the error is about.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// API group of the object.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub group: String,
+    /// Kind (or, for most errors, plural resource name) of the object.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    /// UID of the object.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+    /// Individual causes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub causes: Vec<StatusCause>,
+    /// Seconds a client should wait before retrying.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retry_after_seconds: i32,
+}
+
+fn is_zero(v: &i32) -> bool {
+    *v == 0
+}
+
+/// `metadata` of a Status (a ListMeta; normally empty).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusMeta {
+    /// A continue token, set only by the expired-continue error.
+    #[serde(default, rename = "continue", skip_serializing_if = "Option::is_none")]
+    pub continue_: Option<String>,
+}
+
+/// A `metav1.Status` object, serialized with upstream's key order
+/// (`kind`, `apiVersion`, `metadata`, `status`, `message`, `reason`, `details`, `code`).
+///
+/// Written here rather than taken from k8s-openapi because that type serializes its keys in
+/// another order and always needs a version feature; the wire shape is the same.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Status {
+    /// Always `Status`.
+    pub kind: String,
+    /// Always `v1`.
+    #[serde(rename = "apiVersion")]
+    pub api_version: String,
+    /// List metadata; normally empty.
+    pub metadata: StatusMeta,
+    /// `Success` or `Failure`.
+    pub status: String,
+    /// Human-readable description.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    /// Machine-readable reason, e.g. `NotFound`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    /// Extended data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<StatusDetails>,
+    /// HTTP status code.
+    pub code: u16,
+}
+
+/// A failure reported to a client as a Kubernetes `Status`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ApiError {
+    /// HTTP status code.
+    pub code: u16,
+    /// Status `reason` (empty for a bare internal error).
+    pub reason: String,
+    /// Status `message`.
+    pub message: String,
+    /// Status `details`, if any.
+    pub details: Option<StatusDetails>,
+}
+
+/// One field error of a validation, turned into a cause of a 422 `Invalid` error.
+pub use crate::registry::strategy::FieldError;
+
+impl ApiError {
+    /// An error with the given code, reason and message and no details.
+    pub fn new(code: u16, reason: impl Into<String>, message: impl Into<String>) -> Self {
+        ApiError {
+            code,
+            reason: reason.into(),
+            message: message.into(),
+            details: None,
+        }
+    }
+
+    fn with_details(mut self, details: StatusDetails) -> Self {
+        self.details = Some(details);
+        self
+    }
+
+    fn resource_details(info: &ResourceInfo, name: &str) -> StatusDetails {
+        StatusDetails {
+            name: name.to_string(),
+            group: info.group.clone(),
+            kind: info.plural.clone(),
+            ..Default::default()
+        }
+    }
+
+    /// 404 `NotFound`: `<plural>.<group> "<name>" not found`.
+    pub fn not_found(info: &ResourceInfo, name: &str) -> Self {
+        ApiError::new(
+            404,
+            "NotFound",
+            format!("{} {:?} not found", info.group_resource(), name),
+        )
+        .with_details(Self::resource_details(info, name))
+    }
+
+    /// 409 `AlreadyExists`: `<plural>.<group> "<name>" already exists`.
+    pub fn already_exists(info: &ResourceInfo, name: &str) -> Self {
+        ApiError::new(
+            409,
+            "AlreadyExists",
+            format!("{} {:?} already exists", info.group_resource(), name),
+        )
+        .with_details(Self::resource_details(info, name))
+    }
+
+    /// 409 `Conflict`: `Operation cannot be fulfilled on <gr> "<name>": <why>`.
+    pub fn conflict(info: &ResourceInfo, name: &str, why: &str) -> Self {
+        ApiError::new(
+            409,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on {} {:?}: {}",
+                info.group_resource(),
+                name,
+                why
+            ),
+        )
+        .with_details(Self::resource_details(info, name))
+    }
+
+    /// The Conflict a stale `resourceVersion` gets on update.
+    pub fn stale(info: &ResourceInfo, name: &str) -> Self {
+        Self::conflict(
+            info,
+            name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        )
+    }
+
+    /// 422 `Invalid` with one cause per field error:
+    /// `<Kind>.<group> "<name>" is invalid: <errors>`.
+    pub fn invalid(info: &ResourceInfo, name: &str, errors: &[FieldError]) -> Self {
+        Self::invalid_with(&info.group_kind(), &info.group, &info.kind, name, errors)
+    }
+
+    /// 422 `Invalid` for an arbitrary qualified kind (`qualified`) with details `group`/`kind`.
+    pub fn invalid_with(
+        qualified: &str,
+        group: &str,
+        kind: &str,
+        name: &str,
+        errors: &[FieldError],
+    ) -> Self {
+        let mut texts: Vec<String> = Vec::new();
+        for e in errors {
+            let t = e.to_string();
+            if !texts.contains(&t) {
+                texts.push(t);
+            }
+        }
+        let message = match texts.len() {
+            0 => format!("{qualified} {name:?} is invalid"),
+            1 => format!("{qualified} {name:?} is invalid: {}", texts[0]),
+            _ => format!("{qualified} {name:?} is invalid: [{}]", texts.join(", ")),
+        };
+        ApiError::new(422, "Invalid", message).with_details(StatusDetails {
+            name: name.to_string(),
+            group: group.to_string(),
+            kind: kind.to_string(),
+            causes: errors.iter().map(FieldError::to_cause).collect(),
+            ..Default::default()
+        })
+    }
+
+    /// 403 `Forbidden` from admission: `<gr> "<name>" is forbidden: <why>`.
+    pub fn forbidden(info: &ResourceInfo, name: &str, why: &str) -> Self {
+        let message = if name.is_empty() {
+            format!("{} is forbidden: {}", info.group_resource(), why)
+        } else {
+            format!("{} {:?} is forbidden: {}", info.group_resource(), name, why)
+        };
+        ApiError::new(403, "Forbidden", message).with_details(Self::resource_details(info, name))
+    }
+
+    /// 400 `BadRequest` with the given message.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        ApiError::new(400, "BadRequest", message)
+    }
+
+    /// 401 `Unauthorized`.
+    pub fn unauthorized() -> Self {
+        ApiError::new(401, "Unauthorized", "Unauthorized")
+    }
+
+    /// 405 `MethodNotAllowed`: `<action> is not supported on resources of kind "<gr>"`.
+    pub fn method_not_supported(info: &ResourceInfo, action: &str) -> Self {
+        ApiError::new(
+            405,
+            "MethodNotAllowed",
+            format!(
+                "{action} is not supported on resources of kind {:?}",
+                info.group_resource()
+            ),
+        )
+        .with_details(StatusDetails {
+            group: info.group.clone(),
+            kind: info.plural.clone(),
+            ..Default::default()
+        })
+    }
+
+    /// 404 for a path inside a served group-version that matches no route.
+    pub fn route_not_found() -> Self {
+        ApiError::new(404, "NotFound", "the server could not find the requested resource")
+            .with_details(StatusDetails::default())
+    }
+
+    /// 405 for a method that a matched route does not allow.
+    pub fn method_not_allowed() -> Self {
+        ApiError::new(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        )
+        .with_details(StatusDetails::default())
+    }
+
+    /// 406 `NotAcceptable`.
+    pub fn not_acceptable(accepted: &[&str]) -> Self {
+        ApiError::new(
+            406,
+            "NotAcceptable",
+            format!(
+                "only the following media types are accepted: {}",
+                accepted.join(", ")
+            ),
+        )
+    }
+
+    /// 415 `UnsupportedMediaType`.
+    pub fn unsupported_media_type(accepted: &[&str]) -> Self {
+        ApiError::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: {}",
+                accepted.join(", ")
+            ),
+        )
+    }
+
+    /// 413 `RequestEntityTooLarge`.
+    pub fn too_large(message: &str) -> Self {
+        ApiError::new(
+            413,
+            "RequestEntityTooLarge",
+            format!("Request entity too large: {message}"),
+        )
+    }
+
+    /// 410 `Expired`.
+    pub fn expired(message: impl Into<String>) -> Self {
+        ApiError::new(410, "Expired", message)
+    }
+
+    /// 500 `InternalError`: `Internal error occurred: <err>`.
+    pub fn internal(err: impl std::fmt::Display) -> Self {
+        let err = err.to_string();
+        ApiError::new(500, "InternalError", format!("Internal error occurred: {err}"))
+            .with_details(StatusDetails {
+                causes: vec![StatusCause {
+                    message: err,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            })
+    }
+
+    /// 503 `ServiceUnavailable`.
+    pub fn service_unavailable(message: impl Into<String>) -> Self {
+        ApiError::new(503, "ServiceUnavailable", message)
+    }
+
+    /// The `Status` object for this error.
+    pub fn status(&self) -> Status {
+        Status {
+            kind: "Status".into(),
+            api_version: "v1".into(),
+            metadata: StatusMeta::default(),
+            status: "Failure".into(),
+            message: self.message.clone(),
+            reason: self.reason.clone(),
+            details: self.details.clone(),
+            code: self.code,
+        }
+    }
+
+    /// The Status serialized as JSON.
+    pub fn to_json(&self) -> Vec<u8> {
+        serde_json::to_vec(&self.status()).unwrap_or_default()
+    }
+}
+
+impl Status {
+    /// A `Success` Status carrying the details of a deleted object.
+    pub fn success(details: StatusDetails) -> Self {
+        Status {
+            kind: "Status".into(),
+            api_version: "v1".into(),
+            metadata: StatusMeta::default(),
+            status: "Success".into(),
+            message: String::new(),
+            reason: String::new(),
+            details: Some(details),
+            code: 200,
+        }
+    }
+}
+
+impl axum::response::IntoResponse for ApiError {
+    fn into_response(self) -> axum::response::Response {
+        let mut res = axum::response::Response::new(axum::body::Body::from(self.to_json()));
+        *res.status_mut() =
+            http::StatusCode::from_u16(self.code).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
+        res.headers_mut().insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("application/json"),
+        );
+        if let Some(secs) = self.details.as_ref().map(|d| d.retry_after_seconds)
+            && secs > 0
+        {
+            res.headers_mut().insert(http::header::RETRY_AFTER, secs.into());
+        }
+        res
+    }
+}

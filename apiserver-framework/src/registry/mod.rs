@@ -1,0 +1,13 @@
+//! The registry layer: per-resource REST storage, the generic store and its strategy, request
+//! options, selectors and the server's scheme of groups.
+
+pub mod continue_token;
+pub mod encoding;
+pub mod group;
+pub mod options;
+pub mod rest;
+pub mod scheme;
+pub mod selector;
+pub mod store;
+pub mod strategy;
+pub mod validation;

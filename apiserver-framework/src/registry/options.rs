@@ -1,0 +1,64 @@
+//! Server-side request options (list, write, delete), parsed from the query string.
+
+use crate::registry::selector::{FieldSelector, LabelSelector};
+
+/// How a list or watch reads objects.
+#[derive(Clone, Debug, Default)]
+pub struct ListOptions {
+    /// `labelSelector`.
+    pub label_selector: LabelSelector,
+    /// `fieldSelector`.
+    pub field_selector: FieldSelector,
+    /// `resourceVersion` (empty = most recent).
+    pub resource_version: String,
+    /// `resourceVersionMatch` (`Exact`, `NotOlderThan` or empty).
+    pub resource_version_match: String,
+    /// `limit` (0 = no limit).
+    pub limit: usize,
+    /// `continue`.
+    pub continue_token: String,
+    /// `timeoutSeconds` (watch).
+    pub timeout_seconds: Option<u64>,
+    /// `allowWatchBookmarks`.
+    pub allow_watch_bookmarks: bool,
+    /// `sendInitialEvents`.
+    pub send_initial_events: Option<bool>,
+}
+
+/// `fieldValidation` of a write.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FieldValidation {
+    /// Unknown fields are dropped silently.
+    Ignore,
+    /// Unknown fields are dropped and reported in `Warning` headers.
+    #[default]
+    Warn,
+    /// Unknown fields fail the request.
+    Strict,
+}
+
+/// Options of create, update and patch.
+#[derive(Clone, Debug, Default)]
+pub struct WriteOptions {
+    /// `dryRun=All`: run everything, store nothing.
+    pub dry_run: bool,
+    /// `fieldManager`.
+    pub field_manager: String,
+    /// `fieldValidation`.
+    pub field_validation: FieldValidation,
+}
+
+/// Options of delete and deletecollection.
+#[derive(Clone, Debug, Default)]
+pub struct DeleteOptions {
+    /// `dryRun=All`.
+    pub dry_run: bool,
+    /// `gracePeriodSeconds`.
+    pub grace_period_seconds: Option<i64>,
+    /// `preconditions.uid`.
+    pub precondition_uid: Option<String>,
+    /// `preconditions.resourceVersion`.
+    pub precondition_resource_version: Option<String>,
+    /// `propagationPolicy` (`Orphan`, `Background`, `Foreground`).
+    pub propagation_policy: Option<String>,
+}

@@ -1,0 +1,976 @@
+//! The generic REST store: Kubernetes semantics for any `#[derive(ApiResource)]` type on any
+//! [`Storage`] backend.
+
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use rand::Rng;
+use serde_json::Value;
+
+use crate::admission::{AdmissionAttributes, Operation};
+use crate::error::{ApiError, Status, StatusDetails};
+use crate::registry::continue_token;
+use crate::registry::encoding::with_resource_version;
+use crate::registry::options::{DeleteOptions, ListOptions, WriteOptions};
+use crate::registry::rest::{
+    DeleteOutcome, EventStream, ObjectEvent, ObjectList, RequestContext, RestStorage,
+    WatchEventType,
+};
+use crate::registry::strategy::{FieldError, Strategy};
+use crate::registry::validation;
+use crate::resource::{ApiResource, ResourceInfo};
+use crate::storage::{EventKind, KeyValue, ListRequest, Storage, StorageError, StorageEvent};
+
+/// How many times a patch is retried when a concurrent write changed the object meanwhile.
+const PATCH_RETRIES: usize = 5;
+
+/// The generic store of resource `T`: decoding, metadata rules, strategy, admission, storage.
+pub struct Store<T: ApiResource> {
+    info: ResourceInfo,
+    storage: Arc<dyn Storage>,
+    strategy: Arc<dyn Strategy<T>>,
+    prefix: String,
+    _marker: PhantomData<fn() -> T>,
+}
+
+impl<T: ApiResource> Store<T> {
+    /// A store of `T` on `storage`, driven by `strategy`.
+    pub fn new(storage: Arc<dyn Storage>, strategy: Arc<dyn Strategy<T>>) -> Self {
+        let info = T::resource_info();
+        let prefix = format!("/{}/{}/", info.group, info.plural);
+        Store {
+            info,
+            storage,
+            strategy,
+            prefix,
+            _marker: PhantomData,
+        }
+    }
+
+    fn key(&self, namespace: Option<&str>, name: &str) -> String {
+        match namespace {
+            Some(ns) if self.info.namespaced() => format!("{}{ns}/{name}", self.prefix),
+            _ => format!("{}{name}", self.prefix),
+        }
+    }
+
+    fn collection_prefix(&self, namespace: Option<&str>) -> String {
+        match namespace {
+            Some(ns) if self.info.namespaced() => format!("{}{ns}/", self.prefix),
+            _ => self.prefix.clone(),
+        }
+    }
+
+    fn namespace<'a>(&self, ctx: &'a RequestContext) -> Result<Option<&'a str>, ApiError> {
+        if !self.info.namespaced() {
+            return Ok(None);
+        }
+        match ctx.namespace.as_deref() {
+            Some(ns) if !ns.is_empty() => Ok(Some(ns)),
+            _ => Err(ApiError::bad_request("Namespace parameter required.")),
+        }
+    }
+
+    fn storage_error(&self, name: &str, err: StorageError) -> ApiError {
+        match err {
+            StorageError::NotFound(_) => ApiError::not_found(&self.info, name),
+            StorageError::AlreadyExists(_) => ApiError::already_exists(&self.info, name),
+            StorageError::Conflict { .. } => ApiError::stale(&self.info, name),
+            StorageError::Compacted { .. } => {
+                ApiError::expired("The resourceVersion for the provided list is too old.")
+            }
+            StorageError::FutureRevision { requested, current } => {
+                let mut e = ApiError::new(
+                    504,
+                    "Timeout",
+                    format!("Timeout: Too large resource version: {requested}, current: {current}"),
+                );
+                e.details = Some(StatusDetails {
+                    retry_after_seconds: 1,
+                    causes: vec![crate::error::StatusCause {
+                        reason: "ResourceVersionTooLarge".into(),
+                        message: "Too large resource version".into(),
+                        field: String::new(),
+                    }],
+                    ..Default::default()
+                });
+                e
+            }
+            StorageError::Unavailable(msg) => {
+                let mut e = ApiError::new(
+                    500,
+                    "ServerTimeout",
+                    format!(
+                        "The {name} operation against {} could not be completed at this time, please try again.",
+                        self.info.group_resource()
+                    ),
+                );
+                e.details = Some(StatusDetails {
+                    name: name.into(),
+                    group: self.info.group.clone(),
+                    kind: self.info.plural.clone(),
+                    retry_after_seconds: 2,
+                    ..Default::default()
+                });
+                tracing::warn!(error = %msg, "storage unavailable");
+                e
+            }
+        }
+    }
+
+    /// Decodes a request body into `T`, checking `apiVersion` and `kind`.
+    fn decode_body(&self, mut body: Value) -> Result<T, ApiError> {
+        let expected_gv = self.info.api_version();
+        let Some(map) = body.as_object_mut() else {
+            return Err(ApiError::bad_request(format!(
+                "{} in version {:?} cannot be handled as a {}: the request body must be a JSON object",
+                self.info.kind, self.info.version, self.info.kind
+            )));
+        };
+        match map.get("apiVersion") {
+            Some(Value::String(gv)) if gv != &expected_gv => {
+                return Err(ApiError::bad_request(format!(
+                    "the API version in the data ({gv}) does not match the expected API version ({expected_gv})"
+                )));
+            }
+            Some(Value::String(_)) | None => {}
+            Some(_) => {
+                return Err(ApiError::bad_request(format!(
+                    "{} in version {:?} cannot be handled as a {}: apiVersion must be a string",
+                    self.info.kind, self.info.version, self.info.kind
+                )));
+            }
+        }
+        match map.get("kind") {
+            Some(Value::String(k)) if k != &self.info.kind => {
+                return Err(ApiError::bad_request(format!(
+                    "the kind in the data ({k}) does not match the expected kind ({})",
+                    self.info.kind
+                )));
+            }
+            _ => {}
+        }
+        serde_json::from_value::<T>(body).map_err(|e| {
+            ApiError::bad_request(format!(
+                "{} in version {:?} cannot be handled as a {}: {e}",
+                self.info.kind, self.info.version, self.info.kind
+            ))
+        })
+    }
+
+    fn encode(&self, obj: &T) -> Result<Bytes, ApiError> {
+        serde_json::to_vec(obj)
+            .map(Bytes::from)
+            .map_err(ApiError::internal)
+    }
+
+    fn decode_stored(&self, kv: &KeyValue) -> Result<T, ApiError> {
+        let mut obj: T = serde_json::from_slice(&kv.value).map_err(ApiError::internal)?;
+        obj.meta_mut().resource_version = Some(kv.mod_revision.to_string());
+        Ok(obj)
+    }
+
+    fn to_value(obj: &T) -> Result<Value, ApiError> {
+        serde_json::to_value(obj).map_err(ApiError::internal)
+    }
+
+    fn from_value(&self, v: Value) -> Result<T, ApiError> {
+        serde_json::from_value(v).map_err(|e| {
+            ApiError::bad_request(format!(
+                "{} in version {:?} cannot be handled as a {}: {e}",
+                self.info.kind, self.info.version, self.info.kind
+            ))
+        })
+    }
+
+    fn validate_name(&self, name: &str) -> Vec<FieldError> {
+        let mut errs = Vec::new();
+        for msg in validation::dns1123_subdomain(name) {
+            errs.push(FieldError::invalid("metadata.name", name, msg));
+        }
+        errs
+    }
+
+    async fn admit(
+        &self,
+        ctx: &RequestContext,
+        operation: Operation,
+        subresource: Option<&str>,
+        obj: &mut T,
+        old: Option<&T>,
+        dry_run: bool,
+    ) -> Result<(), ApiError> {
+        if ctx.admission.is_empty() {
+            return Ok(());
+        }
+        let mut value = Self::to_value(obj)?;
+        let old_value = old.map(Self::to_value).transpose()?;
+        let name = obj.meta().name.clone().unwrap_or_default();
+        let namespace = obj.meta().namespace.clone();
+        let mut attrs = AdmissionAttributes {
+            operation,
+            resource: &self.info,
+            subresource,
+            namespace: namespace.as_deref(),
+            name: &name,
+            object: Some(&mut value),
+            old_object: old_value.as_ref(),
+            user: &ctx.user,
+            dry_run,
+            registry: &ctx.registry,
+        };
+        ctx.admission.admit(&mut attrs).await?;
+        *obj = self.from_value(value)?;
+        Ok(())
+    }
+
+    /// Every object of the resource in `namespace` (all namespaces with `None`), decoded.
+    pub async fn list_objects(&self, namespace: Option<&str>) -> Result<Vec<T>, ApiError> {
+        let page = self
+            .storage
+            .list(ListRequest {
+                prefix: self.collection_prefix(namespace),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| self.storage_error("list", e))?;
+        page.items.iter().map(|kv| self.decode_stored(kv)).collect()
+    }
+
+    /// One object, decoded.
+    pub async fn get_object(&self, namespace: Option<&str>, name: &str) -> Result<T, ApiError> {
+        let kv = self
+            .storage
+            .get(&self.key(namespace, name))
+            .await
+            .map_err(|e| self.storage_error(name, e))?
+            .ok_or_else(|| ApiError::not_found(&self.info, name))?;
+        self.decode_stored(&kv)
+    }
+
+    async fn create_typed(
+        &self,
+        ctx: &RequestContext,
+        mut obj: T,
+        opts: &WriteOptions,
+    ) -> Result<Bytes, ApiError> {
+        let namespace = self.namespace(ctx)?;
+        {
+            let meta = obj.meta_mut();
+            match (&meta.namespace, namespace) {
+                (Some(body_ns), Some(path_ns)) if !body_ns.is_empty() && body_ns != path_ns => {
+                    return Err(ApiError::bad_request(
+                        "the namespace of the provided object does not match the namespace sent on the request",
+                    ));
+                }
+                _ => {}
+            }
+            meta.namespace = namespace.map(str::to_string);
+            if meta.name.as_deref().unwrap_or("").is_empty() {
+                match meta.generate_name.as_deref() {
+                    Some(prefix) if !prefix.is_empty() => {
+                        meta.name = Some(generate_name(prefix));
+                    }
+                    _ => {
+                        return Err(ApiError::invalid(
+                            &self.info,
+                            "",
+                            &[FieldError::required(
+                                "metadata.name",
+                                "name or generateName is required",
+                            )],
+                        ));
+                    }
+                }
+            }
+            meta.uid = Some(uuid::Uuid::new_v4().to_string());
+            meta.creation_timestamp = Some(Time(jiff::Timestamp::now().round(jiff::Unit::Second).unwrap_or_else(|_| jiff::Timestamp::now())));
+            meta.resource_version = None;
+            meta.generation = Some(1);
+            meta.deletion_timestamp = None;
+            meta.deletion_grace_period_seconds = None;
+        }
+        if T::has_status() {
+            obj.clear_status();
+        }
+        self.strategy.prepare_for_create(&mut obj);
+        self.strategy.default(&mut obj);
+        let name = obj.meta().name.clone().unwrap_or_default();
+        let mut errs = self.validate_name(&name);
+        errs.extend(self.strategy.validate(&obj));
+        if !errs.is_empty() {
+            return Err(ApiError::invalid(&self.info, &name, &errs));
+        }
+        self.admit(ctx, Operation::Create, None, &mut obj, None, opts.dry_run)
+            .await?;
+        let bytes = self.encode(&obj)?;
+        if opts.dry_run {
+            if self
+                .storage
+                .get(&self.key(namespace, &name))
+                .await
+                .map_err(|e| self.storage_error(&name, e))?
+                .is_some()
+            {
+                return Err(ApiError::already_exists(&self.info, &name));
+            }
+            return Ok(bytes);
+        }
+        let rev = self
+            .storage
+            .create(&self.key(namespace, &name), bytes.clone())
+            .await
+            .map_err(|e| self.storage_error(&name, e))?;
+        Ok(with_resource_version(&bytes, rev))
+    }
+
+    /// The update path shared by PUT and PATCH: `new` replaces the stored object `current`.
+    async fn update_typed(
+        &self,
+        ctx: &RequestContext,
+        name: &str,
+        subresource: Option<&str>,
+        mut new: T,
+        current: &KeyValue,
+        opts: &WriteOptions,
+    ) -> Result<Bytes, ApiError> {
+        let namespace = self.namespace(ctx)?;
+        let old = self.decode_stored(current)?;
+        match new.meta().name.as_deref() {
+            Some(n) if n == name => {}
+            Some(n) if !n.is_empty() => {
+                return Err(ApiError::bad_request(format!(
+                    "the name of the object ({n}) does not match the name on the URL ({name})"
+                )));
+            }
+            _ => new.meta_mut().name = Some(name.to_string()),
+        }
+        if let (Some(body_ns), Some(path_ns)) = (new.meta().namespace.as_deref(), namespace)
+            && !body_ns.is_empty()
+            && body_ns != path_ns
+        {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+        let rv = new.meta().resource_version.clone().unwrap_or_default();
+        if rv.is_empty() {
+            let mut e = ApiError::invalid(
+                &self.info,
+                name,
+                &[FieldError::invalid(
+                    "metadata.resourceVersion",
+                    0,
+                    "must be specified for an update",
+                )],
+            );
+            // Upstream names the plural resource here, not the kind.
+            e.message = e
+                .message
+                .replacen(&self.info.group_kind(), &self.info.group_resource(), 1);
+            if let Some(d) = e.details.as_mut() {
+                d.kind = self.info.plural.clone();
+            }
+            return Err(e);
+        }
+        let expected: u64 = rv.parse().map_err(|_| {
+            ApiError::bad_request(format!("invalid resource version: {rv:?}"))
+        })?;
+        if expected != current.mod_revision {
+            return Err(ApiError::stale(&self.info, name));
+        }
+        let mut errs = Vec::new();
+        if subresource == Some("status") {
+            // The status subresource changes the status and nothing else.
+            let mut merged = old.clone();
+            merged.copy_status_from(&new);
+            new = merged;
+        } else {
+            if T::has_status() {
+                new.copy_status_from(&old);
+            }
+            let new_meta = new.meta_mut();
+            let old_meta = old.meta();
+            if let Some(uid) = new_meta.uid.as_deref()
+                && !uid.is_empty()
+                && Some(uid) != old_meta.uid.as_deref()
+            {
+                errs.push(FieldError::invalid("metadata.uid", uid, "field is immutable"));
+            }
+            new_meta.uid = old_meta.uid.clone();
+            new_meta.namespace = old_meta.namespace.clone();
+            new_meta.creation_timestamp = old_meta.creation_timestamp.clone();
+            new_meta.deletion_timestamp = old_meta.deletion_timestamp.clone();
+            new_meta.deletion_grace_period_seconds = old_meta.deletion_grace_period_seconds;
+            new_meta.generation = old_meta.generation;
+            if new.spec_differs(&old) {
+                let g = new.meta().generation.unwrap_or(0) + 1;
+                new.meta_mut().generation = Some(g);
+            }
+            self.strategy.prepare_for_update(&mut new, &old);
+            self.strategy.default(&mut new);
+        }
+        errs.extend(self.strategy.validate_update(&new, &old));
+        if !errs.is_empty() {
+            return Err(ApiError::invalid(&self.info, name, &errs));
+        }
+        self.admit(ctx, Operation::Update, subresource, &mut new, Some(&old), opts.dry_run)
+            .await?;
+        new.meta_mut().resource_version = None;
+        let bytes = self.encode(&new)?;
+        if bytes == current.value {
+            // Nothing changed: no write, same resourceVersion (as upstream).
+            return Ok(with_resource_version(&current.value, current.mod_revision));
+        }
+        let key = self.key(namespace, name);
+        let pending_delete = new.meta().deletion_timestamp.is_some()
+            && new.meta().finalizers.as_ref().is_none_or(|f| f.is_empty());
+        if opts.dry_run {
+            return Ok(with_resource_version(&bytes, current.mod_revision));
+        }
+        if pending_delete {
+            // The last finalizer is gone from an object being deleted: it disappears now.
+            let rev = self
+                .storage
+                .update(&key, bytes.clone(), current.mod_revision)
+                .await
+                .map_err(|e| self.storage_error(name, e))?;
+            let (_, last) = self
+                .storage
+                .delete(&key, Some(rev))
+                .await
+                .map_err(|e| self.storage_error(name, e))?;
+            return Ok(with_resource_version(&last.value, rev));
+        }
+        let rev = self
+            .storage
+            .update(&key, bytes.clone(), current.mod_revision)
+            .await
+            .map_err(|e| self.storage_error(name, e))?;
+        Ok(with_resource_version(&bytes, rev))
+    }
+
+    async fn current(&self, namespace: Option<&str>, name: &str) -> Result<KeyValue, ApiError> {
+        self.storage
+            .get(&self.key(namespace, name))
+            .await
+            .map_err(|e| self.storage_error(name, e))?
+            .ok_or_else(|| ApiError::not_found(&self.info, name))
+    }
+
+    fn labels_of(v: &Value) -> BTreeMap<String, String> {
+        v.pointer("/metadata/labels")
+            .and_then(|l| serde_json::from_value(l.clone()).ok())
+            .unwrap_or_default()
+    }
+
+    fn check_field_selector(&self, opts: &ListOptions) -> Result<(), ApiError> {
+        let mut supported = vec!["metadata.name"];
+        if self.info.namespaced() {
+            supported.push("metadata.namespace");
+        }
+        opts.field_selector
+            .check_supported(&supported)
+            .map_err(ApiError::bad_request)
+    }
+
+    fn selects_with(opts: &ListOptions, bytes: &[u8]) -> bool {
+        if opts.label_selector.is_empty() && opts.field_selector.is_empty() {
+            return true;
+        }
+        let Ok(v) = serde_json::from_slice::<Value>(bytes) else {
+            return false;
+        };
+        opts.label_selector.matches(&Self::labels_of(&v)) && opts.field_selector.matches(&v)
+    }
+
+    fn event(kind: WatchEventType, kv: &KeyValue) -> ObjectEvent {
+        ObjectEvent {
+            kind,
+            object: with_resource_version(&kv.value, kv.mod_revision),
+        }
+    }
+
+    fn parse_rv(rv: &str) -> Result<u64, ApiError> {
+        rv.parse::<u64>()
+            .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))
+    }
+}
+
+/// `generateName` plus five random characters from upstream's alphabet (no vowels).
+fn generate_name(prefix: &str) -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    const MAX_PREFIX: usize = 63 - 5;
+    let prefix = if prefix.len() > MAX_PREFIX {
+        &prefix[..MAX_PREFIX]
+    } else {
+        prefix
+    };
+    let mut rng = rand::rng();
+    let suffix: String = (0..5)
+        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
+        .collect();
+    format!("{prefix}{suffix}")
+}
+
+fn error_event(err: &ApiError) -> ObjectEvent {
+    ObjectEvent {
+        kind: WatchEventType::Error,
+        object: Bytes::from(err.to_json()),
+    }
+}
+
+/// How long a watch lasts without `timeoutSeconds`: 30 minutes times a random factor in
+/// [1, 2), as upstream spreads reconnects.
+fn default_watch_timeout() -> Duration {
+    let factor: f64 = rand::rng().random_range(1.0..2.0);
+    Duration::from_secs_f64(1800.0 * factor)
+}
+
+#[async_trait::async_trait]
+impl<T: ApiResource> RestStorage for Store<T> {
+    fn info(&self) -> &ResourceInfo {
+        &self.info
+    }
+
+    fn verbs(&self) -> Vec<&'static str> {
+        vec![
+            "create",
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "update",
+            "watch",
+        ]
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    async fn get(&self, ctx: &RequestContext, name: &str) -> Result<Bytes, ApiError> {
+        let namespace = self.namespace(ctx)?;
+        let kv = self.current(namespace, name).await?;
+        Ok(with_resource_version(&kv.value, kv.mod_revision))
+    }
+
+    async fn list(&self, ctx: &RequestContext, opts: &ListOptions) -> Result<ObjectList, ApiError> {
+        self.check_field_selector(opts)?;
+        let namespace = if self.info.namespaced() {
+            ctx.namespace.as_deref()
+        } else {
+            None
+        };
+        let prefix = self.collection_prefix(namespace);
+        let (revision, mut start_after) = if !opts.continue_token.is_empty() {
+            let (rev, key) = continue_token::decode(&opts.continue_token)
+                .map_err(|e| ApiError::bad_request(format!("invalid continue token: {e}")))?;
+            if !key.starts_with(&prefix) {
+                return Err(ApiError::bad_request(
+                    "invalid continue token: continue key is not valid: the key is outside the requested collection",
+                ));
+            }
+            (Some(rev), Some(key))
+        } else {
+            let exact = opts.resource_version_match == "Exact"
+                || (opts.resource_version_match.is_empty() && opts.limit > 0);
+            match opts.resource_version.as_str() {
+                "" | "0" => (None, None),
+                rv => {
+                    let rv = Self::parse_rv(rv)?;
+                    let current = self
+                        .storage
+                        .current_revision()
+                        .await
+                        .map_err(|e| self.storage_error("list", e))?;
+                    if rv > current {
+                        return Err(self.storage_error(
+                            "list",
+                            StorageError::FutureRevision {
+                                requested: rv,
+                                current,
+                            },
+                        ));
+                    }
+                    (exact.then_some(rv), None)
+                }
+            }
+        };
+        let filtering = !opts.label_selector.is_empty() || !opts.field_selector.is_empty();
+        let mut items = Vec::new();
+        let mut read_revision = revision;
+        let (more, remaining, last_key) = loop {
+            let want = if opts.limit > 0 {
+                opts.limit - items.len()
+            } else {
+                0
+            };
+            let page = self
+                .storage
+                .list(ListRequest {
+                    prefix: prefix.clone(),
+                    start_after: start_after.clone(),
+                    limit: want,
+                    revision: read_revision,
+                })
+                .await
+                .map_err(|e| match e {
+                    StorageError::Compacted { .. } if !opts.continue_token.is_empty() => {
+                        ApiError::expired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
+                    }
+                    e => self.storage_error("list", e),
+                })?;
+            read_revision = Some(page.revision);
+            let last = page.items.last().map(|kv| kv.key.clone());
+            for kv in &page.items {
+                if Self::selects_with(opts, &kv.value) {
+                    items.push(with_resource_version(&kv.value, kv.mod_revision));
+                }
+            }
+            if !page.more || (opts.limit > 0 && items.len() >= opts.limit) {
+                break (page.more, page.remaining, last);
+            }
+            start_after = last;
+        };
+        let revision = read_revision.unwrap_or(0);
+        Ok(ObjectList {
+            resource_version: revision.to_string(),
+            continue_token: match (more, last_key) {
+                (true, Some(k)) => Some(continue_token::encode(revision, &k)),
+                _ => None,
+            },
+            remaining_item_count: (more && !filtering).then_some(remaining as i64),
+            items,
+        })
+    }
+
+    async fn watch(&self, ctx: &RequestContext, opts: &ListOptions) -> Result<EventStream, ApiError> {
+        self.check_field_selector(opts)?;
+        let namespace = if self.info.namespaced() {
+            ctx.namespace.as_deref()
+        } else {
+            None
+        };
+        let prefix = self.collection_prefix(namespace);
+        let mut initial = Vec::new();
+        let after = match opts.resource_version.as_str() {
+            "" | "0" => {
+                let page = self
+                    .storage
+                    .list(ListRequest {
+                        prefix: prefix.clone(),
+                        ..Default::default()
+                    })
+                    .await
+                    .map_err(|e| self.storage_error("watch", e))?;
+                for kv in &page.items {
+                    if Self::selects_with(opts, &kv.value) {
+                        initial.push(Self::event(WatchEventType::Added, kv));
+                    }
+                }
+                page.revision
+            }
+            rv => Self::parse_rv(rv)?,
+        };
+        let timeout = opts
+            .timeout_seconds
+            .map(Duration::from_secs)
+            .unwrap_or_else(default_watch_timeout);
+        let live = match self.storage.watch(&prefix, after).await {
+            Ok(s) => s,
+            Err(StorageError::Compacted { compacted, .. }) => {
+                let err = ApiError::expired(format!(
+                    "too old resource version: {after} ({compacted})"
+                ));
+                return Ok(futures::stream::iter([error_event(&err)]).boxed());
+            }
+            Err(e) => return Err(self.storage_error("watch", e)),
+        };
+        let filter = WatchFilter::<T> {
+            opts: opts.clone(),
+            _marker: PhantomData,
+        };
+        let live = live
+            .scan(false, move |ended, item| {
+                if *ended {
+                    return futures::future::ready(None);
+                }
+                let out = match item {
+                    Ok(ev) => filter.apply(&ev),
+                    Err(e) => {
+                        *ended = true;
+                        let err = match e {
+                            StorageError::Compacted { requested, compacted } => ApiError::expired(
+                                format!("too old resource version: {requested} ({compacted})"),
+                            ),
+                            other => ApiError::internal(other),
+                        };
+                        Some(error_event(&err))
+                    }
+                };
+                futures::future::ready(Some(out))
+            })
+            .filter_map(futures::future::ready);
+        let stream = futures::stream::iter(initial).chain(live);
+        let deadline = tokio::time::sleep(timeout);
+        Ok(stream.take_until(deadline).boxed())
+    }
+
+    async fn create(
+        &self,
+        ctx: &RequestContext,
+        body: Value,
+        opts: &WriteOptions,
+    ) -> Result<Bytes, ApiError> {
+        let obj = self.decode_body(body)?;
+        self.create_typed(ctx, obj, opts).await
+    }
+
+    async fn update(
+        &self,
+        ctx: &RequestContext,
+        name: &str,
+        subresource: Option<&str>,
+        body: Value,
+        opts: &WriteOptions,
+    ) -> Result<Bytes, ApiError> {
+        if subresource.is_some() && (subresource != Some("status") || !T::has_status()) {
+            return Err(ApiError::route_not_found());
+        }
+        let namespace = self.namespace(ctx)?;
+        let new = self.decode_body(body)?;
+        let current = self.current(namespace, name).await?;
+        self.update_typed(ctx, name, subresource, new, &current, opts)
+            .await
+    }
+
+    async fn patch(
+        &self,
+        ctx: &RequestContext,
+        name: &str,
+        subresource: Option<&str>,
+        patch: &(dyn Fn(Value) -> Result<Value, ApiError> + Send + Sync),
+        opts: &WriteOptions,
+    ) -> Result<Bytes, ApiError> {
+        if subresource.is_some() && (subresource != Some("status") || !T::has_status()) {
+            return Err(ApiError::route_not_found());
+        }
+        let namespace = self.namespace(ctx)?;
+        let mut attempt = 0;
+        loop {
+            let current = self.current(namespace, name).await?;
+            let current_value: Value = serde_json::from_slice(&with_resource_version(
+                &current.value,
+                current.mod_revision,
+            ))
+            .map_err(ApiError::internal)?;
+            let patched = patch(current_value)?;
+            let rv_in_patch = patched
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            let explicit_rv = rv_in_patch
+                .as_deref()
+                .is_some_and(|rv| rv != current.mod_revision.to_string());
+            let mut new = self.decode_body(patched)?;
+            if new.meta().resource_version.as_deref().unwrap_or("").is_empty() {
+                new.meta_mut().resource_version = Some(current.mod_revision.to_string());
+            }
+            match self
+                .update_typed(ctx, name, subresource, new, &current, opts)
+                .await
+            {
+                Err(e) if e.reason == "Conflict" && !explicit_rv && attempt < PATCH_RETRIES => {
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn delete(
+        &self,
+        ctx: &RequestContext,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<DeleteOutcome, ApiError> {
+        let namespace = self.namespace(ctx)?;
+        let key = self.key(namespace, name);
+        let current = self.current(namespace, name).await?;
+        let mut obj = self.decode_stored(&current)?;
+        check_preconditions(&self.info, &key, obj.meta(), opts)?;
+        self.admit_delete(ctx, &obj, opts.dry_run).await?;
+        let has_finalizers = obj.meta().finalizers.as_ref().is_some_and(|f| !f.is_empty());
+        if has_finalizers {
+            if obj.meta().deletion_timestamp.is_some() {
+                return Ok(DeleteOutcome::Pending(with_resource_version(
+                    &current.value,
+                    current.mod_revision,
+                )));
+            }
+            let meta = obj.meta_mut();
+            meta.deletion_timestamp = Some(Time(jiff::Timestamp::now()));
+            meta.deletion_grace_period_seconds = Some(opts.grace_period_seconds.unwrap_or(0));
+            meta.resource_version = None;
+            let bytes = self.encode(&obj)?;
+            if opts.dry_run {
+                return Ok(DeleteOutcome::Pending(with_resource_version(
+                    &bytes,
+                    current.mod_revision,
+                )));
+            }
+            let rev = self
+                .storage
+                .update(&key, bytes.clone(), current.mod_revision)
+                .await
+                .map_err(|e| self.storage_error(name, e))?;
+            return Ok(DeleteOutcome::Pending(with_resource_version(&bytes, rev)));
+        }
+        if !opts.dry_run {
+            self.storage
+                .delete(&key, Some(current.mod_revision))
+                .await
+                .map_err(|e| self.storage_error(name, e))?;
+        }
+        Ok(DeleteOutcome::Deleted(Status::success(StatusDetails {
+            name: name.to_string(),
+            group: self.info.group.clone(),
+            kind: self.info.plural.clone(),
+            uid: obj.meta().uid.clone().unwrap_or_default(),
+            ..Default::default()
+        })))
+    }
+
+    async fn delete_collection(
+        &self,
+        ctx: &RequestContext,
+        list: &ListOptions,
+        opts: &DeleteOptions,
+    ) -> Result<ObjectList, ApiError> {
+        let all = RestStorage::list(self, ctx, list).await?;
+        let mut deleted = Vec::new();
+        for item in &all.items {
+            let v: Value = serde_json::from_slice(item).map_err(ApiError::internal)?;
+            let name = v
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            let item_ctx = RequestContext {
+                namespace: v
+                    .pointer("/metadata/namespace")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+                    .or_else(|| ctx.namespace.clone()),
+                ..ctx.clone()
+            };
+            match RestStorage::delete(self, &item_ctx, &name, opts).await {
+                Ok(DeleteOutcome::Pending(obj)) => deleted.push(obj),
+                Ok(DeleteOutcome::Deleted(_)) => deleted.push(item.clone()),
+                Err(e) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(ObjectList {
+            resource_version: all.resource_version,
+            continue_token: None,
+            remaining_item_count: None,
+            items: deleted,
+        })
+    }
+}
+
+impl<T: ApiResource> Store<T> {
+    async fn admit_delete(&self, ctx: &RequestContext, obj: &T, dry_run: bool) -> Result<(), ApiError> {
+        if ctx.admission.is_empty() {
+            return Ok(());
+        }
+        let old = Self::to_value(obj)?;
+        let name = obj.meta().name.clone().unwrap_or_default();
+        let namespace = obj.meta().namespace.clone();
+        let mut attrs = AdmissionAttributes {
+            operation: Operation::Delete,
+            resource: &self.info,
+            subresource: None,
+            namespace: namespace.as_deref(),
+            name: &name,
+            object: None,
+            old_object: Some(&old),
+            user: &ctx.user,
+            dry_run,
+            registry: &ctx.registry,
+        };
+        ctx.admission.admit(&mut attrs).await
+    }
+}
+
+fn check_preconditions(
+    info: &ResourceInfo,
+    key: &str,
+    meta: &ObjectMeta,
+    opts: &DeleteOptions,
+) -> Result<(), ApiError> {
+    let name = meta.name.clone().unwrap_or_default();
+    if let Some(uid) = &opts.precondition_uid
+        && Some(uid) != meta.uid.as_ref()
+    {
+        return Err(ApiError::conflict(
+            info,
+            &name,
+            &format!(
+                "StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                meta.uid.clone().unwrap_or_default()
+            ),
+        ));
+    }
+    if let Some(rv) = &opts.precondition_resource_version
+        && Some(rv) != meta.resource_version.as_ref()
+    {
+        return Err(ApiError::conflict(
+            info,
+            &name,
+            &format!(
+                "StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                meta.resource_version.clone().unwrap_or_default()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// What a running watch needs to filter and convert storage events.
+struct WatchFilter<T> {
+    opts: ListOptions,
+    _marker: PhantomData<fn() -> T>,
+}
+
+impl<T: ApiResource> WatchFilter<T> {
+    /// The event a watcher sees for a storage event (if any), including the transitions in
+    /// and out of its selectors, as upstream's watch cache reports them.
+    fn apply(&self, ev: &StorageEvent) -> Option<ObjectEvent> {
+        let selects = |v: &[u8]| Store::<T>::selects_with(&self.opts, v);
+        let now = selects(&ev.kv.value);
+        let kind = match ev.kind {
+            EventKind::Created => now.then_some(WatchEventType::Added),
+            EventKind::Deleted => now.then_some(WatchEventType::Deleted),
+            EventKind::Updated => {
+                let before = ev.prev.as_ref().is_some_and(|p| selects(&p.value));
+                match (before, now) {
+                    (true, true) => Some(WatchEventType::Modified),
+                    (false, true) => Some(WatchEventType::Added),
+                    (true, false) => Some(WatchEventType::Deleted),
+                    (false, false) => None,
+                }
+            }
+        }?;
+        Some(Store::<T>::event(kind, &ev.kv))
+    }
+}

@@ -1,0 +1,81 @@
+//! Structural OpenAPI v3 schemas for resources, built with schemars and kube-core's transforms.
+
+use schemars::{JsonSchema, generate::SchemaSettings};
+use serde_json::{Map, Value, json};
+
+/// The schema of `T` as Kubernetes wants it: OpenAPI 3 dialect, every subschema inlined,
+/// no `$schema`, and kube-core's structural rewrites (enums, untagged enums, int-or-string,
+/// nullable options) applied.
+pub fn structural_schema_of<T: JsonSchema>() -> Value {
+    let generator = SchemaSettings::openapi3()
+        .with(|s| {
+            s.inline_subschemas = true;
+            s.meta_schema = None;
+        })
+        .with_transform(schemars::transform::AddNullable::default())
+        .with_transform(kube_core::schema::StructuralSchemaRewriter)
+        .with_transform(kube_core::schema::OptionalEnum)
+        .with_transform(kube_core::schema::OptionalIntOrString)
+        .into_generator();
+    let mut schema = generator.into_root_schema_for::<T>().to_value();
+    if let Value::Object(map) = &mut schema {
+        // A root schema carries a title (the Rust type name); nested Kubernetes schemas do not.
+        map.remove("title");
+        map.remove("$schema");
+    }
+    schema
+}
+
+/// Builds the schema of a whole object from the schemas of its spec and status.
+///
+/// With `flat`, the spec's properties are placed at the top level of the object (as in
+/// sample-apiserver's `Fischer`, whose `disallowedFlunders` list is a top-level field);
+/// otherwise they live under `spec`.
+pub fn object_schema(description: &str, spec: Value, status: Option<Value>, flat: bool) -> Value {
+    let mut properties = Map::new();
+    properties.insert(
+        "apiVersion".into(),
+        json!({"type": "string", "description": API_VERSION_DOC}),
+    );
+    properties.insert("kind".into(), json!({"type": "string", "description": KIND_DOC}));
+    properties.insert(
+        "metadata".into(),
+        json!({"type": "object", "description": METADATA_DOC}),
+    );
+    let mut required: Vec<Value> = Vec::new();
+    if flat {
+        if let Value::Object(spec) = spec {
+            if let Some(Value::Object(props)) = spec.get("properties") {
+                for (k, v) in props {
+                    properties.insert(k.clone(), v.clone());
+                }
+            }
+            if let Some(Value::Array(req)) = spec.get("required") {
+                required.extend(req.iter().cloned());
+            }
+        }
+    } else {
+        properties.insert("spec".into(), spec);
+        required.push(Value::String("spec".into()));
+    }
+    if let Some(status) = status {
+        properties.insert("status".into(), status);
+    }
+    let mut out = Map::new();
+    if !description.is_empty() {
+        out.insert("description".into(), Value::String(description.into()));
+    }
+    out.insert("type".into(), Value::String("object".into()));
+    out.insert("properties".into(), Value::Object(properties));
+    if !required.is_empty() {
+        out.insert("required".into(), Value::Array(required));
+    }
+    Value::Object(out)
+}
+
+/// Description of `apiVersion` in every object schema.
+pub const API_VERSION_DOC: &str = "The versioned schema of this representation of an object, as <group>/<version>. Servers reject versions they do not serve.";
+/// Description of `kind` in every object schema.
+pub const KIND_DOC: &str = "The REST resource this object represents, in CamelCase. Servers may infer it from the endpoint the request is sent to. Cannot be updated.";
+/// Description of `metadata` in every object schema.
+pub const METADATA_DOC: &str = "Standard object metadata: name, namespace, labels, annotations, resourceVersion and the other fields every Kubernetes object has.";

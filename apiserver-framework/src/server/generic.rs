@@ -1,0 +1,466 @@
+//! [`GenericApiServer`]: one server of a delegation chain, and its builder.
+//!
+//! A server answers for its own API groups and hands every other request to its delegate;
+//! the last server of a chain answers 404. The first server of a chain (the one the listener
+//! calls) also answers the documents that describe the whole chain: `/apis` discovery,
+//! OpenAPI, health and `/version`.
+
+use std::sync::{Arc, OnceLock};
+
+use axum::body::Body;
+use http::{HeaderValue, Method, Request, Response, StatusCode, header};
+use serde_json::{Value, json};
+
+use crate::admission::{AdmissionChain, AdmissionPlugin};
+use crate::auth::UserInfo;
+use crate::discovery::{ServedGroup, aggregated, legacy};
+use crate::endpoints::handlers;
+use crate::endpoints::request_info::{self, ApiPath};
+use crate::endpoints::response::raw;
+use crate::error::ApiError;
+use crate::openapi;
+use crate::registry::group::Group;
+use crate::registry::rest::RequestContext;
+use crate::registry::scheme::Registry;
+use crate::server::health::{HealthCheck, HealthChecks};
+use crate::server::version::{self, VersionInfo};
+use crate::storage::Storage;
+use crate::storage::memory::MemoryStorage;
+
+/// One API server of a delegation chain.
+pub struct GenericApiServer {
+    name: String,
+    registry: Arc<Registry>,
+    admission: Arc<AdmissionChain>,
+    delegate: Option<Arc<GenericApiServer>>,
+    healthz: HealthChecks,
+    livez: HealthChecks,
+    readyz: HealthChecks,
+    version: VersionInfo,
+    documents: OnceLock<Documents>,
+}
+
+/// Discovery and OpenAPI documents of a chain, computed once.
+struct Documents {
+    aggregated: Vec<u8>,
+    aggregated_etag: String,
+    group_list: Vec<u8>,
+    openapi_v2: Vec<u8>,
+    openapi_v2_etag: String,
+    openapi_v3: Vec<(String, Vec<u8>, String)>,
+    openapi_v3_root: Vec<u8>,
+}
+
+/// Builds a [`GenericApiServer`].
+pub struct GenericApiServerBuilder {
+    name: String,
+    groups: Vec<Group>,
+    admission: Vec<Arc<dyn AdmissionPlugin>>,
+    storage: Option<Arc<dyn Storage>>,
+    delegate: Option<Arc<GenericApiServer>>,
+    health_checks: Vec<Arc<dyn HealthCheck>>,
+    readiness_checks: Vec<Arc<dyn HealthCheck>>,
+    version: VersionInfo,
+}
+
+impl GenericApiServer {
+    /// A builder for a server named `name` (used in logs and OpenAPI titles).
+    pub fn builder(name: impl Into<String>) -> GenericApiServerBuilder {
+        GenericApiServerBuilder {
+            name: name.into(),
+            groups: Vec::new(),
+            admission: Vec::new(),
+            storage: None,
+            delegate: None,
+            health_checks: Vec::new(),
+            readiness_checks: Vec::new(),
+            version: VersionInfo::for_kubernetes("1", "33"),
+        }
+    }
+
+    /// This server, handing every request it does not serve to `delegate`.
+    pub fn delegate_to(mut self, delegate: impl Into<Arc<GenericApiServer>>) -> Self {
+        self.delegate = Some(delegate.into());
+        self
+    }
+
+    /// The server's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The resources this server (not its delegates) stores.
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// The groups served by this server and every delegate after it, in chain order.
+    pub fn chain_groups(&self) -> Vec<ServedGroup> {
+        let mut groups = self.registry.served_groups();
+        if let Some(d) = &self.delegate {
+            for g in d.chain_groups() {
+                if !groups.iter().any(|x| x.name == g.name) {
+                    groups.push(g);
+                }
+            }
+        }
+        groups
+    }
+
+    fn serves(&self, group: &str, version: Option<&str>) -> bool {
+        self.registry.serves(group, version)
+    }
+
+    /// Serves one authenticated request.
+    pub async fn handle(self: &Arc<Self>, req: Request<Body>, user: UserInfo) -> Response<Body> {
+        let path = req.uri().path().to_string();
+        let query = req.uri().query().map(str::to_string);
+        match path.as_str() {
+            "/healthz" | "/livez" | "/readyz" => {
+                return self.health(&path, None, query.as_deref()).await;
+            }
+            p if p.starts_with("/healthz/") || p.starts_with("/livez/") || p.starts_with("/readyz/") => {
+                let (endpoint, check) = p[1..].split_once('/').unwrap_or((p, ""));
+                return self
+                    .health(&format!("/{endpoint}"), Some(check), query.as_deref())
+                    .await;
+            }
+            "/version" | "/version/" => return version::respond(&self.version),
+            "/" => return index(StatusCode::OK),
+            "/api" | "/api/" => return self.core_api(&req),
+            "/openapi/v2" => return self.openapi_v2(&req),
+            "/openapi/v3" | "/openapi/v3/" => return self.openapi_v3_root(),
+            p if p.starts_with("/openapi/v3/") => return self.openapi_v3(&req, &p["/openapi/v3/".len()..]),
+            _ => {}
+        }
+        match request_info::parse(&path) {
+            Some(ApiPath::Root) => self.apis_root(&req),
+            Some(ApiPath::Group(g)) => {
+                let groups = self.chain_groups();
+                match groups.iter().find(|x| x.name == g) {
+                    Some(group) => json_response(&legacy::api_group(group)),
+                    None => ApiError::route_not_found().into_response_now(),
+                }
+            }
+            Some(api) => self.route(req, api, user).await,
+            None => index(StatusCode::NOT_FOUND),
+        }
+    }
+
+    /// Routes a group-version or resource request to the server of the chain that serves it.
+    async fn route(self: &Arc<Self>, req: Request<Body>, api: ApiPath, user: UserInfo) -> Response<Body> {
+        let mut server = self.clone();
+        loop {
+            let (group, version) = match &api {
+                ApiPath::GroupVersion(g, v) | ApiPath::Unknown(g, v) => (g.clone(), v.clone()),
+                ApiPath::Resource(r) => (r.group.clone(), r.version.clone()),
+                ApiPath::Root | ApiPath::Group(_) => unreachable!("handled by the chain head"),
+            };
+            if server.serves(&group, Some(&version)) {
+                return server.serve_own(req, api, user).await;
+            }
+            match &server.delegate {
+                Some(d) => server = d.clone(),
+                None => return ApiError::route_not_found().into_response_now(),
+            }
+        }
+    }
+
+    async fn serve_own(&self, req: Request<Body>, api: ApiPath, user: UserInfo) -> Response<Body> {
+        match api {
+            ApiPath::GroupVersion(g, v) => {
+                if req.method() != Method::GET {
+                    return ApiError::method_not_allowed().into_response_now();
+                }
+                let groups = self.registry.served_groups();
+                let version = groups
+                    .iter()
+                    .find(|x| x.name == g)
+                    .and_then(|x| x.versions.iter().find(|x| x.version == v));
+                match version {
+                    Some(version) => json_response(&legacy::api_resource_list(&g, version)),
+                    None => ApiError::route_not_found().into_response_now(),
+                }
+            }
+            ApiPath::Resource(path) => {
+                let Some(storage) = self
+                    .registry
+                    .find(&path.group, &path.version, &path.resource)
+                    .cloned()
+                else {
+                    return ApiError::route_not_found().into_response_now();
+                };
+                let ctx = RequestContext {
+                    namespace: path.namespace.clone(),
+                    user,
+                    admission: self.admission.clone(),
+                    registry: self.registry.clone(),
+                };
+                handlers::handle(storage, ctx, req, path).await
+            }
+            _ => ApiError::route_not_found().into_response_now(),
+        }
+    }
+
+    async fn health(&self, endpoint: &str, check: Option<&str>, query: Option<&str>) -> Response<Body> {
+        let checks = match endpoint {
+            "/healthz" => &self.healthz,
+            "/livez" => &self.livez,
+            _ => &self.readyz,
+        };
+        crate::server::health::respond(checks, check, query).await
+    }
+
+    fn documents(&self) -> &Documents {
+        self.documents.get_or_init(|| {
+            let groups = self.chain_groups();
+            let aggregated = serde_json::to_vec(&aggregated::group_discovery_list(&groups))
+                .unwrap_or_default();
+            let aggregated_etag = aggregated::etag(&aggregated);
+            let group_list = serde_json::to_vec(&legacy::api_group_list(&groups)).unwrap_or_default();
+            let openapi_v2 = serde_json::to_vec(&openapi::v2_document(&groups, &self.name, &self.version.git_version))
+                .unwrap_or_default();
+            let openapi_v2_etag = format!("\"{}\"", openapi::spec_hash(&openapi_v2));
+            let mut openapi_v3 = Vec::new();
+            for g in &groups {
+                for v in &g.versions {
+                    let doc = serde_json::to_vec(&openapi::v3_group_version(g, v)).unwrap_or_default();
+                    let hash = openapi::spec_hash(&doc);
+                    openapi_v3.push((format!("apis/{}/{}", g.name, v.version), doc, hash));
+                }
+            }
+            let entries: Vec<(String, String)> = openapi_v3
+                .iter()
+                .map(|(k, _, h)| (k.clone(), h.clone()))
+                .collect();
+            let openapi_v3_root = serde_json::to_vec(&openapi::v3_root(&entries)).unwrap_or_default();
+            Documents {
+                aggregated,
+                aggregated_etag,
+                group_list,
+                openapi_v2,
+                openapi_v2_etag,
+                openapi_v3,
+                openapi_v3_root,
+            }
+        })
+    }
+
+    fn apis_root(&self, req: &Request<Body>) -> Response<Body> {
+        let docs = self.documents();
+        let accept = header_str(req, header::ACCEPT);
+        if aggregated::wants_aggregated(accept) {
+            return aggregated_response(req, &docs.aggregated, &docs.aggregated_etag);
+        }
+        let mut res = raw(StatusCode::OK, "application/json", docs.group_list.clone());
+        res.headers_mut().insert(header::VARY, HeaderValue::from_static("Accept"));
+        res
+    }
+
+    fn core_api(&self, req: &Request<Body>) -> Response<Body> {
+        let accept = header_str(req, header::ACCEPT);
+        if aggregated::wants_aggregated(accept) {
+            let body = serde_json::to_vec(&aggregated::group_discovery_list(&[])).unwrap_or_default();
+            let etag = aggregated::etag(&body);
+            return aggregated_response(req, &body, &etag);
+        }
+        json_response(&json!({"kind": "APIVersions", "versions": [], "serverAddressByClientCIDRs": null}))
+    }
+
+    fn openapi_v2(&self, req: &Request<Body>) -> Response<Body> {
+        let docs = self.documents();
+        if !accepts_json(header_str(req, header::ACCEPT)) {
+            return raw(StatusCode::NOT_ACCEPTABLE, "text/plain", Vec::new());
+        }
+        if header_str(req, header::IF_NONE_MATCH) == docs.openapi_v2_etag {
+            return not_modified(&docs.openapi_v2_etag);
+        }
+        let mut res = raw(StatusCode::OK, "application/json", docs.openapi_v2.clone());
+        set_etag(&mut res, &docs.openapi_v2_etag);
+        res
+    }
+
+    fn openapi_v3_root(&self) -> Response<Body> {
+        raw(StatusCode::OK, "application/json", self.documents().openapi_v3_root.clone())
+    }
+
+    fn openapi_v3(&self, req: &Request<Body>, gv: &str) -> Response<Body> {
+        let docs = self.documents();
+        let Some((key, doc, hash)) = docs.openapi_v3.iter().find(|(k, _, _)| k == gv) else {
+            return raw(StatusCode::NOT_FOUND, "text/plain", "404 page not found\n");
+        };
+        if !accepts_json(header_str(req, header::ACCEPT)) {
+            return raw(StatusCode::NOT_ACCEPTABLE, "text/plain", Vec::new());
+        }
+        let query = crate::endpoints::query::Query::parse(req.uri().query());
+        let etag = format!("\"{hash}\"");
+        if let Some(asked) = query.get("hash")
+            && asked != hash
+        {
+            let mut res = raw(StatusCode::MOVED_PERMANENTLY, "text/plain", Vec::new());
+            if let Ok(loc) = HeaderValue::from_str(&format!("/openapi/v3/{key}?hash={hash}")) {
+                res.headers_mut().insert(header::LOCATION, loc);
+            }
+            return res;
+        }
+        if header_str(req, header::IF_NONE_MATCH) == etag {
+            return not_modified(&etag);
+        }
+        let mut res = raw(StatusCode::OK, "application/json", doc.clone());
+        set_etag(&mut res, &etag);
+        if query.get("hash").is_some() {
+            res.headers_mut().insert(
+                header::CACHE_CONTROL,
+                HeaderValue::from_static("public, immutable"),
+            );
+        }
+        res
+    }
+}
+
+impl GenericApiServerBuilder {
+    /// Serves the resources of `group`.
+    pub fn group(mut self, group: Group) -> Self {
+        self.groups.push(group);
+        self
+    }
+
+    /// Adds an admission plugin (plugins run in the order added).
+    pub fn admission(self, plugin: impl AdmissionPlugin) -> Self {
+        self.admission_arc(Arc::new(plugin))
+    }
+
+    /// Adds a shared admission plugin.
+    pub fn admission_arc(mut self, plugin: Arc<dyn AdmissionPlugin>) -> Self {
+        self.admission.push(plugin);
+        self
+    }
+
+    /// Stores objects in `storage` (default: a new in-memory store).
+    pub fn storage(mut self, storage: Arc<dyn Storage>) -> Self {
+        self.storage = Some(storage);
+        self
+    }
+
+    /// Hands every request this server does not serve to `delegate`.
+    pub fn delegate_to(mut self, delegate: impl Into<Arc<GenericApiServer>>) -> Self {
+        self.delegate = Some(delegate.into());
+        self
+    }
+
+    /// Adds a check to `/healthz`, `/livez` and `/readyz`.
+    pub fn health_check(mut self, check: Arc<dyn HealthCheck>) -> Self {
+        self.health_checks.push(check);
+        self
+    }
+
+    /// Adds a check to `/readyz` only.
+    pub fn readiness_check(mut self, check: Arc<dyn HealthCheck>) -> Self {
+        self.readiness_checks.push(check);
+        self
+    }
+
+    /// Sets what `/version` reports.
+    pub fn version(mut self, version: VersionInfo) -> Self {
+        self.version = version;
+        self
+    }
+
+    /// Builds the server.
+    pub fn build(self) -> GenericApiServer {
+        let storage = self
+            .storage
+            .unwrap_or_else(|| Arc::new(MemoryStorage::new()) as Arc<dyn Storage>);
+        let resources = self
+            .groups
+            .into_iter()
+            .flat_map(|g| g.build(&storage))
+            .collect();
+        let healthz = HealthChecks::new("healthz");
+        let livez = HealthChecks::new("livez");
+        let readyz = HealthChecks::new("readyz");
+        for c in &self.health_checks {
+            healthz.add(c.clone());
+            livez.add(c.clone());
+            readyz.add(c.clone());
+        }
+        for c in self.readiness_checks {
+            readyz.add(c);
+        }
+        GenericApiServer {
+            name: self.name,
+            registry: Arc::new(Registry::new(resources)),
+            admission: Arc::new(AdmissionChain::new(self.admission)),
+            delegate: self.delegate,
+            healthz,
+            livez,
+            readyz,
+            version: self.version,
+            documents: OnceLock::new(),
+        }
+    }
+}
+
+trait IntoResponseNow {
+    fn into_response_now(self) -> Response<Body>;
+}
+
+impl IntoResponseNow for ApiError {
+    fn into_response_now(self) -> Response<Body> {
+        axum::response::IntoResponse::into_response(self)
+    }
+}
+
+fn header_str(req: &Request<Body>, name: header::HeaderName) -> &str {
+    req.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+}
+
+fn json_response(v: &Value) -> Response<Body> {
+    raw(StatusCode::OK, "application/json", serde_json::to_vec(v).unwrap_or_default())
+}
+
+fn aggregated_response(req: &Request<Body>, body: &[u8], etag: &str) -> Response<Body> {
+    if header_str(req, header::IF_NONE_MATCH) == etag {
+        return not_modified(etag);
+    }
+    let mut res = raw(StatusCode::OK, aggregated::AGGREGATED_CONTENT_TYPE, body.to_vec());
+    set_etag(&mut res, etag);
+    res.headers_mut().insert(header::VARY, HeaderValue::from_static("Accept"));
+    res.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("public"));
+    res
+}
+
+fn set_etag(res: &mut Response<Body>, etag: &str) {
+    if let Ok(v) = HeaderValue::from_str(etag) {
+        res.headers_mut().insert(header::ETAG, v);
+    }
+    res.headers_mut().insert(header::VARY, HeaderValue::from_static("Accept"));
+}
+
+fn not_modified(etag: &str) -> Response<Body> {
+    let mut res = raw(StatusCode::NOT_MODIFIED, "application/json", Vec::new());
+    set_etag(&mut res, etag);
+    res
+}
+
+/// Whether an OpenAPI request accepts JSON (no Accept header means anything).
+fn accepts_json(accept: &str) -> bool {
+    accept.is_empty()
+        || accept.split(',').any(|r| {
+            let base = r.split(';').next().unwrap_or("").trim();
+            matches!(base, "application/json" | "*/*" | "application/*")
+        })
+}
+
+/// The index of served paths (upstream answers unknown paths with it and 404).
+fn index(code: StatusCode) -> Response<Body> {
+    let paths = [
+        "/api", "/apis", "/healthz", "/livez", "/openapi/v2", "/openapi/v3", "/readyz", "/version",
+    ];
+    let body = serde_json::to_vec_pretty(&json!({ "paths": paths })).unwrap_or_default();
+    raw(code, "application/json", body)
+}

@@ -1,0 +1,134 @@
+//! Serving a chain over HTTPS: the TLS listener, the handler chain in front of the first
+//! server (panic recovery, authentication) and graceful stop.
+
+use std::net::SocketAddr;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use axum::body::Body;
+use futures::FutureExt;
+use http::{Request, Response};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio_rustls::TlsAcceptor;
+
+use crate::auth::{self, Authenticated, Authenticator, UserInfo};
+use crate::error::ApiError;
+use crate::server::generic::GenericApiServer;
+
+/// The filters in front of the first server of a chain.
+pub struct HandlerChain {
+    server: Arc<GenericApiServer>,
+    authenticator: Arc<dyn Authenticator>,
+}
+
+impl HandlerChain {
+    /// Requests are authenticated by `authenticator`, then served by `server`.
+    pub fn new(server: Arc<GenericApiServer>, authenticator: Arc<dyn Authenticator>) -> Self {
+        HandlerChain {
+            server,
+            authenticator,
+        }
+    }
+
+    /// Serves one request: recovers panics as 500 Status, authenticates (401 on failure,
+    /// except for the always-allowed health paths), then hands it to the server.
+    pub async fn call(&self, req: Request<Body>) -> Response<Body> {
+        let work = AssertUnwindSafe(self.serve(req)).catch_unwind();
+        match work.await {
+            Ok(res) => res,
+            Err(_) => {
+                tracing::error!("handler panicked");
+                axum::response::IntoResponse::into_response(ApiError::internal(
+                    "the server panicked while handling the request",
+                ))
+            }
+        }
+    }
+
+    async fn serve(&self, req: Request<Body>) -> Response<Body> {
+        let (mut parts, body) = req.into_parts();
+        let user = match self.authenticator.authenticate(&parts).await {
+            Authenticated::User(u) => u,
+            _ if auth::is_always_allowed(parts.uri.path()) => anonymous(),
+            _ => return axum::response::IntoResponse::into_response(ApiError::unauthorized()),
+        };
+        // Credentials are consumed here; nothing behind this point sees them.
+        parts.headers.remove(http::header::AUTHORIZATION);
+        self.server.handle(Request::from_parts(parts, body), user).await
+    }
+}
+
+fn anonymous() -> UserInfo {
+    UserInfo::new("system:anonymous", &["system:unauthenticated"])
+}
+
+/// A chain being served; dropping it does not stop it, [`RunningServer::shutdown`] does.
+pub struct RunningServer {
+    /// The address the listener is bound to.
+    pub addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl RunningServer {
+    /// Stops accepting connections, lets open connections finish, and waits for the end.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        let _ = self.task.await;
+    }
+
+    /// Waits until the server stops (it runs until shut down).
+    pub async fn wait(self) {
+        let _ = self.task.await;
+    }
+}
+
+/// Serves `chain` on `listener` with TLS `tls` in a background task.
+pub fn start(listener: TcpListener, tls: Arc<rustls::ServerConfig>, chain: Arc<HandlerChain>) -> std::io::Result<RunningServer> {
+    let addr = listener.local_addr()?;
+    let (stop, mut stopped) = watch::channel(false);
+    let acceptor = TlsAcceptor::from(tls);
+    let task = tokio::spawn(async move {
+        let mut connections = tokio::task::JoinSet::new();
+        loop {
+            tokio::select! {
+                _ = stopped.changed() => break,
+                accepted = listener.accept() => {
+                    let Ok((tcp, _peer)) = accepted else { continue };
+                    let _ = tcp.set_nodelay(true);
+                    let acceptor = acceptor.clone();
+                    let chain = chain.clone();
+                    let mut stop_conn = stopped.clone();
+                    connections.spawn(async move {
+                        let Ok(tls) = acceptor.accept(tcp).await else { return };
+                        let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
+                            let chain = chain.clone();
+                            async move {
+                                Ok::<_, std::convert::Infallible>(chain.call(req.map(Body::new)).await)
+                            }
+                        });
+                        let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+                        let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
+                        tokio::pin!(conn);
+                        tokio::select! {
+                            _ = conn.as_mut() => {}
+                            _ = stop_conn.changed() => {
+                                conn.as_mut().graceful_shutdown();
+                                let _ = tokio::time::timeout(std::time::Duration::from_secs(5), conn).await;
+                            }
+                        }
+                    });
+                }
+                Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            }
+        }
+        drop(listener);
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+            while connections.join_next().await.is_some() {}
+        })
+        .await;
+    });
+    Ok(RunningServer { addr, stop, task })
+}
