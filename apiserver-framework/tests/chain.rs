@@ -1,0 +1,152 @@
+//! A delegation chain of two servers with different groups, served over real HTTPS.
+
+use std::sync::Arc;
+
+use apiserver_framework::cli::LocalOptions;
+use apiserver_framework::cli::local;
+use apiserver_framework::prelude::*;
+use apiserver_framework::server::GenericApiServer;
+use serde_json::{Value, json};
+
+/// A widget.
+#[derive(ApiResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[resource(group = "one.example.com", version = "v1", kind = "Widget", namespaced)]
+pub struct WidgetSpec {
+    /// Size.
+    pub size: i64,
+}
+
+/// A gadget.
+#[derive(ApiResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[resource(group = "two.example.com", version = "v1beta1", kind = "Gadget")]
+pub struct GadgetSpec {
+    /// Color.
+    pub color: String,
+}
+
+struct Client {
+    http: reqwest::Client,
+    url: String,
+    token: String,
+}
+
+impl Client {
+    async fn send(&self, method: reqwest::Method, path: &str, accept: &str, body: Option<Value>) -> (u16, String, Value) {
+        let mut req = self
+            .http
+            .request(method, format!("{}{path}", self.url))
+            .bearer_auth(&self.token)
+            .header("Accept", accept);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let res = req.send().await.unwrap();
+        let status = res.status().as_u16();
+        let ct = res
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().unwrap().to_string())
+            .unwrap_or_default();
+        let text = res.text().await.unwrap();
+        (status, ct, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+}
+
+#[tokio::test]
+async fn two_servers_with_different_groups() {
+    let second = GenericApiServer::builder("second")
+        .group(Group::new("two.example.com").resource::<Gadget>())
+        .build();
+    let first = GenericApiServer::builder("first")
+        .group(Group::new("one.example.com").resource::<Widget>())
+        .build()
+        .delegate_to(second);
+    let dir = tempfile::tempdir().unwrap();
+    let opts = LocalOptions {
+        secure_port: 0,
+        cert_dir: dir.path().join("certs"),
+        ..Default::default()
+    };
+    let server = local::start("chain", Arc::new(first), &opts).await.unwrap();
+    let http = reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(server.ca_pem.as_bytes()).unwrap())
+        .build()
+        .unwrap();
+    let c = Client {
+        http,
+        url: server.url.clone(),
+        token: server.token.clone(),
+    };
+    let get = reqwest::Method::GET;
+
+    // Discovery is merged along the chain, legacy and aggregated.
+    let (code, _, groups) = c.send(get.clone(), "/apis", "application/json", None).await;
+    assert_eq!(code, 200);
+    let names: Vec<&str> = groups["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["one.example.com", "two.example.com"]);
+    let (code, ct, agg) = c
+        .send(
+            get.clone(),
+            "/apis",
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json",
+            None,
+        )
+        .await;
+    assert_eq!(code, 200);
+    assert!(ct.contains("as=APIGroupDiscoveryList"), "{ct}");
+    assert_eq!(agg["items"].as_array().unwrap().len(), 2);
+    assert_eq!(agg["items"][1]["versions"][0]["resources"][0]["scope"], "Cluster");
+
+    // The delegate answers its own group-version and resources.
+    let (code, _, rl) = c.send(get.clone(), "/apis/two.example.com/v1beta1", "application/json", None).await;
+    assert_eq!(code, 200);
+    assert_eq!(rl["resources"][0]["name"], "gadgets");
+    let (code, _, created) = c
+        .send(
+            reqwest::Method::POST,
+            "/apis/two.example.com/v1beta1/gadgets",
+            "application/json",
+            Some(json!({"apiVersion": "two.example.com/v1beta1", "kind": "Gadget", "metadata": {"name": "g"}, "spec": {"color": "red"}})),
+        )
+        .await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(created["spec"]["color"], "red");
+    let (code, _, created) = c
+        .send(
+            reqwest::Method::POST,
+            "/apis/one.example.com/v1/namespaces/ns1/widgets",
+            "application/json",
+            Some(json!({"apiVersion": "one.example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 3}})),
+        )
+        .await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(created["metadata"]["namespace"], "ns1");
+
+    // OpenAPI covers both servers.
+    let (code, _, v3) = c.send(get.clone(), "/openapi/v3", "application/json", None).await;
+    assert_eq!(code, 200);
+    assert!(v3["paths"]["apis/one.example.com/v1"].is_object());
+    assert!(v3["paths"]["apis/two.example.com/v1beta1"].is_object());
+    let url = v3["paths"]["apis/two.example.com/v1beta1"]["serverRelativeURL"].as_str().unwrap().to_string();
+    let (code, _, doc) = c.send(get.clone(), &url, "application/json", None).await;
+    assert_eq!(code, 200);
+    assert!(doc["paths"]["/apis/two.example.com/v1beta1/gadgets"].is_object(), "{}", doc["paths"]);
+
+    // The end of the chain answers 404 Status for groups nobody serves.
+    let (code, _, status) = c.send(get.clone(), "/apis/three.example.com/v1/things", "application/json", None).await;
+    assert_eq!(code, 404);
+    assert_eq!(status["kind"], "Status");
+    assert_eq!(status["reason"], "NotFound");
+    let (code, _, status) = c.send(get.clone(), "/apis/three.example.com", "application/json", None).await;
+    assert_eq!(code, 404);
+    assert_eq!(status["reason"], "NotFound");
+    // Unknown resources inside a served group-version too.
+    let (code, _, status) = c.send(get, "/apis/one.example.com/v1/nothings", "application/json", None).await;
+    assert_eq!((code, status["message"].as_str()), (404, Some("the server could not find the requested resource")));
+    server.running.shutdown().await;
+}
