@@ -26,13 +26,28 @@ struct RawArgs {
     #[darling(multiple, rename = "category")]
     categories: Vec<SpannedValue<String>>,
     #[darling(multiple, rename = "printcolumn")]
-    printcolumns: Vec<SpannedValue<RawPrinterColumn>>,
+    printcolumns: Vec<ColumnMeta>,
     flat: Flag,
     root: Option<SpannedValue<String>>,
     #[darling(multiple, rename = "derive")]
     derives: Vec<syn::Path>,
     #[darling(rename = "crate")]
     krate: Option<syn::Path>,
+}
+
+/// One `printcolumn(...)` together with its source, to point errors at the whole item.
+struct ColumnMeta {
+    meta: syn::Meta,
+    column: RawPrinterColumn,
+}
+
+impl FromMeta for ColumnMeta {
+    fn from_meta(item: &syn::Meta) -> darling::Result<Self> {
+        Ok(ColumnMeta {
+            meta: item.clone(),
+            column: RawPrinterColumn::from_meta(item)?,
+        })
+    }
 }
 
 /// One raw `printcolumn(...)`.
@@ -124,17 +139,29 @@ impl ResourceArgs {
         let attr = input.attrs.iter().find(|a| a.path().is_ident("resource"));
         let mut errors = Errors::default();
 
-        let missing = |key: &str| match attr {
-            Some(attr) => {
-                syn::Error::new_spanned(attr, format!("missing `{key}`: write {EXAMPLE}"))
-            }
-            None => spanned(
-                format!(
-                    "#[derive(ApiResource)] needs a #[resource(...)] attribute: write {EXAMPLE}"
+        let missing: Vec<String> = [
+            ("group", raw.group.is_none()),
+            ("version", raw.version.is_none()),
+            ("kind", raw.kind.is_none()),
+        ]
+        .iter()
+        .filter(|(_, missing)| *missing)
+        .map(|(key, _)| format!("`{key}`"))
+        .collect();
+        if !missing.is_empty() {
+            errors.push(match attr {
+                Some(attr) => syn::Error::new_spanned(
+                    attr,
+                    format!("missing {}: write {EXAMPLE}", and_list(&missing)),
                 ),
-                input.ident.span(),
-            ),
-        };
+                None => spanned(
+                    format!(
+                        "#[derive(ApiResource)] needs a #[resource(...)] attribute: write {EXAMPLE}"
+                    ),
+                    input.ident.span(),
+                ),
+            });
+        }
 
         let group = match &raw.group {
             Some(group) => {
@@ -143,10 +170,7 @@ impl ResourceArgs {
                 }
                 group.to_string()
             }
-            None => {
-                errors.push(missing("group"));
-                String::new()
-            }
+            None => String::new(),
         };
 
         let version = match &raw.version {
@@ -163,13 +187,7 @@ impl ResourceArgs {
                 }
                 version.to_string()
             }
-            None => {
-                // One message for a missing attribute is enough.
-                if attr.is_some() {
-                    errors.push(missing("version"));
-                }
-                String::new()
-            }
+            None => String::new(),
         };
 
         let kind = match &raw.kind {
@@ -186,12 +204,7 @@ impl ResourceArgs {
                 }
                 kind.to_string()
             }
-            None => {
-                if attr.is_some() {
-                    errors.push(missing("kind"));
-                }
-                String::new()
-            }
+            None => String::new(),
         };
 
         let mut check_label = |what: &str, value: &SpannedValue<String>| {
@@ -290,30 +303,27 @@ impl ResourceArgs {
 }
 
 /// Validates one `printcolumn(...)`; `None` (with errors pushed) when it is unusable.
-fn check_column(
-    column: &SpannedValue<RawPrinterColumn>,
-    errors: &mut Errors,
-) -> Option<PrinterColumn> {
+fn check_column(column: &ColumnMeta, errors: &mut Errors) -> Option<PrinterColumn> {
+    let ColumnMeta { meta, column } = column;
     let (Some(name), Some(type_), Some(json_path)) =
         (&column.name, &column.type_, &column.json_path)
     else {
-        let mut missing = Vec::new();
-        if column.name.is_none() {
-            missing.push("`name`");
-        }
-        if column.type_.is_none() {
-            missing.push("`type`");
-        }
-        if column.json_path.is_none() {
-            missing.push("`json_path`");
-        }
-        errors.push(spanned(
+        let missing: Vec<&str> = [
+            ("`name`", column.name.is_none()),
+            ("`type`", column.type_.is_none()),
+            ("`json_path`", column.json_path.is_none()),
+        ]
+        .iter()
+        .filter(|(_, missing)| *missing)
+        .map(|(key, _)| *key)
+        .collect();
+        errors.push(syn::Error::new_spanned(
+            meta,
             format!(
                 "printcolumn is missing {}: write printcolumn(name = \"Reference\", \
                  type = \"string\", json_path = \".spec.reference\")",
-                missing.join(" and ")
+                and_list(&missing)
             ),
-            column.span(),
         ));
         return None;
     };
@@ -339,9 +349,9 @@ fn check_column(
     if !json_path.starts_with('.') {
         errors.push(spanned(
             format!(
-                "printcolumn json_path `{}` must start with `.`, e.g. \".spec.{}\"",
+                "printcolumn json_path `{}` must start with `.`: write \"{}\"",
                 json_path.as_str(),
-                json_path.trim_start_matches(['$', '{'])
+                suggested_path(json_path)
             ),
             json_path.span(),
         ));
@@ -410,6 +420,27 @@ impl Errors {
     }
 }
 
+/// `a and b`, `a, b and c`.
+fn and_list<S: AsRef<str>>(items: &[S]) -> String {
+    let items: Vec<&str> = items.iter().map(AsRef::as_ref).collect();
+    match items.split_last() {
+        Some((last, [])) => (*last).to_string(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
+/// A JSONPath starting with `.` for what the user wrote: `spec.x` → `.spec.x`,
+/// `{.spec.x}` → `.spec.x`, `$.spec.x` → `.spec.x`.
+fn suggested_path(path: &str) -> String {
+    let trimmed = path.trim_start_matches(['$', '{']).trim_end_matches('}');
+    if trimmed.starts_with('.') {
+        trimmed.to_string()
+    } else {
+        format!(".{trimmed}")
+    }
+}
+
 /// `"a", "b" or "c"`.
 fn quoted_list(items: &[&str]) -> String {
     let quoted: Vec<String> = items.iter().map(|i| format!("\"{i}\"")).collect();
@@ -417,5 +448,24 @@ fn quoted_list(items: &[&str]) -> String {
         Some((last, [])) => last.clone(),
         Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
         None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists() {
+        assert_eq!(and_list(&["`a`"]), "`a`");
+        assert_eq!(and_list(&["a", "b", "c"]), "a, b and c");
+        assert_eq!(quoted_list(&["x", "y"]), "\"x\" or \"y\"");
+    }
+
+    #[test]
+    fn suggested_paths() {
+        assert_eq!(suggested_path("spec.size"), ".spec.size");
+        assert_eq!(suggested_path("{.spec.size}"), ".spec.size");
+        assert_eq!(suggested_path("$.spec.size"), ".spec.size");
     }
 }

@@ -99,8 +99,8 @@ pub struct ApiError {
     pub reason: String,
     /// Status `message`.
     pub message: String,
-    /// Status `details`, if any.
-    pub details: Option<StatusDetails>,
+    /// Status `details`, if any (boxed to keep results small).
+    pub details: Option<Box<StatusDetails>>,
 }
 
 /// One field error of a validation, turned into a cause of a 422 `Invalid` error.
@@ -118,7 +118,7 @@ impl ApiError {
     }
 
     fn with_details(mut self, details: StatusDetails) -> Self {
-        self.details = Some(details);
+        self.details = Some(Box::new(details));
         self
     }
 
@@ -328,7 +328,7 @@ impl ApiError {
             status: "Failure".into(),
             message: self.message.clone(),
             reason: self.reason.clone(),
-            details: self.details.clone(),
+            details: self.details.as_deref().cloned(),
             code: self.code,
         }
     }

@@ -14,6 +14,7 @@ pub fn structural_schema_of<T: JsonSchema>() -> Value {
         })
         .with_transform(schemars::transform::AddNullable::default())
         .with_transform(kube_core::schema::StructuralSchemaRewriter)
+        .with_transform(KeepFieldDescription)
         .with_transform(kube_core::schema::OptionalEnum)
         .with_transform(kube_core::schema::OptionalIntOrString)
         .into_generator();
@@ -24,6 +25,30 @@ pub fn structural_schema_of<T: JsonSchema>() -> Value {
         map.remove("$schema");
     }
     schema
+}
+
+/// Keeps a field's own description when kube-core's `OptionalEnum` later hoists the enum's
+/// schema out of `anyOf`: that hoisting copies the enum type's description over the field's,
+/// and `kubectl explain` would then show the type's doc instead of the field's.
+#[derive(Clone)]
+struct KeepFieldDescription;
+
+impl schemars::transform::Transform for KeepFieldDescription {
+    fn transform(&mut self, schema: &mut schemars::Schema) {
+        schemars::transform::transform_subschemas(self, schema);
+        let Some(obj) = schema.as_object_mut() else {
+            return;
+        };
+        if !obj.contains_key("description") {
+            return;
+        }
+        if let Some(Value::Array(any_of)) = obj.get_mut("anyOf")
+            && any_of.len() == 2
+            && let Some(Value::Object(first)) = any_of.first_mut()
+        {
+            first.remove("description");
+        }
+    }
 }
 
 /// Builds the schema of a whole object from the schemas of its spec and status.

@@ -15,6 +15,9 @@ pub enum ReferenceType {
 }
 
 /// A Flunder refers to another flunder or a fischer.
+// Clippy before 1.96 reads the two `type = "string"` as a duplicated attribute
+// (rust-lang/rust-clippy#13355); newer versions only check lint-level attributes.
+#[allow(clippy::duplicated_attributes)]
 #[derive(ApiResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[resource(
     group = "wardle.example.com",
@@ -133,7 +136,9 @@ fn serializes_exact_shape_without_status() {
     // apiVersion and kind come first, as kubectl prints them.
     let text = serde_json::to_string(&flunder()).unwrap();
     assert!(
-        text.starts_with(r#"{"apiVersion":"wardle.example.com/v1alpha1","kind":"Flunder","metadata":"#),
+        text.starts_with(
+            r#"{"apiVersion":"wardle.example.com/v1alpha1","kind":"Flunder","metadata":"#
+        ),
         "{text}"
     );
 }
@@ -195,17 +200,23 @@ fn deserialization_errors() {
     assert!(err.to_string().contains("missing field `spec`"), "{err}");
 
     let err = serde_json::from_value::<Flunder>(json!({"spec": {"reference": 5}})).unwrap_err();
-    assert!(err.to_string().contains("invalid type: integer `5`"), "{err}");
+    assert!(
+        err.to_string().contains("invalid type: integer `5`"),
+        "{err}"
+    );
 
     let err = serde_json::from_value::<Flunder>(json!({"spec": {}, "status": {"phase": []}}))
         .unwrap_err();
     assert!(err.to_string().contains("invalid type: sequence"), "{err}");
 
     let err = serde_json::from_value::<Flunder>(json!([])).unwrap_err();
-    assert!(err.to_string().contains("expected a Flunder object"), "{err}");
+    assert!(
+        err.to_string().contains("expected a Flunder object"),
+        "{err}"
+    );
 
-    let err = serde_json::from_value::<Fischer>(json!({"disallowedFlunders": "not-a-list"}))
-        .unwrap_err();
+    let err =
+        serde_json::from_value::<Fischer>(json!({"disallowedFlunders": "not-a-list"})).unwrap_err();
     assert!(err.to_string().contains("invalid type: string"), "{err}");
 }
 
@@ -297,7 +308,13 @@ fn resource_info_fields() {
     assert!(info.status_subresource);
     assert!(Flunder::has_status());
     assert_eq!(info.api_version(), "wardle.example.com/v1alpha1");
-    assert_eq!(info.schema, serde_json::to_value(Flunder::json_schema(&mut schemars::SchemaGenerator::default())).unwrap());
+    assert_eq!(
+        info.schema,
+        serde_json::to_value(Flunder::json_schema(
+            &mut schemars::SchemaGenerator::default()
+        ))
+        .unwrap()
+    );
 
     let info = Fischer::resource_info();
     assert_eq!(info.scope, Scope::Cluster);
@@ -311,7 +328,10 @@ fn resource_info_fields() {
 
     let info = MouseResource::resource_info();
     assert_eq!(info.kind, "Mouse");
-    assert_eq!((info.plural.as_str(), info.singular.as_str()), ("mice", "mouse"));
+    assert_eq!(
+        (info.plural.as_str(), info.singular.as_str()),
+        ("mice", "mouse")
+    );
 }
 
 #[test]
@@ -375,7 +395,10 @@ fn schema_of_nested_resource() {
     assert_eq!(schema["required"], json!(["spec"]));
     let spec = &schema["properties"]["spec"];
     assert_eq!(spec["type"], "object");
-    assert_eq!(keys(&spec["properties"]), vec!["reference", "referenceType"]);
+    assert_eq!(
+        keys(&spec["properties"]),
+        vec!["reference", "referenceType"]
+    );
     assert_eq!(spec["properties"]["reference"]["type"], "string");
     assert_eq!(
         spec["properties"]["referenceType"]["enum"],
@@ -441,15 +464,22 @@ fn copy_and_clear_status() {
     b.spec.reference = Some("elsewhere".into());
     a.copy_status_from(&b);
     assert_eq!(a.status, b.status);
-    assert_eq!(a.spec.reference.as_deref(), Some("other"), "only the status is copied");
+    assert_eq!(
+        a.spec.reference.as_deref(),
+        Some("other"),
+        "only the status is copied"
+    );
     a.clear_status();
     assert_eq!(a.status, None);
 
     // Without a status both are no-ops.
     let mut x = Fischer::new("x", FischerSpec::default());
-    let y = Fischer::new("y", FischerSpec {
-        disallowed_flunders: vec!["q".into()],
-    });
+    let y = Fischer::new(
+        "y",
+        FischerSpec {
+            disallowed_flunders: vec!["q".into()],
+        },
+    );
     x.copy_status_from(&y);
     x.clear_status();
     assert!(x.spec.disallowed_flunders.is_empty());

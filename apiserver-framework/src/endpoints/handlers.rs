@@ -94,7 +94,7 @@ async fn dispatch(
         (Method::GET, None) if watch => {
             let opts = query.list_options(true)?;
             let stream = storage.watch(ctx, &opts).await?;
-            Ok(watch_response(output.clone(), info, stream))
+            Ok(watch_response(*output, info, stream))
         }
         (Method::GET, Some(n)) if watch && sub.is_none() => {
             let mut opts = query.list_options(true)?;
@@ -106,7 +106,7 @@ async fn dispatch(
                     value: n.to_string(),
                 });
             let stream = storage.watch(ctx, &opts).await?;
-            Ok(watch_response(output.clone(), info, stream))
+            Ok(watch_response(*output, info, stream))
         }
         (Method::GET, None) => {
             let opts = query.list_options(false)?;

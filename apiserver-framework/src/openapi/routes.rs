@@ -146,13 +146,9 @@ pub(crate) fn produces(action: Action) -> Vec<&'static str> {
     out
 }
 
-/// Media types a patch accepts.
-pub(crate) const PATCH_TYPES: [&str; 4] = [
-    "application/json-patch+json",
-    "application/merge-patch+json",
-    "application/strategic-merge-patch+json",
-    "application/apply-patch+yaml",
-];
+/// Media types a patch accepts: exactly those the patch handler serves, so that kubectl
+/// picks a patch type the server understands.
+pub(crate) use crate::endpoints::patch::PATCH_TYPES;
 
 /// Media types an operation's request body may have.
 pub(crate) fn consumes(action: Action) -> Vec<&'static str> {

@@ -85,7 +85,7 @@ pub type EventStream = BoxStream<'static, ObjectEvent>;
 #[derive(Clone, Debug)]
 pub enum DeleteOutcome {
     /// The object is gone; the response is a `Success` Status.
-    Deleted(Status),
+    Deleted(Box<Status>),
     /// The object is still there (finalizers pending); the response is the object.
     Pending(Bytes),
 }

@@ -91,7 +91,7 @@ impl<T: ApiResource> Store<T> {
                     "Timeout",
                     format!("Timeout: Too large resource version: {requested}, current: {current}"),
                 );
-                e.details = Some(StatusDetails {
+                e.details = Some(Box::new(StatusDetails {
                     retry_after_seconds: 1,
                     causes: vec![crate::error::StatusCause {
                         reason: "ResourceVersionTooLarge".into(),
@@ -99,7 +99,7 @@ impl<T: ApiResource> Store<T> {
                         field: String::new(),
                     }],
                     ..Default::default()
-                });
+                }));
                 e
             }
             StorageError::Unavailable(msg) => {
@@ -111,13 +111,13 @@ impl<T: ApiResource> Store<T> {
                         self.info.group_resource()
                     ),
                 );
-                e.details = Some(StatusDetails {
+                e.details = Some(Box::new(StatusDetails {
                     name: name.into(),
                     group: self.info.group.clone(),
                     kind: self.info.plural.clone(),
                     retry_after_seconds: 2,
                     ..Default::default()
-                });
+                }));
                 tracing::warn!(error = %msg, "storage unavailable");
                 e
             }
@@ -164,7 +164,8 @@ impl<T: ApiResource> Store<T> {
         })
     }
 
-    fn encode(&self, obj: &T) -> Result<Bytes, ApiError> {
+    fn encode(&self, obj: &mut T) -> Result<Bytes, ApiError> {
+        normalize_meta(obj.meta_mut());
         serde_json::to_vec(obj)
             .map(Bytes::from)
             .map_err(ApiError::internal)
@@ -180,7 +181,7 @@ impl<T: ApiResource> Store<T> {
         serde_json::to_value(obj).map_err(ApiError::internal)
     }
 
-    fn from_value(&self, v: Value) -> Result<T, ApiError> {
+    fn decode_value(&self, v: Value) -> Result<T, ApiError> {
         serde_json::from_value(v).map_err(|e| {
             ApiError::bad_request(format!(
                 "{} in version {:?} cannot be handled as a {}: {e}",
@@ -226,7 +227,7 @@ impl<T: ApiResource> Store<T> {
             registry: &ctx.registry,
         };
         ctx.admission.admit(&mut attrs).await?;
-        *obj = self.from_value(value)?;
+        *obj = self.decode_value(value)?;
         Ok(())
     }
 
@@ -309,7 +310,7 @@ impl<T: ApiResource> Store<T> {
         }
         self.admit(ctx, Operation::Create, None, &mut obj, None, opts.dry_run)
             .await?;
-        let bytes = self.encode(&obj)?;
+        let bytes = self.encode(&mut obj)?;
         if opts.dry_run {
             if self
                 .storage
@@ -423,7 +424,7 @@ impl<T: ApiResource> Store<T> {
         self.admit(ctx, Operation::Update, subresource, &mut new, Some(&old), opts.dry_run)
             .await?;
         new.meta_mut().resource_version = None;
-        let bytes = self.encode(&new)?;
+        let bytes = self.encode(&mut new)?;
         if bytes == current.value {
             // Nothing changed: no write, same resourceVersion (as upstream).
             return Ok(with_resource_version(&current.value, current.mod_revision));
@@ -820,7 +821,7 @@ impl<T: ApiResource> RestStorage for Store<T> {
             meta.deletion_timestamp = Some(Time(jiff::Timestamp::now()));
             meta.deletion_grace_period_seconds = Some(opts.grace_period_seconds.unwrap_or(0));
             meta.resource_version = None;
-            let bytes = self.encode(&obj)?;
+            let bytes = self.encode(&mut obj)?;
             if opts.dry_run {
                 return Ok(DeleteOutcome::Pending(with_resource_version(
                     &bytes,
@@ -840,13 +841,13 @@ impl<T: ApiResource> RestStorage for Store<T> {
                 .await
                 .map_err(|e| self.storage_error(name, e))?;
         }
-        Ok(DeleteOutcome::Deleted(Status::success(StatusDetails {
+        Ok(DeleteOutcome::Deleted(Box::new(Status::success(StatusDetails {
             name: name.to_string(),
             group: self.info.group.clone(),
             kind: self.info.plural.clone(),
             uid: obj.meta().uid.clone().unwrap_or_default(),
             ..Default::default()
-        })))
+        }))))
     }
 
     async fn delete_collection(
@@ -909,6 +910,29 @@ impl<T: ApiResource> Store<T> {
             registry: &ctx.registry,
         };
         ctx.admission.admit(&mut attrs).await
+    }
+}
+
+/// Empty collections in metadata are dropped, as upstream's encoding omits them: removing the
+/// last label leaves no `labels` key behind.
+fn normalize_meta(meta: &mut ObjectMeta) {
+    if meta.labels.as_ref().is_some_and(|m| m.is_empty()) {
+        meta.labels = None;
+    }
+    if meta.annotations.as_ref().is_some_and(|m| m.is_empty()) {
+        meta.annotations = None;
+    }
+    if meta.finalizers.as_ref().is_some_and(|m| m.is_empty()) {
+        meta.finalizers = None;
+    }
+    if meta.owner_references.as_ref().is_some_and(|m| m.is_empty()) {
+        meta.owner_references = None;
+    }
+    if meta.managed_fields.as_ref().is_some_and(|m| m.is_empty()) {
+        meta.managed_fields = None;
+    }
+    if meta.generate_name.as_deref() == Some("") {
+        meta.generate_name = None;
     }
 }
 

@@ -441,8 +441,11 @@ fn set_etag(res: &mut Response<Body>, etag: &str) {
     res.headers_mut().insert(header::VARY, HeaderValue::from_static("Accept"));
 }
 
+/// A 304 carries no Content-Type: clients (kubectl's HTTP cache among them) merge the 304's
+/// headers into the cached response, and a wrong type would relabel the cached body.
 fn not_modified(etag: &str) -> Response<Body> {
-    let mut res = raw(StatusCode::NOT_MODIFIED, "application/json", Vec::new());
+    let mut res = Response::new(Body::empty());
+    *res.status_mut() = StatusCode::NOT_MODIFIED;
     set_etag(&mut res, etag);
     res
 }

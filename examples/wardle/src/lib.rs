@@ -25,12 +25,12 @@ pub enum ReferenceType {
     namespaced,
     status = "FlunderStatus",
     shortname = "fl",
-    category = "all",
-    printcolumn(name = "Reference", type = "string", json_path = ".spec.reference",
-                description = "The name of the referenced Flunder or Fischer"),
-    printcolumn(name = "Type", type = "string", json_path = ".spec.referenceType",
-                description = "The kind of the referenced object", priority = 1)
+    category = "all"
 )]
+#[resource(printcolumn(name = "Reference", type = "string", json_path = ".spec.reference",
+                       description = "The name of the referenced Flunder or Fischer"))]
+#[resource(printcolumn(name = "Type", type = "string", json_path = ".spec.referenceType",
+                       description = "The kind of the referenced object", priority = 1))]
 #[serde(rename_all = "camelCase")]
 pub struct FlunderSpec {
     /// The name of a Flunder or a Fischer.

@@ -1,0 +1,10 @@
+use apiserver_framework::prelude::*;
+
+#[derive(ApiResource, Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[resource(group = "example.com", version = "v1", kind = "Foo",
+           printcolumn(name = "Size", type = "integer", json_path = ".spec.size", format = "uint8"))]
+pub struct FooSpec {
+    pub size: u32,
+}
+
+fn main() {}

@@ -1,0 +1,10 @@
+use apiserver_framework::prelude::*;
+
+#[derive(ApiResource, Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[resource(group = "example.com", version = "v1", kind = "Foo")]
+pub enum FooSpec {
+    Small,
+    Large,
+}
+
+fn main() {}

@@ -1,0 +1,9 @@
+use apiserver_framework::prelude::*;
+
+#[derive(ApiResource, Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[resource(group = "example.com", version = "v1", kind = "Foo", namespace)]
+pub struct FooSpec {
+    pub size: u32,
+}
+
+fn main() {}

@@ -1,0 +1,410 @@
+//! Shared helpers of the wardle integration tests: the real `wardle local` binary started in a
+//! temporary directory on a free port, `kubectl` pointed at it, and a `reqwest` client that
+//! trusts its CA and sends its bearer token.
+
+#![allow(dead_code)]
+
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long the server may take to write its kubeconfig.
+pub const START_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long one `kubectl` invocation may take before the test fails.
+pub const KUBECTL_TIMEOUT: Duration = Duration::from_secs(60);
+/// The namespaced Flunder collection, relative to the server URL.
+pub const FLUNDERS: &str = "/apis/wardle.example.com/v1alpha1/namespaces/default/flunders";
+/// The cluster-scoped Fischer collection, relative to the server URL.
+pub const FISCHERS: &str = "/apis/wardle.example.com/v1alpha1/fischers";
+
+/// A running `wardle local` process. Killed (and reaped) on drop; its temporary directory
+/// (certificates, kubeconfig, kubectl cache, log) is removed with it.
+pub struct Wardle {
+    child: Child,
+    dir: tempfile::TempDir,
+    /// `https://127.0.0.1:<port>`, as written in the kubeconfig.
+    pub url: String,
+    /// The bearer token from the kubeconfig.
+    pub token: String,
+    /// The CA certificate (PEM) from the kubeconfig's `certificate-authority-data`.
+    pub ca_pem: String,
+    /// Where the server wrote its kubeconfig.
+    pub kubeconfig: PathBuf,
+}
+
+impl Wardle {
+    /// Starts `wardle local --secure-port 0` in a new temporary directory and waits (at most
+    /// [`START_TIMEOUT`]) until it has written its kubeconfig, which it does once listening.
+    pub fn start() -> Wardle {
+        let dir = tempfile::tempdir().expect("create a temporary directory");
+        let kubeconfig = dir.path().join("wardle.kubeconfig");
+        let log = File::create(dir.path().join("wardle.log")).expect("create the server log");
+        let child = Command::new(env!("CARGO_BIN_EXE_wardle"))
+            .arg("local")
+            .args(["--secure-port", "0"])
+            .arg("--write-kubeconfig")
+            .arg(&kubeconfig)
+            .arg("--cert-dir")
+            .arg(dir.path().join("certificates"))
+            .current_dir(dir.path())
+            .env_remove("APISERVER_LOCAL_TOKEN")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("clone the log handle"))
+            .stderr(log)
+            .spawn()
+            .expect("spawn the wardle binary");
+        // From here on, a panic kills the child through Drop.
+        let mut server = Wardle {
+            child,
+            dir,
+            url: String::new(),
+            token: String::new(),
+            ca_pem: String::new(),
+            kubeconfig,
+        };
+        let deadline = Instant::now() + START_TIMEOUT;
+        while !server.kubeconfig.exists() {
+            if let Some(status) = server.child.try_wait().expect("poll the wardle process") {
+                panic!(
+                    "wardle exited before serving ({status}); its log:\n{}",
+                    server.log()
+                );
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "wardle wrote no kubeconfig within {START_TIMEOUT:?}; its log:\n{}",
+                    server.log()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        let text = std::fs::read_to_string(&server.kubeconfig).expect("read the kubeconfig");
+        let doc: serde_yaml_ng::Value =
+            serde_yaml_ng::from_str(&text).expect("the kubeconfig is YAML");
+        let cluster = &doc["clusters"][0]["cluster"];
+        server.url = cluster["server"]
+            .as_str()
+            .expect("clusters[0].cluster.server")
+            .to_string();
+        let ca_b64 = cluster["certificate-authority-data"]
+            .as_str()
+            .expect("clusters[0].cluster.certificate-authority-data");
+        server.ca_pem = String::from_utf8(base64_decode(ca_b64)).expect("the CA PEM is UTF-8");
+        server.token = doc["users"][0]["user"]["token"]
+            .as_str()
+            .expect("users[0].user.token")
+            .to_string();
+        assert!(
+            server.url.starts_with("https://127.0.0.1:"),
+            "unexpected server URL {:?}",
+            server.url
+        );
+        assert!(
+            server.ca_pem.contains("BEGIN CERTIFICATE"),
+            "CA is not PEM: {:?}",
+            server.ca_pem
+        );
+        assert!(!server.token.is_empty(), "the kubeconfig holds no token");
+        server
+    }
+
+    /// The temporary directory of this server (scratch space for tests).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// What the server printed so far (stdout and stderr).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("wardle.log")).unwrap_or_default()
+    }
+
+    /// Writes `contents` to `<temp dir>/<name>` and returns the path.
+    pub fn write_file(&self, name: &str, contents: &str) -> PathBuf {
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, contents).expect("write a test file");
+        path
+    }
+
+    /// A `kubectl` command for this server: its kubeconfig, a cache directory of its own and
+    /// stdin closed.
+    pub fn kubectl_command(&self, args: &[&str]) -> Command {
+        self.kubectl_command_with_cache("kube-cache", args)
+    }
+
+    /// A `kubectl` command like [`Wardle::kubectl_command`] whose cache directory is
+    /// `<temp dir>/<cache>`, for commands that must not see what earlier ones cached.
+    pub fn kubectl_command_with_cache(&self, cache: &str, args: &[&str]) -> Command {
+        let mut cmd = Command::new("kubectl");
+        cmd.arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(self.dir.path().join(cache))
+            .args(args)
+            .env_remove("KUBECONFIG")
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// Runs `kubectl <args>` to completion (failing the test after [`KUBECTL_TIMEOUT`]).
+    pub fn kubectl(&self, args: &[&str]) -> Output {
+        self.kubectl_with_timeout(args, KUBECTL_TIMEOUT)
+    }
+
+    /// Runs `kubectl <args>`, failing the test if it takes longer than `timeout`.
+    pub fn kubectl_with_timeout(&self, args: &[&str], timeout: Duration) -> Output {
+        self.run_kubectl(self.kubectl_command(args), args, timeout)
+    }
+
+    /// Runs `kubectl <args>` with a cache directory of its own, `<temp dir>/<cache>`.
+    pub fn kubectl_with_cache(&self, cache: &str, args: &[&str]) -> Output {
+        self.run_kubectl(
+            self.kubectl_command_with_cache(cache, args),
+            args,
+            KUBECTL_TIMEOUT,
+        )
+    }
+
+    fn run_kubectl(&self, mut cmd: Command, args: &[&str], timeout: Duration) -> Output {
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn kubectl");
+        let stdout = drain(child.stdout.take().expect("kubectl stdout"));
+        let stderr = drain(child.stderr.take().expect("kubectl stderr"));
+        let status = wait_with_deadline(&mut child, timeout);
+        let stdout = stdout.join().expect("stdout reader");
+        let stderr = stderr.join().expect("stderr reader");
+        match status {
+            Some(status) => Output {
+                status,
+                stdout,
+                stderr,
+            },
+            None => panic!(
+                "kubectl {args:?} did not finish within {timeout:?}\nstdout:\n{}\nstderr:\n{}\nserver log:\n{}",
+                String::from_utf8_lossy(&stdout),
+                String::from_utf8_lossy(&stderr),
+                self.log()
+            ),
+        }
+    }
+
+    /// Runs `kubectl <args>` and fails the test unless it exits successfully; returns stdout.
+    pub fn kubectl_ok(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed ({})\nstdout:\n{}\nstderr:\n{}",
+            out.status,
+            stdout(&out),
+            stderr(&out)
+        );
+        stdout(&out)
+    }
+
+    /// Starts `kubectl <args>` in the background, its output going to files in the temp dir.
+    pub fn kubectl_background(&self, name: &str, args: &[&str]) -> Background {
+        let out_path = self.dir.path().join(format!("{name}.stdout"));
+        let err_path = self.dir.path().join(format!("{name}.stderr"));
+        let child = self
+            .kubectl_command(args)
+            .stdout(File::create(&out_path).expect("create the stdout file"))
+            .stderr(File::create(&err_path).expect("create the stderr file"))
+            .spawn()
+            .expect("spawn kubectl");
+        Background {
+            child,
+            out_path,
+            err_path,
+        }
+    }
+
+    /// A client trusting the server's CA that sends the bearer token.
+    pub fn client(&self) -> reqwest::Client {
+        self.client_builder()
+            .default_headers({
+                let mut headers = reqwest::header::HeaderMap::new();
+                let value = format!("Bearer {}", self.token);
+                headers.insert(
+                    reqwest::header::AUTHORIZATION,
+                    reqwest::header::HeaderValue::from_str(&value).expect("token header"),
+                );
+                headers
+            })
+            .build()
+            .expect("build the HTTPS client")
+    }
+
+    /// A client trusting the server's CA that sends no credentials.
+    pub fn anonymous_client(&self) -> reqwest::Client {
+        self.client_builder()
+            .build()
+            .expect("build the HTTPS client")
+    }
+
+    /// A client builder trusting only the server's CA, with a 30 s timeout.
+    pub fn client_builder(&self) -> reqwest::ClientBuilder {
+        apiserver_framework::server::tls::install_crypto_provider();
+        let ca = reqwest::Certificate::from_pem(self.ca_pem.as_bytes()).expect("parse the CA");
+        reqwest::Client::builder()
+            .use_rustls_tls()
+            .tls_built_in_root_certs(false)
+            .add_root_certificate(ca)
+            .timeout(Duration::from_secs(30))
+    }
+
+    /// `<server url><path>`.
+    pub fn at(&self, path: &str) -> String {
+        format!("{}{path}", self.url)
+    }
+}
+
+impl Drop for Wardle {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A `kubectl` running in the background (e.g. `get -w`). Killed on drop.
+pub struct Background {
+    child: Child,
+    out_path: PathBuf,
+    err_path: PathBuf,
+}
+
+impl Background {
+    /// What it wrote to stdout so far.
+    pub fn stdout(&self) -> String {
+        std::fs::read_to_string(&self.out_path).unwrap_or_default()
+    }
+
+    /// What it wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.err_path).unwrap_or_default()
+    }
+
+    /// Polls stdout until `done` holds; `false` if it did not within `timeout` or the process
+    /// exited first.
+    pub fn wait_for(&mut self, timeout: Duration, done: impl Fn(&str) -> bool) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if done(&self.stdout()) {
+                return true;
+            }
+            if Instant::now() > deadline {
+                return false;
+            }
+            if let Ok(Some(_)) = self.child.try_wait() {
+                // One last look: the output may have landed just before the exit.
+                return done(&self.stdout());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Whether the process is still running.
+    pub fn running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Kills the process and returns (stdout, stderr).
+    pub fn stop(mut self) -> (String, String) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        (self.stdout(), self.stderr())
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// kubectl's stdout as text.
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// kubectl's stderr as text, without the version-skew warnings the kubectl dispatcher on this
+/// machine may add.
+pub fn stderr(out: &Output) -> String {
+    without_skew_warnings(&String::from_utf8_lossy(&out.stderr))
+}
+
+/// `text` without lines that are kubectl version-skew warnings.
+pub fn without_skew_warnings(text: &str) -> String {
+    text.lines()
+        .filter(|line| {
+            let l = line.to_ascii_lowercase();
+            !(l.contains("version") && (l.contains("skew") || l.contains("difference")))
+        })
+        .map(|line| format!("{line}\n"))
+        .collect()
+}
+
+fn drain(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = pipe.read_to_end(&mut buf);
+        buf
+    })
+}
+
+/// Waits for `child` until `timeout`; on timeout kills it and returns `None`.
+fn wait_with_deadline(child: &mut Child, timeout: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_wait().expect("poll a child process") {
+            return Some(status);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Standard base64 (RFC 4648, with or without padding; whitespace ignored).
+pub fn base64_decode(text: &str) -> Vec<u8> {
+    fn value(c: u8) -> u32 {
+        match c {
+            b'A'..=b'Z' => u32::from(c - b'A'),
+            b'a'..=b'z' => u32::from(c - b'a') + 26,
+            b'0'..=b'9' => u32::from(c - b'0') + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => panic!("not a base64 character: {:?}", c as char),
+        }
+    }
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for c in text
+        .bytes()
+        .filter(|c| !c.is_ascii_whitespace() && *c != b'=')
+    {
+        acc = (acc << 6) | value(c);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    out
+}
+
+#[test]
+fn base64_decodes_padded_and_unpadded_input() {
+    assert_eq!(base64_decode("aGVsbG8="), b"hello");
+    assert_eq!(base64_decode("aGVsbG8"), b"hello");
+    assert_eq!(base64_decode("aGVs\nbG8h"), b"hello!");
+    assert_eq!(base64_decode(""), b"");
+}
