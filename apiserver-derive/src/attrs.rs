@@ -305,12 +305,9 @@ impl ResourceArgs {
 /// Validates one `printcolumn(...)`; `None` (with errors pushed) when it is unusable.
 fn check_column(column: &ColumnMeta, errors: &mut Errors) -> Option<PrinterColumn> {
     let ColumnMeta { meta, column } = column;
-    let (Some(name), Some(type_), Some(json_path)) =
-        (&column.name, &column.type_, &column.json_path)
-    else {
+    let (Some(name), Some(json_path)) = (&column.name, &column.json_path) else {
         let missing: Vec<&str> = [
             ("`name`", column.name.is_none()),
-            ("`type`", column.type_.is_none()),
             ("`json_path`", column.json_path.is_none()),
         ]
         .iter()
@@ -321,7 +318,7 @@ fn check_column(column: &ColumnMeta, errors: &mut Errors) -> Option<PrinterColum
             meta,
             format!(
                 "printcolumn is missing {}: write printcolumn(name = \"Reference\", \
-                 type = \"string\", json_path = \".spec.reference\")",
+                 json_path = \".spec.reference\") (optionally with type = \"string\")",
                 and_list(&missing)
             ),
         ));
@@ -335,17 +332,24 @@ fn check_column(column: &ColumnMeta, errors: &mut Errors) -> Option<PrinterColum
         ));
         ok = false;
     }
-    if !COLUMN_TYPES.contains(&type_.as_str()) {
-        errors.push(spanned(
-            format!(
-                "unknown printcolumn type `{}`: use one of {}",
-                type_.as_str(),
-                quoted_list(COLUMN_TYPES)
-            ),
-            type_.span(),
-        ));
-        ok = false;
-    }
+    // `type` defaults to `string`, so that several string columns need not repeat it (clippy's
+    // `duplicated_attributes` lint flags a key = value pair repeated on one item).
+    let type_ = match &column.type_ {
+        Some(type_) if !COLUMN_TYPES.contains(&type_.as_str()) => {
+            errors.push(spanned(
+                format!(
+                    "unknown printcolumn type `{}`: use one of {}",
+                    type_.as_str(),
+                    quoted_list(COLUMN_TYPES)
+                ),
+                type_.span(),
+            ));
+            ok = false;
+            String::new()
+        }
+        Some(type_) => type_.to_string(),
+        None => "string".to_string(),
+    };
     if !json_path.starts_with('.') {
         errors.push(spanned(
             format!(
@@ -388,7 +392,7 @@ fn check_column(column: &ColumnMeta, errors: &mut Errors) -> Option<PrinterColum
     };
     ok.then(|| PrinterColumn {
         name: name.to_string(),
-        type_: type_.to_string(),
+        type_,
         format,
         description: column.description.clone(),
         json_path: json_path.to_string(),

@@ -148,6 +148,27 @@ fn generate(input: &syn::DeriveInput, args: &ResourceArgs) -> TokenStream {
 
     // Serde: private helper structs carry the field layout.
     let flatten = flat.then(|| quote!(#[serde(flatten)]));
+    // A missing `spec` is an empty one (as Kubernetes decodes it): read it as `Option` and,
+    // when absent, decode the spec from an empty object, so that a spec whose fields all
+    // have defaults needs no `spec` key, and one with required fields names them.
+    let (de_spec_attr, de_spec_ty, de_spec_fill) = if *flat {
+        (quote!(#flatten), quote!(#spec), quote!())
+    } else {
+        (
+            quote!(#[serde(default)]),
+            quote!(::core::option::Option<#spec>),
+            quote! {
+                let spec = match spec {
+                    ::core::option::Option::Some(spec) => spec,
+                    ::core::option::Option::None => <#spec as #serde::Deserialize<'de>>::deserialize(
+                        #serde::de::value::MapDeserializer::<_, __D::Error>::new(
+                            ::core::iter::empty::<(&'de str, &'de str)>(),
+                        ),
+                    )?,
+                };
+            },
+        )
+    };
     let expecting = format!("a {kind} object");
     let (ser_status_field, ser_status_init, de_status_field, de_status_pat) = match &args.status {
         Some(status) => (
@@ -262,8 +283,8 @@ fn generate(input: &syn::DeriveInput, args: &ResourceArgs) -> TokenStream {
             struct __ApiResourceDe {
                 #[serde(default)]
                 metadata: #meta,
-                #flatten
-                spec: #spec,
+                #de_spec_attr
+                spec: #de_spec_ty,
                 #de_status_field
             }
 
@@ -292,8 +313,25 @@ fn generate(input: &syn::DeriveInput, args: &ResourceArgs) -> TokenStream {
                 where
                     __D: #serde::Deserializer<'de>,
                 {
+                    // Objects only: a JSON array must not decode as a struct.
+                    struct __MapOnly;
+                    impl<'de> #serde::de::Visitor<'de> for __MapOnly {
+                        type Value = __ApiResourceDe;
+                        fn expecting(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                            f.write_str(#expecting)
+                        }
+                        fn visit_map<__A>(self, map: __A) -> ::core::result::Result<Self::Value, __A::Error>
+                        where
+                            __A: #serde::de::MapAccess<'de>,
+                        {
+                            <__ApiResourceDe as #serde::Deserialize<'de>>::deserialize(
+                                #serde::de::value::MapAccessDeserializer::new(map),
+                            )
+                        }
+                    }
                     let __ApiResourceDe { metadata, spec, #de_status_pat } =
-                        <__ApiResourceDe as #serde::Deserialize<'de>>::deserialize(deserializer)?;
+                        deserializer.deserialize_map(__MapOnly)?;
+                    #de_spec_fill
                     ::core::result::Result::Ok(Self { metadata, spec, #de_status_pat })
                 }
             }

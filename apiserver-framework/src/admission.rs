@@ -1,6 +1,7 @@
 //! Admission: plugins that may mutate and then validate every write before it is stored.
 //!
-//! Mutating plugins run first, in registration order, then validating plugins. A plugin that
+//! Mutating plugins run first, in registration order, before the store's defaulting and
+//! validation; validating plugins run last, right before the object is stored. A plugin that
 //! refuses a request returns an [`ApiError`]; [`AdmissionAttributes::forbidden`] builds the
 //! upstream `403 Forbidden` shape (`<resource> "<name>" is forbidden: <reason>`).
 
@@ -109,13 +110,18 @@ impl AdmissionChain {
         self.plugins.is_empty()
     }
 
-    /// Runs every mutating plugin, then every validating plugin.
-    pub async fn admit(&self, attrs: &mut AdmissionAttributes<'_>) -> Result<(), ApiError> {
+    /// Runs every mutating plugin (before the store's defaulting and validation, as upstream).
+    pub async fn mutate(&self, attrs: &mut AdmissionAttributes<'_>) -> Result<(), ApiError> {
         for p in &self.plugins {
             if p.handles(attrs.resource, attrs.operation) {
                 p.mutate(attrs).await?;
             }
         }
+        Ok(())
+    }
+
+    /// Runs every validating plugin (after the store's validation, right before storage).
+    pub async fn validate(&self, attrs: &AdmissionAttributes<'_>) -> Result<(), ApiError> {
         for p in &self.plugins {
             if p.handles(attrs.resource, attrs.operation) {
                 p.validate(attrs).await?;

@@ -249,8 +249,12 @@ impl ApiError {
 
     /// 404 for a path inside a served group-version that matches no route.
     pub fn route_not_found() -> Self {
-        ApiError::new(404, "NotFound", "the server could not find the requested resource")
-            .with_details(StatusDetails::default())
+        ApiError::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
+        .with_details(StatusDetails::default())
     }
 
     /// 405 for a method that a matched route does not allow.
@@ -304,14 +308,18 @@ impl ApiError {
     /// 500 `InternalError`: `Internal error occurred: <err>`.
     pub fn internal(err: impl std::fmt::Display) -> Self {
         let err = err.to_string();
-        ApiError::new(500, "InternalError", format!("Internal error occurred: {err}"))
-            .with_details(StatusDetails {
-                causes: vec![StatusCause {
-                    message: err,
-                    ..Default::default()
-                }],
+        ApiError::new(
+            500,
+            "InternalError",
+            format!("Internal error occurred: {err}"),
+        )
+        .with_details(StatusDetails {
+            causes: vec![StatusCause {
+                message: err,
                 ..Default::default()
-            })
+            }],
+            ..Default::default()
+        })
     }
 
     /// 503 `ServiceUnavailable`.
@@ -358,8 +366,8 @@ impl Status {
 impl axum::response::IntoResponse for ApiError {
     fn into_response(self) -> axum::response::Response {
         let mut res = axum::response::Response::new(axum::body::Body::from(self.to_json()));
-        *res.status_mut() =
-            http::StatusCode::from_u16(self.code).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
+        *res.status_mut() = http::StatusCode::from_u16(self.code)
+            .unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
         res.headers_mut().insert(
             http::header::CONTENT_TYPE,
             http::HeaderValue::from_static("application/json"),
@@ -367,7 +375,8 @@ impl axum::response::IntoResponse for ApiError {
         if let Some(secs) = self.details.as_ref().map(|d| d.retry_after_seconds)
             && secs > 0
         {
-            res.headers_mut().insert(http::header::RETRY_AFTER, secs.into());
+            res.headers_mut()
+                .insert(http::header::RETRY_AFTER, secs.into());
         }
         res
     }

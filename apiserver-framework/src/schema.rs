@@ -62,7 +62,10 @@ pub fn object_schema(description: &str, spec: Value, status: Option<Value>, flat
         "apiVersion".into(),
         json!({"type": "string", "description": API_VERSION_DOC}),
     );
-    properties.insert("kind".into(), json!({"type": "string", "description": KIND_DOC}));
+    properties.insert(
+        "kind".into(),
+        json!({"type": "string", "description": KIND_DOC}),
+    );
     properties.insert(
         "metadata".into(),
         json!({"type": "object", "description": METADATA_DOC}),

@@ -31,7 +31,13 @@ struct Client {
 }
 
 impl Client {
-    async fn send(&self, method: reqwest::Method, path: &str, accept: &str, body: Option<Value>) -> (u16, String, Value) {
+    async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        accept: &str,
+        body: Option<Value>,
+    ) -> (u16, String, Value) {
         let mut req = self
             .http
             .request(method, format!("{}{path}", self.url))
@@ -48,7 +54,11 @@ impl Client {
             .map(|v| v.to_str().unwrap().to_string())
             .unwrap_or_default();
         let text = res.text().await.unwrap();
-        (status, ct, serde_json::from_str(&text).unwrap_or(Value::Null))
+        (
+            status,
+            ct,
+            serde_json::from_str(&text).unwrap_or(Value::Null),
+        )
     }
 }
 
@@ -100,10 +110,20 @@ async fn two_servers_with_different_groups() {
     assert_eq!(code, 200);
     assert!(ct.contains("as=APIGroupDiscoveryList"), "{ct}");
     assert_eq!(agg["items"].as_array().unwrap().len(), 2);
-    assert_eq!(agg["items"][1]["versions"][0]["resources"][0]["scope"], "Cluster");
+    assert_eq!(
+        agg["items"][1]["versions"][0]["resources"][0]["scope"],
+        "Cluster"
+    );
 
     // The delegate answers its own group-version and resources.
-    let (code, _, rl) = c.send(get.clone(), "/apis/two.example.com/v1beta1", "application/json", None).await;
+    let (code, _, rl) = c
+        .send(
+            get.clone(),
+            "/apis/two.example.com/v1beta1",
+            "application/json",
+            None,
+        )
+        .await;
     assert_eq!(code, 200);
     assert_eq!(rl["resources"][0]["name"], "gadgets");
     let (code, _, created) = c
@@ -128,25 +148,61 @@ async fn two_servers_with_different_groups() {
     assert_eq!(created["metadata"]["namespace"], "ns1");
 
     // OpenAPI covers both servers.
-    let (code, _, v3) = c.send(get.clone(), "/openapi/v3", "application/json", None).await;
+    let (code, _, v3) = c
+        .send(get.clone(), "/openapi/v3", "application/json", None)
+        .await;
     assert_eq!(code, 200);
     assert!(v3["paths"]["apis/one.example.com/v1"].is_object());
     assert!(v3["paths"]["apis/two.example.com/v1beta1"].is_object());
-    let url = v3["paths"]["apis/two.example.com/v1beta1"]["serverRelativeURL"].as_str().unwrap().to_string();
+    let url = v3["paths"]["apis/two.example.com/v1beta1"]["serverRelativeURL"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let (code, _, doc) = c.send(get.clone(), &url, "application/json", None).await;
     assert_eq!(code, 200);
-    assert!(doc["paths"]["/apis/two.example.com/v1beta1/gadgets"].is_object(), "{}", doc["paths"]);
+    assert!(
+        doc["paths"]["/apis/two.example.com/v1beta1/gadgets"].is_object(),
+        "{}",
+        doc["paths"]
+    );
 
     // The end of the chain answers 404 Status for groups nobody serves.
-    let (code, _, status) = c.send(get.clone(), "/apis/three.example.com/v1/things", "application/json", None).await;
+    let (code, _, status) = c
+        .send(
+            get.clone(),
+            "/apis/three.example.com/v1/things",
+            "application/json",
+            None,
+        )
+        .await;
     assert_eq!(code, 404);
     assert_eq!(status["kind"], "Status");
     assert_eq!(status["reason"], "NotFound");
-    let (code, _, status) = c.send(get.clone(), "/apis/three.example.com", "application/json", None).await;
+    let (code, _, status) = c
+        .send(
+            get.clone(),
+            "/apis/three.example.com",
+            "application/json",
+            None,
+        )
+        .await;
     assert_eq!(code, 404);
     assert_eq!(status["reason"], "NotFound");
     // Unknown resources inside a served group-version too.
-    let (code, _, status) = c.send(get, "/apis/one.example.com/v1/nothings", "application/json", None).await;
-    assert_eq!((code, status["message"].as_str()), (404, Some("the server could not find the requested resource")));
+    let (code, _, status) = c
+        .send(
+            get,
+            "/apis/one.example.com/v1/nothings",
+            "application/json",
+            None,
+        )
+        .await;
+    assert_eq!(
+        (code, status["message"].as_str()),
+        (
+            404,
+            Some("the server could not find the requested resource")
+        )
+    );
     server.running.shutdown().await;
 }

@@ -533,7 +533,10 @@ fn v2_document_paths_and_operations() {
     let patch = &item["patch"];
     assert_eq!(
         patch["consumes"],
-        json!(["application/json-patch+json", "application/merge-patch+json"])
+        json!([
+            "application/json-patch+json",
+            "application/merge-patch+json"
+        ])
     );
     assert_eq!(
         param_names(patch, "query"),
@@ -737,7 +740,10 @@ fn v3_group_version_document() {
     media.sort();
     assert_eq!(
         media,
-        ["application/json-patch+json", "application/merge-patch+json"]
+        [
+            "application/json-patch+json",
+            "application/merge-patch+json"
+        ]
     );
     assert_eq!(
         patch["requestBody"]["content"]["application/merge-patch+json"]["schema"]["$ref"],

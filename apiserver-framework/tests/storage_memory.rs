@@ -16,29 +16,50 @@ async fn revisions_cas_and_delete() {
     let r0 = s.current_revision().await.unwrap();
     let r1 = s.create("/a/1", b("one")).await.unwrap();
     assert!(r1 > r0);
-    assert_eq!(s.create("/a/1", b("again")).await, Err(StorageError::AlreadyExists("/a/1".into())));
+    assert_eq!(
+        s.create("/a/1", b("again")).await,
+        Err(StorageError::AlreadyExists("/a/1".into()))
+    );
     let r2 = s.update("/a/1", b("two"), r1).await.unwrap();
     assert!(r2 > r1);
-    assert!(matches!(s.update("/a/1", b("stale"), r1).await, Err(StorageError::Conflict { .. })));
+    assert!(matches!(
+        s.update("/a/1", b("stale"), r1).await,
+        Err(StorageError::Conflict { .. })
+    ));
     let kv = s.get("/a/1").await.unwrap().unwrap();
-    assert_eq!((kv.value, kv.create_revision, kv.mod_revision), (b("two"), r1, r2));
-    assert!(matches!(s.delete("/a/1", Some(r1)).await, Err(StorageError::Conflict { .. })));
+    assert_eq!(
+        (kv.value, kv.create_revision, kv.mod_revision),
+        (b("two"), r1, r2)
+    );
+    assert!(matches!(
+        s.delete("/a/1", Some(r1)).await,
+        Err(StorageError::Conflict { .. })
+    ));
     let (r3, last) = s.delete("/a/1", Some(r2)).await.unwrap();
     assert!(r3 > r2);
     assert_eq!(last.value, b("two"));
     assert_eq!(s.get("/a/1").await.unwrap(), None);
-    assert!(matches!(s.update("/a/1", b("x"), r3).await, Err(StorageError::NotFound(_))));
+    assert!(matches!(
+        s.update("/a/1", b("x"), r3).await,
+        Err(StorageError::NotFound(_))
+    ));
 }
 
 #[tokio::test]
 async fn paged_lists_at_a_fixed_revision() {
     let s = MemoryStorage::new();
     for i in 0..5 {
-        s.create(&format!("/p/{i}"), b(&i.to_string())).await.unwrap();
+        s.create(&format!("/p/{i}"), b(&i.to_string()))
+            .await
+            .unwrap();
     }
     s.create("/q/x", b("other prefix")).await.unwrap();
     let first = s
-        .list(ListRequest { prefix: "/p/".into(), limit: 2, ..Default::default() })
+        .list(ListRequest {
+            prefix: "/p/".into(),
+            limit: 2,
+            ..Default::default()
+        })
         .await
         .unwrap();
     assert_eq!(first.items.len(), 2);
@@ -59,7 +80,13 @@ async fn paged_lists_at_a_fixed_revision() {
     let keys: Vec<_> = rest.items.iter().map(|kv| kv.key.as_str()).collect();
     assert_eq!(keys, ["/p/2", "/p/3", "/p/4"]);
     assert!(!rest.more);
-    let now = s.list(ListRequest { prefix: "/p/".into(), ..Default::default() }).await.unwrap();
+    let now = s
+        .list(ListRequest {
+            prefix: "/p/".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
     assert_eq!(now.items.len(), 5);
 }
 
@@ -79,7 +106,10 @@ async fn watch_replays_history_then_follows_live() {
     assert_eq!(ev.kv.value, b("a2"));
     let r = s.create("/w/b", b("b")).await.unwrap();
     let ev = w.next().await.unwrap().unwrap();
-    assert_eq!((ev.kind, ev.kv.key.as_str(), ev.kv.mod_revision), (EventKind::Created, "/w/b", r));
+    assert_eq!(
+        (ev.kind, ev.kv.key.as_str(), ev.kv.mod_revision),
+        (EventKind::Created, "/w/b", r)
+    );
 }
 
 #[tokio::test]
@@ -89,9 +119,17 @@ async fn compaction_expires_old_revisions() {
     let r2 = s.update("/c/a", b("b"), r1).await.unwrap();
     s.update("/c/a", b("c"), r2).await.unwrap();
     s.compact(r2).await.unwrap();
-    assert!(matches!(s.watch("/c/", r1).await, Err(StorageError::Compacted { .. })));
     assert!(matches!(
-        s.list(ListRequest { prefix: "/c/".into(), revision: Some(r1), ..Default::default() }).await,
+        s.watch("/c/", r1).await,
+        Err(StorageError::Compacted { .. })
+    ));
+    assert!(matches!(
+        s.list(ListRequest {
+            prefix: "/c/".into(),
+            revision: Some(r1),
+            ..Default::default()
+        })
+        .await,
         Err(StorageError::Compacted { .. })
     ));
     // Watching from the compaction point still works.

@@ -40,7 +40,11 @@ impl StaticTokenAuthenticator {
 
 /// The bearer token of a request, if any.
 pub fn bearer_token(parts: &Parts) -> Option<&str> {
-    let value = parts.headers.get(http::header::AUTHORIZATION)?.to_str().ok()?;
+    let value = parts
+        .headers
+        .get(http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?;
     let (scheme, token) = value.split_once(' ')?;
     scheme
         .eq_ignore_ascii_case("bearer")

@@ -104,7 +104,8 @@ impl App {
         match cli.command {
             Command::Local(mut opts) => {
                 if opts.write_kubeconfig.is_none() {
-                    opts.write_kubeconfig = Some(PathBuf::from(format!("./{}.kubeconfig", self.name)));
+                    opts.write_kubeconfig =
+                        Some(PathBuf::from(format!("./{}.kubeconfig", self.name)));
                 }
                 let name = self.name.clone();
                 let server = self.start_local(&opts).await?;

@@ -106,10 +106,7 @@ pub async fn start(
     let listener =
         tokio::net::TcpListener::bind(SocketAddr::new(opts.bind_address, opts.secure_port)).await?;
     let token = opts.token.clone().unwrap_or_else(random_token);
-    let user = UserInfo::new(
-        "local-admin",
-        &["system:masters", "system:authenticated"],
-    );
+    let user = UserInfo::new("local-admin", &["system:masters", "system:authenticated"]);
     let chain = Arc::new(HandlerChain::new(
         server,
         Arc::new(StaticTokenAuthenticator::new(token.clone(), user)),

@@ -148,7 +148,9 @@ async fn dispatch(
             let (query_opts, body) = (query.delete_options()?, read_body(req).await?);
             let opts = merge_delete_body(query_opts, &body)?;
             match storage.delete(ctx, n, &opts).await? {
-                DeleteOutcome::Deleted(status) => Ok(response::status(StatusCode::OK, output, &status)),
+                DeleteOutcome::Deleted(status) => {
+                    Ok(response::status(StatusCode::OK, output, &status))
+                }
                 DeleteOutcome::Pending(obj) => response::object(StatusCode::OK, output, &info, obj),
             }
         }
@@ -168,10 +170,12 @@ pub async fn read_body(req: Request<Body>) -> Result<Bytes, ApiError> {
     let limited = Limited::new(req.into_body(), MAX_BODY_BYTES);
     match limited.collect().await {
         Ok(c) => Ok(c.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(ApiError::too_large(&format!(
-            "limit is {MAX_BODY_BYTES}"
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            Err(ApiError::too_large(&format!("limit is {MAX_BODY_BYTES}")))
+        }
+        Err(e) => Err(ApiError::bad_request(format!(
+            "failed to read the request body: {e}"
         ))),
-        Err(e) => Err(ApiError::bad_request(format!("failed to read the request body: {e}"))),
     }
 }
 

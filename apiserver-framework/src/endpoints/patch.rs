@@ -5,7 +5,10 @@ use serde_json::Value;
 use crate::error::ApiError;
 
 /// The patch media types served.
-pub const PATCH_TYPES: &[&str] = &["application/json-patch+json", "application/merge-patch+json"];
+pub const PATCH_TYPES: &[&str] = &[
+    "application/json-patch+json",
+    "application/merge-patch+json",
+];
 
 /// Most operations a JSON patch may have (as upstream).
 pub const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
@@ -77,7 +80,13 @@ impl PatchDocument {
         match self {
             PatchDocument::Json(p) => {
                 json_patch::patch(&mut current, p).map_err(|e| {
-                    ApiError::new(422, "Invalid", format!("the server rejected our request due to an error in our request: {e}"))
+                    ApiError::new(
+                        422,
+                        "Invalid",
+                        format!(
+                            "the server rejected our request due to an error in our request: {e}"
+                        ),
+                    )
                 })?;
                 Ok(current)
             }
@@ -97,18 +106,37 @@ mod tests {
     #[test]
     fn merge_and_json_patch() {
         let cur = json!({"metadata": {"labels": {"a": "1", "b": "2"}}, "spec": {"x": 1}});
-        let p = PatchDocument::parse(PatchKind::Merge, br#"{"metadata":{"labels":{"a":null,"c":"3"}}}"#).unwrap();
+        let p = PatchDocument::parse(
+            PatchKind::Merge,
+            br#"{"metadata":{"labels":{"a":null,"c":"3"}}}"#,
+        )
+        .unwrap();
         assert_eq!(
             p.apply(cur.clone()).unwrap(),
             json!({"metadata": {"labels": {"b": "2", "c": "3"}}, "spec": {"x": 1}})
         );
-        let p = PatchDocument::parse(PatchKind::Json, br#"[{"op":"replace","path":"/spec/x","value":2}]"#).unwrap();
+        let p = PatchDocument::parse(
+            PatchKind::Json,
+            br#"[{"op":"replace","path":"/spec/x","value":2}]"#,
+        )
+        .unwrap();
         assert_eq!(p.apply(cur.clone()).unwrap()["spec"]["x"], 2);
-        let p = PatchDocument::parse(PatchKind::Json, br#"[{"op":"test","path":"/spec/x","value":5}]"#).unwrap();
+        let p = PatchDocument::parse(
+            PatchKind::Json,
+            br#"[{"op":"test","path":"/spec/x","value":5}]"#,
+        )
+        .unwrap();
         assert_eq!(p.apply(cur).unwrap_err().code, 422);
-        assert_eq!(PatchDocument::parse(PatchKind::Json, b"{").unwrap_err().code, 400);
         assert_eq!(
-            PatchKind::from_content_type("application/strategic-merge-patch+json").unwrap_err().code,
+            PatchDocument::parse(PatchKind::Json, b"{")
+                .unwrap_err()
+                .code,
+            400
+        );
+        assert_eq!(
+            PatchKind::from_content_type("application/strategic-merge-patch+json")
+                .unwrap_err()
+                .code,
             415
         );
         assert_eq!(

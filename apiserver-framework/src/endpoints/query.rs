@@ -196,9 +196,7 @@ fn validate_list_options(opts: &ListOptions, watch: bool) -> Result<(), ApiError
             &errs,
         ));
     }
-    if !opts.continue_token.is_empty()
-        && !matches!(opts.resource_version.as_str(), "" | "0")
-    {
+    if !opts.continue_token.is_empty() && !matches!(opts.resource_version.as_str(), "" | "0") {
         return Err(ApiError::bad_request(
             "specifying resource version is not allowed when using continue",
         ));

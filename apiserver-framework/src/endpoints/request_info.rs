@@ -95,15 +95,25 @@ mod tests {
         assert_eq!(r.resource, "flunders");
         assert_eq!(r.name.as_deref(), Some("a"));
         assert_eq!(r.subresource.as_deref(), Some("status"));
-        let Some(ApiPath::Resource(r)) = parse("/apis/g/v1/fischers") else { panic!() };
+        let Some(ApiPath::Resource(r)) = parse("/apis/g/v1/fischers") else {
+            panic!()
+        };
         assert_eq!(r.namespace, None);
         assert_eq!(r.name, None);
-        let Some(ApiPath::Resource(r)) = parse("/apis/g/v1/namespaces/ns") else { panic!() };
-        assert_eq!((r.resource.as_str(), r.name.as_deref()), ("namespaces", Some("ns")));
+        let Some(ApiPath::Resource(r)) = parse("/apis/g/v1/namespaces/ns") else {
+            panic!()
+        };
+        assert_eq!(
+            (r.resource.as_str(), r.name.as_deref()),
+            ("namespaces", Some("ns"))
+        );
         let Some(ApiPath::Resource(r)) = parse("/apis/g/v1/watch/namespaces/ns/flunders") else {
             panic!()
         };
         assert!(r.legacy_watch);
-        assert_eq!(parse("/apis/g/v1/a/b/c/d"), Some(ApiPath::Unknown("g".into(), "v1".into())));
+        assert_eq!(
+            parse("/apis/g/v1/a/b/c/d"),
+            Some(ApiPath::Unknown("g".into(), "v1".into()))
+        );
     }
 }

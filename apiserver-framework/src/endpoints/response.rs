@@ -48,12 +48,20 @@ pub fn object(
                 .unwrap_or("")
                 .to_string();
             let t = table::table(info, &[v], &rv, None, None, *include_object, true);
-            raw(code, "application/json", serde_json::to_vec(&t).map_err(ApiError::internal)?)
+            raw(
+                code,
+                "application/json",
+                serde_json::to_vec(&t).map_err(ApiError::internal)?,
+            )
         }
         Output::PartialObjectMetadata => {
             let v = parse(&bytes)?;
             let p = table::partial_object_metadata(&v, table::META_V1);
-            raw(code, "application/json", serde_json::to_vec(&p).map_err(ApiError::internal)?)
+            raw(
+                code,
+                "application/json",
+                serde_json::to_vec(&p).map_err(ApiError::internal)?,
+            )
         }
     })
 }
@@ -91,12 +99,24 @@ fn json_str(s: &str) -> String {
 }
 
 /// A list in the negotiated form.
-pub fn list(output: &Output, info: &ResourceInfo, list: &ObjectList) -> Result<Response<Body>, ApiError> {
+pub fn list(
+    output: &Output,
+    info: &ResourceInfo,
+    list: &ObjectList,
+) -> Result<Response<Body>, ApiError> {
     Ok(match output {
         Output::Json => raw(StatusCode::OK, "application/json", list_json(info, list)),
-        Output::Yaml => raw(StatusCode::OK, "application/yaml", yaml(&parse(&list_json(info, list))?)?),
+        Output::Yaml => raw(
+            StatusCode::OK,
+            "application/yaml",
+            yaml(&parse(&list_json(info, list))?)?,
+        ),
         Output::Table { include_object } => {
-            let items = list.items.iter().map(|i| parse(i)).collect::<Result<Vec<_>, _>>()?;
+            let items = list
+                .items
+                .iter()
+                .map(|i| parse(i))
+                .collect::<Result<Vec<_>, _>>()?;
             let t = table::table(
                 info,
                 &items,
@@ -106,17 +126,29 @@ pub fn list(output: &Output, info: &ResourceInfo, list: &ObjectList) -> Result<R
                 *include_object,
                 true,
             );
-            raw(StatusCode::OK, "application/json", serde_json::to_vec(&t).map_err(ApiError::internal)?)
+            raw(
+                StatusCode::OK,
+                "application/json",
+                serde_json::to_vec(&t).map_err(ApiError::internal)?,
+            )
         }
         Output::PartialObjectMetadata => {
-            let items = list.items.iter().map(|i| parse(i)).collect::<Result<Vec<_>, _>>()?;
+            let items = list
+                .items
+                .iter()
+                .map(|i| parse(i))
+                .collect::<Result<Vec<_>, _>>()?;
             let p = table::partial_object_metadata_list(
                 &items,
                 &list.resource_version,
                 list.continue_token.as_deref(),
                 list.remaining_item_count,
             );
-            raw(StatusCode::OK, "application/json", serde_json::to_vec(&p).map_err(ApiError::internal)?)
+            raw(
+                StatusCode::OK,
+                "application/json",
+                serde_json::to_vec(&p).map_err(ApiError::internal)?,
+            )
         }
     })
 }
@@ -126,7 +158,11 @@ pub fn status(code: StatusCode, output: &Output, status: &crate::error::Status) 
     let v = serde_json::to_value(status).unwrap_or_default();
     match output {
         Output::Yaml => raw(code, "application/yaml", yaml(&v).unwrap_or_default()),
-        _ => raw(code, "application/json", serde_json::to_vec(&v).unwrap_or_default()),
+        _ => raw(
+            code,
+            "application/json",
+            serde_json::to_vec(&v).unwrap_or_default(),
+        ),
     }
 }
 
@@ -160,7 +196,10 @@ pub fn watch_object(
             let Ok(v) = serde_json::from_slice::<Value>(object) else {
                 return object.clone();
             };
-            Bytes::from(serde_json::to_vec(&table::partial_object_metadata(&v, table::META_V1)).unwrap_or_default())
+            Bytes::from(
+                serde_json::to_vec(&table::partial_object_metadata(&v, table::META_V1))
+                    .unwrap_or_default(),
+            )
         }
     }
 }

@@ -26,7 +26,9 @@ pub fn encode(revision: u64, last_key: &str) -> String {
 
 /// Decodes a token into (revision, last key returned).
 pub fn decode(token: &str) -> Result<(u64, String), String> {
-    let invalid = || "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)".to_string();
+    let invalid = || {
+        "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)".to_string()
+    };
     let raw = URL_SAFE_NO_PAD
         .decode(token.trim_end_matches('='))
         .map_err(|_| invalid())?;
@@ -43,7 +45,10 @@ mod tests {
     #[test]
     fn round_trip() {
         let t = super::encode(42, "/g/flunders/ns/a");
-        assert_eq!(super::decode(&t).unwrap(), (42, "/g/flunders/ns/a".to_string()));
+        assert_eq!(
+            super::decode(&t).unwrap(),
+            (42, "/g/flunders/ns/a".to_string())
+        );
         assert!(super::decode("not-a-token").is_err());
         assert!(super::decode("e30").is_err());
     }

@@ -45,9 +45,10 @@ impl Group {
     pub fn resource_with<T: ApiResource>(mut self, strategy: impl Strategy<T>) -> Self {
         let strategy: Arc<dyn Strategy<T>> = Arc::new(strategy);
         self.check_group(&T::resource_info().group);
-        self.factories.push(Box::new(move |storage: &Arc<dyn Storage>| {
-            Arc::new(Store::<T>::new(storage.clone(), strategy)) as Arc<dyn RestStorage>
-        }));
+        self.factories
+            .push(Box::new(move |storage: &Arc<dyn Storage>| {
+                Arc::new(Store::<T>::new(storage.clone(), strategy)) as Arc<dyn RestStorage>
+            }));
         self
     }
 

@@ -119,7 +119,11 @@ pub trait RestStorage: Send + Sync + 'static {
     }
 
     /// Watches objects.
-    async fn watch(&self, ctx: &RequestContext, opts: &ListOptions) -> Result<EventStream, ApiError> {
+    async fn watch(
+        &self,
+        ctx: &RequestContext,
+        opts: &ListOptions,
+    ) -> Result<EventStream, ApiError> {
         let _ = (ctx, opts);
         Err(ApiError::method_not_supported(self.info(), "watch"))
     }
@@ -181,6 +185,9 @@ pub trait RestStorage: Send + Sync + 'static {
         opts: &DeleteOptions,
     ) -> Result<ObjectList, ApiError> {
         let _ = (ctx, list, opts);
-        Err(ApiError::method_not_supported(self.info(), "deletecollection"))
+        Err(ApiError::method_not_supported(
+            self.info(),
+            "deletecollection",
+        ))
     }
 }

@@ -73,7 +73,11 @@ impl Registry {
                     groups.last_mut().expect("just pushed")
                 }
             };
-            let version = match group.versions.iter_mut().position(|v| v.version == info.version) {
+            let version = match group
+                .versions
+                .iter_mut()
+                .position(|v| v.version == info.version)
+            {
                 Some(i) => &mut group.versions[i],
                 None => {
                     group.versions.push(ServedVersion {

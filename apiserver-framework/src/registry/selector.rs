@@ -67,7 +67,11 @@ impl LabelSelector {
     /// Parses the selector grammar: `a=b`, `a==b`, `a!=b`, `a in (x,y)`, `a notin (x)`, `a`,
     /// `!a`, joined by commas.
     pub fn parse(s: &str) -> Result<Self, String> {
-        let mut p = Parser { s: s.as_bytes(), pos: 0, src: s };
+        let mut p = Parser {
+            s: s.as_bytes(),
+            pos: 0,
+            src: s,
+        };
         let mut requirements = Vec::new();
         p.skip_ws();
         if p.done() {
@@ -134,17 +138,28 @@ impl Parser<'_> {
             self.pos += 1;
             let key = self.word();
             validate_key(&key)?;
-            return Ok(Requirement { key, op: Operator::DoesNotExist, values: vec![] });
+            return Ok(Requirement {
+                key,
+                op: Operator::DoesNotExist,
+                values: vec![],
+            });
         }
         let key = self.word();
         if key.is_empty() {
-            return Err(format!("found '{}', expected: identifier", self.rest_token()));
+            return Err(format!(
+                "found '{}', expected: identifier",
+                self.rest_token()
+            ));
         }
         validate_key(&key)?;
         self.skip_ws();
         let op = match (self.peek(), self.s.get(self.pos + 1).copied()) {
             (None, _) | (Some(b','), _) => {
-                return Ok(Requirement { key, op: Operator::Exists, values: vec![] });
+                return Ok(Requirement {
+                    key,
+                    op: Operator::Exists,
+                    values: vec![],
+                });
             }
             (Some(b'='), Some(b'=')) => {
                 self.pos += 2;
@@ -222,7 +237,9 @@ fn validate_key(key: &str) -> Result<(), String> {
     if let Some(p) = prefix
         && (p.is_empty() || !crate::registry::validation::dns1123_subdomain(p).is_empty())
     {
-        return Err(format!("invalid label key {key:?}: prefix part must be a DNS-1123 subdomain"));
+        return Err(format!(
+            "invalid label key {key:?}: prefix part must be a DNS-1123 subdomain"
+        ));
     }
     if !is_qualified_name_part(name) {
         return Err(format!(
@@ -238,7 +255,8 @@ fn is_qualified_name_part(s: &str) -> bool {
         && b.len() <= 63
         && b[0].is_ascii_alphanumeric()
         && b[b.len() - 1].is_ascii_alphanumeric()
-        && b.iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
 }
 
 fn validate_value(v: &str) -> Result<(), String> {
@@ -281,7 +299,9 @@ impl FieldSelector {
             } else if let Some((f, v)) = part.split_once('=') {
                 (f, false, v)
             } else {
-                return Err(format!("invalid selector: '{s}'; can't understand '{part}'"));
+                return Err(format!(
+                    "invalid selector: '{s}'; can't understand '{part}'"
+                ));
             };
             requirements.push(FieldRequirement {
                 field: field.trim().to_string(),
@@ -337,7 +357,10 @@ mod tests {
     use super::*;
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
@@ -360,7 +383,15 @@ mod tests {
             let s = LabelSelector::parse(sel).unwrap_or_else(|e| panic!("{sel}: {e}"));
             assert_eq!(s.matches(&l), want, "{sel}");
         }
-        for bad in ["app=web=x", "in (x", "a in ()", "a in (b", "a=-b", "=x", "a b"] {
+        for bad in [
+            "app=web=x",
+            "in (x",
+            "a in ()",
+            "a in (b",
+            "a=-b",
+            "=x",
+            "a b",
+        ] {
             assert!(LabelSelector::parse(bad).is_err(), "{bad} should fail");
         }
     }
@@ -373,7 +404,10 @@ mod tests {
         assert!(f.matches(&obj));
         assert!(f.check_supported(&["metadata.name"]).is_err());
         assert_eq!(
-            FieldSelector::parse("spec.x=1").unwrap().check_supported(&["metadata.name"]).unwrap_err(),
+            FieldSelector::parse("spec.x=1")
+                .unwrap()
+                .check_supported(&["metadata.name"])
+                .unwrap_err(),
             "field label not supported: spec.x"
         );
     }

@@ -198,6 +198,8 @@ impl<T: ApiResource> Store<T> {
         errs
     }
 
+    /// Runs the admission chain's mutating (`mutating = true`) or validating plugins on `obj`.
+    #[allow(clippy::too_many_arguments)]
     async fn admit(
         &self,
         ctx: &RequestContext,
@@ -206,6 +208,7 @@ impl<T: ApiResource> Store<T> {
         obj: &mut T,
         old: Option<&T>,
         dry_run: bool,
+        mutating: bool,
     ) -> Result<(), ApiError> {
         if ctx.admission.is_empty() {
             return Ok(());
@@ -226,8 +229,12 @@ impl<T: ApiResource> Store<T> {
             dry_run,
             registry: &ctx.registry,
         };
-        ctx.admission.admit(&mut attrs).await?;
-        *obj = self.decode_value(value)?;
+        if mutating {
+            ctx.admission.mutate(&mut attrs).await?;
+            *obj = self.decode_value(value)?;
+        } else {
+            ctx.admission.validate(&attrs).await?;
+        }
         Ok(())
     }
 
@@ -291,7 +298,11 @@ impl<T: ApiResource> Store<T> {
                 }
             }
             meta.uid = Some(uuid::Uuid::new_v4().to_string());
-            meta.creation_timestamp = Some(Time(jiff::Timestamp::now().round(jiff::Unit::Second).unwrap_or_else(|_| jiff::Timestamp::now())));
+            meta.creation_timestamp = Some(Time(
+                jiff::Timestamp::now()
+                    .round(jiff::Unit::Second)
+                    .unwrap_or_else(|_| jiff::Timestamp::now()),
+            ));
             meta.resource_version = None;
             meta.generation = Some(1);
             meta.deletion_timestamp = None;
@@ -300,6 +311,16 @@ impl<T: ApiResource> Store<T> {
         if T::has_status() {
             obj.clear_status();
         }
+        self.admit(
+            ctx,
+            Operation::Create,
+            None,
+            &mut obj,
+            None,
+            opts.dry_run,
+            true,
+        )
+        .await?;
         self.strategy.prepare_for_create(&mut obj);
         self.strategy.default(&mut obj);
         let name = obj.meta().name.clone().unwrap_or_default();
@@ -308,8 +329,16 @@ impl<T: ApiResource> Store<T> {
         if !errs.is_empty() {
             return Err(ApiError::invalid(&self.info, &name, &errs));
         }
-        self.admit(ctx, Operation::Create, None, &mut obj, None, opts.dry_run)
-            .await?;
+        self.admit(
+            ctx,
+            Operation::Create,
+            None,
+            &mut obj,
+            None,
+            opts.dry_run,
+            false,
+        )
+        .await?;
         let bytes = self.encode(&mut obj)?;
         if opts.dry_run {
             if self
@@ -380,12 +409,22 @@ impl<T: ApiResource> Store<T> {
             }
             return Err(e);
         }
-        let expected: u64 = rv.parse().map_err(|_| {
-            ApiError::bad_request(format!("invalid resource version: {rv:?}"))
-        })?;
+        let expected: u64 = rv
+            .parse()
+            .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))?;
         if expected != current.mod_revision {
             return Err(ApiError::stale(&self.info, name));
         }
+        self.admit(
+            ctx,
+            Operation::Update,
+            subresource,
+            &mut new,
+            Some(&old),
+            opts.dry_run,
+            true,
+        )
+        .await?;
         let mut errs = Vec::new();
         if subresource == Some("status") {
             // The status subresource changes the status and nothing else.
@@ -402,7 +441,11 @@ impl<T: ApiResource> Store<T> {
                 && !uid.is_empty()
                 && Some(uid) != old_meta.uid.as_deref()
             {
-                errs.push(FieldError::invalid("metadata.uid", uid, "field is immutable"));
+                errs.push(FieldError::invalid(
+                    "metadata.uid",
+                    uid,
+                    "field is immutable",
+                ));
             }
             new_meta.uid = old_meta.uid.clone();
             new_meta.namespace = old_meta.namespace.clone();
@@ -421,8 +464,16 @@ impl<T: ApiResource> Store<T> {
         if !errs.is_empty() {
             return Err(ApiError::invalid(&self.info, name, &errs));
         }
-        self.admit(ctx, Operation::Update, subresource, &mut new, Some(&old), opts.dry_run)
-            .await?;
+        self.admit(
+            ctx,
+            Operation::Update,
+            subresource,
+            &mut new,
+            Some(&old),
+            opts.dry_run,
+            false,
+        )
+        .await?;
         new.meta_mut().resource_version = None;
         let bytes = self.encode(&mut new)?;
         if bytes == current.value {
@@ -653,7 +704,11 @@ impl<T: ApiResource> RestStorage for Store<T> {
         })
     }
 
-    async fn watch(&self, ctx: &RequestContext, opts: &ListOptions) -> Result<EventStream, ApiError> {
+    async fn watch(
+        &self,
+        ctx: &RequestContext,
+        opts: &ListOptions,
+    ) -> Result<EventStream, ApiError> {
         self.check_field_selector(opts)?;
         let namespace = if self.info.namespaced() {
             ctx.namespace.as_deref()
@@ -688,9 +743,8 @@ impl<T: ApiResource> RestStorage for Store<T> {
         let live = match self.storage.watch(&prefix, after).await {
             Ok(s) => s,
             Err(StorageError::Compacted { compacted, .. }) => {
-                let err = ApiError::expired(format!(
-                    "too old resource version: {after} ({compacted})"
-                ));
+                let err =
+                    ApiError::expired(format!("too old resource version: {after} ({compacted})"));
                 return Ok(futures::stream::iter([error_event(&err)]).boxed());
             }
             Err(e) => return Err(self.storage_error("watch", e)),
@@ -709,9 +763,12 @@ impl<T: ApiResource> RestStorage for Store<T> {
                     Err(e) => {
                         *ended = true;
                         let err = match e {
-                            StorageError::Compacted { requested, compacted } => ApiError::expired(
-                                format!("too old resource version: {requested} ({compacted})"),
-                            ),
+                            StorageError::Compacted {
+                                requested,
+                                compacted,
+                            } => ApiError::expired(format!(
+                                "too old resource version: {requested} ({compacted})"
+                            )),
                             other => ApiError::internal(other),
                         };
                         Some(error_event(&err))
@@ -782,7 +839,13 @@ impl<T: ApiResource> RestStorage for Store<T> {
                 .as_deref()
                 .is_some_and(|rv| rv != current.mod_revision.to_string());
             let mut new = self.decode_body(patched)?;
-            if new.meta().resource_version.as_deref().unwrap_or("").is_empty() {
+            if new
+                .meta()
+                .resource_version
+                .as_deref()
+                .unwrap_or("")
+                .is_empty()
+            {
                 new.meta_mut().resource_version = Some(current.mod_revision.to_string());
             }
             match self
@@ -809,7 +872,11 @@ impl<T: ApiResource> RestStorage for Store<T> {
         let mut obj = self.decode_stored(&current)?;
         check_preconditions(&self.info, &key, obj.meta(), opts)?;
         self.admit_delete(ctx, &obj, opts.dry_run).await?;
-        let has_finalizers = obj.meta().finalizers.as_ref().is_some_and(|f| !f.is_empty());
+        let has_finalizers = obj
+            .meta()
+            .finalizers
+            .as_ref()
+            .is_some_and(|f| !f.is_empty());
         if has_finalizers {
             if obj.meta().deletion_timestamp.is_some() {
                 return Ok(DeleteOutcome::Pending(with_resource_version(
@@ -841,13 +908,15 @@ impl<T: ApiResource> RestStorage for Store<T> {
                 .await
                 .map_err(|e| self.storage_error(name, e))?;
         }
-        Ok(DeleteOutcome::Deleted(Box::new(Status::success(StatusDetails {
-            name: name.to_string(),
-            group: self.info.group.clone(),
-            kind: self.info.plural.clone(),
-            uid: obj.meta().uid.clone().unwrap_or_default(),
-            ..Default::default()
-        }))))
+        Ok(DeleteOutcome::Deleted(Box::new(Status::success(
+            StatusDetails {
+                name: name.to_string(),
+                group: self.info.group.clone(),
+                kind: self.info.plural.clone(),
+                uid: obj.meta().uid.clone().unwrap_or_default(),
+                ..Default::default()
+            },
+        ))))
     }
 
     async fn delete_collection(
@@ -890,7 +959,12 @@ impl<T: ApiResource> RestStorage for Store<T> {
 }
 
 impl<T: ApiResource> Store<T> {
-    async fn admit_delete(&self, ctx: &RequestContext, obj: &T, dry_run: bool) -> Result<(), ApiError> {
+    async fn admit_delete(
+        &self,
+        ctx: &RequestContext,
+        obj: &T,
+        dry_run: bool,
+    ) -> Result<(), ApiError> {
         if ctx.admission.is_empty() {
             return Ok(());
         }
@@ -909,7 +983,8 @@ impl<T: ApiResource> Store<T> {
             dry_run,
             registry: &ctx.registry,
         };
-        ctx.admission.admit(&mut attrs).await
+        ctx.admission.mutate(&mut attrs).await?;
+        ctx.admission.validate(&attrs).await
     }
 }
 

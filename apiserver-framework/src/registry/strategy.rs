@@ -45,15 +45,26 @@ impl FieldError {
     }
 
     /// The value is invalid.
-    pub fn invalid(field: impl Into<String>, value: impl Into<Value>, detail: impl Into<String>) -> Self {
+    pub fn invalid(
+        field: impl Into<String>,
+        value: impl Into<Value>,
+        detail: impl Into<String>,
+    ) -> Self {
         Self::new(field, FieldErrorKind::Invalid(value.into()), detail)
     }
 
     /// The value is not one of `supported`.
-    pub fn not_supported(field: impl Into<String>, value: impl Into<Value>, supported: &[&str]) -> Self {
+    pub fn not_supported(
+        field: impl Into<String>,
+        value: impl Into<Value>,
+        supported: &[&str],
+    ) -> Self {
         Self::new(
             field,
-            FieldErrorKind::NotSupported(value.into(), supported.iter().map(|s| s.to_string()).collect()),
+            FieldErrorKind::NotSupported(
+                value.into(),
+                supported.iter().map(|s| s.to_string()).collect(),
+            ),
             "",
         )
     }
@@ -92,7 +103,11 @@ impl FieldError {
             FieldErrorKind::Required => ("Required value", None, self.detail.clone()),
             FieldErrorKind::Invalid(v) => ("Invalid value", Some(v), self.detail.clone()),
             FieldErrorKind::NotSupported(v, supported) => {
-                let list = supported.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>().join(", ");
+                let list = supported
+                    .iter()
+                    .map(|s| format!("{s:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
                 let d = if supported.is_empty() {
                     self.detail.clone()
                 } else {

@@ -119,7 +119,10 @@ impl GenericApiServer {
             "/healthz" | "/livez" | "/readyz" => {
                 return self.health(&path, None, query.as_deref()).await;
             }
-            p if p.starts_with("/healthz/") || p.starts_with("/livez/") || p.starts_with("/readyz/") => {
+            p if p.starts_with("/healthz/")
+                || p.starts_with("/livez/")
+                || p.starts_with("/readyz/") =>
+            {
                 let (endpoint, check) = p[1..].split_once('/').unwrap_or((p, ""));
                 return self
                     .health(&format!("/{endpoint}"), Some(check), query.as_deref())
@@ -130,7 +133,9 @@ impl GenericApiServer {
             "/api" | "/api/" => return self.core_api(&req),
             "/openapi/v2" => return self.openapi_v2(&req),
             "/openapi/v3" | "/openapi/v3/" => return self.openapi_v3_root(),
-            p if p.starts_with("/openapi/v3/") => return self.openapi_v3(&req, &p["/openapi/v3/".len()..]),
+            p if p.starts_with("/openapi/v3/") => {
+                return self.openapi_v3(&req, &p["/openapi/v3/".len()..]);
+            }
             _ => {}
         }
         match request_info::parse(&path) {
@@ -148,7 +153,12 @@ impl GenericApiServer {
     }
 
     /// Routes a group-version or resource request to the server of the chain that serves it.
-    async fn route(self: &Arc<Self>, req: Request<Body>, api: ApiPath, user: UserInfo) -> Response<Body> {
+    async fn route(
+        self: &Arc<Self>,
+        req: Request<Body>,
+        api: ApiPath,
+        user: UserInfo,
+    ) -> Response<Body> {
         let mut server = self.clone();
         loop {
             let (group, version) = match &api {
@@ -202,7 +212,12 @@ impl GenericApiServer {
         }
     }
 
-    async fn health(&self, endpoint: &str, check: Option<&str>, query: Option<&str>) -> Response<Body> {
+    async fn health(
+        &self,
+        endpoint: &str,
+        check: Option<&str>,
+        query: Option<&str>,
+    ) -> Response<Body> {
         let checks = match endpoint {
             "/healthz" => &self.healthz,
             "/livez" => &self.livez,
@@ -214,17 +229,23 @@ impl GenericApiServer {
     fn documents(&self) -> &Documents {
         self.documents.get_or_init(|| {
             let groups = self.chain_groups();
-            let aggregated = serde_json::to_vec(&aggregated::group_discovery_list(&groups))
-                .unwrap_or_default();
+            let aggregated =
+                serde_json::to_vec(&aggregated::group_discovery_list(&groups)).unwrap_or_default();
             let aggregated_etag = aggregated::etag(&aggregated);
-            let group_list = serde_json::to_vec(&legacy::api_group_list(&groups)).unwrap_or_default();
-            let openapi_v2 = serde_json::to_vec(&openapi::v2_document(&groups, &self.name, &self.version.git_version))
-                .unwrap_or_default();
+            let group_list =
+                serde_json::to_vec(&legacy::api_group_list(&groups)).unwrap_or_default();
+            let openapi_v2 = serde_json::to_vec(&openapi::v2_document(
+                &groups,
+                &self.name,
+                &self.version.git_version,
+            ))
+            .unwrap_or_default();
             let openapi_v2_etag = format!("\"{}\"", openapi::spec_hash(&openapi_v2));
             let mut openapi_v3 = Vec::new();
             for g in &groups {
                 for v in &g.versions {
-                    let doc = serde_json::to_vec(&openapi::v3_group_version(g, v)).unwrap_or_default();
+                    let doc =
+                        serde_json::to_vec(&openapi::v3_group_version(g, v)).unwrap_or_default();
                     let hash = openapi::spec_hash(&doc);
                     openapi_v3.push((format!("apis/{}/{}", g.name, v.version), doc, hash));
                 }
@@ -233,7 +254,8 @@ impl GenericApiServer {
                 .iter()
                 .map(|(k, _, h)| (k.clone(), h.clone()))
                 .collect();
-            let openapi_v3_root = serde_json::to_vec(&openapi::v3_root(&entries)).unwrap_or_default();
+            let openapi_v3_root =
+                serde_json::to_vec(&openapi::v3_root(&entries)).unwrap_or_default();
             Documents {
                 aggregated,
                 aggregated_etag,
@@ -253,18 +275,22 @@ impl GenericApiServer {
             return aggregated_response(req, &docs.aggregated, &docs.aggregated_etag);
         }
         let mut res = raw(StatusCode::OK, "application/json", docs.group_list.clone());
-        res.headers_mut().insert(header::VARY, HeaderValue::from_static("Accept"));
+        res.headers_mut()
+            .insert(header::VARY, HeaderValue::from_static("Accept"));
         res
     }
 
     fn core_api(&self, req: &Request<Body>) -> Response<Body> {
         let accept = header_str(req, header::ACCEPT);
         if aggregated::wants_aggregated(accept) {
-            let body = serde_json::to_vec(&aggregated::group_discovery_list(&[])).unwrap_or_default();
+            let body =
+                serde_json::to_vec(&aggregated::group_discovery_list(&[])).unwrap_or_default();
             let etag = aggregated::etag(&body);
             return aggregated_response(req, &body, &etag);
         }
-        json_response(&json!({"kind": "APIVersions", "versions": [], "serverAddressByClientCIDRs": null}))
+        // No legacy core group is served here; like sample-apiserver, answer 404 so clients
+        // do not invent an empty core group.
+        ApiError::route_not_found().into_response_now()
     }
 
     fn openapi_v2(&self, req: &Request<Body>) -> Response<Body> {
@@ -281,7 +307,11 @@ impl GenericApiServer {
     }
 
     fn openapi_v3_root(&self) -> Response<Body> {
-        raw(StatusCode::OK, "application/json", self.documents().openapi_v3_root.clone())
+        raw(
+            StatusCode::OK,
+            "application/json",
+            self.documents().openapi_v3_root.clone(),
+        )
     }
 
     fn openapi_v3(&self, req: &Request<Body>, gv: &str) -> Response<Body> {
@@ -419,16 +449,25 @@ fn header_str(req: &Request<Body>, name: header::HeaderName) -> &str {
 }
 
 fn json_response(v: &Value) -> Response<Body> {
-    raw(StatusCode::OK, "application/json", serde_json::to_vec(v).unwrap_or_default())
+    raw(
+        StatusCode::OK,
+        "application/json",
+        serde_json::to_vec(v).unwrap_or_default(),
+    )
 }
 
 fn aggregated_response(req: &Request<Body>, body: &[u8], etag: &str) -> Response<Body> {
     if header_str(req, header::IF_NONE_MATCH) == etag {
         return not_modified(etag);
     }
-    let mut res = raw(StatusCode::OK, aggregated::AGGREGATED_CONTENT_TYPE, body.to_vec());
+    let mut res = raw(
+        StatusCode::OK,
+        aggregated::AGGREGATED_CONTENT_TYPE,
+        body.to_vec(),
+    );
     set_etag(&mut res, etag);
-    res.headers_mut().insert(header::VARY, HeaderValue::from_static("Accept"));
+    res.headers_mut()
+        .insert(header::VARY, HeaderValue::from_static("Accept"));
     res.headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("public"));
     res
@@ -438,7 +477,8 @@ fn set_etag(res: &mut Response<Body>, etag: &str) {
     if let Ok(v) = HeaderValue::from_str(etag) {
         res.headers_mut().insert(header::ETAG, v);
     }
-    res.headers_mut().insert(header::VARY, HeaderValue::from_static("Accept"));
+    res.headers_mut()
+        .insert(header::VARY, HeaderValue::from_static("Accept"));
 }
 
 /// A 304 carries no Content-Type: clients (kubectl's HTTP cache among them) merge the 304's
@@ -462,7 +502,14 @@ fn accepts_json(accept: &str) -> bool {
 /// The index of served paths (upstream answers unknown paths with it and 404).
 fn index(code: StatusCode) -> Response<Body> {
     let paths = [
-        "/api", "/apis", "/healthz", "/livez", "/openapi/v2", "/openapi/v3", "/readyz", "/version",
+        "/api",
+        "/apis",
+        "/healthz",
+        "/livez",
+        "/openapi/v2",
+        "/openapi/v3",
+        "/readyz",
+        "/version",
     ];
     let body = serde_json::to_vec_pretty(&json!({ "paths": paths })).unwrap_or_default();
     raw(code, "application/json", body)

@@ -56,7 +56,9 @@ impl HandlerChain {
         };
         // Credentials are consumed here; nothing behind this point sees them.
         parts.headers.remove(http::header::AUTHORIZATION);
-        self.server.handle(Request::from_parts(parts, body), user).await
+        self.server
+            .handle(Request::from_parts(parts, body), user)
+            .await
     }
 }
 
@@ -86,7 +88,11 @@ impl RunningServer {
 }
 
 /// Serves `chain` on `listener` with TLS `tls` in a background task.
-pub fn start(listener: TcpListener, tls: Arc<rustls::ServerConfig>, chain: Arc<HandlerChain>) -> std::io::Result<RunningServer> {
+pub fn start(
+    listener: TcpListener,
+    tls: Arc<rustls::ServerConfig>,
+    chain: Arc<HandlerChain>,
+) -> std::io::Result<RunningServer> {
     let addr = listener.local_addr()?;
     let (stop, mut stopped) = watch::channel(false);
     let acceptor = TlsAcceptor::from(tls);

@@ -95,9 +95,13 @@ impl ServingCert {
         }
         let ca_key = KeyPair::generate()?;
         let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
-        ca_params
-            .distinguished_name
-            .push(DnType::CommonName, format!("{}-ca", hosts.first().map(String::as_str).unwrap_or("localhost")));
+        ca_params.distinguished_name.push(
+            DnType::CommonName,
+            format!(
+                "{}-ca",
+                hosts.first().map(String::as_str).unwrap_or("localhost")
+            ),
+        );
         ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         ca_params.key_usages = vec![
             KeyUsagePurpose::KeyCertSign,
@@ -108,9 +112,10 @@ impl ServingCert {
         let issuer = Issuer::new(ca_params, ca_key);
         let leaf_key = KeyPair::generate()?;
         let mut leaf_params = CertificateParams::new(hosts.to_vec())?;
-        leaf_params
-            .distinguished_name
-            .push(DnType::CommonName, hosts.first().cloned().unwrap_or_else(|| "localhost".into()));
+        leaf_params.distinguished_name.push(
+            DnType::CommonName,
+            hosts.first().cloned().unwrap_or_else(|| "localhost".into()),
+        );
         leaf_params.key_usages = vec![
             KeyUsagePurpose::DigitalSignature,
             KeyUsagePurpose::KeyEncipherment,

@@ -235,7 +235,9 @@ impl Storage for MemoryStorage {
                 loop {
                     match rx.recv().await {
                         Ok(ev) if ev.kv.mod_revision <= last_replayed => continue,
-                        Ok(ev) if ev.kv.key.starts_with(&prefix) => return Some((Ok(ev), Some(rx))),
+                        Ok(ev) if ev.kv.key.starts_with(&prefix) => {
+                            return Some((Ok(ev), Some(rx)));
+                        }
                         Ok(_) => continue,
                         Err(broadcast::error::RecvError::Lagged(_)) => {
                             return Some((

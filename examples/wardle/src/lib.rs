@@ -25,12 +25,19 @@ pub enum ReferenceType {
     namespaced,
     status = "FlunderStatus",
     shortname = "fl",
-    category = "all"
+    category = "all",
+    printcolumn(
+        name = "Reference",
+        json_path = ".spec.reference",
+        description = "The name of the referenced Flunder or Fischer"
+    ),
+    printcolumn(
+        name = "Type",
+        json_path = ".spec.referenceType",
+        description = "The kind of the referenced object",
+        priority = 1
+    )
 )]
-#[resource(printcolumn(name = "Reference", type = "string", json_path = ".spec.reference",
-                       description = "The name of the referenced Flunder or Fischer"))]
-#[resource(printcolumn(name = "Type", type = "string", json_path = ".spec.referenceType",
-                       description = "The kind of the referenced object", priority = 1))]
 #[serde(rename_all = "camelCase")]
 pub struct FlunderSpec {
     /// The name of a Flunder or a Fischer.
@@ -53,8 +60,12 @@ pub struct FlunderStatus {}
     kind = "Fischer",
     flat,
     shortname = "fi",
-    printcolumn(name = "Disallowed", type = "string", json_path = ".disallowedFlunders",
-                description = "The Flunder names this Fischer bans")
+    printcolumn(
+        name = "Disallowed",
+        type = "string",
+        json_path = ".disallowedFlunders",
+        description = "The Flunder names this Fischer bans"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct FischerSpec {
@@ -110,7 +121,9 @@ impl AdmissionPlugin for BanFlunder {
             .into_iter()
             .any(|f| f.spec.disallowed_flunders.iter().any(|n| n == attrs.name));
         if banned {
-            return Err(attrs.forbidden("this name may not be used, please change the resource name"));
+            return Err(
+                attrs.forbidden("this name may not be used, please change the resource name")
+            );
         }
         Ok(())
     }

@@ -9,7 +9,11 @@ use kube::runtime::watcher;
 use kube::{Api, Client, Config};
 use wardle::{Fischer, FischerSpec, Flunder, FlunderSpec, ReferenceType};
 
-async fn start() -> (apiserver_framework::cli::LocalServer, Client, tempfile::TempDir) {
+async fn start() -> (
+    apiserver_framework::cli::LocalServer,
+    Client,
+    tempfile::TempDir,
+) {
     let dir = tempfile::tempdir().unwrap();
     let opts = LocalOptions {
         secure_port: 0,
@@ -40,33 +44,67 @@ async fn crud_with_the_generated_type() {
     let (server, client, _dir) = start().await;
     let api: Api<Flunder> = Api::namespaced(client.clone(), "default");
 
-    let created = api.create(&PostParams::default(), &flunder("f1", "a")).await.unwrap();
+    let created = api
+        .create(&PostParams::default(), &flunder("f1", "a"))
+        .await
+        .unwrap();
     assert_eq!(created.metadata.name.as_deref(), Some("f1"));
     assert_eq!(created.metadata.namespace.as_deref(), Some("default"));
     assert_eq!(created.metadata.generation, Some(1));
     assert!(created.metadata.uid.is_some());
     assert!(created.metadata.creation_timestamp.is_some());
-    let rv1: u64 = created.metadata.resource_version.as_deref().unwrap().parse().unwrap();
+    let rv1: u64 = created
+        .metadata
+        .resource_version
+        .as_deref()
+        .unwrap()
+        .parse()
+        .unwrap();
 
     let got = api.get("f1").await.unwrap();
     assert_eq!(got.spec, created.spec);
-    assert_eq!(got.metadata.resource_version, created.metadata.resource_version);
+    assert_eq!(
+        got.metadata.resource_version,
+        created.metadata.resource_version
+    );
 
-    api.create(&PostParams::default(), &flunder("f2", "b")).await.unwrap();
+    api.create(&PostParams::default(), &flunder("f2", "b"))
+        .await
+        .unwrap();
     let list = api.list(&ListParams::default()).await.unwrap();
-    let names: Vec<_> = list.items.iter().filter_map(|f| f.metadata.name.clone()).collect();
+    let names: Vec<_> = list
+        .items
+        .iter()
+        .filter_map(|f| f.metadata.name.clone())
+        .collect();
     assert_eq!(names, ["f1", "f2"]);
 
     let mut changed = got.clone();
     changed.spec.reference = Some("c".into());
-    let replaced = api.replace("f1", &PostParams::default(), &changed).await.unwrap();
+    let replaced = api
+        .replace("f1", &PostParams::default(), &changed)
+        .await
+        .unwrap();
     assert_eq!(replaced.spec.reference.as_deref(), Some("c"));
-    assert_eq!(replaced.metadata.generation, Some(2), "a spec change bumps generation");
-    let rv2: u64 = replaced.metadata.resource_version.as_deref().unwrap().parse().unwrap();
+    assert_eq!(
+        replaced.metadata.generation,
+        Some(2),
+        "a spec change bumps generation"
+    );
+    let rv2: u64 = replaced
+        .metadata
+        .resource_version
+        .as_deref()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!(rv2 > rv1);
 
     // A replace with the old resourceVersion is a conflict.
-    let err = api.replace("f1", &PostParams::default(), &got).await.unwrap_err();
+    let err = api
+        .replace("f1", &PostParams::default(), &got)
+        .await
+        .unwrap_err();
     match err {
         kube::Error::Api(s) => {
             assert_eq!(s.code, 409);
@@ -78,12 +116,18 @@ async fn crud_with_the_generated_type() {
     // A label-only change does not bump generation.
     let mut labelled = replaced.clone();
     labelled.metadata.labels = Some([("a".to_string(), "b".to_string())].into());
-    let labelled = api.replace("f1", &PostParams::default(), &labelled).await.unwrap();
+    let labelled = api
+        .replace("f1", &PostParams::default(), &labelled)
+        .await
+        .unwrap();
     assert_eq!(labelled.metadata.generation, Some(2));
 
     api.delete("f1", &DeleteParams::default()).await.unwrap();
     let err = api.get("f1").await.unwrap_err();
-    assert!(matches!(err, kube::Error::Api(ref s) if s.code == 404), "{err:?}");
+    assert!(
+        matches!(err, kube::Error::Api(ref s) if s.code == 404),
+        "{err:?}"
+    );
 
     // Cluster-scoped resources work the same way.
     let fischers: Api<Fischer> = Api::all(client);
@@ -103,7 +147,9 @@ async fn crud_with_the_generated_type() {
 async fn watcher_sees_every_change() {
     let (server, client, _dir) = start().await;
     let api: Api<Flunder> = Api::namespaced(client.clone(), "default");
-    api.create(&PostParams::default(), &flunder("before", "a")).await.unwrap();
+    api.create(&PostParams::default(), &flunder("before", "a"))
+        .await
+        .unwrap();
 
     let stream = watcher(api.clone(), watcher::Config::default());
     let mut stream = Box::pin(stream);
@@ -112,17 +158,25 @@ async fn watcher_sees_every_change() {
         let api = api.clone();
         async move {
             tokio::time::sleep(Duration::from_millis(300)).await;
-            api.create(&PostParams::default(), &flunder("during", "b")).await.unwrap();
+            api.create(&PostParams::default(), &flunder("during", "b"))
+                .await
+                .unwrap();
             let mut f = api.get("during").await.unwrap();
             f.spec.reference = Some("changed".into());
-            api.replace("during", &PostParams::default(), &f).await.unwrap();
-            api.delete("during", &DeleteParams::default()).await.unwrap();
+            api.replace("during", &PostParams::default(), &f)
+                .await
+                .unwrap();
+            api.delete("during", &DeleteParams::default())
+                .await
+                .unwrap();
         }
     };
     let reader = async {
         while let Some(ev) = stream.try_next().await.unwrap() {
             match ev {
-                watcher::Event::InitApply(f) => seen.push(format!("init:{}", f.metadata.name.unwrap())),
+                watcher::Event::InitApply(f) => {
+                    seen.push(format!("init:{}", f.metadata.name.unwrap()))
+                }
                 watcher::Event::Apply(f) => seen.push(format!(
                     "apply:{}:{}",
                     f.metadata.name.unwrap(),
@@ -136,12 +190,20 @@ async fn watcher_sees_every_change() {
             }
         }
     };
-    tokio::time::timeout(Duration::from_secs(20), futures::future::join(writer, reader))
-        .await
-        .expect("the watcher saw every event in time");
+    tokio::time::timeout(
+        Duration::from_secs(20),
+        futures::future::join(writer, reader),
+    )
+    .await
+    .expect("the watcher saw every event in time");
     assert_eq!(
         seen,
-        ["init:before", "apply:during:b", "apply:during:changed", "delete:during"]
+        [
+            "init:before",
+            "apply:during:b",
+            "apply:during:changed",
+            "delete:during"
+        ]
     );
     server.running.shutdown().await;
 }
@@ -150,8 +212,13 @@ async fn watcher_sees_every_change() {
 async fn raw_watch_resumes_from_a_resource_version() {
     let (server, client, _dir) = start().await;
     let api: Api<Flunder> = Api::namespaced(client, "default");
-    let a = api.create(&PostParams::default(), &flunder("a", "1")).await.unwrap();
-    api.create(&PostParams::default(), &flunder("b", "2")).await.unwrap();
+    let a = api
+        .create(&PostParams::default(), &flunder("a", "1"))
+        .await
+        .unwrap();
+    api.create(&PostParams::default(), &flunder("b", "2"))
+        .await
+        .unwrap();
     api.delete("a", &DeleteParams::default()).await.unwrap();
     let rv = a.metadata.resource_version.unwrap();
     let events: Vec<_> = api
@@ -165,8 +232,12 @@ async fn raw_watch_resumes_from_a_resource_version() {
     let kinds: Vec<String> = events
         .iter()
         .map(|e| match e {
-            kube::api::WatchEvent::Added(f) => format!("ADDED {}", f.metadata.name.clone().unwrap()),
-            kube::api::WatchEvent::Deleted(f) => format!("DELETED {}", f.metadata.name.clone().unwrap()),
+            kube::api::WatchEvent::Added(f) => {
+                format!("ADDED {}", f.metadata.name.clone().unwrap())
+            }
+            kube::api::WatchEvent::Deleted(f) => {
+                format!("DELETED {}", f.metadata.name.clone().unwrap())
+            }
             other => format!("{other:?}"),
         })
         .collect();
