@@ -4,7 +4,7 @@
 //! Like kube-rs' `#[derive(CustomResource)]`, it goes on the *spec* struct and generates the
 //! root type:
 //!
-//! ```ignore
+//! ```text
 //! use apiserver_framework::prelude::*;
 //!
 //! /// A Flunder refers to another flunder or a fischer.
@@ -36,7 +36,7 @@
 //! | `status = "Type"` | the status type; adds `status: Option<Type>` and the status subresource |
 //! | `shortname = "..."` | a kubectl short name (repeatable) |
 //! | `category = "..."` | a category such as `all` (repeatable) |
-//! | `printcolumn(name, type, json_path, description, priority, format)` | an additional printer column (repeatable) |
+//! | `printcolumn(name, json_path, type, description, priority, format)` | an additional printer column (repeatable); `name` and `json_path` are required, `type` is one of `string` (default), `integer`, `number`, `boolean`, `date` |
 //! | `flat` | the spec's fields sit at the top level of the object instead of under `spec` |
 //! | `root = "Name"` | name of the generated type (default: the kind) |
 //! | `derive = "Trait"` | an extra derive for the root type (repeatable) |

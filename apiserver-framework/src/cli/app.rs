@@ -13,7 +13,7 @@ use crate::server::version::VersionInfo;
 
 /// A server built with the framework: its groups, admission plugins and command line.
 ///
-/// ```ignore
+/// ```text
 /// App::new("wardle")
 ///     .group(Group::new("wardle.example.com").resource::<Flunder>())
 ///     .run()

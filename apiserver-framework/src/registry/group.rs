@@ -12,7 +12,7 @@ type Factory = Box<dyn FnOnce(&Arc<dyn Storage>) -> Arc<dyn RestStorage> + Send>
 
 /// The resources of one API group.
 ///
-/// ```ignore
+/// ```text
 /// Group::new("wardle.example.com")
 ///     .resource::<Flunder>()
 ///     .resource_with::<Fischer>(FischerStrategy)
