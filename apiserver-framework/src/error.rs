@@ -365,19 +365,6 @@ impl Status {
 
 impl axum::response::IntoResponse for ApiError {
     fn into_response(self) -> axum::response::Response {
-        let mut res = axum::response::Response::new(axum::body::Body::from(self.to_json()));
-        *res.status_mut() = http::StatusCode::from_u16(self.code)
-            .unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
-        res.headers_mut().insert(
-            http::header::CONTENT_TYPE,
-            http::HeaderValue::from_static("application/json"),
-        );
-        if let Some(secs) = self.details.as_ref().map(|d| d.retry_after_seconds)
-            && secs > 0
-        {
-            res.headers_mut()
-                .insert(http::header::RETRY_AFTER, secs.into());
-        }
-        res
+        crate::endpoints::response::error(&crate::endpoints::negotiation::Output::Json, &self)
     }
 }

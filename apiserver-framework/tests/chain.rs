@@ -54,11 +54,12 @@ impl Client {
             .map(|v| v.to_str().unwrap().to_string())
             .unwrap_or_default();
         let text = res.text().await.unwrap();
-        (
-            status,
-            ct,
-            serde_json::from_str(&text).unwrap_or(Value::Null),
-        )
+        let body = if ct.starts_with("application/yaml") {
+            serde_yaml_ng::from_str(&text).unwrap_or(Value::Null)
+        } else {
+            serde_json::from_str(&text).unwrap_or(Value::Null)
+        };
+        (status, ct, body)
     }
 }
 
@@ -203,6 +204,42 @@ async fn two_servers_with_different_groups() {
             404,
             Some("the server could not find the requested resource")
         )
+    );
+
+    // Other unknown paths get the index of the whole chain, with 404.
+    let (code, _, index) = c
+        .send(
+            reqwest::Method::GET,
+            "/nothing-here",
+            "application/json",
+            None,
+        )
+        .await;
+    assert_eq!(code, 404);
+    let paths: Vec<&str> = index["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    assert!(paths.contains(&"/apis/one.example.com/v1"), "{paths:?}");
+    assert!(
+        paths.contains(&"/apis/two.example.com/v1beta1"),
+        "{paths:?}"
+    );
+
+    // Watch streams are JSON only: YAML is not acceptable.
+    let (code, _, status) = c
+        .send(
+            reqwest::Method::GET,
+            "/apis/two.example.com/v1beta1/gadgets?watch=true",
+            "application/yaml",
+            None,
+        )
+        .await;
+    assert_eq!(
+        (code, status["reason"].as_str()),
+        (406, Some("NotAcceptable"))
     );
     server.running.shutdown().await;
 }

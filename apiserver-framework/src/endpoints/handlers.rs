@@ -47,29 +47,12 @@ pub async fn handle(
     }
     match dispatch(&storage, &ctx, req, &path, &query, &output).await {
         Ok(res) => res,
-        Err(e) => error_with(&output, e),
+        Err(e) => response::error(&output, &e),
     }
 }
 
 fn error_response(e: ApiError) -> Response<Body> {
     axum::response::IntoResponse::into_response(e)
-}
-
-fn error_with(output: &Output, e: ApiError) -> Response<Body> {
-    if matches!(output, Output::Yaml) {
-        let mut res = response::status(
-            StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-            output,
-            &e.status(),
-        );
-        if let Some(secs) = e.details.as_ref().map(|d| d.retry_after_seconds)
-            && secs > 0
-        {
-            res.headers_mut().insert(header::RETRY_AFTER, secs.into());
-        }
-        return res;
-    }
-    error_response(e)
 }
 
 async fn dispatch(
@@ -90,6 +73,12 @@ async fn dispatch(
     }
     let collection_allowed = info.namespaced() && path.namespace.is_some() || !info.namespaced();
     let watch = path.legacy_watch || query.is_watch()?;
+    if watch && matches!(output, Output::Yaml) {
+        // Watch streams are JSON only.
+        return Err(ApiError::not_acceptable(
+            negotiation::SUPPORTED_STREAM_MEDIA_TYPES,
+        ));
+    }
     match (req.method().clone(), name) {
         (Method::GET, None) if watch => {
             let opts = query.list_options(true)?;

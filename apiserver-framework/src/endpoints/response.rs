@@ -155,15 +155,29 @@ pub fn list(
 
 /// A Status (success or failure) in JSON or YAML.
 pub fn status(code: StatusCode, output: &Output, status: &crate::error::Status) -> Response<Body> {
-    let v = serde_json::to_value(status).unwrap_or_default();
     match output {
-        Output::Yaml => raw(code, "application/yaml", yaml(&v).unwrap_or_default()),
+        Output::Yaml => {
+            let v = serde_json::to_value(status).unwrap_or_default();
+            raw(code, "application/yaml", yaml(&v).unwrap_or_default())
+        }
         _ => raw(
             code,
             "application/json",
-            serde_json::to_vec(&v).unwrap_or_default(),
+            serde_json::to_vec(status).unwrap_or_default(),
         ),
     }
+}
+
+/// An error as a Status in the negotiated form, with `Retry-After` when the error asks for it.
+pub fn error(output: &Output, e: &ApiError) -> Response<Body> {
+    let code = StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut res = status(code, output, &e.status());
+    if let Some(secs) = e.details.as_ref().map(|d| d.retry_after_seconds)
+        && secs > 0
+    {
+        res.headers_mut().insert(header::RETRY_AFTER, secs.into());
+    }
+    res
 }
 
 /// Encodes one watch event object for the negotiated output. `first` is whether this is the

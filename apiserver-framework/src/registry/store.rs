@@ -77,7 +77,9 @@ impl<T: ApiResource> Store<T> {
         }
     }
 
-    fn storage_error(&self, name: &str, err: StorageError) -> ApiError {
+    /// Maps a storage error of operation `op` (`get`, `list`, `create`…) on object `name` to
+    /// the Status upstream answers.
+    fn storage_error(&self, op: &str, name: &str, err: StorageError) -> ApiError {
         match err {
             StorageError::NotFound(_) => ApiError::not_found(&self.info, name),
             StorageError::AlreadyExists(_) => ApiError::already_exists(&self.info, name),
@@ -107,12 +109,12 @@ impl<T: ApiResource> Store<T> {
                     500,
                     "ServerTimeout",
                     format!(
-                        "The {name} operation against {} could not be completed at this time, please try again.",
+                        "The {op} operation against {} could not be completed at this time, please try again.",
                         self.info.group_resource()
                     ),
                 );
                 e.details = Some(Box::new(StatusDetails {
-                    name: name.into(),
+                    name: op.into(),
                     group: self.info.group.clone(),
                     kind: self.info.plural.clone(),
                     retry_after_seconds: 2,
@@ -198,17 +200,17 @@ impl<T: ApiResource> Store<T> {
         errs
     }
 
-    /// Runs the admission chain's mutating (`mutating = true`) or validating plugins on `obj`.
+    /// Runs one phase of the admission chain on `obj`.
     #[allow(clippy::too_many_arguments)]
     async fn admit(
         &self,
+        phase: Phase,
         ctx: &RequestContext,
         operation: Operation,
         subresource: Option<&str>,
         obj: &mut T,
         old: Option<&T>,
         dry_run: bool,
-        mutating: bool,
     ) -> Result<(), ApiError> {
         if ctx.admission.is_empty() {
             return Ok(());
@@ -229,11 +231,12 @@ impl<T: ApiResource> Store<T> {
             dry_run,
             registry: &ctx.registry,
         };
-        if mutating {
-            ctx.admission.mutate(&mut attrs).await?;
-            *obj = self.decode_value(value)?;
-        } else {
-            ctx.admission.validate(&attrs).await?;
+        match phase {
+            Phase::Mutating => {
+                ctx.admission.mutate(&mut attrs).await?;
+                *obj = self.decode_value(value)?;
+            }
+            Phase::Validating => ctx.admission.validate(&attrs).await?,
         }
         Ok(())
     }
@@ -247,7 +250,7 @@ impl<T: ApiResource> Store<T> {
                 ..Default::default()
             })
             .await
-            .map_err(|e| self.storage_error("list", e))?;
+            .map_err(|e| self.storage_error("list", "", e))?;
         page.items.iter().map(|kv| self.decode_stored(kv)).collect()
     }
 
@@ -257,7 +260,7 @@ impl<T: ApiResource> Store<T> {
             .storage
             .get(&self.key(namespace, name))
             .await
-            .map_err(|e| self.storage_error(name, e))?
+            .map_err(|e| self.storage_error("get", name, e))?
             .ok_or_else(|| ApiError::not_found(&self.info, name))?;
         self.decode_stored(&kv)
     }
@@ -312,13 +315,13 @@ impl<T: ApiResource> Store<T> {
             obj.clear_status();
         }
         self.admit(
+            Phase::Mutating,
             ctx,
             Operation::Create,
             None,
             &mut obj,
             None,
             opts.dry_run,
-            true,
         )
         .await?;
         self.strategy.prepare_for_create(&mut obj);
@@ -330,13 +333,13 @@ impl<T: ApiResource> Store<T> {
             return Err(ApiError::invalid(&self.info, &name, &errs));
         }
         self.admit(
+            Phase::Validating,
             ctx,
             Operation::Create,
             None,
             &mut obj,
             None,
             opts.dry_run,
-            false,
         )
         .await?;
         let bytes = self.encode(&mut obj)?;
@@ -345,7 +348,7 @@ impl<T: ApiResource> Store<T> {
                 .storage
                 .get(&self.key(namespace, &name))
                 .await
-                .map_err(|e| self.storage_error(&name, e))?
+                .map_err(|e| self.storage_error("get", &name, e))?
                 .is_some()
             {
                 return Err(ApiError::already_exists(&self.info, &name));
@@ -356,7 +359,7 @@ impl<T: ApiResource> Store<T> {
             .storage
             .create(&self.key(namespace, &name), bytes.clone())
             .await
-            .map_err(|e| self.storage_error(&name, e))?;
+            .map_err(|e| self.storage_error("create", &name, e))?;
         Ok(with_resource_version(&bytes, rev))
     }
 
@@ -416,13 +419,13 @@ impl<T: ApiResource> Store<T> {
             return Err(ApiError::stale(&self.info, name));
         }
         self.admit(
+            Phase::Mutating,
             ctx,
             Operation::Update,
             subresource,
             &mut new,
             Some(&old),
             opts.dry_run,
-            true,
         )
         .await?;
         let mut errs = Vec::new();
@@ -465,13 +468,13 @@ impl<T: ApiResource> Store<T> {
             return Err(ApiError::invalid(&self.info, name, &errs));
         }
         self.admit(
+            Phase::Validating,
             ctx,
             Operation::Update,
             subresource,
             &mut new,
             Some(&old),
             opts.dry_run,
-            false,
         )
         .await?;
         new.meta_mut().resource_version = None;
@@ -492,19 +495,19 @@ impl<T: ApiResource> Store<T> {
                 .storage
                 .update(&key, bytes.clone(), current.mod_revision)
                 .await
-                .map_err(|e| self.storage_error(name, e))?;
+                .map_err(|e| self.storage_error("update", name, e))?;
             let (_, last) = self
                 .storage
                 .delete(&key, Some(rev))
                 .await
-                .map_err(|e| self.storage_error(name, e))?;
+                .map_err(|e| self.storage_error("delete", name, e))?;
             return Ok(with_resource_version(&last.value, rev));
         }
         let rev = self
             .storage
             .update(&key, bytes.clone(), current.mod_revision)
             .await
-            .map_err(|e| self.storage_error(name, e))?;
+            .map_err(|e| self.storage_error("update", name, e))?;
         Ok(with_resource_version(&bytes, rev))
     }
 
@@ -512,7 +515,7 @@ impl<T: ApiResource> Store<T> {
         self.storage
             .get(&self.key(namespace, name))
             .await
-            .map_err(|e| self.storage_error(name, e))?
+            .map_err(|e| self.storage_error("get", name, e))?
             .ok_or_else(|| ApiError::not_found(&self.info, name))
     }
 
@@ -553,6 +556,14 @@ impl<T: ApiResource> Store<T> {
         rv.parse::<u64>()
             .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))
     }
+}
+
+/// The two phases of admission: mutating plugins run before the strategy's defaulting and
+/// validation, validating plugins right before the write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Mutating,
+    Validating,
 }
 
 /// `generateName` plus five random characters from upstream's alphabet (no vowels).
@@ -642,10 +653,11 @@ impl<T: ApiResource> RestStorage for Store<T> {
                         .storage
                         .current_revision()
                         .await
-                        .map_err(|e| self.storage_error("list", e))?;
+                        .map_err(|e| self.storage_error("list", "", e))?;
                     if rv > current {
                         return Err(self.storage_error(
                             "list",
+                            "",
                             StorageError::FutureRevision {
                                 requested: rv,
                                 current,
@@ -678,7 +690,7 @@ impl<T: ApiResource> RestStorage for Store<T> {
                     StorageError::Compacted { .. } if !opts.continue_token.is_empty() => {
                         ApiError::expired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
                     }
-                    e => self.storage_error("list", e),
+                    e => self.storage_error("list", "", e),
                 })?;
             read_revision = Some(page.revision);
             let last = page.items.last().map(|kv| kv.key.clone());
@@ -726,7 +738,7 @@ impl<T: ApiResource> RestStorage for Store<T> {
                         ..Default::default()
                     })
                     .await
-                    .map_err(|e| self.storage_error("watch", e))?;
+                    .map_err(|e| self.storage_error("watch", "", e))?;
                 for kv in &page.items {
                     if Self::selects_with(opts, &kv.value) {
                         initial.push(Self::event(WatchEventType::Added, kv));
@@ -747,7 +759,7 @@ impl<T: ApiResource> RestStorage for Store<T> {
                     ApiError::expired(format!("too old resource version: {after} ({compacted})"));
                 return Ok(futures::stream::iter([error_event(&err)]).boxed());
             }
-            Err(e) => return Err(self.storage_error("watch", e)),
+            Err(e) => return Err(self.storage_error("watch", "", e)),
         };
         let filter = WatchFilter::<T> {
             opts: opts.clone(),
@@ -899,14 +911,14 @@ impl<T: ApiResource> RestStorage for Store<T> {
                 .storage
                 .update(&key, bytes.clone(), current.mod_revision)
                 .await
-                .map_err(|e| self.storage_error(name, e))?;
+                .map_err(|e| self.storage_error("update", name, e))?;
             return Ok(DeleteOutcome::Pending(with_resource_version(&bytes, rev)));
         }
         if !opts.dry_run {
             self.storage
                 .delete(&key, Some(current.mod_revision))
                 .await
-                .map_err(|e| self.storage_error(name, e))?;
+                .map_err(|e| self.storage_error("delete", name, e))?;
         }
         Ok(DeleteOutcome::Deleted(Box::new(Status::success(
             StatusDetails {

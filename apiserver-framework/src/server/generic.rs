@@ -129,7 +129,7 @@ impl GenericApiServer {
                     .await;
             }
             "/version" | "/version/" => return version::respond(&self.version),
-            "/" => return index(StatusCode::OK),
+            "/" => return self.index(StatusCode::OK),
             "/api" | "/api/" => return self.core_api(&req),
             "/openapi/v2" => return self.openapi_v2(&req),
             "/openapi/v3" | "/openapi/v3/" => return self.openapi_v3_root(),
@@ -147,33 +147,35 @@ impl GenericApiServer {
                     None => ApiError::route_not_found().into_response_now(),
                 }
             }
-            Some(api) => self.route(req, api, user).await,
-            None => index(StatusCode::NOT_FOUND),
+            Some(api) => {
+                let (group, version) = match &api {
+                    ApiPath::GroupVersion(g, v) | ApiPath::Unknown(g, v) => (g.clone(), v.clone()),
+                    ApiPath::Resource(r) => (r.group.clone(), r.version.clone()),
+                    ApiPath::Root | ApiPath::Group(_) => return self.index(StatusCode::NOT_FOUND),
+                };
+                self.route(req, &group, &version, api, user).await
+            }
+            None => self.index(StatusCode::NOT_FOUND),
         }
     }
 
-    /// Routes a group-version or resource request to the server of the chain that serves it.
+    /// Routes a request for `<group>/<version>` to the server of the chain that serves it.
     async fn route(
         self: &Arc<Self>,
         req: Request<Body>,
+        group: &str,
+        version: &str,
         api: ApiPath,
         user: UserInfo,
     ) -> Response<Body> {
-        let mut server = self.clone();
-        loop {
-            let (group, version) = match &api {
-                ApiPath::GroupVersion(g, v) | ApiPath::Unknown(g, v) => (g.clone(), v.clone()),
-                ApiPath::Resource(r) => (r.group.clone(), r.version.clone()),
-                ApiPath::Root | ApiPath::Group(_) => unreachable!("handled by the chain head"),
-            };
-            if server.serves(&group, Some(&version)) {
-                return server.serve_own(req, api, user).await;
-            }
+        let mut server = self;
+        while !server.serves(group, Some(version)) {
             match &server.delegate {
-                Some(d) => server = d.clone(),
+                Some(d) => server = d,
                 None => return ApiError::route_not_found().into_response_now(),
             }
         }
+        server.serve_own(req, api, user).await
     }
 
     async fn serve_own(&self, req: Request<Body>, api: ApiPath, user: UserInfo) -> Response<Body> {
@@ -224,6 +226,32 @@ impl GenericApiServer {
             _ => &self.readyz,
         };
         crate::server::health::respond(checks, check, query).await
+    }
+
+    /// The index of served paths (upstream answers unknown paths with it and 404).
+    fn index(&self, code: StatusCode) -> Response<Body> {
+        let mut paths: Vec<String> = [
+            "/api",
+            "/apis",
+            "/healthz",
+            "/livez",
+            "/openapi/v2",
+            "/openapi/v3",
+            "/readyz",
+            "/version",
+        ]
+        .iter()
+        .map(|p| p.to_string())
+        .collect();
+        for g in self.chain_groups() {
+            paths.push(format!("/apis/{}", g.name));
+            for v in &g.versions {
+                paths.push(format!("/apis/{}/{}", g.name, v.version));
+            }
+        }
+        paths.sort();
+        let body = serde_json::to_vec_pretty(&json!({ "paths": paths })).unwrap_or_default();
+        raw(code, "application/json", body)
     }
 
     fn documents(&self) -> &Documents {
@@ -497,20 +525,4 @@ fn accepts_json(accept: &str) -> bool {
             let base = r.split(';').next().unwrap_or("").trim();
             matches!(base, "application/json" | "*/*" | "application/*")
         })
-}
-
-/// The index of served paths (upstream answers unknown paths with it and 404).
-fn index(code: StatusCode) -> Response<Body> {
-    let paths = [
-        "/api",
-        "/apis",
-        "/healthz",
-        "/livez",
-        "/openapi/v2",
-        "/openapi/v3",
-        "/readyz",
-        "/version",
-    ];
-    let body = serde_json::to_vec_pretty(&json!({ "paths": paths })).unwrap_or_default();
-    raw(code, "application/json", body)
 }
