@@ -27,12 +27,33 @@ struct RawArgs {
     categories: Vec<SpannedValue<String>>,
     #[darling(multiple, rename = "printcolumn")]
     printcolumns: Vec<ColumnMeta>,
+    #[darling(multiple, rename = "selectable_field")]
+    selectable_fields: Vec<SpannedValue<String>>,
+    scale: Option<SpannedValue<RawScale>>,
     flat: Flag,
     root: Option<SpannedValue<String>>,
     #[darling(multiple, rename = "derive")]
     derives: Vec<syn::Path>,
     #[darling(rename = "crate")]
     krate: Option<syn::Path>,
+}
+
+/// The raw `scale(...)`.
+#[derive(FromMeta)]
+struct RawScale {
+    spec_replicas_path: Option<SpannedValue<String>>,
+    status_replicas_path: Option<SpannedValue<String>>,
+    label_selector_path: Option<SpannedValue<String>>,
+}
+
+/// A validated `scale(...)`: the paths of the scale subresource.
+pub struct ScaleArgs {
+    /// JSONPath of the desired replicas, e.g. `.spec.replicas`.
+    pub spec_replicas_path: String,
+    /// JSONPath of the observed replicas, e.g. `.status.replicas`.
+    pub status_replicas_path: String,
+    /// JSONPath of the label selector string, if any.
+    pub label_selector_path: Option<String>,
 }
 
 /// One `printcolumn(...)` together with its source, to point errors at the whole item.
@@ -101,6 +122,10 @@ pub struct ResourceArgs {
     pub categories: Vec<String>,
     /// Additional printer columns.
     pub printcolumns: Vec<PrinterColumn>,
+    /// JSONPaths usable in field selectors.
+    pub selectable_fields: Vec<String>,
+    /// The scale subresource, if declared.
+    pub scale: Option<ScaleArgs>,
     /// Whether the spec's fields sit at the top level of the object.
     pub flat: bool,
     /// Name of the generated root type.
@@ -247,6 +272,30 @@ impl ResourceArgs {
             .filter_map(|column| check_column(column, &mut errors))
             .collect();
 
+        let mut selectable_fields = Vec::new();
+        for field in &raw.selectable_fields {
+            if !field.starts_with('.') || field.len() < 2 || field.ends_with('.') {
+                errors.push(spanned(
+                    format!(
+                        "selectable_field `{}` must be a JSONPath such as \".spec.color\": write \"{}\"",
+                        field.as_str(),
+                        suggested_path(field)
+                    ),
+                    field.span(),
+                ));
+            } else if field.starts_with(".metadata.") {
+                errors.push(spanned(
+                    "metadata.name and metadata.namespace are always selectable; \
+                     selectable_field names fields outside metadata"
+                        .to_string(),
+                    field.span(),
+                ));
+            } else {
+                selectable_fields.push(field.to_string());
+            }
+        }
+        let scale = raw.scale.as_ref().and_then(|s| check_scale(s, &mut errors));
+
         let root = match &raw.root {
             Some(root) => match syn::parse_str::<syn::Ident>(root) {
                 Ok(ident) => Some(syn::Ident::new(&ident.to_string(), root.span())),
@@ -292,6 +341,8 @@ impl ResourceArgs {
             shortnames: raw.shortnames.into_iter().map(|s| s.into_inner()).collect(),
             categories: raw.categories.into_iter().map(|c| c.into_inner()).collect(),
             printcolumns,
+            selectable_fields,
+            scale,
             flat: raw.flat.is_present(),
             root: root.expect("a missing root is reported as an error"),
             derives: raw.derives,
@@ -397,6 +448,54 @@ fn check_column(column: &ColumnMeta, errors: &mut Errors) -> Option<PrinterColum
         description: column.description.clone(),
         json_path: json_path.to_string(),
         priority,
+    })
+}
+
+/// Validates `scale(...)`; `None` (with errors pushed) when it is unusable.
+fn check_scale(scale: &SpannedValue<RawScale>, errors: &mut Errors) -> Option<ScaleArgs> {
+    let (Some(spec), Some(status)) = (&scale.spec_replicas_path, &scale.status_replicas_path)
+    else {
+        errors.push(spanned(
+            "scale needs spec_replicas_path and status_replicas_path: write \
+             scale(spec_replicas_path = \".spec.replicas\", status_replicas_path = \".status.replicas\")"
+                .to_string(),
+            scale.span(),
+        ));
+        return None;
+    };
+    let mut ok = true;
+    for (path, prefix, key) in [
+        (spec, ".spec.", "spec_replicas_path"),
+        (status, ".status.", "status_replicas_path"),
+    ] {
+        if !path.starts_with(prefix) || path.len() <= prefix.len() {
+            errors.push(spanned(
+                format!(
+                    "{key} `{}` must be a JSONPath under `{prefix}`, e.g. \"{prefix}replicas\"",
+                    path.as_str()
+                ),
+                path.span(),
+            ));
+            ok = false;
+        }
+    }
+    if let Some(selector) = &scale.label_selector_path
+        && !(selector.starts_with(".spec.") || selector.starts_with(".status."))
+    {
+        errors.push(spanned(
+            format!(
+                "label_selector_path `{}` must be a JSONPath under `.spec.` or `.status.`, \
+                 e.g. \".status.selector\"",
+                selector.as_str()
+            ),
+            selector.span(),
+        ));
+        ok = false;
+    }
+    ok.then(|| ScaleArgs {
+        spec_replicas_path: spec.to_string(),
+        status_replicas_path: status.to_string(),
+        label_selector_path: scale.label_selector_path.as_ref().map(|s| s.to_string()),
     })
 }
 

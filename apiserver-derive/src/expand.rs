@@ -14,7 +14,8 @@ const SHAPE: &str = "#[derive(ApiResource)] goes on a struct with named fields (
 pub fn expand(input: &syn::DeriveInput) -> syn::Result<TokenStream> {
     check_shape(input)?;
     let args = ResourceArgs::parse(input)?;
-    Ok(generate(input, &args))
+    let fields = crate::fields::parse(input)?;
+    Ok(generate(input, &args, &fields))
 }
 
 /// Only a non-generic struct with named fields can be a spec.
@@ -69,7 +70,11 @@ fn doc_comment(attrs: &[syn::Attribute]) -> String {
 }
 
 /// Generates the root type and its impls.
-fn generate(input: &syn::DeriveInput, args: &ResourceArgs) -> TokenStream {
+fn generate(
+    input: &syn::DeriveInput,
+    args: &ResourceArgs,
+    fields: &[crate::fields::FieldExtensions],
+) -> TokenStream {
     let krate = &args.krate;
     let private = quote!(#krate::__private);
     let serde = quote!(#private::serde);
@@ -194,8 +199,25 @@ fn generate(input: &syn::DeriveInput, args: &ResourceArgs) -> TokenStream {
         ),
         None => quote!(#option::None),
     };
+    let extend = fields.iter().map(|f| {
+        let name = &f.json_name;
+        let path = if *flat {
+            quote!(&[#name])
+        } else {
+            quote!(&["spec", #name])
+        };
+        let pairs = f.extensions.iter().map(|(k, v)| quote!((#k, #v)));
+        quote! {
+            let schema = #krate::schema::extend_property(schema, #path, &[#(#pairs),*]);
+        }
+    });
     let schema = quote! {
-        #krate::schema::object_schema(#description, #spec_schema, #status_schema, #flat)
+        {
+            let schema =
+                #krate::schema::object_schema(#description, #spec_schema, #status_schema, #flat);
+            #(#extend)*
+            schema
+        }
     };
 
     let scope_type = if args.namespaced {
@@ -230,6 +252,27 @@ fn generate(input: &syn::DeriveInput, args: &ResourceArgs) -> TokenStream {
             }
         }
     });
+    let selectable = &args.selectable_fields;
+    let scale = match &args.scale {
+        Some(crate::attrs::ScaleArgs {
+            spec_replicas_path,
+            status_replicas_path,
+            label_selector_path,
+        }) => {
+            let selector = match label_selector_path {
+                Some(p) => quote!(#option::Some(#string::from(#p))),
+                None => quote!(#option::None),
+            };
+            quote! {
+                #option::Some(#krate::resource::ScaleSubresource {
+                    spec_replicas_path: #string::from(#spec_replicas_path),
+                    status_replicas_path: #string::from(#status_replicas_path),
+                    label_selector_path: #selector,
+                })
+            }
+        }
+        None => quote!(#option::None),
+    };
     let (copy_status, clear_status) = if has_status {
         (
             quote!(self.status = ::core::clone::Clone::clone(&other.status);),
@@ -395,6 +438,8 @@ fn generate(input: &syn::DeriveInput, args: &ResourceArgs) -> TokenStream {
                     categories: ::std::vec![#(#string::from(#categories)),*],
                     status_subresource: #has_status,
                     printer_columns: ::std::vec![#(#columns),*],
+                    selectable_fields: ::std::vec![#(#string::from(#selectable)),*],
+                    scale: #scale,
                     schema: #schema,
                 }
             }

@@ -41,9 +41,28 @@
 //! | `root = "Name"` | name of the generated type (default: the kind) |
 //! | `derive = "Trait"` | an extra derive for the root type (repeatable) |
 //! | `crate = "path"` | path of the framework crate (default: `::apiserver_framework`) |
+//! | `selectable_field = ".spec.x"` | a field usable in field selectors as `spec.x=value` (repeatable) |
+//! | `scale(spec_replicas_path, status_replicas_path, label_selector_path)` | the `scale` subresource (`autoscaling/v1 Scale`); the first two are required |
+//!
+//! # Attribute keys of `#[resource(...)]` on the spec's fields
+//!
+//! They publish list and map semantics in the schema, which strategic merge patch, `kubectl
+//! apply` and server-side apply follow:
+//!
+//! | key | meaning |
+//! |-----|---------|
+//! | `list_type = "atomic" \| "set" \| "map"` | `x-kubernetes-list-type`; a `set` merges as a set, a `map` merges items by key |
+//! | `list_map_key = "name"` | a key of a `map` list (repeatable); the first is the patch merge key |
+//! | `map_type = "atomic" \| "granular"` | `x-kubernetes-map-type` |
+//! | `patch_strategy = "merge" \| "retainKeys" \| "merge,retainKeys" \| "replace"` | overrides the strategy implied by `list_type` |
+//! | `patch_merge_key = "name"` | overrides the merge key implied by `list_map_key` |
+//!
+//! Nested types are plain `JsonSchema` types; give their fields the same semantics with
+//! schemars' `#[schemars(extend("x-kubernetes-list-type" = "map", ...))]`.
 
 mod attrs;
 mod expand;
+mod fields;
 mod names;
 
 use proc_macro::TokenStream;

@@ -24,7 +24,7 @@ pub use apiserver_derive::ApiResource;
 pub use cli::App;
 pub use error::{ApiError, Result};
 pub use registry::group::Group;
-pub use resource::{ApiResource, PrinterColumn, ResourceInfo, Scope};
+pub use resource::{ApiResource, PrinterColumn, ResourceInfo, ScaleSubresource, Scope};
 
 /// Everything a typical server needs, in one import.
 pub mod prelude {

@@ -101,6 +101,28 @@ pub fn object_schema(description: &str, spec: Value, status: Option<Value>, flat
     Value::Object(out)
 }
 
+/// Adds schema extensions (such as `x-kubernetes-list-type`) to the property at `path` (a list
+/// of property names from the object's root); a path that does not exist is left alone.
+///
+/// `#[derive(ApiResource)]` calls it for the spec fields that carry `#[resource(list_type = …)]`
+/// and similar attributes. Each extension value is JSON text.
+pub fn extend_property(mut schema: Value, path: &[&str], extensions: &[(&str, &str)]) -> Value {
+    let mut node = &mut schema;
+    for name in path {
+        match node.get_mut("properties").and_then(|p| p.get_mut(*name)) {
+            Some(next) => node = next,
+            None => return schema,
+        }
+    }
+    if let Value::Object(map) = node {
+        for (key, value) in extensions {
+            let value = serde_json::from_str(value).unwrap_or(Value::String((*value).into()));
+            map.insert((*key).to_string(), value);
+        }
+    }
+    schema
+}
+
 /// Description of `apiVersion` in every object schema.
 pub const API_VERSION_DOC: &str = "The versioned schema of this representation of an object, as <group>/<version>. Servers reject versions they do not serve.";
 /// Description of `kind` in every object schema.

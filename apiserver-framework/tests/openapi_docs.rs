@@ -45,6 +45,8 @@ fn flunder() -> ServedResource {
             categories: vec!["all".into()],
             status_subresource: true,
             printer_columns: Vec::new(),
+            selectable_fields: Vec::new(),
+            scale: None,
             schema: object_schema("A Flunder.", spec, Some(status), false),
         },
         verbs: [
@@ -60,6 +62,7 @@ fn flunder() -> ServedResource {
         .map(String::from)
         .to_vec(),
         status_verbs: ["get", "patch", "update"].map(String::from).to_vec(),
+        scale_verbs: Vec::new(),
     }
 }
 
@@ -81,6 +84,8 @@ fn fischer() -> ServedResource {
             categories: Vec::new(),
             status_subresource: false,
             printer_columns: Vec::new(),
+            selectable_fields: Vec::new(),
+            scale: None,
             schema: object_schema("A Fischer.", spec, None, true),
         },
         // Deliberately out of order and duplicated: documents sort and de-duplicate.
@@ -88,6 +93,7 @@ fn fischer() -> ServedResource {
             .map(String::from)
             .to_vec(),
         status_verbs: Vec::new(),
+        scale_verbs: Vec::new(),
     }
 }
 

@@ -186,15 +186,23 @@ fn resource_discovery(group: &str, version: &str, served: &ServedResource) -> Va
     if !info.categories.is_empty() {
         out.insert("categories".into(), info.categories.clone().into());
     }
+    let mut subresources = Vec::new();
+    if !served.scale_verbs.is_empty() {
+        subresources.push(json!({
+            "subresource": "scale",
+            "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+            "verbs": sorted_verbs(&served.scale_verbs),
+        }));
+    }
     if !served.status_verbs.is_empty() {
-        out.insert(
-            "subresources".into(),
-            json!([{
-                "subresource": "status",
-                "responseKind": response_kind,
-                "verbs": sorted_verbs(&served.status_verbs),
-            }]),
-        );
+        subresources.push(json!({
+            "subresource": "status",
+            "responseKind": response_kind,
+            "verbs": sorted_verbs(&served.status_verbs),
+        }));
+    }
+    if !subresources.is_empty() {
+        out.insert("subresources".into(), subresources.into());
     }
     Value::Object(out)
 }

@@ -53,6 +53,10 @@ pub fn api_resource_list(group: &str, version: &ServedVersion) -> Value {
             let name = format!("{}/status", served.info.plural);
             resources.push((name.clone(), status_resource(&name, served)));
         }
+        if !served.scale_verbs.is_empty() {
+            let name = format!("{}/scale", served.info.plural);
+            resources.push((name.clone(), scale_resource(&name, served)));
+        }
     }
     resources.sort_by(|a, b| a.0.cmp(&b.0));
     json!({
@@ -115,6 +119,20 @@ fn main_resource(served: &ServedResource) -> Value {
         storage_version_hash(&info.group, &info.version, &info.kind).into(),
     );
     Value::Object(out)
+}
+
+/// The `APIResource` of the scale subresource: its kind is `autoscaling/v1 Scale`, named by
+/// `group` and `version` as upstream does for subresources of another group's kind.
+fn scale_resource(name: &str, served: &ServedResource) -> Value {
+    json!({
+        "name": name,
+        "singularName": "",
+        "namespaced": served.info.namespaced(),
+        "group": "autoscaling",
+        "version": "v1",
+        "kind": "Scale",
+        "verbs": sorted_verbs(&served.scale_verbs),
+    })
 }
 
 /// The `APIResource` of the status subresource: no singular name, short names, categories or

@@ -18,6 +18,8 @@ pub struct ServedResource {
     pub verbs: Vec<String>,
     /// Verbs of the `status` subresource (`get`, `patch`, `update`); empty without one.
     pub status_verbs: Vec<String>,
+    /// Verbs of the `scale` subresource (`get`, `patch`, `update`); empty without one.
+    pub scale_verbs: Vec<String>,
 }
 
 /// One version of a group, with its resources.

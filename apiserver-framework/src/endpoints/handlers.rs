@@ -14,6 +14,7 @@ use crate::endpoints::patch;
 use crate::endpoints::query::Query;
 use crate::endpoints::request_info::ResourcePath;
 use crate::endpoints::response;
+use crate::endpoints::scale;
 use crate::error::ApiError;
 use crate::registry::options::DeleteOptions;
 use crate::registry::rest::{DeleteOutcome, RequestContext, RestStorage, WatchEventType};
@@ -67,7 +68,7 @@ async fn dispatch(
     let name = path.name.as_deref();
     let sub = path.subresource.as_deref();
     if let Some(s) = sub
-        && !(s == "status" && info.status_subresource)
+        && !info.subresources().contains(&s)
     {
         return Err(ApiError::route_not_found());
     }
@@ -78,6 +79,9 @@ async fn dispatch(
         return Err(ApiError::not_acceptable(
             negotiation::SUPPORTED_STREAM_MEDIA_TYPES,
         ));
+    }
+    if let (Some("scale"), Some(n), Some(paths)) = (sub, name, info.scale.as_ref()) {
+        return scale(storage, ctx, req, n, paths, query, output).await;
     }
     match (req.method().clone(), name) {
         (Method::GET, None) if watch => {
@@ -120,13 +124,7 @@ async fn dispatch(
         }
         (Method::PATCH, Some(n)) => {
             let opts = query.write_options()?;
-            let content_type = req
-                .headers()
-                .get(header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("")
-                .to_string();
-            let kind = patch::PatchKind::from_content_type(&content_type)?;
+            let kind = patch::PatchKind::from_content_type(&content_type(&req))?;
             let body = read_body(req).await?;
             let doc = patch::PatchDocument::parse(kind, &body)?;
             let apply = move |current: Value| doc.apply(current);
@@ -152,6 +150,61 @@ async fn dispatch(
         }
         _ => Err(ApiError::method_not_allowed()),
     }
+}
+
+/// Serves the `scale` subresource: the object read and written as an `autoscaling/v1 Scale`.
+async fn scale(
+    storage: &Arc<dyn RestStorage>,
+    ctx: &RequestContext,
+    req: Request<Body>,
+    name: &str,
+    paths: &crate::resource::ScaleSubresource,
+    query: &Query,
+    output: &Output,
+) -> Result<Response<Body>, ApiError> {
+    let info = scale::scale_info(storage.info());
+    let to_scale = |bytes: &Bytes| -> Result<Bytes, ApiError> {
+        let object: Value = serde_json::from_slice(bytes).map_err(ApiError::internal)?;
+        let s = scale::from_object(paths, &object)?;
+        Ok(Bytes::from(
+            serde_json::to_vec(&s).map_err(ApiError::internal)?,
+        ))
+    };
+    let updated = match req.method().clone() {
+        Method::GET => {
+            let obj = storage.get(ctx, name).await?;
+            return response::object(StatusCode::OK, output, &info, to_scale(&obj)?);
+        }
+        Method::PUT => {
+            let opts = query.write_options()?;
+            let desired = read_object(req).await?;
+            let write =
+                move |current: Value| scale::apply_to_object(paths, name, &desired, current);
+            storage.patch(ctx, name, None, &write, &opts).await?
+        }
+        Method::PATCH => {
+            let opts = query.write_options()?;
+            let kind = patch::PatchKind::from_content_type(&content_type(&req))?;
+            let body = read_body(req).await?;
+            let doc = patch::PatchDocument::parse(kind, &body)?;
+            let write = move |current: Value| {
+                let desired = doc.apply(scale::from_object(paths, &current)?)?;
+                scale::apply_to_object(paths, name, &desired, current)
+            };
+            storage.patch(ctx, name, None, &write, &opts).await?
+        }
+        _ => return Err(ApiError::method_not_allowed()),
+    };
+    response::object(StatusCode::OK, output, &info, to_scale(&updated)?)
+}
+
+/// The request's Content-Type, or `""`.
+fn content_type(req: &Request<Body>) -> String {
+    req.headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string()
 }
 
 /// Reads the whole body, refusing more than [`MAX_BODY_BYTES`] with 413.
@@ -241,9 +294,8 @@ fn watch_response(
 ) -> Response<Body> {
     let mut first = true;
     let body = stream.map(move |ev| {
-        let is_status = ev.kind == WatchEventType::Error;
-        let object = response::watch_object(&output, &info, &ev.object, is_status, first);
-        if !is_status && ev.kind != WatchEventType::Bookmark {
+        let object = response::watch_object(&output, &info, &ev.object, ev.kind, first);
+        if !matches!(ev.kind, WatchEventType::Error | WatchEventType::Bookmark) {
             first = false;
         }
         let mut line = BytesMut::with_capacity(object.len() + 32);

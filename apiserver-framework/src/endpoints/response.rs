@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::endpoints::negotiation::Output;
 use crate::endpoints::table;
 use crate::error::ApiError;
-use crate::registry::rest::ObjectList;
+use crate::registry::rest::{ObjectList, WatchEventType};
 use crate::resource::ResourceInfo;
 
 /// A response with the given status, content type and body.
@@ -186,10 +186,10 @@ pub fn watch_object(
     output: &Output,
     info: &ResourceInfo,
     object: &Bytes,
-    is_status: bool,
+    kind: WatchEventType,
     first: bool,
 ) -> Bytes {
-    if is_status {
+    if kind == WatchEventType::Error {
         return object.clone();
     }
     match output {
@@ -203,7 +203,13 @@ pub fn watch_object(
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_string();
-            let t = table::table(info, &[v], &rv, None, None, *include_object, first);
+            // A bookmark is a Table without rows that carries the resourceVersion.
+            let objects = if kind == WatchEventType::Bookmark {
+                Vec::new()
+            } else {
+                vec![v]
+            };
+            let t = table::table(info, &objects, &rv, None, None, *include_object, first);
             Bytes::from(serde_json::to_vec(&t).unwrap_or_default())
         }
         Output::PartialObjectMetadata => {

@@ -457,6 +457,8 @@ mod tests {
             categories: vec![],
             status_subresource: false,
             printer_columns: columns,
+            selectable_fields: Vec::new(),
+            scale: None,
             schema: json!({}),
         }
     }

@@ -11,3 +11,4 @@ pub mod selector;
 pub mod store;
 pub mod strategy;
 pub mod validation;
+pub mod watch;

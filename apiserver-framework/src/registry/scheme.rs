@@ -54,15 +54,19 @@ impl Registry {
         for r in &self.resources {
             let info = r.info().clone();
             let verbs: Vec<String> = r.verbs().iter().map(|v| v.to_string()).collect();
-            let status_verbs = if info.status_subresource {
-                ["get", "patch", "update"]
-                    .iter()
-                    .filter(|v| verbs.iter().any(|x| x == *v))
-                    .map(|v| v.to_string())
-                    .collect()
-            } else {
-                Vec::new()
+            let subresource_verbs = |declared: bool| -> Vec<String> {
+                if declared {
+                    ["get", "patch", "update"]
+                        .iter()
+                        .filter(|v| verbs.iter().any(|x| x == *v))
+                        .map(|v| v.to_string())
+                        .collect()
+                } else {
+                    Vec::new()
+                }
             };
+            let status_verbs = subresource_verbs(info.status_subresource);
+            let scale_verbs = subresource_verbs(info.scale.is_some());
             let group = match groups.iter_mut().position(|g| g.name == info.group) {
                 Some(i) => &mut groups[i],
                 None => {
@@ -91,6 +95,7 @@ impl Registry {
                 info,
                 verbs,
                 status_verbs,
+                scale_verbs,
             });
         }
         groups

@@ -2,7 +2,6 @@
 //! [`Storage`] backend.
 
 use std::any::Any;
-use std::collections::BTreeMap;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,13 +18,13 @@ use crate::registry::continue_token;
 use crate::registry::encoding::with_resource_version;
 use crate::registry::options::{DeleteOptions, ListOptions, WriteOptions};
 use crate::registry::rest::{
-    DeleteOutcome, EventStream, ObjectEvent, ObjectList, RequestContext, RestStorage,
-    WatchEventType,
+    DeleteOutcome, EventStream, ObjectList, RequestContext, RestStorage, WatchEventType,
 };
 use crate::registry::strategy::{FieldError, Strategy};
 use crate::registry::validation;
+use crate::registry::watch;
 use crate::resource::{ApiResource, ResourceInfo};
-use crate::storage::{EventKind, KeyValue, ListRequest, Storage, StorageError, StorageEvent};
+use crate::storage::{KeyValue, ListRequest, Storage, StorageError};
 
 /// How many times a patch is retried when a concurrent write changed the object meanwhile.
 const PATCH_RETRIES: usize = 5;
@@ -519,37 +518,32 @@ impl<T: ApiResource> Store<T> {
             .ok_or_else(|| ApiError::not_found(&self.info, name))
     }
 
-    fn labels_of(v: &Value) -> BTreeMap<String, String> {
-        v.pointer("/metadata/labels")
-            .and_then(|l| serde_json::from_value(l.clone()).ok())
-            .unwrap_or_default()
-    }
-
     fn check_field_selector(&self, opts: &ListOptions) -> Result<(), ApiError> {
-        let mut supported = vec!["metadata.name"];
-        if self.info.namespaced() {
-            supported.push("metadata.namespace");
-        }
         opts.field_selector
-            .check_supported(&supported)
+            .check_supported(&self.info.field_selector_labels())
             .map_err(ApiError::bad_request)
     }
 
-    fn selects_with(opts: &ListOptions, bytes: &[u8]) -> bool {
-        if opts.label_selector.is_empty() && opts.field_selector.is_empty() {
-            return true;
+    /// A read at a revision the storage has not reached answers upstream's 504 `Timeout`
+    /// (`Too large resource version`); the storage is consistent, so there is nothing to wait
+    /// for.
+    async fn check_not_future(&self, op: &str, rv: u64) -> Result<(), ApiError> {
+        let current = self
+            .storage
+            .current_revision()
+            .await
+            .map_err(|e| self.storage_error(op, "", e))?;
+        if rv > current {
+            return Err(self.storage_error(
+                op,
+                "",
+                StorageError::FutureRevision {
+                    requested: rv,
+                    current,
+                },
+            ));
         }
-        let Ok(v) = serde_json::from_slice::<Value>(bytes) else {
-            return false;
-        };
-        opts.label_selector.matches(&Self::labels_of(&v)) && opts.field_selector.matches(&v)
-    }
-
-    fn event(kind: WatchEventType, kv: &KeyValue) -> ObjectEvent {
-        ObjectEvent {
-            kind,
-            object: with_resource_version(&kv.value, kv.mod_revision),
-        }
+        Ok(())
     }
 
     fn parse_rv(rv: &str) -> Result<u64, ApiError> {
@@ -580,13 +574,6 @@ fn generate_name(prefix: &str) -> String {
         .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
         .collect();
     format!("{prefix}{suffix}")
-}
-
-fn error_event(err: &ApiError) -> ObjectEvent {
-    ObjectEvent {
-        kind: WatchEventType::Error,
-        object: Bytes::from(err.to_json()),
-    }
 }
 
 /// How long a watch lasts without `timeoutSeconds`: 30 minutes times a random factor in
@@ -649,21 +636,7 @@ impl<T: ApiResource> RestStorage for Store<T> {
                 "" | "0" => (None, None),
                 rv => {
                     let rv = Self::parse_rv(rv)?;
-                    let current = self
-                        .storage
-                        .current_revision()
-                        .await
-                        .map_err(|e| self.storage_error("list", "", e))?;
-                    if rv > current {
-                        return Err(self.storage_error(
-                            "list",
-                            "",
-                            StorageError::FutureRevision {
-                                requested: rv,
-                                current,
-                            },
-                        ));
-                    }
+                    self.check_not_future("list", rv).await?;
                     (exact.then_some(rv), None)
                 }
             }
@@ -695,7 +668,7 @@ impl<T: ApiResource> RestStorage for Store<T> {
             read_revision = Some(page.revision);
             let last = page.items.last().map(|kv| kv.key.clone());
             for kv in &page.items {
-                if Self::selects_with(opts, &kv.value) {
+                if watch::matches(opts, &kv.value) {
                     items.push(with_resource_version(&kv.value, kv.mod_revision));
                 }
             }
@@ -728,70 +701,59 @@ impl<T: ApiResource> RestStorage for Store<T> {
             None
         };
         let prefix = self.collection_prefix(namespace);
-        let mut initial = Vec::new();
-        let after = match opts.resource_version.as_str() {
-            "" | "0" => {
-                let page = self
-                    .storage
-                    .list(ListRequest {
-                        prefix: prefix.clone(),
-                        ..Default::default()
-                    })
-                    .await
-                    .map_err(|e| self.storage_error("watch", "", e))?;
-                for kv in &page.items {
-                    if Self::selects_with(opts, &kv.value) {
-                        initial.push(Self::event(WatchEventType::Added, kv));
-                    }
-                }
-                page.revision
-            }
-            rv => Self::parse_rv(rv)?,
-        };
         let timeout = opts
             .timeout_seconds
             .map(Duration::from_secs)
             .unwrap_or_else(default_watch_timeout);
+        let deadline = tokio::time::Instant::now() + timeout;
+        // Where the watch starts: with the current state as ADDED events (legacy watches from
+        // "" or "0", and `sendInitialEvents=true`), or after a given revision.
+        let requested = match opts.resource_version.as_str() {
+            "" | "0" => None,
+            rv => Some(Self::parse_rv(rv)?),
+        };
+        let send_initial = opts.send_initial_events.unwrap_or(requested.is_none());
+        let mut initial = Vec::new();
+        let after = if send_initial {
+            if let Some(rv) = requested {
+                self.check_not_future("watch", rv).await?;
+            }
+            let page = self
+                .storage
+                .list(ListRequest {
+                    prefix: prefix.clone(),
+                    ..Default::default()
+                })
+                .await
+                .map_err(|e| self.storage_error("watch", "", e))?;
+            for kv in &page.items {
+                if watch::matches(opts, &kv.value) {
+                    initial.push(watch::event(WatchEventType::Added, kv));
+                }
+            }
+            if opts.send_initial_events == Some(true) && opts.allow_watch_bookmarks {
+                initial.push(watch::bookmark(&self.info, page.revision, true));
+            }
+            page.revision
+        } else {
+            match requested {
+                Some(rv) => rv,
+                None => self
+                    .storage
+                    .current_revision()
+                    .await
+                    .map_err(|e| self.storage_error("watch", "", e))?,
+            }
+        };
         let live = match self.storage.watch(&prefix, after).await {
             Ok(s) => s,
             Err(StorageError::Compacted { compacted, .. }) => {
-                let err =
-                    ApiError::expired(format!("too old resource version: {after} ({compacted})"));
-                return Ok(futures::stream::iter([error_event(&err)]).boxed());
+                let err = watch::too_old(after, compacted);
+                return Ok(futures::stream::iter([watch::error_event(&err)]).boxed());
             }
             Err(e) => return Err(self.storage_error("watch", "", e)),
         };
-        let filter = WatchFilter::<T> {
-            opts: opts.clone(),
-            _marker: PhantomData,
-        };
-        let live = live
-            .scan(false, move |ended, item| {
-                if *ended {
-                    return futures::future::ready(None);
-                }
-                let out = match item {
-                    Ok(ev) => filter.apply(&ev),
-                    Err(e) => {
-                        *ended = true;
-                        let err = match e {
-                            StorageError::Compacted {
-                                requested,
-                                compacted,
-                            } => ApiError::expired(format!(
-                                "too old resource version: {requested} ({compacted})"
-                            )),
-                            other => ApiError::internal(other),
-                        };
-                        Some(error_event(&err))
-                    }
-                };
-                futures::future::ready(Some(out))
-            })
-            .filter_map(futures::future::ready);
-        let stream = futures::stream::iter(initial).chain(live);
-        let deadline = tokio::time::sleep(timeout);
-        Ok(stream.take_until(deadline).boxed())
+        Ok(watch::run(&self.info, opts, initial, after, live, deadline))
     }
 
     async fn create(
@@ -1055,33 +1017,4 @@ fn check_preconditions(
         ));
     }
     Ok(())
-}
-
-/// What a running watch needs to filter and convert storage events.
-struct WatchFilter<T> {
-    opts: ListOptions,
-    _marker: PhantomData<fn() -> T>,
-}
-
-impl<T: ApiResource> WatchFilter<T> {
-    /// The event a watcher sees for a storage event (if any), including the transitions in
-    /// and out of its selectors, as upstream's watch cache reports them.
-    fn apply(&self, ev: &StorageEvent) -> Option<ObjectEvent> {
-        let selects = |v: &[u8]| Store::<T>::selects_with(&self.opts, v);
-        let now = selects(&ev.kv.value);
-        let kind = match ev.kind {
-            EventKind::Created => now.then_some(WatchEventType::Added),
-            EventKind::Deleted => now.then_some(WatchEventType::Deleted),
-            EventKind::Updated => {
-                let before = ev.prev.as_ref().is_some_and(|p| selects(&p.value));
-                match (before, now) {
-                    (true, true) => Some(WatchEventType::Modified),
-                    (false, true) => Some(WatchEventType::Added),
-                    (true, false) => Some(WatchEventType::Deleted),
-                    (false, false) => None,
-                }
-            }
-        }?;
-        Some(Store::<T>::event(kind, &ev.kv))
-    }
 }

@@ -36,6 +36,12 @@ pub enum ReferenceType {
         json_path = ".spec.referenceType",
         description = "The kind of the referenced object",
         priority = 1
+    ),
+    selectable_field = ".spec.reference",
+    scale(
+        spec_replicas_path = ".spec.replicas",
+        status_replicas_path = ".status.replicas",
+        label_selector_path = ".status.selector"
     )
 )]
 #[serde(rename_all = "camelCase")]
@@ -46,11 +52,35 @@ pub struct FlunderSpec {
     /// The kind of the referenced object.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference_type: Option<ReferenceType>,
+    /// How many copies of this Flunder are wanted (the scale subresource's replicas).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<i32>,
+    /// Toppings, each identified by its name: patches and `kubectl apply` merge them by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[resource(list_type = "map", list_map_key = "name")]
+    pub toppings: Vec<Topping>,
 }
 
-/// The observed state of a Flunder (empty, as in sample-apiserver).
+/// One topping of a Flunder.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct FlunderStatus {}
+pub struct Topping {
+    /// The topping's name, unique within the Flunder.
+    pub name: String,
+    /// How much of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amount: Option<i32>,
+}
+
+/// The observed state of a Flunder.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FlunderStatus {
+    /// How many copies exist.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<i32>,
+    /// The label selector of the copies, in its string form.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<String>,
+}
 
 /// A Fischer lists the Flunder names that may not be used.
 #[derive(ApiResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -71,6 +101,7 @@ pub struct FlunderStatus {}
 pub struct FischerSpec {
     /// Names that Flunders may not have.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[resource(list_type = "set")]
     pub disallowed_flunders: Vec<String>,
 }
 

@@ -35,6 +35,7 @@ fn flunder(name: &str, reference: &str) -> Flunder {
         FlunderSpec {
             reference: Some(reference.into()),
             reference_type: Some(ReferenceType::Fischer),
+            ..Default::default()
         },
     )
 }

@@ -1,0 +1,186 @@
+//! Turning a storage watch into the events a client sees: selector transitions, compaction
+//! errors, and bookmarks.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{Stream, StreamExt};
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use crate::error::ApiError;
+use crate::registry::encoding::with_resource_version;
+use crate::registry::options::ListOptions;
+use crate::registry::rest::{EventStream, ObjectEvent, WatchEventType};
+use crate::resource::ResourceInfo;
+use crate::storage::{EventKind, KeyValue, StorageError, StorageEvent};
+
+/// How often a watcher that allows bookmarks gets one (upstream: about once a minute).
+pub const BOOKMARK_INTERVAL: Duration = Duration::from_secs(60);
+
+/// How long before a watch's deadline its last bookmark is sent, so that a client resuming
+/// after the deadline starts from a recent revision (upstream: about 2 s).
+pub const BOOKMARK_BEFORE_DEADLINE: Duration = Duration::from_secs(2);
+
+/// The annotation of the bookmark that ends the initial events of a `sendInitialEvents` watch.
+pub const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
+
+/// An event with its object (at its resourceVersion).
+pub fn event(kind: WatchEventType, kv: &KeyValue) -> ObjectEvent {
+    ObjectEvent {
+        kind,
+        object: with_resource_version(&kv.value, kv.mod_revision),
+    }
+}
+
+/// An `ERROR` event carrying the Status of `err`.
+pub fn error_event(err: &ApiError) -> ObjectEvent {
+    ObjectEvent {
+        kind: WatchEventType::Error,
+        object: Bytes::from(err.to_json()),
+    }
+}
+
+/// A `BOOKMARK` event: an object of the resource's kind carrying only its resourceVersion
+/// (and, for the end of the initial events, the `k8s.io/initial-events-end` annotation).
+pub fn bookmark(info: &ResourceInfo, revision: u64, initial_events_end: bool) -> ObjectEvent {
+    let mut metadata = json!({"resourceVersion": revision.to_string()});
+    if initial_events_end {
+        metadata["annotations"] = json!({INITIAL_EVENTS_END: "true"});
+    }
+    let object = json!({
+        "kind": info.kind,
+        "apiVersion": info.api_version(),
+        "metadata": metadata,
+    });
+    ObjectEvent {
+        kind: WatchEventType::Bookmark,
+        object: Bytes::from(serde_json::to_vec(&object).unwrap_or_default()),
+    }
+}
+
+/// The `410 Expired` Status of a watch that starts (or falls) behind the compacted revision.
+pub fn too_old(requested: u64, compacted: u64) -> ApiError {
+    ApiError::expired(format!(
+        "too old resource version: {requested} ({compacted})"
+    ))
+}
+
+/// The event a watcher sees for a storage event (if any), including the transitions in and
+/// out of its selectors, as upstream's watch cache reports them.
+fn filter(opts: &ListOptions, ev: &StorageEvent) -> Option<ObjectEvent> {
+    let sel = |v: &[u8]| matches(opts, v);
+    let now = sel(&ev.kv.value);
+    let kind = match ev.kind {
+        EventKind::Created => now.then_some(WatchEventType::Added),
+        EventKind::Deleted => now.then_some(WatchEventType::Deleted),
+        EventKind::Updated => {
+            let before = ev.prev.as_ref().is_some_and(|p| sel(&p.value));
+            match (before, now) {
+                (true, true) => Some(WatchEventType::Modified),
+                (false, true) => Some(WatchEventType::Added),
+                (true, false) => Some(WatchEventType::Deleted),
+                (false, false) => None,
+            }
+        }
+    }?;
+    Some(event(kind, &ev.kv))
+}
+
+/// What flows into a running watch: a storage event or a bookmark tick.
+enum Input {
+    Storage(Result<StorageEvent, StorageError>),
+    Tick,
+}
+
+/// The instants at which bookmarks are due: every [`BOOKMARK_INTERVAL`] and once
+/// [`BOOKMARK_BEFORE_DEADLINE`] before the deadline.
+fn ticks(deadline: Instant) -> impl Stream<Item = Input> {
+    let last = deadline.checked_sub(BOOKMARK_BEFORE_DEADLINE);
+    futures::stream::unfold(Instant::now(), move |from| async move {
+        let periodic = from + BOOKMARK_INTERVAL;
+        let next = match last {
+            Some(last) if last > from => periodic.min(last),
+            _ => periodic,
+        };
+        if next >= deadline {
+            return None;
+        }
+        tokio::time::sleep_until(next).await;
+        Some((Input::Tick, next))
+    })
+}
+
+/// A running watch: `initial` events first, then the storage's events after revision
+/// `after`, filtered by the selectors, with bookmarks when the client allows them; the stream
+/// ends at `deadline`, or after an ERROR event.
+pub fn run(
+    info: &ResourceInfo,
+    opts: &ListOptions,
+    initial: Vec<ObjectEvent>,
+    after: u64,
+    live: futures::stream::BoxStream<'static, Result<StorageEvent, StorageError>>,
+    deadline: Instant,
+) -> EventStream {
+    let opts = opts.clone();
+    let info = info.clone();
+    let bookmarks = opts.allow_watch_bookmarks;
+    let inputs = futures::stream::select(
+        live.map(Input::Storage),
+        if bookmarks {
+            ticks(deadline).boxed()
+        } else {
+            futures::stream::empty().boxed()
+        },
+    );
+    // State: whether the stream has ended, and the revision every event up to which has been
+    // delivered (what a bookmark may promise).
+    let live = inputs
+        .scan((false, after), move |(ended, seen), input| {
+            if *ended {
+                return futures::future::ready(None);
+            }
+            let out = match input {
+                Input::Tick => Some(bookmark(&info, *seen, false)),
+                Input::Storage(Ok(ev)) => {
+                    *seen = (*seen).max(ev.kv.mod_revision);
+                    filter(&opts, &ev)
+                }
+                Input::Storage(Err(e)) => {
+                    *ended = true;
+                    let err = match e {
+                        StorageError::Compacted {
+                            requested,
+                            compacted,
+                        } => too_old(requested, compacted),
+                        other => ApiError::internal(other),
+                    };
+                    Some(error_event(&err))
+                }
+            };
+            futures::future::ready(Some(out))
+        })
+        .filter_map(futures::future::ready);
+    futures::stream::iter(initial)
+        .chain(live)
+        .take_until(tokio::time::sleep_until(deadline))
+        .boxed()
+}
+
+/// Whether stored object bytes satisfy the list options' label and field selectors.
+pub fn matches(opts: &ListOptions, bytes: &[u8]) -> bool {
+    if opts.label_selector.is_empty() && opts.field_selector.is_empty() {
+        return true;
+    }
+    let Ok(v) = serde_json::from_slice::<Value>(bytes) else {
+        return false;
+    };
+    opts.label_selector.matches(&labels_of(&v)) && opts.field_selector.matches(&v)
+}
+
+/// Labels of an object, for label selectors.
+pub fn labels_of(v: &Value) -> std::collections::BTreeMap<String, String> {
+    v.pointer("/metadata/labels")
+        .and_then(|l| serde_json::from_value(l.clone()).ok())
+        .unwrap_or_default()
+}
