@@ -250,39 +250,76 @@ pub fn decode_object(format: BodyFormat, body: &[u8]) -> Result<Value, ApiError>
     Ok(v)
 }
 
-/// Merges a DeleteOptions body (if any) into the options from the query.
+/// A DeleteOptions request body (`meta.k8s.io/v1` or the legacy `v1`).
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DeleteOptionsBody {
+    kind: Option<String>,
+    api_version: Option<String>,
+    grace_period_seconds: Option<i64>,
+    propagation_policy: Option<String>,
+    orphan_dependents: Option<bool>,
+    #[serde(default)]
+    dry_run: Vec<String>,
+    preconditions: Option<PreconditionsBody>,
+}
+
+/// `preconditions` of a DeleteOptions body.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PreconditionsBody {
+    uid: Option<String>,
+    resource_version: Option<String>,
+}
+
+/// Merges a DeleteOptions body (if any) into the options from the query, then validates them
+/// as upstream does (422 `DeleteOptions.meta.k8s.io`).
 fn merge_delete_body(mut opts: DeleteOptions, body: &[u8]) -> Result<DeleteOptions, ApiError> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(opts);
-    }
-    let v: Value = serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions body: {e}")))?;
-    if let Some(g) = v.get("gracePeriodSeconds").and_then(Value::as_i64) {
-        opts.grace_period_seconds = Some(g);
-    }
-    if let Some(p) = v.get("propagationPolicy").and_then(Value::as_str) {
-        opts.propagation_policy = Some(p.to_string());
-    }
-    if let Some(d) = v.get("dryRun").and_then(Value::as_array) {
-        for x in d {
-            match x.as_str() {
-                Some("All") => opts.dry_run = true,
-                other => {
-                    return Err(ApiError::bad_request(format!(
-                        "dryRun: Unsupported value: {:?}: supported values: \"All\"",
-                        other.unwrap_or("")
-                    )));
-                }
+    if !body.iter().all(u8::is_ascii_whitespace) {
+        let b: DeleteOptionsBody = serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions body: {e}")))?;
+        if let Some(kind) = b
+            .kind
+            .as_deref()
+            .filter(|k| !k.is_empty() && *k != "DeleteOptions")
+        {
+            return Err(ApiError::bad_request(format!(
+                "invalid DeleteOptions body: the kind is {kind:?}, not \"DeleteOptions\""
+            )));
+        }
+        if let Some(v) = b
+            .api_version
+            .as_deref()
+            .filter(|v| !matches!(*v, "" | "v1" | "meta.k8s.io/v1"))
+        {
+            return Err(ApiError::bad_request(format!(
+                "invalid DeleteOptions body: apiVersion {v:?} is not served; use \"meta.k8s.io/v1\""
+            )));
+        }
+        if b.grace_period_seconds.is_some() {
+            opts.grace_period_seconds = b.grace_period_seconds;
+        }
+        if b.propagation_policy.is_some() {
+            opts.propagation_policy = b.propagation_policy;
+        }
+        if b.orphan_dependents.is_some() {
+            opts.orphan_dependents = b.orphan_dependents;
+        }
+        for d in &b.dry_run {
+            if d == "All" {
+                opts.dry_run = true;
+            } else {
+                return Err(ApiError::bad_request(format!(
+                    "dryRun: Unsupported value: {d:?}: supported values: \"All\""
+                )));
             }
         }
+        if let Some(p) = b.preconditions {
+            opts.precondition_uid = p.uid;
+            opts.precondition_resource_version = p.resource_version;
+        }
     }
-    if let Some(p) = v.get("preconditions") {
-        opts.precondition_uid = p.get("uid").and_then(Value::as_str).map(str::to_string);
-        opts.precondition_resource_version = p
-            .get("resourceVersion")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-    }
+    opts.validate()?;
     Ok(opts)
 }
 

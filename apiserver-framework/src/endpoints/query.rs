@@ -135,6 +135,7 @@ impl Query {
             precondition_uid: None,
             precondition_resource_version: None,
             propagation_policy: self.get("propagationPolicy").map(str::to_string),
+            orphan_dependents: self.bool("orphanDependents")?,
         })
     }
 }

@@ -59,6 +59,46 @@ pub struct DeleteOptions {
     pub precondition_uid: Option<String>,
     /// `preconditions.resourceVersion`.
     pub precondition_resource_version: Option<String>,
-    /// `propagationPolicy` (`Orphan`, `Background`, `Foreground`).
+    /// `propagationPolicy` (`Orphan`, `Background`, `Foreground`). Accepted and validated as
+    /// upstream; the framework has no garbage collector of its own, so dependents (objects
+    /// whose `ownerReferences` name the deleted one) are left to the host cluster's.
     pub propagation_policy: Option<String>,
+    /// `orphanDependents` (deprecated form of `propagationPolicy=Orphan`).
+    pub orphan_dependents: Option<bool>,
+}
+
+impl DeleteOptions {
+    /// Upstream's DeleteOptions validation: a known propagation policy, and not both
+    /// `orphanDependents` and `propagationPolicy`. Errors answer 422 `DeleteOptions.meta.k8s.io`.
+    pub fn validate(&self) -> Result<(), crate::error::ApiError> {
+        use crate::registry::strategy::FieldError;
+        let mut errs = Vec::new();
+        if let Some(p) = &self.propagation_policy {
+            if self.orphan_dependents.is_some() {
+                errs.push(FieldError::invalid(
+                    "propagationPolicy",
+                    p.as_str(),
+                    "orphanDependents and deletionPropagation cannot be both set",
+                ));
+            }
+            if !matches!(p.as_str(), "Foreground" | "Background" | "Orphan") {
+                errs.push(FieldError::not_supported(
+                    "propagationPolicy",
+                    p.as_str(),
+                    &["Foreground", "Background", "Orphan", "nil"],
+                ));
+            }
+        }
+        if errs.is_empty() {
+            Ok(())
+        } else {
+            Err(crate::error::ApiError::invalid_with(
+                "DeleteOptions.meta.k8s.io",
+                "meta.k8s.io",
+                "DeleteOptions",
+                "",
+                &errs,
+            ))
+        }
+    }
 }

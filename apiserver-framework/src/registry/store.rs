@@ -860,7 +860,9 @@ impl<T: ApiResource> RestStorage for Store<T> {
             }
             let meta = obj.meta_mut();
             meta.deletion_timestamp = Some(Time(jiff::Timestamp::now()));
-            meta.deletion_grace_period_seconds = Some(opts.grace_period_seconds.unwrap_or(0));
+            // As for custom resources upstream: no graceful deletion, so the grace period is 0
+            // whatever `gracePeriodSeconds` asked; the finalizers alone hold the object.
+            meta.deletion_grace_period_seconds = Some(0);
             meta.resource_version = None;
             let bytes = self.encode(&mut obj)?;
             if opts.dry_run {

@@ -1,0 +1,469 @@
+//! Request semantics as `kubectl` exercises them: selectors, paging, the patch types,
+//! client-side apply, server-side dry run, diff, finalizers and the scale subresource.
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::{Wardle, stderr, stdout};
+
+fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+/// The names in the first column of a kubectl table (header skipped).
+fn names(table: &str) -> Vec<String> {
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect()
+}
+
+/// Creates Flunder `name` with the given labels and reference through `kubectl create`.
+fn create_flunder(w: &Wardle, name: &str, labels: &[(&str, &str)], reference: &str) {
+    let labels: serde_json::Map<String, Value> = labels
+        .iter()
+        .map(|(k, v)| (k.to_string(), Value::from(*v)))
+        .collect();
+    let obj = json!({
+        "apiVersion": "wardle.example.com/v1alpha1",
+        "kind": "Flunder",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"reference": reference, "referenceType": "Flunder"}
+    });
+    let file = w.write_file(&format!("{name}.json"), &obj.to_string());
+    w.kubectl_ok(&["create", "-f", file.to_str().unwrap()]);
+}
+
+fn get_json(w: &Wardle, args: &[&str]) -> Value {
+    let mut all = vec!["get"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["-o", "json"]);
+    json(&w.kubectl_ok(&all))
+}
+
+#[test]
+fn label_and_field_selectors() {
+    let w = Wardle::start();
+    create_flunder(&w, "a", &[("app", "web"), ("tier", "front")], "r1");
+    create_flunder(&w, "b", &[("app", "web"), ("tier", "back")], "r2");
+    create_flunder(&w, "c", &[("app", "db")], "r1");
+
+    let get = |args: &[&str]| {
+        let mut all = vec!["get", "flunders"];
+        all.extend_from_slice(args);
+        names(&w.kubectl_ok(&all))
+    };
+    assert_eq!(get(&["-l", "app=web"]), ["a", "b"]);
+    assert_eq!(get(&["-l", "app=web,tier!=front"]), ["b"]);
+    assert_eq!(get(&["-l", "tier"]), ["a", "b"]);
+    assert_eq!(get(&["-l", "!tier"]), ["c"]);
+    assert_eq!(get(&["-l", "app in (db,cache)"]), ["c"]);
+    assert_eq!(get(&["-l", "app notin (db)"]), ["a", "b"]);
+    assert_eq!(get(&["--field-selector", "metadata.name=b"]), ["b"]);
+    assert_eq!(get(&["--field-selector", "metadata.name!=b"]), ["a", "c"]);
+    // A field the resource declares selectable.
+    assert_eq!(get(&["--field-selector", "spec.reference=r1"]), ["a", "c"]);
+    assert_eq!(
+        get(&["--field-selector", "spec.reference=r1", "-l", "app=db"]),
+        ["c"]
+    );
+
+    let out = w.kubectl(&[
+        "get",
+        "flunders",
+        "--field-selector",
+        "spec.referenceType=x",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("field label not supported: spec.referenceType"),
+        "{}",
+        stderr(&out)
+    );
+    let out = w.kubectl(&["get", "flunders", "-l", "app in (x"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("unable to parse requirement"),
+        "{}",
+        stderr(&out)
+    );
+    // Selectors apply to deletecollection too.
+    let out = w.kubectl_ok(&["delete", "flunders", "-l", "app=web"]);
+    assert!(
+        out.contains("\"a\" deleted") && out.contains("\"b\" deleted"),
+        "{out}"
+    );
+    assert_eq!(get(&[]), ["c"]);
+}
+
+#[test]
+fn chunked_get_returns_every_object() {
+    let w = Wardle::start();
+    for i in 0..7 {
+        create_flunder(&w, &format!("f{i}"), &[], "r");
+    }
+    let out = w.kubectl(&["get", "flunders", "--chunk-size=2", "-v=6"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        names(&stdout(&out)),
+        (0..7).map(|i| format!("f{i}")).collect::<Vec<_>>()
+    );
+    // kubectl really paged: four requests with limit=2, three of them with a continue token.
+    let log = stderr(&out);
+    let requests: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("verb=\"GET\"") && l.contains("limit=2") && l.contains("200 OK"))
+        .collect();
+    let pages = requests.len();
+    let continued = requests.iter().filter(|l| l.contains("continue=")).count();
+    assert_eq!(pages, 4, "{log}");
+    assert_eq!(continued, 3, "{log}");
+}
+
+#[test]
+fn patch_types() {
+    let w = Wardle::start();
+    create_flunder(&w, "p", &[("a", "1")], "r");
+    w.kubectl_ok(&[
+        "patch",
+        "flunder",
+        "p",
+        "--type=json",
+        "-p",
+        r#"[{"op":"replace","path":"/spec/reference","value":"json"},{"op":"add","path":"/metadata/labels/b","value":"2"}]"#,
+    ]);
+    let obj = get_json(&w, &["flunder", "p"]);
+    assert_eq!(obj["spec"]["reference"], "json");
+    assert_eq!(obj["metadata"]["labels"], json!({"a": "1", "b": "2"}));
+
+    w.kubectl_ok(&[
+        "patch",
+        "flunder",
+        "p",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"labels":{"a":null}},"spec":{"toppings":[{"name":"x","amount":1},{"name":"y"}]}}"#,
+    ]);
+    let obj = get_json(&w, &["flunder", "p"]);
+    assert_eq!(obj["metadata"]["labels"], json!({"b": "2"}));
+    assert_eq!(obj["spec"]["toppings"].as_array().unwrap().len(), 2);
+
+    // A strategic merge patch merges the toppings by name instead of replacing the list.
+    w.kubectl_ok(&[
+        "patch",
+        "flunder",
+        "p",
+        "--type=strategic",
+        "-p",
+        r#"{"spec":{"toppings":[{"name":"x","amount":5},{"name":"z"}]}}"#,
+    ]);
+    let obj = get_json(&w, &["flunder", "p"]);
+    assert_eq!(
+        obj["spec"]["toppings"],
+        json!([{"name": "x", "amount": 5}, {"name": "y"}, {"name": "z"}])
+    );
+    w.kubectl_ok(&[
+        "patch",
+        "flunder",
+        "p",
+        "--type=strategic",
+        "-p",
+        r#"{"spec":{"toppings":[{"name":"y","$patch":"delete"}]}}"#,
+    ]);
+    let obj = get_json(&w, &["flunder", "p"]);
+    assert_eq!(
+        obj["spec"]["toppings"],
+        json!([{"name": "x", "amount": 5}, {"name": "z"}])
+    );
+
+    // A JSON patch whose test fails is refused with 422 and changes nothing.
+    let out = w.kubectl(&[
+        "patch",
+        "flunder",
+        "p",
+        "--type=json",
+        "-p",
+        r#"[{"op":"test","path":"/spec/reference","value":"nope"}]"#,
+    ]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("Invalid"), "{}", stderr(&out));
+    // A patch producing an invalid object is refused by validation.
+    let out = w.kubectl(&[
+        "patch",
+        "flunder",
+        "p",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"referenceType":null}}"#,
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("spec.referenceType: Required value"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(get_json(&w, &["flunder", "p"])["spec"]["reference"], "json");
+}
+
+const APPLY_1: &str = "\
+apiVersion: wardle.example.com/v1alpha1
+kind: Flunder
+metadata:
+  name: ap
+  labels:
+    keep: 'yes'
+    drop: 'soon'
+spec:
+  reference: one
+  referenceType: Flunder
+  toppings:
+  - name: cheese
+    amount: 1
+  - name: ham
+    amount: 2
+";
+
+const APPLY_2: &str = "\
+apiVersion: wardle.example.com/v1alpha1
+kind: Flunder
+metadata:
+  name: ap
+  labels:
+    keep: 'yes'
+    drop: 'soon'
+spec:
+  reference: two
+  referenceType: Flunder
+  toppings:
+  - name: cheese
+    amount: 3
+  - name: ham
+    amount: 2
+";
+
+const APPLY_3: &str = "\
+apiVersion: wardle.example.com/v1alpha1
+kind: Flunder
+metadata:
+  name: ap
+  labels:
+    keep: 'yes'
+spec:
+  reference: two
+  referenceType: Flunder
+  toppings:
+  - name: cheese
+    amount: 3
+";
+
+#[test]
+fn client_side_apply_adds_changes_and_removes() {
+    let w = Wardle::start();
+    let file = w.dir().join("ap.yaml");
+    let apply = |text: &str| {
+        std::fs::write(&file, text).unwrap();
+        w.kubectl_ok(&["apply", "-f", file.to_str().unwrap()])
+    };
+    assert_eq!(apply(APPLY_1), "flunder.wardle.example.com/ap created\n");
+    // Someone else adds a label; apply must keep it (three-way merge).
+    w.kubectl_ok(&["label", "flunder", "ap", "other=kept"]);
+    assert_eq!(apply(APPLY_2), "flunder.wardle.example.com/ap configured\n");
+    let obj = get_json(&w, &["flunder", "ap"]);
+    assert_eq!(obj["spec"]["reference"], "two");
+    assert_eq!(
+        obj["spec"]["toppings"][0],
+        json!({"name": "cheese", "amount": 3})
+    );
+    assert_eq!(obj["metadata"]["labels"]["other"], "kept");
+    assert!(
+        obj["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+            .as_str()
+            .is_some_and(|t| t.contains("\"two\""))
+    );
+
+    assert_eq!(apply(APPLY_3), "flunder.wardle.example.com/ap configured\n");
+    let obj = get_json(&w, &["flunder", "ap"]);
+    assert_eq!(
+        obj["metadata"]["labels"],
+        json!({"keep": "yes", "other": "kept"}),
+        "the removed label is gone, the foreign one stays"
+    );
+    assert_eq!(
+        obj["spec"]["toppings"],
+        json!([{"name": "cheese", "amount": 3}])
+    );
+    assert_eq!(apply(APPLY_3), "flunder.wardle.example.com/ap unchanged\n");
+}
+
+#[test]
+fn client_side_apply_on_a_cluster_scoped_flat_resource() {
+    let w = Wardle::start();
+    let file = w.dir().join("fi.yaml");
+    let apply = |names: &[&str]| {
+        let list: Vec<String> = names.iter().map(|n| format!("- {n}\n")).collect();
+        let text = format!(
+            "apiVersion: wardle.example.com/v1alpha1\nkind: Fischer\nmetadata:\n  name: fi\n\
+             disallowedFlunders:\n{}",
+            list.concat()
+        );
+        std::fs::write(&file, text).unwrap();
+        w.kubectl_ok(&["apply", "-f", file.to_str().unwrap()])
+    };
+    let disallowed = || get_json(&w, &["fischer", "fi"])["disallowedFlunders"].clone();
+    apply(&["a", "b"]);
+    assert_eq!(disallowed(), json!(["a", "b"]));
+    apply(&["a", "b", "c"]);
+    assert_eq!(disallowed(), json!(["a", "b", "c"]));
+    apply(&["a", "c"]);
+    assert_eq!(disallowed(), json!(["a", "c"]));
+}
+
+#[test]
+fn server_side_dry_run_and_diff() {
+    let w = Wardle::start();
+    let file = w.write_file(
+        "d.yaml",
+        "apiVersion: wardle.example.com/v1alpha1\nkind: Flunder\nmetadata:\n  name: d\n\
+         spec:\n  reference: first\n  referenceType: Flunder\n",
+    );
+    let path = file.to_str().unwrap();
+    let out = w.kubectl_ok(&["create", "--dry-run=server", "-f", path, "-o", "json"]);
+    let obj = json(&out);
+    assert_eq!(obj["metadata"]["name"], "d");
+    assert!(
+        obj["metadata"]["uid"].is_string(),
+        "defaulted like a real create"
+    );
+    let out = w.kubectl(&["get", "flunder", "d"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("NotFound"), "{}", stderr(&out));
+
+    // diff against nothing: the whole object is new (exit code 1 = differences found).
+    let out = w.kubectl(&["diff", "-f", path]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stdout(&out).contains("+  name: d"), "{}", stdout(&out));
+    w.kubectl_ok(&["apply", "-f", path]);
+    let out = w.kubectl(&["diff", "-f", path]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    std::fs::write(
+        &file,
+        std::fs::read_to_string(&file)
+            .unwrap()
+            .replace("first\n", "second\n"),
+    )
+    .unwrap();
+    let out = w.kubectl(&["diff", "-f", path]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let diff = stdout(&out);
+    assert!(
+        diff.contains("-  reference: first") && diff.contains("+  reference: second"),
+        "{diff}"
+    );
+    // diff is a dry run: nothing changed.
+    assert_eq!(get_json(&w, &["flunder", "d"])["spec"]["reference"], "first");
+}
+
+#[test]
+fn finalizers_hold_deletion_until_removed() {
+    let w = Wardle::start();
+    let file = w.write_file(
+        "fin.yaml",
+        "apiVersion: wardle.example.com/v1alpha1\nkind: Flunder\nmetadata:\n  name: fin\n\
+         \x20 finalizers:\n  - example.com/hold\nspec: {}\n",
+    );
+    w.kubectl_ok(&["create", "-f", file.to_str().unwrap()]);
+    let out = w.kubectl_ok(&["delete", "flunder", "fin", "--wait=false"]);
+    assert_eq!(out, "flunder.wardle.example.com \"fin\" deleted\n");
+    let obj = get_json(&w, &["flunder", "fin"]);
+    assert!(obj["metadata"]["deletionTimestamp"].is_string(), "{obj}");
+    assert_eq!(obj["metadata"]["deletionGracePeriodSeconds"], 0);
+
+    // A watcher sees the DELETED event once the finalizer goes.
+    let mut watch = w.kubectl_background(
+        "watch",
+        &["get", "flunders", "--watch-only", "--output-watch-events"],
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let mut wait = w.kubectl_background(
+        "wait",
+        &["wait", "--for=delete", "flunder/fin", "--timeout=30s"],
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        wait.running(),
+        "wait must block while the finalizer is there"
+    );
+    w.kubectl_ok(&[
+        "patch",
+        "flunder",
+        "fin",
+        "--type=json",
+        "-p",
+        r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
+    ]);
+    assert!(
+        wait.wait_for(Duration::from_secs(20), |out| out.contains("condition met")),
+        "kubectl wait: {:?}",
+        wait.stderr()
+    );
+    assert!(
+        watch.wait_for(Duration::from_secs(10), |out| out.contains("DELETED")),
+        "watch: {}",
+        watch.stdout()
+    );
+    let out = w.kubectl(&["get", "flunder", "fin"]);
+    assert!(stderr(&out).contains("NotFound"), "{}", stderr(&out));
+}
+
+#[test]
+fn scale_subresource() {
+    let w = Wardle::start();
+    create_flunder(&w, "s", &[], "r");
+    let out = w.kubectl_ok(&["scale", "flunder", "s", "--replicas=3"]);
+    assert_eq!(out, "flunder.wardle.example.com/s scaled\n");
+    assert_eq!(get_json(&w, &["flunder", "s"])["spec"]["replicas"], 3);
+    // With a precondition kubectl sends an update that must match the current replicas.
+    let out = w.kubectl(&[
+        "scale",
+        "flunder",
+        "s",
+        "--current-replicas=2",
+        "--replicas=4",
+    ]);
+    assert!(!out.status.success(), "{}", stdout(&out));
+    w.kubectl_ok(&[
+        "scale",
+        "flunder",
+        "s",
+        "--current-replicas=3",
+        "--replicas=4",
+    ]);
+    let scale = json(&w.kubectl_ok(&[
+        "get",
+        "--raw",
+        "/apis/wardle.example.com/v1alpha1/namespaces/default/flunders/s/scale",
+    ]));
+    assert_eq!(scale["kind"], "Scale");
+    assert_eq!(scale["apiVersion"], "autoscaling/v1");
+    assert_eq!(scale["spec"]["replicas"], 4);
+    assert_eq!(scale["status"]["replicas"], 0);
+    let out = w.kubectl(&["scale", "flunder", "s", "--replicas=-1"]);
+    assert!(!out.status.success());
+    // Fischers have no scale subresource.
+    let out = w.kubectl(&[
+        "get",
+        "--raw",
+        "/apis/wardle.example.com/v1alpha1/fischers/x/scale",
+    ]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("NotFound"), "{}", stderr(&out));
+}
