@@ -369,7 +369,10 @@ fn server_side_dry_run_and_diff() {
         "{diff}"
     );
     // diff is a dry run: nothing changed.
-    assert_eq!(get_json(&w, &["flunder", "d"])["spec"]["reference"], "first");
+    assert_eq!(
+        get_json(&w, &["flunder", "d"])["spec"]["reference"],
+        "first"
+    );
 }
 
 #[test]

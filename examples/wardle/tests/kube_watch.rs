@@ -1,0 +1,238 @@
+//! kube-rs watches against wardle: streaming lists (`sendInitialEvents`), bookmarks, a watch
+//! that starts behind the kept history, and the strategic merge patch type.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use apiserver_framework::cli::{LocalOptions, local};
+use apiserver_framework::storage::memory::MemoryStorage;
+use futures::{StreamExt, TryStreamExt};
+use kube::api::{Patch, PatchParams, PostParams, WatchEvent, WatchParams};
+use kube::runtime::watcher;
+use kube::{Api, Client, Config};
+use serde_json::json;
+use wardle::{Flunder, FlunderSpec, ReferenceType, Topping};
+
+/// Starts wardle in-process on `storage` (the default memory storage when `None`).
+async fn start(
+    storage: Option<Arc<MemoryStorage>>,
+) -> (
+    apiserver_framework::cli::LocalServer,
+    Client,
+    tempfile::TempDir,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = LocalOptions {
+        secure_port: 0,
+        cert_dir: dir.path().join("certs"),
+        ..Default::default()
+    };
+    let mut builder = wardle::app().server_builder();
+    if let Some(storage) = storage {
+        builder = builder.storage(storage);
+    }
+    let server = local::start("wardle", Arc::new(builder.build()), &opts)
+        .await
+        .unwrap();
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&server.kubeconfig).unwrap();
+    let config = Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .unwrap();
+    (server, Client::try_from(config).unwrap(), dir)
+}
+
+fn flunder(name: &str) -> Flunder {
+    Flunder::new(
+        name,
+        FlunderSpec {
+            reference: Some("r".into()),
+            reference_type: Some(ReferenceType::Flunder),
+            ..Default::default()
+        },
+    )
+}
+
+#[tokio::test]
+async fn streaming_list_watcher_gets_initial_events_then_changes() {
+    let (_server, client, _dir) = start(None).await;
+    let api: Api<Flunder> = Api::namespaced(client, "default");
+    for name in ["a", "b", "c"] {
+        api.create(&PostParams::default(), &flunder(name))
+            .await
+            .unwrap();
+    }
+    // With streaming lists the watcher sends sendInitialEvents=true and reports InitDone only
+    // when the bookmark annotated k8s.io/initial-events-end arrives.
+    let config = watcher::Config::default().streaming_lists();
+    let mut stream = watcher(api.clone(), config).boxed();
+    let mut initial = Vec::new();
+    let events = async {
+        loop {
+            match stream.try_next().await.unwrap().unwrap() {
+                watcher::Event::Init => {}
+                watcher::Event::InitApply(f) => initial.push(f.metadata.name.unwrap()),
+                watcher::Event::InitDone => break,
+                other => panic!("unexpected event before InitDone: {other:?}"),
+            }
+        }
+        api.create(&PostParams::default(), &flunder("d"))
+            .await
+            .unwrap();
+        loop {
+            if let watcher::Event::Apply(f) = stream.try_next().await.unwrap().unwrap() {
+                return f.metadata.name.unwrap();
+            }
+        }
+    };
+    let after = tokio::time::timeout(Duration::from_secs(20), events)
+        .await
+        .expect("the watcher finished its initial list and saw the create");
+    initial.sort();
+    assert_eq!(initial, ["a", "b", "c"]);
+    assert_eq!(after, "d");
+}
+
+#[tokio::test]
+async fn bookmarks_carry_the_latest_resource_version() {
+    let (_server, client, _dir) = start(None).await;
+    let api: Api<Flunder> = Api::namespaced(client, "default");
+    let created = api
+        .create(&PostParams::default(), &flunder("a"))
+        .await
+        .unwrap();
+    let rv = created.metadata.resource_version.clone().unwrap();
+    // A 4-second watch (kube asks for bookmarks by default) gets one about 2 s before its end.
+    let params = WatchParams::default().timeout(4);
+    let mut stream = api.watch(&params, "0").await.unwrap().boxed();
+    let mut added = 0;
+    let mut bookmark = None;
+    let started = std::time::Instant::now();
+    while let Some(ev) = stream.try_next().await.unwrap() {
+        match ev {
+            WatchEvent::Added(_) => added += 1,
+            WatchEvent::Bookmark(b) => bookmark = Some(b),
+            other => panic!("unexpected event {other:?}"),
+        }
+    }
+    assert!(started.elapsed() >= Duration::from_secs(3));
+    assert_eq!(added, 1);
+    let bookmark = bookmark.expect("a bookmark before the watch ended");
+    assert_eq!(bookmark.types.kind, "Flunder");
+    assert_eq!(bookmark.types.api_version, "wardle.example.com/v1alpha1");
+    assert_eq!(bookmark.metadata.resource_version, rv);
+
+    // Without allowWatchBookmarks there are none.
+    let params = WatchParams::default().disable_bookmarks().timeout(3);
+    let events: Vec<_> = api
+        .watch(&params, "0")
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(events.len(), 1);
+    assert!(matches!(events[0], WatchEvent::Added(_)));
+}
+
+#[tokio::test]
+async fn a_watch_from_before_the_kept_history_gets_a_410_error_event() {
+    let (_server, client, _dir) = start(Some(Arc::new(MemoryStorage::with_history(3)))).await;
+    let api: Api<Flunder> = Api::namespaced(client, "default");
+    let first = api
+        .create(&PostParams::default(), &flunder("a"))
+        .await
+        .unwrap();
+    for name in ["b", "c", "d", "e", "f"] {
+        api.create(&PostParams::default(), &flunder(name))
+            .await
+            .unwrap();
+    }
+    let rv = first.metadata.resource_version.unwrap();
+    let mut stream = api
+        .watch(&WatchParams::default().timeout(10), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    match stream.try_next().await.unwrap() {
+        Some(WatchEvent::Error(e)) => {
+            assert_eq!(e.code, 410);
+            assert_eq!(e.reason, "Expired");
+            assert!(
+                e.message
+                    .starts_with(&format!("too old resource version: {rv} (")),
+                "{}",
+                e.message
+            );
+        }
+        other => panic!("expected an ERROR event, got {other:?}"),
+    }
+    assert!(
+        stream.try_next().await.unwrap().is_none(),
+        "the stream ends after it"
+    );
+}
+
+#[tokio::test]
+async fn patch_types_through_kube() {
+    let (_server, client, _dir) = start(None).await;
+    let api: Api<Flunder> = Api::namespaced(client, "default");
+    let mut f = flunder("p");
+    f.spec.toppings = vec![
+        Topping {
+            name: "x".into(),
+            amount: Some(1),
+        },
+        Topping {
+            name: "y".into(),
+            amount: None,
+        },
+    ];
+    api.create(&PostParams::default(), &f).await.unwrap();
+    let pp = PatchParams::default();
+
+    let p: Patch<()> = Patch::Json(
+        serde_json::from_value(json!([{"op": "replace", "path": "/spec/reference", "value": "j"}]))
+            .unwrap(),
+    );
+    assert_eq!(
+        api.patch("p", &pp, &p)
+            .await
+            .unwrap()
+            .spec
+            .reference
+            .as_deref(),
+        Some("j")
+    );
+    let merged = api
+        .patch(
+            "p",
+            &pp,
+            &Patch::Merge(json!({"spec": {"toppings": [{"name": "z"}]}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        merged.spec.toppings.len(),
+        1,
+        "a merge patch replaces lists"
+    );
+    let strategic = api
+        .patch(
+            "p",
+            &pp,
+            &Patch::Strategic(json!({"spec": {"toppings": [{"name": "x", "amount": 2}]}})),
+        )
+        .await
+        .unwrap();
+    let toppings: Vec<(String, Option<i32>)> = strategic
+        .spec
+        .toppings
+        .iter()
+        .map(|t| (t.name.clone(), t.amount))
+        .collect();
+    assert_eq!(
+        toppings,
+        [("z".to_string(), None), ("x".to_string(), Some(2))],
+        "a strategic merge patch merges toppings by name"
+    );
+}
