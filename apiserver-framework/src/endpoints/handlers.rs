@@ -80,6 +80,10 @@ async fn dispatch(
             negotiation::SUPPORTED_STREAM_MEDIA_TYPES,
         ));
     }
+    if watch && matches!(output, Output::PartialObjectMetadataList) {
+        // Each event carries one object.
+        return Err(negotiation::partial_metadata_mismatch(&info, true));
+    }
     if let (Some("scale"), Some(n), Some(paths)) = (sub, name, info.scale.as_ref()) {
         return scale(storage, ctx, req, n, paths, query, output).await;
     }

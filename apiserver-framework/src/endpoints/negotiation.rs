@@ -81,17 +81,43 @@ pub enum Output {
         /// What each row's `object` holds.
         include_object: IncludeObject,
     },
-    /// A `meta.k8s.io/v1` `PartialObjectMetadata` (for a single object) or
-    /// `PartialObjectMetadataList` (for a list), as JSON. Both `as=` spellings select this;
-    /// the handler picks the form matching what it returns.
+    /// A `meta.k8s.io/v1` `PartialObjectMetadata`, as JSON: for one object and for each
+    /// event of a watch; a list answers 406, as upstream.
     PartialObjectMetadata,
+    /// A `meta.k8s.io/v1` `PartialObjectMetadataList`, as JSON: for a list; anything else
+    /// answers 406, as upstream.
+    PartialObjectMetadataList,
+}
+
+/// The 406 for a `PartialObjectMetadata` form that does not fit the response: a list asked
+/// for as `PartialObjectMetadata`, or an object (or a watch event) as
+/// `PartialObjectMetadataList`. The type is named in Go's `%T` style, as upstream prints it.
+pub fn partial_metadata_mismatch(
+    info: &crate::resource::ResourceInfo,
+    list_requested: bool,
+) -> ApiError {
+    let message = if list_requested {
+        format!(
+            "you requested PartialObjectMetadataList, but the requested object is not a list (*{}.{})",
+            info.version, info.kind
+        )
+    } else {
+        format!(
+            "you requested PartialObjectMetadata, but the requested object is a list (*{}.{}List)",
+            info.version, info.kind
+        )
+    };
+    ApiError::new(406, "NotAcceptable", message)
 }
 
 /// The `Content-Type` of a response in the given representation.
 pub fn content_type(output: Output) -> &'static str {
     match output {
         Output::Yaml => YAML,
-        Output::Json | Output::Table { .. } | Output::PartialObjectMetadata => JSON,
+        Output::Json
+        | Output::Table { .. }
+        | Output::PartialObjectMetadata
+        | Output::PartialObjectMetadataList => JSON,
     }
 }
 
@@ -255,6 +281,7 @@ enum Choice {
     Yaml,
     Table,
     Partial,
+    PartialList,
 }
 
 /// Whether the server can honour `range` with `encoding`, and how.
@@ -286,7 +313,8 @@ fn accept_with(range: &MediaRange, encoding: Encoding) -> Option<Choice> {
     }
     match kind {
         Some("Table") => Some(Choice::Table),
-        Some("PartialObjectMetadata" | "PartialObjectMetadataList") => Some(Choice::Partial),
+        Some("PartialObjectMetadata") => Some(Choice::Partial),
+        Some("PartialObjectMetadataList") => Some(Choice::PartialList),
         _ => None,
     }
 }
@@ -323,6 +351,7 @@ pub fn negotiate(
             include_object: IncludeObject::from_query(include_object_query)?,
         }),
         Some(Choice::Partial) => Ok(Output::PartialObjectMetadata),
+        Some(Choice::PartialList) => Ok(Output::PartialObjectMetadataList),
         None => Err(ApiError::not_acceptable(SUPPORTED_MEDIA_TYPES)),
     }
 }
@@ -546,14 +575,20 @@ mod tests {
 
     #[test]
     fn partial_object_metadata() {
-        for kind in ["PartialObjectMetadata", "PartialObjectMetadataList"] {
+        for (kind, want) in [
+            ("PartialObjectMetadata", Output::PartialObjectMetadata),
+            (
+                "PartialObjectMetadataList",
+                Output::PartialObjectMetadataList,
+            ),
+        ] {
             let accept = format!("application/json;as={kind};g=meta.k8s.io;v=v1,application/json");
-            assert_eq!(neg(&accept).unwrap(), Output::PartialObjectMetadata);
+            assert_eq!(neg(&accept).unwrap(), want);
         }
         assert_eq!(
             neg("application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json")
                 .unwrap(),
-            Output::PartialObjectMetadata
+            Output::PartialObjectMetadataList
         );
         assert_eq!(
             neg(

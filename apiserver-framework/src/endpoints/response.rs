@@ -54,6 +54,11 @@ pub fn object(
                 serde_json::to_vec(&t).map_err(ApiError::internal)?,
             )
         }
+        Output::PartialObjectMetadataList => {
+            return Err(crate::endpoints::negotiation::partial_metadata_mismatch(
+                info, true,
+            ));
+        }
         Output::PartialObjectMetadata => {
             let v = parse(&bytes)?;
             let p = table::partial_object_metadata(&v, table::META_V1);
@@ -133,6 +138,11 @@ pub fn list(
             )
         }
         Output::PartialObjectMetadata => {
+            return Err(crate::endpoints::negotiation::partial_metadata_mismatch(
+                info, false,
+            ));
+        }
+        Output::PartialObjectMetadataList => {
             let items = list
                 .items
                 .iter()
@@ -212,7 +222,7 @@ pub fn watch_object(
             let t = table::table(info, &objects, &rv, None, None, *include_object, first);
             Bytes::from(serde_json::to_vec(&t).unwrap_or_default())
         }
-        Output::PartialObjectMetadata => {
+        Output::PartialObjectMetadata | Output::PartialObjectMetadataList => {
             let Ok(v) = serde_json::from_slice::<Value>(object) else {
                 return object.clone();
             };

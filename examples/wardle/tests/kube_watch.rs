@@ -236,3 +236,83 @@ async fn patch_types_through_kube() {
         "a strategic merge patch merges toppings by name"
     );
 }
+
+#[tokio::test]
+async fn metadata_only_clients() {
+    let (server, client, _dir) = start(None).await;
+    let api: Api<Flunder> = Api::namespaced(client, "default");
+    let mut f = flunder("m");
+    f.metadata.labels = Some([("app".to_string(), "m".to_string())].into());
+    api.create(&PostParams::default(), &f).await.unwrap();
+
+    let one = api.get_metadata("m").await.unwrap();
+    assert_eq!(one.types.as_ref().unwrap().kind, "PartialObjectMetadata");
+    assert_eq!(one.metadata.labels.unwrap()["app"], "m");
+    let list = api
+        .list_metadata(&kube::api::ListParams::default())
+        .await
+        .unwrap();
+    assert_eq!(list.types.kind, "PartialObjectMetadataList");
+    assert_eq!(list.items.len(), 1);
+    assert_eq!(list.items[0].metadata.name.as_deref(), Some("m"));
+
+    // The metadata watcher of controllers: initial list, then a change.
+    let mut stream =
+        kube::runtime::metadata_watcher(api.clone(), watcher::Config::default()).boxed();
+    let seen = async {
+        loop {
+            if let watcher::Event::InitDone = stream.try_next().await.unwrap().unwrap() {
+                break;
+            }
+        }
+        api.patch(
+            "m",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"app": "n"}}})),
+        )
+        .await
+        .unwrap();
+        loop {
+            if let watcher::Event::Apply(m) = stream.try_next().await.unwrap().unwrap() {
+                return m;
+            }
+        }
+    };
+    let changed = tokio::time::timeout(Duration::from_secs(20), seen)
+        .await
+        .expect("the metadata watcher saw the change");
+    assert_eq!(
+        changed.types.as_ref().unwrap().kind,
+        "PartialObjectMetadata"
+    );
+    assert_eq!(changed.metadata.labels.unwrap()["app"], "n");
+
+    // Asking for the wrong cardinality is refused with 406, as upstream.
+    let http = reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(server.ca_pem.as_bytes()).unwrap())
+        .build()
+        .unwrap();
+    let res = http
+        .get(format!(
+            "{}/apis/wardle.example.com/v1alpha1/namespaces/default/flunders",
+            server.url
+        ))
+        .bearer_auth(&server.token)
+        .header(
+            "Accept",
+            "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io",
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 406);
+    let status: serde_json::Value = res.json().await.unwrap();
+    assert_eq!(status["reason"], "NotAcceptable");
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("you requested PartialObjectMetadata, but the requested object is a list"),
+        "{status}"
+    );
+}
