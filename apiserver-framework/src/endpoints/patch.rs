@@ -13,6 +13,9 @@ pub const PATCH_TYPES: &[&str] = &[
 /// Most operations a JSON patch may have (as upstream).
 pub const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
 
+/// The largest object a patch may produce, as large as a request body may be.
+pub const MAX_PATCH_RESULT_BYTES: usize = crate::endpoints::handlers::MAX_BODY_BYTES;
+
 /// A patch type, chosen by Content-Type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PatchKind {
@@ -75,8 +78,20 @@ impl PatchDocument {
         }
     }
 
-    /// Applies the patch to `current`; a patch that cannot apply answers 422.
-    pub fn apply(&self, mut current: Value) -> Result<Value, ApiError> {
+    /// Applies the patch to `current`; a patch that cannot apply answers 422, and one whose
+    /// result is larger than a request body may be (3 MiB) answers 413.
+    pub fn apply(&self, current: Value) -> Result<Value, ApiError> {
+        let patched = self.apply_unchecked(current)?;
+        let size = serde_json::to_vec(&patched).map_or(0, |b| b.len());
+        if size > MAX_PATCH_RESULT_BYTES {
+            return Err(ApiError::too_large(&format!(
+                "limit is {MAX_PATCH_RESULT_BYTES}"
+            )));
+        }
+        Ok(patched)
+    }
+
+    fn apply_unchecked(&self, mut current: Value) -> Result<Value, ApiError> {
         match self {
             PatchDocument::Json(p) => {
                 json_patch::patch(&mut current, p).map_err(|e| {

@@ -567,3 +567,179 @@ async fn a_flunder_without_spec_is_accepted() {
     assert_eq!(after.len(), before.len() + 1, "{after:?}");
     assert!(after.iter().any(|(name, _, _)| name == "bare"), "{after:?}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// patches, delete options and the scale subresource
+
+async fn patch_f1(
+    w: &Wardle,
+    client: &Client,
+    content_type: &str,
+    body: impl Into<String>,
+) -> (StatusCode, String) {
+    let res = client
+        .patch(w.at(&format!("{FLUNDERS}/f1")))
+        .header("Content-Type", content_type)
+        .body(body.into())
+        .send()
+        .await
+        .expect("send the patch");
+    let code = res.status();
+    (code, res.text().await.expect("read the response"))
+}
+
+#[tokio::test]
+async fn bad_patches_are_refused_and_change_nothing() {
+    let (w, client, before) = with_f1().await;
+    // Unsupported patch type: 415 listing what is accepted.
+    let (code, text) = patch_f1(&w, &client, "application/xml", "<x/>").await;
+    let v = status(code, &text, 415, "UnsupportedMediaType");
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap()
+            .contains("application/strategic-merge-patch+json"),
+        "{v}"
+    );
+    // Malformed patch documents: 400.
+    for (ct, body) in [
+        ("application/json-patch+json", "[{\"op\":"),
+        ("application/json-patch+json", "{\"op\":\"add\"}"),
+        ("application/merge-patch+json", "[1,2]"),
+        ("application/strategic-merge-patch+json", "{\"spec\":"),
+        (
+            "application/strategic-merge-patch+json",
+            "{\"$patch\":\"explode\"}",
+        ),
+    ] {
+        let (code, text) = patch_f1(&w, &client, ct, body).await;
+        assert_eq!(code.as_u16(), 400, "{ct} {body}: {text}");
+        status(code, &text, 400, "BadRequest");
+    }
+    // A JSON patch that does not apply: 422.
+    let (code, text) = patch_f1(
+        &w,
+        &client,
+        "application/json-patch+json",
+        r#"[{"op":"remove","path":"/spec/nothing"}]"#,
+    )
+    .await;
+    status(code, &text, 422, "Invalid");
+    // A patch that yields an invalid object: 422 from validation.
+    let (code, text) = patch_f1(
+        &w,
+        &client,
+        "application/merge-patch+json",
+        r#"{"spec":{"referenceType":"Nonsense"}}"#,
+    )
+    .await;
+    assert!(code.is_client_error(), "{text}");
+    // A patch that yields a wrong type: 400 as a decoding error.
+    let (code, text) = patch_f1(
+        &w,
+        &client,
+        "application/merge-patch+json",
+        r#"{"spec":{"reference":7}}"#,
+    )
+    .await;
+    status(code, &text, 400, "BadRequest");
+    // A small patch whose result would exceed 3 MiB: 413.
+    let big = "x".repeat(1_700_000);
+    let body = json!([
+        {"op": "add", "path": "/metadata/annotations", "value": {"a": big}},
+        {"op": "copy", "from": "/metadata/annotations/a", "path": "/metadata/annotations/b"},
+    ]);
+    let (code, text) = patch_f1(&w, &client, "application/json-patch+json", body.to_string()).await;
+    status(code, &text, 413, "RequestEntityTooLarge");
+    assert_eq!(stored(&w, &client).await, before);
+}
+
+#[tokio::test]
+async fn bad_delete_options_are_refused() {
+    let (w, client, before) = with_f1().await;
+    let url = w.at(&format!("{FLUNDERS}/f1"));
+    let (code, text) = send(
+        &client,
+        Method::DELETE,
+        &format!("{url}?propagationPolicy=Sideways"),
+        None,
+    )
+    .await;
+    let v = status(code, &text, 422, "Invalid");
+    assert_eq!(
+        v["message"],
+        "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Unsupported value: \"Sideways\": supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""
+    );
+    let (code, text) = send(
+        &client,
+        Method::DELETE,
+        &format!("{url}?propagationPolicy=Orphan&orphanDependents=true"),
+        None,
+    )
+    .await;
+    status(code, &text, 422, "Invalid");
+    let (code, text) = send(
+        &client,
+        Method::DELETE,
+        &url,
+        Some(r#"{"kind":"DeleteOptions","gracePeriodSeconds":"soon"}"#.into()),
+    )
+    .await;
+    status(code, &text, 400, "BadRequest");
+    let (code, text) = send(
+        &client,
+        Method::DELETE,
+        &url,
+        Some(r#"{"preconditions":{"uid":"not-the-uid"}}"#.into()),
+    )
+    .await;
+    status(code, &text, 409, "Conflict");
+    assert_eq!(stored(&w, &client).await, before);
+    // Propagation policies are accepted.
+    let (code, text) = send(
+        &client,
+        Method::DELETE,
+        &url,
+        Some(
+            r#"{"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Foreground"}"#.into(),
+        ),
+    )
+    .await;
+    assert_eq!(code, StatusCode::OK, "{text}");
+}
+
+#[tokio::test]
+async fn bad_scale_writes_are_refused() {
+    let (w, client, before) = with_f1().await;
+    let url = w.at(&format!("{FLUNDERS}/f1/scale"));
+    let scale = |replicas: i64, rv: &str| {
+        json!({
+            "kind": "Scale",
+            "apiVersion": "autoscaling/v1",
+            "metadata": {"name": "f1", "resourceVersion": rv},
+            "spec": {"replicas": replicas},
+        })
+        .to_string()
+    };
+    let (code, text) = send(&client, Method::PUT, &url, Some(scale(-1, ""))).await;
+    let v = status(code, &text, 422, "Invalid");
+    assert_eq!(
+        v["message"],
+        "Scale.autoscaling \"f1\" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0"
+    );
+    let (code, text) = send(&client, Method::PUT, &url, Some(scale(2, "999"))).await;
+    status(code, &text, 409, "Conflict");
+    let (code, text) = send(
+        &client,
+        Method::PUT,
+        &url,
+        Some(r#"{"kind":"Flunder","apiVersion":"wardle.example.com/v1alpha1"}"#.into()),
+    )
+    .await;
+    status(code, &text, 400, "BadRequest");
+    assert_eq!(stored(&w, &client).await, before);
+    let rv = &before[0].1;
+    let (code, text) = send(&client, Method::PUT, &url, Some(scale(2, rv))).await;
+    assert_eq!(code, StatusCode::OK, "{text}");
+    assert_eq!(parse(&text)["spec"]["replicas"], 2);
+}
