@@ -1,6 +1,6 @@
 //! Definitions of the `meta/v1` types every document references: `ObjectMeta` (and what it
 //! references), `ListMeta`, `Status`, `DeleteOptions`, `WatchEvent`, `Patch` and the
-//! discovery documents.
+//! discovery documents; and `autoscaling/v1 Scale`, the kind of scale subresources.
 //!
 //! They are generated with schemars from k8s-openapi's types, in the OpenAPI 3.0 dialect
 //! (`SchemaSettings::openapi3()`, definitions under `#/components/schemas/`); k8s-openapi
@@ -38,5 +38,7 @@ fn generate() -> Map<String, Value> {
     let _ = generator.subschema_for::<meta::Patch>();
     let _ = generator.subschema_for::<meta::APIResourceList>();
     let _ = generator.subschema_for::<meta::APIGroup>();
+    // The scale subresource's kind.
+    let _ = generator.subschema_for::<k8s_openapi::api::autoscaling::v1::Scale>();
     generator.take_definitions(true)
 }

@@ -280,6 +280,10 @@ impl<'a> ResourceRoutes<'a> {
         self.served.status_verbs.iter().any(|v| v == verb)
     }
 
+    fn has_scale(&self, verb: &str) -> bool {
+        self.served.scale_verbs.iter().any(|v| v == verb)
+    }
+
     /// All paths of the resource (some may have no operations).
     fn paths(&self) -> Vec<PathItem> {
         let info = self.info();
@@ -342,6 +346,23 @@ impl<'a> ResourceRoutes<'a> {
             operations: ops,
         });
 
+        let mut ops = Vec::new();
+        for (verb, action) in [
+            ("get", Action::Get),
+            ("update", Action::Replace),
+            ("patch", Action::Patch),
+        ] {
+            if self.has_scale(verb) {
+                ops.push(self.operation(action, Place::Scoped, true, "scale"));
+            }
+        }
+        if !ops.is_empty() {
+            paths.push(PathItem {
+                path: format!("{item}/scale"),
+                operations: ops,
+            });
+        }
+
         if can_watch_list {
             paths.push(PathItem {
                 path: format!("{}/watch/{scope}{plural}", self.prefix),
@@ -378,7 +399,7 @@ impl<'a> ResourceRoutes<'a> {
     }
 
     /// One operation. `named` says whether the path ends in (or contains) `{name}`;
-    /// `subresource` is `""` or `"status"`.
+    /// `subresource` is `""`, `"status"` or `"scale"`.
     fn operation(&self, action: Action, place: Place, named: bool, subresource: &str) -> Operation {
         let info = self.info();
         let kind = &info.kind;
@@ -424,7 +445,26 @@ impl<'a> ResourceRoutes<'a> {
             });
         }
 
-        let object = resource_definition_name(info);
+        // The scale subresource reads and writes `autoscaling/v1 Scale`.
+        let (object, gvk) = if subresource == "scale" {
+            (
+                SCALE_DEFINITION.to_string(),
+                Gvk {
+                    group: "autoscaling".into(),
+                    version: "v1".into(),
+                    kind: "Scale".into(),
+                },
+            )
+        } else {
+            (
+                resource_definition_name(info),
+                Gvk {
+                    group: info.group.clone(),
+                    version: info.version.clone(),
+                    kind: kind.clone(),
+                },
+            )
+        };
         let status = meta("Status");
         let (body, responses) = match action {
             Action::Discovery | Action::Get => (None, vec![ok(object)]),
@@ -480,11 +520,7 @@ impl<'a> ResourceRoutes<'a> {
             query: query_params(action),
             body,
             responses: with_unauthorized(responses),
-            gvk: Some(Gvk {
-                group: info.group.clone(),
-                version: info.version.clone(),
-                kind: kind.clone(),
-            }),
+            gvk: Some(gvk),
         }
     }
 
@@ -516,6 +552,9 @@ impl<'a> ResourceRoutes<'a> {
         }
     }
 }
+
+/// The definition name of `autoscaling/v1 Scale`.
+const SCALE_DEFINITION: &str = "io.k8s.api.autoscaling.v1.Scale";
 
 /// `201 Created` with a schema.
 fn created(schema: String) -> Response {
