@@ -7,4 +7,5 @@ pub mod patch;
 pub mod query;
 pub mod request_info;
 pub mod response;
+pub mod strategic;
 pub mod table;
