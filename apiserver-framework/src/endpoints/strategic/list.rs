@@ -1,11 +1,11 @@
 //! Merging lists: maps by merge key, other values as a set; element directives; and the order
 //! of the merged list.
 //!
-//! Order: elements named by the patch (or by `$setElementOrder`) come in the patch's order, and
-//! elements only the object has keep their relative order, placed before the first patch element
-//! that follows them in the object. An element new to the object cannot be compared with the
-//! object's elements, so it goes before the object-only elements not yet placed: a patch that
-//! only adds `b` to `[a]` yields `[b, a]`.
+//! Order: the elements the patch (or `$setElementOrder`) names come in its order; an element
+//! only the object has keeps its relative order and goes before the next placed element that
+//! followed it in the object. An element new to the object has no place there, so it goes
+//! before the object-only elements still to be placed: a patch that only adds `b` to `[a]`
+//! yields `[b, a]`.
 
 use serde_json::{Map, Value};
 
@@ -66,19 +66,33 @@ pub(super) fn element_kind(lists: &[&[Value]]) -> Result<Option<ElementKind>, St
     }
 }
 
+/// A merged list, and the object's list as a `$setElementOrder` on the same field then sees it.
+pub(super) struct MergedList {
+    /// The merged list, in the patch's order.
+    pub(super) elements: Vec<Value>,
+    /// The object's list after the patch's element deletions, with as many of the elements the
+    /// patch added as there were deletions taking the freed places: where `$setElementOrder`
+    /// does not name an element, its position here decides where it goes (as on Kubernetes
+    /// API servers, where the merge reuses the list's storage in place).
+    pub(super) server_view: Vec<Value>,
+}
+
 /// Merges the patch list into the object's list of a merging field (`schema` is the list's).
 pub(super) fn merge_list(
     original: Vec<Value>,
     patch: &[Value],
     key: Option<&str>,
     schema: Schema<'_>,
-) -> Result<Vec<Value>, StrategicPatchError> {
+) -> Result<MergedList, StrategicPatchError> {
     if original.is_empty() && patch.is_empty() {
-        return Ok(original);
+        return Ok(MergedList {
+            elements: Vec::new(),
+            server_view: Vec::new(),
+        });
     }
     let items = schema.items();
     if element_kind(&[&original, patch])? != Some(ElementKind::Object) {
-        let server_order = original.clone();
+        let server_view = original.clone();
         let mut merged: Vec<Value> = Vec::with_capacity(original.len() + patch.len());
         for value in original.into_iter().chain(patch.iter().cloned()) {
             if !merged.contains(&value) {
@@ -86,7 +100,11 @@ pub(super) fn merge_list(
             }
         }
         let (in_patch, server_only) = partition(merged, patch, None)?;
-        return normalize_order(in_patch, server_only, patch, &server_order, None);
+        let elements = normalize_order(in_patch, server_only, patch, &server_view, None)?;
+        return Ok(MergedList {
+            elements,
+            server_view,
+        });
     }
     let Some(key) = key else {
         return Err(StrategicPatchError::NoMergeKey {
@@ -96,6 +114,7 @@ pub(super) fn merge_list(
 
     // Element directives: `$patch: delete` drops the elements with that key, `$patch: replace`
     // makes the other patch elements the whole list.
+    let original_len = original.len();
     let mut original = original;
     let mut plain: Vec<&Map<String, Value>> = Vec::new();
     let mut replace = false;
@@ -119,10 +138,16 @@ pub(super) fn merge_list(
             }
         }
         let order = replacement.clone();
-        return normalize_order(Vec::new(), replacement, &[], &order, Some(key));
+        let elements = normalize_order(Vec::new(), replacement, &[], &order, Some(key))?;
+        return Ok(MergedList {
+            elements,
+            server_view: original,
+        });
     }
 
     let server_order = original.clone();
+    let mut free_places = original_len - original.len();
+    let mut server_view = original.clone();
     let mut merged = original;
     for element in &plain {
         let value = merge_key_of(element, key, true)?;
@@ -136,6 +161,10 @@ pub(super) fn merge_list(
             }
             None => {
                 if let Some(value) = new_map(element, items)? {
+                    if free_places > 0 {
+                        free_places -= 1;
+                        server_view.push(value.clone());
+                    }
                     merged.push(value);
                 }
             }
@@ -143,13 +172,17 @@ pub(super) fn merge_list(
     }
     let patch_order: Vec<Value> = plain.into_iter().cloned().map(Value::Object).collect();
     let (in_patch, server_only) = partition(merged, &patch_order, Some(key))?;
-    normalize_order(
+    let elements = normalize_order(
         in_patch,
         server_only,
         &patch_order,
         &server_order,
         Some(key),
-    )
+    )?;
+    Ok(MergedList {
+        elements,
+        server_view,
+    })
 }
 
 /// Puts `merged` in the order of `order` (a `$setElementOrder` list); elements it does not name

@@ -175,7 +175,7 @@ fn merge_field(
             schema.expect_array()?;
             let merged = match schema.list_strategy() {
                 ListStrategy::Merge { key } => {
-                    merge_list(std::mem::take(existing), patch, key, schema)?
+                    merge_list(std::mem::take(existing), patch, key, schema)?.elements
                 }
                 ListStrategy::Replace => new_list(patch, schema.items())?,
             };
@@ -269,14 +269,16 @@ fn set_element_order(
     let strategy = schema.list_strategy();
     validate_order(patch_list.unwrap_or_default(), order, strategy.merge_key())?;
 
-    let server_order = existing.clone().unwrap_or_default();
-    let merged = match (existing, patch_list) {
+    let (merged, server_order) = match (existing, patch_list) {
         (None, None) => return Ok(()),
-        (Some(existing), None) => existing,
-        (None, Some(patch)) => new_list(patch, schema.items())?,
+        (Some(existing), None) => (existing.clone(), existing),
+        (None, Some(patch)) => (new_list(patch, schema.items())?, Vec::new()),
         (Some(existing), Some(patch)) => match strategy {
-            ListStrategy::Merge { key } => merge_list(existing, patch, key, schema)?,
-            ListStrategy::Replace => new_list(patch, schema.items())?,
+            ListStrategy::Merge { key } => {
+                let merged = merge_list(existing, patch, key, schema)?;
+                (merged.elements, merged.server_view)
+            }
+            ListStrategy::Replace => (new_list(patch, schema.items())?, existing),
         },
     };
     let kind = element_kind(&[&server_order, patch_list.unwrap_or_default()])?;

@@ -30,10 +30,11 @@
 //!   `{"<key>": v}`, other values as themselves. Elements only the object has keep their
 //!   relative order.
 //!
-//! Merged lists take the patch's order for the elements it names; elements only the object has
-//! keep their relative order around them, and an element new to the object goes before the
-//! object-only elements that follow the last element placed (adding `b` to `[a]` yields
-//! `[b, a]`), as Kubernetes API servers do.
+//! Order of a merged list: the elements the patch names come in the patch's order (or the
+//! `$setElementOrder` order); an element only the object has keeps its relative order and goes
+//! before the next placed element that followed it in the object. An element new to the object
+//! has no place there, so it goes before the object-only elements still to be placed: adding
+//! `b` to `[a]` yields `[b, a]`, as on Kubernetes API servers.
 
 mod error;
 mod list;
