@@ -165,7 +165,7 @@ fn merge_field(
         (Some(Value::Object(existing)), Value::Object(patch)) => {
             schema.expect_object()?;
             if schema.replaces_map() {
-                new_map(patch, schema)?
+                Some(Value::Object(merge_map(Map::new(), patch, schema)?))
             } else {
                 let merged = merge_map(std::mem::take(existing), patch, schema)?;
                 Some(Value::Object(merged))

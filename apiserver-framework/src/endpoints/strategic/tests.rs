@@ -244,6 +244,13 @@ fn replace_strategy_maps_are_replaced_whole() {
         patched(json!({"whole": {"a": 1}}), json!({"whole": {"b": 2}})),
         json!({"whole": {"b": 2}})
     );
+    assert_eq!(
+        patched(
+            json!({"whole": {"a": 1}}),
+            json!({"whole": {"$patch": "delete"}})
+        ),
+        json!({"whole": {}})
+    );
 }
 
 #[test]
