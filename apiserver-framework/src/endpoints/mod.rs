@@ -8,4 +8,5 @@ pub mod query;
 pub mod request_info;
 pub mod response;
 pub mod scale;
+pub mod strategic;
 pub mod table;
