@@ -117,7 +117,8 @@ impl ApiError {
         }
     }
 
-    fn with_details(mut self, details: StatusDetails) -> Self {
+    /// The same error with `details` set.
+    pub fn with_details(mut self, details: StatusDetails) -> Self {
         self.details = Some(Box::new(details));
         self
     }

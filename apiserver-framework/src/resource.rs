@@ -138,6 +138,11 @@ impl ResourceInfo {
         labels
     }
 
+    /// The schema strategic merge patches follow (a copy of [`ResourceInfo::schema`]).
+    pub fn patch_schema(&self) -> std::sync::Arc<serde_json::Value> {
+        std::sync::Arc::new(self.schema.clone())
+    }
+
     /// The subresources served besides the object itself: `status` and `scale` when declared.
     pub fn subresources(&self) -> Vec<&'static str> {
         let mut subs = Vec::new();

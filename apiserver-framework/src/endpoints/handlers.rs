@@ -130,7 +130,7 @@ async fn dispatch(
             let opts = query.write_options()?;
             let kind = patch::PatchKind::from_content_type(&content_type(&req))?;
             let body = read_body(req).await?;
-            let doc = patch::PatchDocument::parse(kind, &body)?;
+            let doc = patch::PatchDocument::parse(kind, &body, info.patch_schema())?;
             let apply = move |current: Value| doc.apply(current);
             let obj = storage.patch(ctx, n, sub, &apply, &opts).await?;
             response::object(StatusCode::OK, output, &info, obj)
@@ -190,7 +190,8 @@ async fn scale(
             let opts = query.write_options()?;
             let kind = patch::PatchKind::from_content_type(&content_type(&req))?;
             let body = read_body(req).await?;
-            let doc = patch::PatchDocument::parse(kind, &body)?;
+            // A Scale has no lists: strategic merge patches merge it as maps.
+            let doc = patch::PatchDocument::parse(kind, &body, Default::default())?;
             let write = move |current: Value| {
                 let desired = doc.apply(scale::from_object(paths, &current)?)?;
                 scale::apply_to_object(paths, name, &desired, current)

@@ -1,4 +1,5 @@
-//! Patch documents: JSON Patch (RFC 6902) and JSON Merge Patch (RFC 7386).
+//! Patch documents: JSON Patch (RFC 6902), JSON Merge Patch (RFC 7386) and strategic merge
+//! patch (see [`crate::endpoints::strategic`]).
 
 use serde_json::Value;
 
@@ -8,6 +9,7 @@ use crate::error::ApiError;
 pub const PATCH_TYPES: &[&str] = &[
     "application/json-patch+json",
     "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
 ];
 
 /// Most operations a JSON patch may have (as upstream).
@@ -23,6 +25,8 @@ pub enum PatchKind {
     Json,
     /// `application/merge-patch+json`.
     Merge,
+    /// `application/strategic-merge-patch+json`.
+    Strategic,
 }
 
 impl PatchKind {
@@ -32,6 +36,7 @@ impl PatchKind {
         match base {
             "application/json-patch+json" => Ok(PatchKind::Json),
             "application/merge-patch+json" => Ok(PatchKind::Merge),
+            "application/strategic-merge-patch+json" => Ok(PatchKind::Strategic),
             _ => Err(ApiError::unsupported_media_type(PATCH_TYPES)),
         }
     }
@@ -44,11 +49,23 @@ pub enum PatchDocument {
     Json(json_patch::Patch),
     /// A merge patch.
     Merge(Value),
+    /// A strategic merge patch, with the schema whose list semantics it follows.
+    Strategic {
+        /// The patch.
+        patch: Value,
+        /// The structural schema of the patched object (`Value::Null` for none).
+        schema: std::sync::Arc<Value>,
+    },
 }
 
 impl PatchDocument {
-    /// Parses a patch body; malformed patches answer 400, too many operations 413.
-    pub fn parse(kind: PatchKind, body: &[u8]) -> Result<Self, ApiError> {
+    /// Parses a patch body; malformed patches answer 400, too many operations 413. `schema`
+    /// is the structural schema of the patched object, which strategic merge patches follow.
+    pub fn parse(
+        kind: PatchKind,
+        body: &[u8],
+        schema: std::sync::Arc<Value>,
+    ) -> Result<Self, ApiError> {
         match kind {
             PatchKind::Json => {
                 let raw: Value = serde_json::from_slice(body)
@@ -65,7 +82,7 @@ impl PatchDocument {
                     .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
                 Ok(PatchDocument::Json(patch))
             }
-            PatchKind::Merge => {
+            PatchKind::Merge | PatchKind::Strategic => {
                 let v: Value = serde_json::from_slice(body)
                     .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
                 if !v.is_object() {
@@ -73,7 +90,11 @@ impl PatchDocument {
                         "error decoding patch: a merge patch must be a JSON object",
                     ));
                 }
-                Ok(PatchDocument::Merge(v))
+                Ok(if kind == PatchKind::Merge {
+                    PatchDocument::Merge(v)
+                } else {
+                    PatchDocument::Strategic { patch: v, schema }
+                })
             }
         }
     }
@@ -94,20 +115,36 @@ impl PatchDocument {
     fn apply_unchecked(&self, mut current: Value) -> Result<Value, ApiError> {
         match self {
             PatchDocument::Json(p) => {
+                // Upstream's generic 422: a fixed message, the library's error as the cause.
                 json_patch::patch(&mut current, p).map_err(|e| {
                     ApiError::new(
                         422,
                         "Invalid",
-                        format!(
-                            "the server rejected our request due to an error in our request: {e}"
-                        ),
+                        "the server rejected our request due to an error in our request",
                     )
+                    .with_details(crate::error::StatusDetails {
+                        causes: vec![crate::error::StatusCause {
+                            reason: "UnexpectedServerResponse".into(),
+                            message: e.to_string(),
+                            field: String::new(),
+                        }],
+                        ..Default::default()
+                    })
                 })?;
                 Ok(current)
             }
             PatchDocument::Merge(p) => {
                 json_patch::merge(&mut current, p);
                 Ok(current)
+            }
+            PatchDocument::Strategic { patch, schema } => {
+                crate::endpoints::strategic::apply(&current, patch, schema).map_err(|e| {
+                    if e.is_bad_request() {
+                        ApiError::bad_request(format!("error applying patch: {e}"))
+                    } else {
+                        ApiError::new(422, "Invalid", e.to_string())
+                    }
+                })
             }
         }
     }
@@ -124,6 +161,7 @@ mod tests {
         let p = PatchDocument::parse(
             PatchKind::Merge,
             br#"{"metadata":{"labels":{"a":null,"c":"3"}}}"#,
+            Default::default(),
         )
         .unwrap();
         assert_eq!(
@@ -133,23 +171,25 @@ mod tests {
         let p = PatchDocument::parse(
             PatchKind::Json,
             br#"[{"op":"replace","path":"/spec/x","value":2}]"#,
+            Default::default(),
         )
         .unwrap();
         assert_eq!(p.apply(cur.clone()).unwrap()["spec"]["x"], 2);
         let p = PatchDocument::parse(
             PatchKind::Json,
             br#"[{"op":"test","path":"/spec/x","value":5}]"#,
+            Default::default(),
         )
         .unwrap();
         assert_eq!(p.apply(cur).unwrap_err().code, 422);
         assert_eq!(
-            PatchDocument::parse(PatchKind::Json, b"{")
+            PatchDocument::parse(PatchKind::Json, b"{", Default::default())
                 .unwrap_err()
                 .code,
             400
         );
         assert_eq!(
-            PatchKind::from_content_type("application/strategic-merge-patch+json")
+            PatchKind::from_content_type("application/apply-patch+yaml")
                 .unwrap_err()
                 .code,
             415

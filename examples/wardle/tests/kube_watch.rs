@@ -232,8 +232,9 @@ async fn patch_types_through_kube() {
         .collect();
     assert_eq!(
         toppings,
-        [("z".to_string(), None), ("x".to_string(), Some(2))],
-        "a strategic merge patch merges toppings by name"
+        [("x".to_string(), Some(2)), ("z".to_string(), None)],
+        "a strategic merge patch merges toppings by name; a new item goes before the existing \
+         ones, as on Kubernetes API servers"
     );
 }
 

@@ -151,7 +151,8 @@ fn patch_types() {
     assert_eq!(obj["metadata"]["labels"], json!({"b": "2"}));
     assert_eq!(obj["spec"]["toppings"].as_array().unwrap().len(), 2);
 
-    // A strategic merge patch merges the toppings by name instead of replacing the list.
+    // A strategic merge patch merges the toppings by name instead of replacing the list; as on
+    // Kubernetes API servers, the patch's items come in its order, before the untouched ones.
     w.kubectl_ok(&[
         "patch",
         "flunder",
@@ -163,7 +164,7 @@ fn patch_types() {
     let obj = get_json(&w, &["flunder", "p"]);
     assert_eq!(
         obj["spec"]["toppings"],
-        json!([{"name": "x", "amount": 5}, {"name": "y"}, {"name": "z"}])
+        json!([{"name": "x", "amount": 5}, {"name": "z"}, {"name": "y"}])
     );
     w.kubectl_ok(&[
         "patch",
@@ -189,7 +190,11 @@ fn patch_types() {
         r#"[{"op":"test","path":"/spec/reference","value":"nope"}]"#,
     ]);
     assert!(!out.status.success());
-    assert!(stderr(&out).contains("Invalid"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("The request is invalid"),
+        "{}",
+        stderr(&out)
+    );
     // A patch producing an invalid object is refused by validation.
     let out = w.kubectl(&[
         "patch",
