@@ -1,8 +1,9 @@
 //! Parsing request options from the query string, with upstream's 400/422 answers.
 
 use crate::error::ApiError;
+use crate::registry::continue_token;
 use crate::registry::options::{DeleteOptions, FieldValidation, ListOptions, WriteOptions};
-use crate::registry::selector::{FieldSelector, LabelSelector};
+use crate::registry::selector::{FieldSelector, LabelSelector, go_quote};
 use crate::registry::strategy::FieldError;
 
 /// The decoded `key=value` pairs of a query string, in order.
@@ -53,12 +54,20 @@ impl Query {
         }
     }
 
+    /// An integer parameter; a malformed one answers 400 with the text of Go's `ParseInt`
+    /// error, which is all upstream's query decoding reports.
     fn int(&self, key: &str) -> Result<Option<i64>, ApiError> {
         self.get(key)
             .map(|v| {
-                v.parse::<i64>().map_err(|_| {
+                v.parse::<i64>().map_err(|e| {
+                    let why = match e.kind() {
+                        std::num::IntErrorKind::PosOverflow
+                        | std::num::IntErrorKind::NegOverflow => "value out of range",
+                        _ => "invalid syntax",
+                    };
                     ApiError::bad_request(format!(
-                        "invalid value for {key}: {v:?}: strconv.ParseInt: parsing {v:?}: invalid syntax"
+                        "strconv.ParseInt: parsing {}: {why}",
+                        go_quote(v)
                     ))
                 })
             })
@@ -87,8 +96,10 @@ impl Query {
 
     /// List and watch options.
     pub fn list_options(&self, watch: bool) -> Result<ListOptions, ApiError> {
+        // Upstream decodes the selectors while converting the query into its ListOptions and
+        // answers a parse error as a 400 whose message is the parser's text, unchanged.
         let label_selector = LabelSelector::parse(self.get("labelSelector").unwrap_or(""))
-            .map_err(|e| ApiError::bad_request(format!("unable to parse requirement: {e}")))?;
+            .map_err(ApiError::bad_request)?;
         let field_selector = FieldSelector::parse(self.get("fieldSelector").unwrap_or(""))
             .map_err(ApiError::bad_request)?;
         let limit = self.int("limit")?.unwrap_or(0).max(0) as usize;
@@ -140,46 +151,64 @@ impl Query {
     }
 }
 
+/// Upstream's ListOptions validation (422, in upstream's order of checks), then the checks
+/// its storage makes before reading (400): the continue token decodes, no resourceVersion
+/// with a continue token, and a list's resourceVersion is a number.
 fn validate_list_options(opts: &ListOptions, watch: bool) -> Result<(), ApiError> {
     let mut errs = Vec::new();
     let m = opts.resource_version_match.as_str();
-    if !matches!(m, "" | "Exact" | "NotOlderThan") {
-        errs.push(FieldError::not_supported(
-            "resourceVersionMatch",
-            m,
-            &["Exact", "NotOlderThan", ""],
-        ));
-    }
+    let path = "resourceVersionMatch";
     if watch {
         if opts.send_initial_events.is_some() && m != "NotOlderThan" {
             errs.push(FieldError::forbidden(
-                "resourceVersionMatch",
+                path,
                 "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
             ));
-        } else if opts.send_initial_events.is_none() && !m.is_empty() {
-            errs.push(FieldError::forbidden(
-                "resourceVersionMatch",
-                "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
-            ));
+        }
+        if !m.is_empty() {
+            if opts.send_initial_events.is_none() {
+                errs.push(FieldError::forbidden(
+                    path,
+                    "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+                ));
+            }
+            if m != "NotOlderThan" {
+                errs.push(FieldError::not_supported(path, m, &["NotOlderThan"]));
+            }
+            if !opts.continue_token.is_empty() {
+                errs.push(FieldError::forbidden(
+                    path,
+                    "resourceVersionMatch is forbidden when continue is provided",
+                ));
+            }
         }
     } else {
-        if !m.is_empty() && opts.resource_version.is_empty() {
-            errs.push(FieldError::forbidden(
-                "resourceVersionMatch",
-                "resourceVersionMatch is forbidden unless resourceVersion is provided",
-            ));
-        }
-        if !m.is_empty() && !opts.continue_token.is_empty() {
-            errs.push(FieldError::forbidden(
-                "resourceVersionMatch",
-                "resourceVersionMatch is forbidden when continue is provided",
-            ));
-        }
-        if m == "Exact" && opts.resource_version == "0" {
-            errs.push(FieldError::forbidden(
-                "resourceVersionMatch",
-                "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
-            ));
+        if !m.is_empty() {
+            if opts.resource_version.is_empty() {
+                errs.push(FieldError::forbidden(
+                    path,
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                ));
+            }
+            if !opts.continue_token.is_empty() {
+                errs.push(FieldError::forbidden(
+                    path,
+                    "resourceVersionMatch is forbidden when continue is provided",
+                ));
+            }
+            if m != "Exact" && m != "NotOlderThan" {
+                errs.push(FieldError::not_supported(
+                    path,
+                    m,
+                    &["Exact", "NotOlderThan", ""],
+                ));
+            }
+            if m == "Exact" && opts.resource_version == "0" {
+                errs.push(FieldError::forbidden(
+                    path,
+                    "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+                ));
+            }
         }
         if opts.send_initial_events.is_some() {
             errs.push(FieldError::forbidden(
@@ -197,10 +226,36 @@ fn validate_list_options(opts: &ListOptions, watch: bool) -> Result<(), ApiError
             &errs,
         ));
     }
-    if !opts.continue_token.is_empty() && !matches!(opts.resource_version.as_str(), "" | "0") {
-        return Err(ApiError::bad_request(
-            "specifying resource version is not allowed when using continue",
-        ));
+    if !opts.continue_token.is_empty() {
+        continue_token::decode(&opts.continue_token)
+            .map_err(|e| ApiError::bad_request(format!("invalid continue token: {e}")))?;
+        if !matches!(opts.resource_version.as_str(), "" | "0") {
+            return Err(ApiError::bad_request(
+                "specifying resource version is not allowed when using continue",
+            ));
+        }
+    } else if !watch && !matches!(opts.resource_version.as_str(), "" | "0") {
+        parse_resource_version(&opts.resource_version)?;
     }
     Ok(())
+}
+
+/// A resourceVersion as the storage parses it: an unsigned 64-bit decimal. Anything else
+/// answers upstream's 400, e.g. `invalid resource version: resourceVersion: Invalid value:
+/// "abc": strconv.ParseUint: parsing "abc": invalid syntax`.
+pub fn parse_resource_version(rv: &str) -> Result<u64, ApiError> {
+    let digits = !rv.is_empty() && rv.bytes().all(|c| c.is_ascii_digit());
+    let parsed = if digits { rv.parse::<u64>().ok() } else { None };
+    parsed.ok_or_else(|| {
+        // Only digits that do not fit are out of range; a sign or anything else is syntax.
+        let why = if digits {
+            "value out of range"
+        } else {
+            "invalid syntax"
+        };
+        let quoted = go_quote(rv);
+        ApiError::bad_request(format!(
+            "invalid resource version: resourceVersion: Invalid value: {quoted}: strconv.ParseUint: parsing {quoted}: {why}"
+        ))
+    })
 }

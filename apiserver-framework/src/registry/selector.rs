@@ -1,8 +1,20 @@
 //! Label and field selectors: parsing and matching.
 //!
-//! Written here because no maintained crate parses Kubernetes' selector grammar.
+//! Written here because no maintained crate parses Kubernetes' selector grammar. The parser
+//! follows upstream's lexer and recursive-descent parser step by step, so that accepted
+//! inputs, values and error messages are the ones `kubectl` users know.
+//!
+//! Label selectors: requirements joined by `,`; each is `key`, `!key`, `key=v`, `key==v`,
+//! `key!=v`, `key in (a,b)`, `key notin (a,b)`, `key>n` or `key<n`. Whitespace (space, tab,
+//! CR, LF) separates tokens; `=`, `!`, `(`, `)`, `,`, `<` and `>` end an identifier. Keys are
+//! validated as label keys (optional DNS-1123 subdomain prefix and `/`), values as label
+//! values; set values are deduplicated and sorted, and `()` means the one empty value.
+//!
+//! Field selectors: terms joined by unescaped `,`; each is `field=v`, `field==v` or
+//! `field!=v`, split at the first operator; values may escape `\\`, `\,` and `\=`. Terms are
+//! sorted, nothing is trimmed.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
@@ -21,6 +33,10 @@ pub enum Operator {
     Exists,
     /// `!key`.
     DoesNotExist,
+    /// `key>n`: the label exists and is an integer greater than `n`.
+    GreaterThan,
+    /// `key<n`: the label exists and is an integer less than `n`.
+    LessThan,
 }
 
 /// One requirement of a label selector.
@@ -30,7 +46,8 @@ pub struct Requirement {
     pub key: String,
     /// The operator.
     pub op: Operator,
-    /// The values (one for equality, several for set operators, none for existence).
+    /// The values (one for equality and comparisons, several for set operators, none for
+    /// existence), sorted and without duplicates.
     pub values: Vec<String>,
 }
 
@@ -42,6 +59,19 @@ impl Requirement {
             Operator::NotEquals | Operator::NotIn => !v.is_some_and(|v| self.values.contains(v)),
             Operator::Exists => v.is_some(),
             Operator::DoesNotExist => v.is_none(),
+            Operator::GreaterThan | Operator::LessThan => {
+                let (Some(have), [want]) = (v, self.values.as_slice()) else {
+                    return false;
+                };
+                let (Ok(have), Ok(want)) = (have.parse::<i64>(), want.parse::<i64>()) else {
+                    return false;
+                };
+                if self.op == Operator::GreaterThan {
+                    have > want
+                } else {
+                    have < want
+                }
+            }
         }
     }
 }
@@ -49,7 +79,7 @@ impl Requirement {
 /// A parsed label selector; empty matches everything.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LabelSelector {
-    /// All requirements (AND).
+    /// All requirements (AND), sorted by key.
     pub requirements: Vec<Requirement>,
 }
 
@@ -64,209 +94,561 @@ impl LabelSelector {
         self.requirements.iter().all(|r| r.matches(labels))
     }
 
-    /// Parses the selector grammar: `a=b`, `a==b`, `a!=b`, `a in (x,y)`, `a notin (x)`, `a`,
-    /// `!a`, joined by commas.
+    /// Parses the selector grammar (see the module docs). The error is upstream's message,
+    /// e.g. `unable to parse requirement: found '', expected: identifier` or
+    /// `found ',', expected: !, identifier, or 'end of string'`; a list handler answers it
+    /// as a 400 `BadRequest` as it is.
     pub fn parse(s: &str) -> Result<Self, String> {
         let mut p = Parser {
-            s: s.as_bytes(),
-            pos: 0,
-            src: s,
+            items: Lexer::new(s).scan(),
+            position: 0,
         };
-        let mut requirements = Vec::new();
-        p.skip_ws();
-        if p.done() {
-            return Ok(LabelSelector::default());
-        }
-        loop {
-            requirements.push(p.requirement()?);
-            p.skip_ws();
-            if p.done() {
-                break;
-            }
-            if p.peek() == Some(b',') {
-                p.pos += 1;
-                continue;
-            }
-            return Err(format!(
-                "found '{}', expected: ',' or 'end of string'",
-                p.rest_token()
-            ));
-        }
+        let mut requirements = p.parse()?;
+        // Stable sort by key, as upstream, so equal selectors compare equal.
+        requirements.sort_by(|a, b| a.key.cmp(&b.key));
         Ok(LabelSelector { requirements })
     }
 }
 
-struct Parser<'a> {
+/// A lexer token.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Token {
+    EndOfString,
+    ClosedPar,
+    Comma,
+    DoesNotExist,
+    DoubleEquals,
+    Equals,
+    GreaterThan,
+    Identifier,
+    In,
+    LessThan,
+    NotEquals,
+    NotIn,
+    OpenPar,
+}
+
+/// The token a literal stands for, if it is one of the fixed literals.
+fn literal_token(s: &[u8]) -> Option<Token> {
+    Some(match s {
+        b")" => Token::ClosedPar,
+        b"," => Token::Comma,
+        b"!" => Token::DoesNotExist,
+        b"==" => Token::DoubleEquals,
+        b"=" => Token::Equals,
+        b">" => Token::GreaterThan,
+        b"in" => Token::In,
+        b"<" => Token::LessThan,
+        b"!=" => Token::NotEquals,
+        b"notin" => Token::NotIn,
+        b"(" => Token::OpenPar,
+        _ => return None,
+    })
+}
+
+fn is_whitespace(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\r' | b'\n')
+}
+
+fn is_special(c: u8) -> bool {
+    matches!(c, b'=' | b'!' | b'(' | b')' | b',' | b'>' | b'<')
+}
+
+struct Lexer<'a> {
     s: &'a [u8],
     pos: usize,
-    src: &'a str,
 }
 
-impl Parser<'_> {
-    fn done(&self) -> bool {
-        self.pos >= self.s.len()
-    }
-    fn peek(&self) -> Option<u8> {
-        self.s.get(self.pos).copied()
-    }
-    fn skip_ws(&mut self) {
-        while self.peek().is_some_and(|c| c.is_ascii_whitespace()) {
-            self.pos += 1;
+impl<'a> Lexer<'a> {
+    fn new(s: &'a str) -> Self {
+        Lexer {
+            s: s.as_bytes(),
+            pos: 0,
         }
     }
-    fn rest_token(&self) -> String {
-        self.src[self.pos..]
-            .split([',', ' '])
-            .next()
-            .unwrap_or("")
-            .to_string()
+
+    /// The next byte, or 0 at the end (a NUL byte reads as the end too, as upstream's lexer).
+    fn read(&mut self) -> u8 {
+        match self.s.get(self.pos) {
+            Some(&c) => {
+                self.pos += 1;
+                c
+            }
+            None => 0,
+        }
     }
-    fn word(&mut self) -> String {
-        self.skip_ws();
+
+    fn unread(&mut self) {
+        self.pos -= 1;
+    }
+
+    fn text(bytes: &[u8]) -> String {
+        String::from_utf8_lossy(bytes).into_owned()
+    }
+
+    fn identifier_or_keyword(&mut self) -> (Token, String) {
         let start = self.pos;
-        while let Some(c) = self.peek() {
-            if c.is_ascii_whitespace() || matches!(c, b',' | b'=' | b'!' | b'(' | b')') {
+        let mut end = self.pos;
+        loop {
+            let c = self.read();
+            if c == 0 {
                 break;
             }
-            self.pos += 1;
+            if is_special(c) || is_whitespace(c) {
+                self.unread();
+                break;
+            }
+            end = self.pos;
         }
-        self.src[start..self.pos].to_string()
+        let word = &self.s[start..end];
+        match literal_token(word) {
+            Some(t) => (t, Self::text(word)),
+            None => (Token::Identifier, Self::text(word)),
+        }
     }
-    fn requirement(&mut self) -> Result<Requirement, String> {
-        self.skip_ws();
-        if self.peek() == Some(b'!') {
-            self.pos += 1;
-            let key = self.word();
-            validate_key(&key)?;
-            return Ok(Requirement {
-                key,
-                op: Operator::DoesNotExist,
-                values: vec![],
-            });
+
+    /// The longest operator starting here (`!=` before `!`, `==` before `=`).
+    fn special(&mut self) -> (Token, String) {
+        let start = self.pos;
+        let mut last: Option<(Token, usize)> = None;
+        loop {
+            let c = self.read();
+            if c == 0 {
+                break;
+            }
+            if !is_special(c) {
+                self.unread();
+                break;
+            }
+            match literal_token(&self.s[start..self.pos]) {
+                Some(t) => last = Some((t, self.pos)),
+                None if last.is_some() => {
+                    self.unread();
+                    break;
+                }
+                None => {}
+            }
         }
-        let key = self.word();
-        if key.is_empty() {
+        match last {
+            Some((t, end)) => (t, Self::text(&self.s[start..end])),
+            // Unreachable in practice: every special character is an operator on its own.
+            None => (Token::Identifier, Self::text(&self.s[start..self.pos])),
+        }
+    }
+
+    fn lex(&mut self) -> (Token, String) {
+        let mut c = self.read();
+        while is_whitespace(c) {
+            c = self.read();
+        }
+        if c == 0 {
+            return (Token::EndOfString, String::new());
+        }
+        self.unread();
+        if is_special(c) {
+            self.special()
+        } else {
+            self.identifier_or_keyword()
+        }
+    }
+
+    fn scan(mut self) -> Vec<(Token, String)> {
+        let mut items = Vec::new();
+        loop {
+            let item = self.lex();
+            let end = item.0 == Token::EndOfString;
+            items.push(item);
+            if end {
+                return items;
+            }
+        }
+    }
+}
+
+/// Whether `in` and `notin` are keywords (after a key) or plain identifiers (anywhere a key
+/// or value may stand).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Context {
+    KeyAndOperator,
+    Values,
+}
+
+struct Parser {
+    items: Vec<(Token, String)>,
+    position: usize,
+}
+
+impl Parser {
+    fn item(&self, at: usize, ctx: Context) -> (Token, String) {
+        // The last item is always the end of the string; reading past it stays there.
+        let (tok, lit) = self.items[at.min(self.items.len() - 1)].clone();
+        match tok {
+            Token::In | Token::NotIn if ctx == Context::Values => (Token::Identifier, lit),
+            _ => (tok, lit),
+        }
+    }
+
+    fn lookahead(&self, ctx: Context) -> (Token, String) {
+        self.item(self.position, ctx)
+    }
+
+    fn consume(&mut self, ctx: Context) -> (Token, String) {
+        let item = self.item(self.position, ctx);
+        self.position += 1;
+        item
+    }
+
+    fn parse(&mut self) -> Result<Vec<Requirement>, String> {
+        let mut requirements = Vec::new();
+        loop {
+            let (tok, lit) = self.lookahead(Context::Values);
+            match tok {
+                Token::Identifier | Token::DoesNotExist => {
+                    let r = self
+                        .requirement()
+                        .map_err(|e| format!("unable to parse requirement: {e}"))?;
+                    requirements.push(r);
+                    let (t, l) = self.consume(Context::Values);
+                    match t {
+                        Token::EndOfString => return Ok(requirements),
+                        Token::Comma => {
+                            let (t2, l2) = self.lookahead(Context::Values);
+                            if t2 != Token::Identifier && t2 != Token::DoesNotExist {
+                                return Err(format!(
+                                    "found '{l2}', expected: identifier after ','"
+                                ));
+                            }
+                        }
+                        _ => return Err(format!("found '{l}', expected: ',' or 'end of string'")),
+                    }
+                }
+                Token::EndOfString => return Ok(requirements),
+                _ => {
+                    return Err(format!(
+                        "found '{lit}', expected: !, identifier, or 'end of string'"
+                    ));
+                }
+            }
+        }
+    }
+
+    fn requirement(&mut self) -> Result<Requirement, String> {
+        let (key, op) = self.key_and_inferred_operator()?;
+        if let Some(op) = op {
+            return new_requirement(key, op, Vec::new());
+        }
+        let op = self.operator()?;
+        let values = match op {
+            Operator::In | Operator::NotIn => self.set_values()?,
+            _ => self.exact_value()?,
+        };
+        new_requirement(key, op, values.into_iter().collect())
+    }
+
+    /// The key, with `Exists`/`DoesNotExist` when no binary operator follows.
+    fn key_and_inferred_operator(&mut self) -> Result<(String, Option<Operator>), String> {
+        let (mut tok, mut lit) = self.consume(Context::Values);
+        let negated = tok == Token::DoesNotExist;
+        if negated {
+            (tok, lit) = self.consume(Context::Values);
+        }
+        if tok != Token::Identifier {
+            return Err(format!("found '{lit}', expected: identifier"));
+        }
+        let errs = label_key_errors(&lit);
+        if !errs.is_empty() {
+            // Upstream validates the key here without a field path: it prints as `<nil>`.
             return Err(format!(
-                "found '{}', expected: identifier",
-                self.rest_token()
+                "<nil>: Invalid value: {}: {}",
+                go_quote(&lit),
+                errs.join("; ")
             ));
         }
-        validate_key(&key)?;
-        self.skip_ws();
-        let op = match (self.peek(), self.s.get(self.pos + 1).copied()) {
-            (None, _) | (Some(b','), _) => {
-                return Ok(Requirement {
-                    key,
-                    op: Operator::Exists,
-                    values: vec![],
-                });
-            }
-            (Some(b'='), Some(b'=')) => {
-                self.pos += 2;
-                Operator::Equals
-            }
-            (Some(b'='), _) => {
-                self.pos += 1;
-                Operator::Equals
-            }
-            (Some(b'!'), Some(b'=')) => {
-                self.pos += 2;
-                Operator::NotEquals
-            }
+        if negated {
+            return Ok((lit, Some(Operator::DoesNotExist)));
+        }
+        let (next, _) = self.lookahead(Context::Values);
+        if next == Token::EndOfString || next == Token::Comma {
+            return Ok((lit, Some(Operator::Exists)));
+        }
+        Ok((lit, None))
+    }
+
+    fn operator(&mut self) -> Result<Operator, String> {
+        let (tok, lit) = self.consume(Context::KeyAndOperator);
+        Ok(match tok {
+            Token::In => Operator::In,
+            Token::Equals | Token::DoubleEquals => Operator::Equals,
+            Token::GreaterThan => Operator::GreaterThan,
+            Token::LessThan => Operator::LessThan,
+            Token::NotIn => Operator::NotIn,
+            Token::NotEquals => Operator::NotEquals,
             _ => {
-                let w = self.word();
-                match w.as_str() {
-                    "in" => Operator::In,
-                    "notin" => Operator::NotIn,
-                    other => {
-                        return Err(format!(
-                            "found '{other}', expected: in, notin, =, ==, !=, gt, lt"
-                        ));
+                return Err(format!(
+                    "found '{lit}', expected: in, notin, =, ==, !=, gt, lt"
+                ));
+            }
+        })
+    }
+
+    fn set_values(&mut self) -> Result<BTreeSet<String>, String> {
+        let (tok, lit) = self.consume(Context::Values);
+        if tok != Token::OpenPar {
+            // Upstream's message has no colon after the found literal here.
+            return Err(format!("found '{lit}' expected: '('"));
+        }
+        let (tok, lit) = self.lookahead(Context::Values);
+        match tok {
+            Token::Identifier | Token::Comma => {
+                let set = self.identifier_list()?;
+                if self.consume(Context::Values).0 != Token::ClosedPar {
+                    return Err(format!("found '{lit}', expected: ')'"));
+                }
+                Ok(set)
+            }
+            Token::ClosedPar => {
+                self.consume(Context::Values);
+                Ok(BTreeSet::from([String::new()]))
+            }
+            _ => Err(format!("found '{lit}', expected: ',', ')' or identifier")),
+        }
+    }
+
+    /// A possibly empty, comma-separated list of possibly empty identifiers; stops before `)`.
+    fn identifier_list(&mut self) -> Result<BTreeSet<String>, String> {
+        let mut set = BTreeSet::new();
+        loop {
+            let (tok, lit) = self.consume(Context::Values);
+            match tok {
+                Token::Identifier => {
+                    set.insert(lit);
+                    let (t2, l2) = self.lookahead(Context::Values);
+                    match t2 {
+                        Token::Comma => continue,
+                        Token::ClosedPar => return Ok(set),
+                        _ => return Err(format!("found '{l2}', expected: ',' or ')'")),
                     }
                 }
-            }
-        };
-        let values = match op {
-            Operator::In | Operator::NotIn => {
-                self.skip_ws();
-                if self.peek() != Some(b'(') {
-                    return Err(format!("found '{}', expected: '('", self.rest_token()));
-                }
-                self.pos += 1;
-                let mut vals = Vec::new();
-                loop {
-                    let v = self.word();
-                    self.skip_ws();
-                    match self.peek() {
-                        Some(b',') => {
-                            validate_value(&v)?;
-                            vals.push(v);
-                            self.pos += 1;
+                Token::Comma => {
+                    if set.is_empty() {
+                        set.insert(String::new());
+                    }
+                    match self.lookahead(Context::Values).0 {
+                        Token::ClosedPar => {
+                            set.insert(String::new());
+                            return Ok(set);
                         }
-                        Some(b')') => {
-                            validate_value(&v)?;
-                            if !v.is_empty() || !vals.is_empty() {
-                                vals.push(v);
-                            }
-                            self.pos += 1;
-                            break;
+                        Token::Comma => {
+                            set.insert(String::new());
                         }
-                        _ => return Err("unexpected end of set, expected ',' or ')'".into()),
+                        _ => {}
                     }
                 }
-                if vals.is_empty() {
-                    return Err("for 'in', 'notin' operators, values set can't be empty".into());
-                }
-                vals
+                _ => return Err(format!("found '{lit}', expected: ',', or identifier")),
             }
-            _ => {
-                let v = self.word();
-                validate_value(&v)?;
-                vec![v]
-            }
-        };
-        Ok(Requirement { key, op, values })
+        }
+    }
+
+    fn exact_value(&mut self) -> Result<BTreeSet<String>, String> {
+        let (tok, _) = self.lookahead(Context::Values);
+        if tok == Token::EndOfString || tok == Token::Comma {
+            return Ok(BTreeSet::from([String::new()]));
+        }
+        let (tok, lit) = self.consume(Context::Values);
+        if tok == Token::Identifier {
+            Ok(BTreeSet::from([lit]))
+        } else {
+            Err(format!("found '{lit}', expected: identifier"))
+        }
     }
 }
 
-fn validate_key(key: &str) -> Result<(), String> {
-    let (prefix, name) = match key.rsplit_once('/') {
-        Some((p, n)) => (Some(p), n),
-        None => (None, key),
-    };
-    if let Some(p) = prefix
-        && (p.is_empty() || !crate::registry::validation::dns1123_subdomain(p).is_empty())
-    {
-        return Err(format!(
-            "invalid label key {key:?}: prefix part must be a DNS-1123 subdomain"
-        ));
+/// Builds a requirement, checking its values as upstream's requirement constructor does
+/// (the key was checked while parsing); several errors aggregate as `[e1, e2]`.
+fn new_requirement(key: String, op: Operator, values: Vec<String>) -> Result<Requirement, String> {
+    let mut errs: Vec<String> = Vec::new();
+    if matches!(op, Operator::GreaterThan | Operator::LessThan) {
+        for (i, v) in values.iter().enumerate() {
+            if v.parse::<i64>().is_err() {
+                errs.push(format!(
+                    "values[{i}]: Invalid value: {}: for 'Gt', 'Lt' operators, the value must be an integer",
+                    go_quote(v)
+                ));
+            }
+        }
     }
-    if !is_qualified_name_part(name) {
-        return Err(format!(
-            "invalid label key {key:?}: name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
-        ));
+    for (i, v) in values.iter().enumerate() {
+        let msgs = label_value_errors(v);
+        if !msgs.is_empty() {
+            errs.push(format!(
+                "values[{i}][{key}]: Invalid value: {}: {}",
+                go_quote(v),
+                msgs.join("; ")
+            ));
+        }
     }
-    Ok(())
+    let mut distinct: Vec<String> = Vec::new();
+    for e in errs {
+        if !distinct.contains(&e) {
+            distinct.push(e);
+        }
+    }
+    match distinct.len() {
+        0 => Ok(Requirement { key, op, values }),
+        1 => Err(distinct.remove(0)),
+        _ => Err(format!("[{}]", distinct.join(", "))),
+    }
 }
 
-fn is_qualified_name_part(s: &str) -> bool {
+const LABEL_KEY_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
+const LABEL_KEY_MSG: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
+const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+const DNS1123_SUBDOMAIN_FMT: &str =
+    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
+/// Longest label name part and label value.
+const LABEL_MAX_LEN: usize = 63;
+/// Longest DNS-1123 subdomain (a label key prefix).
+const DNS1123_SUBDOMAIN_MAX_LEN: usize = 253;
+
+/// Upstream's explanation of a pattern mismatch: the rule, examples, and the pattern.
+fn regex_error(msg: &str, re: &str, examples: &[&str]) -> String {
+    let mut out = format!("{msg} (e.g. ");
+    for (i, e) in examples.iter().enumerate() {
+        if i > 0 {
+            out.push_str(" or ");
+        }
+        out.push_str(&format!("'{e}', "));
+    }
+    out.push_str(&format!("regex used for validation is '{re}')"));
+    out
+}
+
+fn max_len_error(n: usize) -> String {
+    format!("must be no more than {n} bytes")
+}
+
+/// `[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?`: a label name part or non-empty label value.
+fn is_label_name(s: &str) -> bool {
     let b = s.as_bytes();
     !b.is_empty()
-        && b.len() <= 63
         && b[0].is_ascii_alphanumeric()
         && b[b.len() - 1].is_ascii_alphanumeric()
         && b.iter()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
 }
 
-fn validate_value(v: &str) -> Result<(), String> {
-    if v.is_empty() || is_qualified_name_part(v) {
-        Ok(())
-    } else {
-        Err(format!(
-            "invalid label value: {v:?}: a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
-        ))
+/// Lowercase RFC 1123 subdomain: dot-separated labels of `[a-z0-9]([-a-z0-9]*[a-z0-9])?`.
+fn is_dns1123_subdomain(s: &str) -> bool {
+    s.split('.').all(|label| {
+        let b = label.as_bytes();
+        !b.is_empty()
+            && b[0].is_ascii_alphanumeric()
+            && b[b.len() - 1].is_ascii_alphanumeric()
+            && b.iter()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+    })
+}
+
+/// Upstream's messages for an invalid label key (empty when valid).
+pub fn label_key_errors(key: &str) -> Vec<String> {
+    let examples = ["MyName", "my.name", "123-abc"];
+    let mut errs = Vec::new();
+    let parts: Vec<&str> = key.split('/').collect();
+    let name = match parts.as_slice() {
+        [name] => *name,
+        [prefix, name] => {
+            if prefix.is_empty() {
+                errs.push("prefix part must be non-empty".to_string());
+            } else {
+                if prefix.len() > DNS1123_SUBDOMAIN_MAX_LEN {
+                    errs.push(format!(
+                        "prefix part {}",
+                        max_len_error(DNS1123_SUBDOMAIN_MAX_LEN)
+                    ));
+                }
+                if !is_dns1123_subdomain(prefix) {
+                    errs.push(format!(
+                        "prefix part {}",
+                        regex_error(
+                            DNS1123_SUBDOMAIN_MSG,
+                            DNS1123_SUBDOMAIN_FMT,
+                            &["example.com"]
+                        )
+                    ));
+                }
+            }
+            *name
+        }
+        _ => {
+            errs.push(format!(
+                "a valid label key {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+                regex_error(LABEL_KEY_MSG, LABEL_KEY_FMT, &examples)
+            ));
+            return errs;
+        }
+    };
+    if name.is_empty() {
+        errs.push("name part must be non-empty".to_string());
+    } else if name.len() > LABEL_MAX_LEN {
+        errs.push(format!("name part {}", max_len_error(LABEL_MAX_LEN)));
     }
+    if !is_label_name(name) {
+        errs.push(format!(
+            "name part {}",
+            regex_error(LABEL_KEY_MSG, LABEL_KEY_FMT, &examples)
+        ));
+    }
+    errs
+}
+
+/// Upstream's messages for an invalid label value (empty when valid).
+pub fn label_value_errors(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > LABEL_MAX_LEN {
+        errs.push(max_len_error(LABEL_MAX_LEN));
+    }
+    if !value.is_empty() && !is_label_name(value) {
+        errs.push(regex_error(
+            LABEL_VALUE_MSG,
+            LABEL_VALUE_FMT,
+            &["MyValue", "my_value", "12345"],
+        ));
+    }
+    errs
+}
+
+/// Quotes a string as Go's `%q` does: `"` and `\` escaped, control characters as escapes.
+pub fn go_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{b}' => out.push_str("\\v"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
+            c if c.is_control() => {
+                if (c as u32) <= 0xffff {
+                    out.push_str(&format!("\\u{:04x}", c as u32));
+                } else {
+                    out.push_str(&format!("\\U{:08x}", c as u32));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// One field selector requirement: `field=value`, `field==value` or `field!=value`.
@@ -276,37 +658,106 @@ pub struct FieldRequirement {
     pub field: String,
     /// `true` for `!=`.
     pub negated: bool,
-    /// The value.
+    /// The value, unescaped.
     pub value: String,
 }
 
 /// A parsed field selector; empty matches everything.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FieldSelector {
-    /// All requirements (AND).
+    /// All requirements (AND), in the sorted order of their terms.
     pub requirements: Vec<FieldRequirement>,
 }
 
-impl FieldSelector {
-    /// Parses `a=b,c!=d`.
-    pub fn parse(s: &str) -> Result<Self, String> {
-        let mut requirements = Vec::new();
-        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (field, negated, value) = if let Some((f, v)) = part.split_once("!=") {
-                (f, true, v)
-            } else if let Some((f, v)) = part.split_once("==") {
-                (f, false, v)
-            } else if let Some((f, v)) = part.split_once('=') {
-                (f, false, v)
-            } else {
+/// Splits at commas not escaped by a backslash; the backslashes stay.
+fn split_terms(s: &str) -> Vec<&str> {
+    if s.is_empty() {
+        return Vec::new();
+    }
+    let mut terms = Vec::new();
+    let mut start = 0;
+    let mut escaped = false;
+    for (i, c) in s.char_indices() {
+        if escaped {
+            escaped = false;
+        } else if c == '\\' {
+            escaped = true;
+        } else if c == ',' {
+            terms.push(&s[start..i]);
+            start = i + 1;
+        }
+    }
+    terms.push(&s[start..]);
+    terms
+}
+
+/// Splits a term at the first operator (`!=` and `==` win over `=` at the same place).
+fn split_term(term: &str) -> Option<(&str, &str, &str)> {
+    for (i, _) in term.char_indices() {
+        let rest = &term[i..];
+        for op in ["!=", "==", "="] {
+            if rest.starts_with(op) {
+                return Some((&term[..i], op, &term[i + op.len()..]));
+            }
+        }
+    }
+    None
+}
+
+/// Undoes `\\`, `\,` and `\=`; any other escape, or a bare `,` or `=`, is an error.
+fn unescape_value(s: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(s.len());
+    let mut escaped = false;
+    for c in s.chars() {
+        if escaped {
+            match c {
+                '\\' | ',' | '=' => out.push(c),
+                other => {
+                    return Err(format!(
+                        "invalid field selector: invalid escape sequence: \\{other}"
+                    ));
+                }
+            }
+            escaped = false;
+            continue;
+        }
+        match c {
+            '\\' => escaped = true,
+            // Upstream prints the rune as its code point.
+            ',' | '=' => {
                 return Err(format!(
-                    "invalid selector: '{s}'; can't understand '{part}'"
+                    "invalid field selector: unescaped character in value: {}",
+                    c as u32
+                ));
+            }
+            c => out.push(c),
+        }
+    }
+    if escaped {
+        return Err("invalid field selector: invalid escape sequence: \\".into());
+    }
+    Ok(out)
+}
+
+impl FieldSelector {
+    /// Parses `a=b,c!=d` (see the module docs); the error is upstream's message.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let mut terms = split_terms(s);
+        terms.sort_unstable();
+        let mut requirements = Vec::new();
+        for term in terms {
+            if term.is_empty() {
+                continue;
+            }
+            let Some((field, op, value)) = split_term(term) else {
+                return Err(format!(
+                    "invalid selector: '{s}'; can't understand '{term}'"
                 ));
             };
             requirements.push(FieldRequirement {
-                field: field.trim().to_string(),
-                negated,
-                value: value.trim().to_string(),
+                field: field.to_string(),
+                negated: op == "!=",
+                value: unescape_value(value)?,
             });
         }
         Ok(FieldSelector { requirements })
@@ -325,17 +776,25 @@ impl FieldSelector {
             .map(|r| r.value.as_str())
     }
 
-    /// Checks every field against `supported`; answers upstream's message for others.
+    /// Checks every field against `supported`, in order; the first other field answers
+    /// upstream's message for a server without field label conversions, e.g.
+    /// `"spec.x" is not a known field selector: only "metadata.name", "metadata.namespace"`.
     pub fn check_supported(&self, supported: &[&str]) -> Result<(), String> {
         for r in &self.requirements {
             if !supported.contains(&r.field.as_str()) {
-                return Err(format!("field label not supported: {}", r.field));
+                let only: Vec<String> = supported.iter().map(|f| go_quote(f)).collect();
+                return Err(format!(
+                    "{} is not a known field selector: only {}",
+                    go_quote(&r.field),
+                    only.join(", ")
+                ));
             }
         }
         Ok(())
     }
 
-    /// Whether an object (as JSON) satisfies every requirement; fields are dotted paths.
+    /// Whether an object (as JSON) satisfies every requirement; fields are dotted paths and a
+    /// missing field reads as the empty string.
     pub fn matches(&self, object: &Value) -> bool {
         self.requirements.iter().all(|r| {
             let mut cur = object;
@@ -365,7 +824,7 @@ mod tests {
 
     #[test]
     fn label_selector_grammar() {
-        let l = labels(&[("app", "web"), ("tier", "front")]);
+        let l = labels(&[("app", "web"), ("tier", "front"), ("n", "3")]);
         for (sel, want) in [
             ("", true),
             ("app=web", true),
@@ -379,20 +838,30 @@ mod tests {
             ("app=web,tier=front", true),
             ("app=web,tier=back", false),
             ("x!=y", true),
+            ("n>2,n<4", true),
+            ("n>3", false),
+            ("app in ()", false),
         ] {
             let s = LabelSelector::parse(sel).unwrap_or_else(|e| panic!("{sel}: {e}"));
             assert_eq!(s.matches(&l), want, "{sel}");
         }
-        for bad in [
-            "app=web=x",
-            "in (x",
-            "a in ()",
-            "a in (b",
-            "a=-b",
-            "=x",
-            "a b",
+        for (bad, msg) in [
+            ("x==a==b", "found '==', expected: ',' or 'end of string'"),
+            (
+                "a in (b",
+                "unable to parse requirement: found '', expected: ',' or ')'",
+            ),
+            (
+                "=x",
+                "found '=', expected: !, identifier, or 'end of string'",
+            ),
+            (
+                "a b",
+                "unable to parse requirement: found 'b', expected: in, notin, =, ==, !=, gt, lt",
+            ),
+            ("a,", "found '', expected: identifier after ','"),
         ] {
-            assert!(LabelSelector::parse(bad).is_err(), "{bad} should fail");
+            assert_eq!(LabelSelector::parse(bad).unwrap_err(), msg, "{bad}");
         }
     }
 
@@ -406,9 +875,17 @@ mod tests {
         assert_eq!(
             FieldSelector::parse("spec.x=1")
                 .unwrap()
-                .check_supported(&["metadata.name"])
+                .check_supported(&["metadata.name", "metadata.namespace"])
                 .unwrap_err(),
-            "field label not supported: spec.x"
+            r#""spec.x" is not a known field selector: only "metadata.name", "metadata.namespace""#
+        );
+        assert_eq!(
+            FieldSelector::parse(r"a=b\,c").unwrap().requirements[0].value,
+            "b,c"
+        );
+        assert_eq!(
+            FieldSelector::parse("a=b=c").unwrap_err(),
+            "invalid field selector: unescaped character in value: 61"
         );
     }
 }
