@@ -124,12 +124,10 @@ impl ResourceInfo {
     }
 
     /// The field selector labels this resource supports: `metadata.name`,
-    /// `metadata.namespace` (namespaced resources) and the selectable fields.
+    /// `metadata.namespace` (empty for cluster-scoped objects, as upstream) and the
+    /// selectable fields.
     pub fn field_selector_labels(&self) -> Vec<&str> {
-        let mut labels = vec!["metadata.name"];
-        if self.namespaced() {
-            labels.push("metadata.namespace");
-        }
+        let mut labels = vec!["metadata.name", "metadata.namespace"];
         labels.extend(
             self.selectable_fields
                 .iter()

@@ -662,8 +662,8 @@ async fn selectors_over_https() {
     for (sel, message) in invalid_field_selectors() {
         server.bad_request("fieldSelector", sel, message).await;
     }
-    // Fields the type does not select by: upstream's default field label conversion refuses
-    // them, naming the first in sorted order.
+    // Fields the type does not select by are refused as upstream refuses them for a custom
+    // resource, naming the first in sorted order.
     for (sel, field) in [
         ("spec.size=1", "spec.size"),
         ("metadata.name=o1,spec.size=1", "spec.size"),
@@ -675,9 +675,7 @@ async fn selectors_over_https() {
             .bad_request(
                 "fieldSelector",
                 sel,
-                &format!(
-                    "\"{field}\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
-                ),
+                &format!("field label not supported: {field}"),
             )
             .await;
     }

@@ -327,6 +327,7 @@ impl<T: ApiResource> Store<T> {
         self.strategy.default(&mut obj);
         let name = obj.meta().name.clone().unwrap_or_default();
         let mut errs = self.validate_name(&name);
+        errs.extend(validation::object_meta(obj.meta()));
         errs.extend(self.strategy.validate(&obj));
         if !errs.is_empty() {
             return Err(ApiError::invalid(&self.info, &name, &errs));
@@ -461,6 +462,22 @@ impl<T: ApiResource> Store<T> {
             }
             self.strategy.prepare_for_update(&mut new, &old);
             self.strategy.default(&mut new);
+        }
+        errs.extend(validation::object_meta(new.meta()));
+        if old.meta().deletion_timestamp.is_some() {
+            let had = old.meta().finalizers.clone().unwrap_or_default();
+            if new
+                .meta()
+                .finalizers
+                .iter()
+                .flatten()
+                .any(|f| !had.contains(f))
+            {
+                errs.push(FieldError::forbidden(
+                    "metadata.finalizers",
+                    "no new finalizers can be added if the object is being deleted",
+                ));
+            }
         }
         errs.extend(self.strategy.validate_update(&new, &old));
         if !errs.is_empty() {

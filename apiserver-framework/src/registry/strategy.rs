@@ -69,6 +69,15 @@ impl FieldError {
         )
     }
 
+    /// The value is longer than `max` bytes (`Too long: must have at most <max> bytes`).
+    pub fn too_long(field: impl Into<String>, max: usize) -> Self {
+        Self::new(
+            field,
+            FieldErrorKind::TooLong,
+            format!("must have at most {max} bytes"),
+        )
+    }
+
     /// The value is forbidden.
     pub fn forbidden(field: impl Into<String>, detail: impl Into<String>) -> Self {
         Self::new(field, FieldErrorKind::Forbidden, detail)

@@ -42,6 +42,50 @@ pub fn path_segment_name(name: &str) -> Vec<String> {
     errs
 }
 
+/// Largest total size of an object's annotations (keys and values), as upstream.
+pub const TOTAL_ANNOTATION_SIZE_LIMIT: usize = 256 * 1024;
+
+/// Upstream's checks of the metadata every object has: label keys and values, annotation keys
+/// and total size, finalizer names.
+pub fn object_meta(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> Vec<crate::registry::strategy::FieldError> {
+    use crate::registry::selector::{label_key_errors, label_value_errors};
+    use crate::registry::strategy::FieldError;
+    let mut errs = Vec::new();
+    for (k, v) in meta.labels.iter().flatten() {
+        for msg in label_key_errors(k) {
+            errs.push(FieldError::invalid("metadata.labels", k.as_str(), msg));
+        }
+        for msg in label_value_errors(v) {
+            errs.push(FieldError::invalid("metadata.labels", v.as_str(), msg));
+        }
+    }
+    let mut total = 0;
+    for (k, v) in meta.annotations.iter().flatten() {
+        for msg in label_key_errors(&k.to_ascii_lowercase()) {
+            errs.push(FieldError::invalid("metadata.annotations", k.as_str(), msg));
+        }
+        total += k.len() + v.len();
+    }
+    if total > TOTAL_ANNOTATION_SIZE_LIMIT {
+        errs.push(FieldError::too_long(
+            "metadata.annotations",
+            TOTAL_ANNOTATION_SIZE_LIMIT,
+        ));
+    }
+    for (i, f) in meta.finalizers.iter().flatten().enumerate() {
+        for msg in label_key_errors(f) {
+            errs.push(FieldError::invalid(
+                format!("metadata.finalizers[{i}]"),
+                f.as_str(),
+                msg,
+            ));
+        }
+    }
+    errs
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -56,5 +100,41 @@ mod tests {
         assert_eq!(dns1123_subdomain("a_b").len(), 1);
         assert_eq!(dns1123_subdomain(&"a".repeat(254)).len(), 1);
         assert!(path_segment_name("..").len() == 1);
+    }
+
+    #[test]
+    fn metadata() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+        let ok = ObjectMeta {
+            labels: Some([("app.example.com/x".into(), "v-1".into())].into()),
+            annotations: Some([("Any.Case/x".into(), "whatever: text".into())].into()),
+            finalizers: Some(vec!["example.com/hold".into()]),
+            ..Default::default()
+        };
+        assert!(object_meta(&ok).is_empty());
+        let bad = ObjectMeta {
+            labels: Some([("a".into(), "-5".into())].into()),
+            annotations: Some([("a b".into(), "x".repeat(300_000))].into()),
+            finalizers: Some(vec!["not a name".into()]),
+            ..Default::default()
+        };
+        let texts: Vec<String> = object_meta(&bad).iter().map(|e| e.to_string()).collect();
+        assert_eq!(texts.len(), 4, "{texts:?}");
+        assert!(
+            texts[0].starts_with("metadata.labels: Invalid value: \"-5\": a valid label must be"),
+            "{texts:?}"
+        );
+        assert!(
+            texts
+                .iter()
+                .any(|t| t == "metadata.annotations: Too long: must have at most 262144 bytes"),
+            "{texts:?}"
+        );
+        assert!(
+            texts
+                .iter()
+                .any(|t| t.starts_with("metadata.finalizers[0]: Invalid value: \"not a name\"")),
+            "{texts:?}"
+        );
     }
 }
