@@ -258,8 +258,10 @@ async fn metadata_only_clients() {
     assert_eq!(list.items[0].metadata.name.as_deref(), Some("m"));
 
     // The metadata watcher of controllers: initial list, then a change.
-    let mut stream =
-        kube::runtime::metadata_watcher(api.clone(), watcher::Config::default()).boxed();
+    // `Api<PartialObjectMeta<_>>` makes the watcher ask for metadata only.
+    let meta_api: Api<kube::core::PartialObjectMeta<Flunder>> =
+        Api::namespaced(api.clone().into_client(), "default");
+    let mut stream = watcher(meta_api, watcher::Config::default()).boxed();
     let seen = async {
         loop {
             if let watcher::Event::InitDone = stream.try_next().await.unwrap().unwrap() {

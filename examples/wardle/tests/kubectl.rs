@@ -667,7 +667,7 @@ fn explain_flunders_spec() {
         .collect();
     assert_eq!(
         names,
-        ["reference", "referenceType"],
+        ["reference", "referenceType", "replicas", "toppings"],
         "explain output: {out}"
     );
     assert!(

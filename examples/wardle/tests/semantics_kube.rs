@@ -35,6 +35,7 @@ fn flunder(name: &str, reference: &str, labels: &[(&str, &str)]) -> Flunder {
         FlunderSpec {
             reference: Some(reference.into()),
             reference_type: Some(ReferenceType::Fischer),
+            ..Default::default()
         },
     );
     if !labels.is_empty() {
