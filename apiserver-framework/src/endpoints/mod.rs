@@ -8,3 +8,4 @@ pub mod query;
 pub mod request_info;
 pub mod response;
 pub mod table;
+pub mod warning;
