@@ -10,3 +10,4 @@ pub mod response;
 pub mod scale;
 pub mod strategic;
 pub mod table;
+pub mod warning;

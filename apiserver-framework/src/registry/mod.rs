@@ -3,6 +3,7 @@
 
 pub mod continue_token;
 pub mod encoding;
+pub mod field_validation;
 pub mod group;
 pub mod options;
 pub mod rest;
