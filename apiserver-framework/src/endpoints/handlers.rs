@@ -9,12 +9,14 @@ use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Limited};
 use serde_json::Value;
 
+use crate::endpoints::body_checks;
 use crate::endpoints::negotiation::{self, BodyFormat, Output};
 use crate::endpoints::patch;
 use crate::endpoints::query::Query;
 use crate::endpoints::request_info::ResourcePath;
 use crate::endpoints::response;
 use crate::endpoints::scale;
+use crate::endpoints::warning;
 use crate::error::ApiError;
 use crate::registry::options::DeleteOptions;
 use crate::registry::rest::{DeleteOutcome, RequestContext, RestStorage, WatchEventType};
@@ -46,10 +48,15 @@ pub async fn handle(
     } else if path.namespace.is_some() {
         return error_response(ApiError::route_not_found());
     }
-    match dispatch(&storage, &ctx, req, &path, &query, &output).await {
+    let warnings = body_checks::Collected::default();
+    let mut res = match dispatch(&storage, &ctx, req, &path, &query, &output, &warnings).await {
         Ok(res) => res,
         Err(e) => response::error(&output, &e),
+    };
+    for value in warning::header_values(&warnings.texts()) {
+        res.headers_mut().append(header::WARNING, value);
     }
+    res
 }
 
 fn error_response(e: ApiError) -> Response<Body> {
@@ -63,6 +70,7 @@ async fn dispatch(
     path: &ResourcePath,
     query: &Query,
     output: &Output,
+    warnings: &body_checks::Collected,
 ) -> Result<Response<Body>, ApiError> {
     let info = storage.info().clone();
     let name = path.name.as_deref();
@@ -116,13 +124,13 @@ async fn dispatch(
         }
         (Method::POST, None) if collection_allowed => {
             let opts = query.write_options()?;
-            let body = read_object(req).await?;
+            let body = read_checked_object(req, &info, &opts, warnings).await?;
             let obj = storage.create(ctx, body, &opts).await?;
             response::object(StatusCode::CREATED, output, &info, obj)
         }
         (Method::PUT, Some(n)) => {
             let opts = query.write_options()?;
-            let body = read_object(req).await?;
+            let body = read_checked_object(req, &info, &opts, warnings).await?;
             let obj = storage.update(ctx, n, sub, body, &opts).await?;
             response::object(StatusCode::OK, output, &info, obj)
         }
@@ -130,8 +138,14 @@ async fn dispatch(
             let opts = query.write_options()?;
             let kind = patch::PatchKind::from_content_type(&content_type(&req))?;
             let body = read_body(req).await?;
-            let doc = patch::PatchDocument::parse(kind, &body, info.patch_schema())?;
-            let apply = move |current: Value| doc.apply(current);
+            let schema = info.patch_schema();
+            let doc = patch::PatchDocument::parse(kind, &body, schema.clone())?;
+            let mode = opts.field_validation;
+            let apply = move |current: Value| {
+                let patched = doc.apply(current)?;
+                body_checks::check_patch(&schema, mode, kind, &body, &patched, warnings)?;
+                Ok(patched)
+            };
             let obj = storage.patch(ctx, n, sub, &apply, &opts).await?;
             response::object(StatusCode::OK, output, &info, obj)
         }
@@ -228,13 +242,38 @@ pub async fn read_body(req: Request<Body>) -> Result<Bytes, ApiError> {
 
 /// Reads and decodes an object body (JSON or YAML by Content-Type).
 async fn read_object(req: Request<Body>) -> Result<Value, ApiError> {
+    Ok(read_object_with_body(req).await?.2)
+}
+
+/// Reads and decodes an object body, keeping its format and bytes.
+async fn read_object_with_body(req: Request<Body>) -> Result<(BodyFormat, Bytes, Value), ApiError> {
     let format = negotiation::body_format(
         req.headers()
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok()),
     )?;
     let body = read_body(req).await?;
-    decode_object(format, &body)
+    let object = decode_object(format, &body)?;
+    Ok((format, body, object))
+}
+
+/// Reads and decodes an object body of a create or update, applying `fieldValidation`.
+async fn read_checked_object(
+    req: Request<Body>,
+    info: &crate::resource::ResourceInfo,
+    opts: &crate::registry::options::WriteOptions,
+    warnings: &body_checks::Collected,
+) -> Result<Value, ApiError> {
+    let (format, body, object) = read_object_with_body(req).await?;
+    body_checks::check_object(
+        info,
+        opts.field_validation,
+        format,
+        &body,
+        &object,
+        warnings,
+    )?;
+    Ok(object)
 }
 
 /// Decodes an object body; malformed input answers 400 as upstream.

@@ -1,5 +1,6 @@
 //! The HTTP layer of resources: paths, options, content negotiation, handlers and encodings.
 
+pub mod body_checks;
 pub mod handlers;
 pub mod jsonpath;
 pub mod negotiation;

@@ -743,3 +743,72 @@ async fn bad_scale_writes_are_refused() {
     assert_eq!(code, StatusCode::OK, "{text}");
     assert_eq!(parse(&text)["spec"]["replicas"], 2);
 }
+
+#[tokio::test]
+async fn field_validation_on_raw_bodies() {
+    let (w, client, before) = with_f1().await;
+    let strict = w.at(&format!("{FLUNDERS}?fieldValidation=Strict"));
+    // Duplicate and unknown fields, in document order.
+    let body = r#"{"apiVersion":"wardle.example.com/v1alpha1","kind":"Flunder","metadata":{"name":"d","name":"d"},"spec":{"reference":"a","referenceType":"Flunder","nope":1}}"#;
+    let (code, text) = send(&client, Method::POST, &strict, Some(body.into())).await;
+    let v = status(code, &text, 400, "BadRequest");
+    assert_eq!(
+        v["message"],
+        "Flunder in version \"v1alpha1\" cannot be handled as a Flunder: strict decoding error: duplicate field \"metadata.name\", unknown field \"spec.nope\""
+    );
+    // An unsupported value of the parameter.
+    let (code, text) = send(
+        &client,
+        Method::POST,
+        &w.at(&format!("{FLUNDERS}?fieldValidation=Loose")),
+        Some(flunder("e", "a").to_string()),
+    )
+    .await;
+    status(code, &text, 400, "BadRequest");
+    assert_eq!(stored(&w, &client).await, before);
+
+    // Warn (the default) answers with Warning headers.
+    let res = client
+        .post(w.at(FLUNDERS))
+        .header("Content-Type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let warnings: Vec<&str> = res
+        .headers()
+        .get_all("warning")
+        .iter()
+        .map(|v| v.to_str().unwrap())
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            r#"299 - "duplicate field \"metadata.name\"""#,
+            r#"299 - "unknown field \"spec.nope\"""#
+        ]
+    );
+
+    // A strict patch that adds an unknown field: 422 on field `patch`, nothing changed.
+    let f1_before = get_f1(&w, &client).await;
+    let res = client
+        .patch(w.at(&format!("{FLUNDERS}/f1?fieldValidation=Strict")))
+        .header("Content-Type", "application/merge-patch+json")
+        .body(r#"{"spec":{"nope":1}}"#)
+        .send()
+        .await
+        .unwrap();
+    let code = res.status();
+    let text = res.text().await.unwrap();
+    let v = status(code, &text, 422, "Invalid");
+    assert_eq!(v["details"]["causes"][0]["field"], "patch");
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap()
+            .ends_with(": strict decoding error: unknown field \"spec.nope\""),
+        "{v}"
+    );
+    assert_eq!(get_f1(&w, &client).await, f1_before);
+}

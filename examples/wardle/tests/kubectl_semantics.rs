@@ -475,3 +475,76 @@ fn scale_subresource() {
     assert!(!out.status.success());
     assert!(stderr(&out).contains("NotFound"), "{}", stderr(&out));
 }
+
+const UNKNOWN_FIELDS: &str = "\
+apiVersion: wardle.example.com/v1alpha1
+kind: Flunder
+metadata:
+  name: u
+  bogus: 1
+spec:
+  reference: x
+  referenceType: Flunder
+  extra: 2
+  toppings:
+  - name: a
+    what: 1
+";
+
+#[test]
+fn field_validation_strict_warn_and_ignore() {
+    let w = Wardle::start();
+    let file = w.write_file("u.yaml", UNKNOWN_FIELDS);
+    let path = file.to_str().unwrap();
+    let out = w.kubectl(&["create", "-f", path, "--validate=strict"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains(
+            "Flunder in version \"v1alpha1\" cannot be handled as a Flunder: strict decoding error: \
+             unknown field \"metadata.bogus\", unknown field \"spec.extra\", unknown field \
+             \"spec.toppings[0].what\""
+        ),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!w.kubectl(&["get", "flunder", "u"]).status.success());
+
+    let out = w.kubectl(&["create", "-f", path, "--validate=warn"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    let warnings: Vec<&str> = err.lines().filter(|l| l.starts_with("Warning: ")).collect();
+    assert_eq!(
+        warnings,
+        [
+            "Warning: unknown field \"metadata.bogus\"",
+            "Warning: unknown field \"spec.extra\"",
+            "Warning: unknown field \"spec.toppings[0].what\""
+        ]
+    );
+    // Unknown fields are never stored.
+    let obj = get_json(&w, &["flunder", "u"]);
+    assert!(obj["spec"].get("extra").is_none(), "{obj}");
+    assert_eq!(obj["spec"]["toppings"], json!([{"name": "a"}]));
+
+    w.kubectl_ok(&["delete", "flunder", "u"]);
+    let out = w.kubectl(&["create", "-f", path, "--validate=ignore"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("Warning"), "{}", stderr(&out));
+
+    // Patches are checked too (kubectl patch sends no fieldValidation: Warn).
+    let out = w.kubectl(&[
+        "patch",
+        "flunder",
+        "u",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"zzz":1,"reference":"y"}}"#,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("Warning: unknown field \"spec.zzz\""),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(get_json(&w, &["flunder", "u"])["spec"]["reference"], "y");
+}
