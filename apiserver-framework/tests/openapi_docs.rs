@@ -541,7 +541,8 @@ fn v2_document_paths_and_operations() {
         patch["consumes"],
         json!([
             "application/json-patch+json",
-            "application/merge-patch+json"
+            "application/merge-patch+json",
+            "application/strategic-merge-patch+json"
         ])
     );
     assert_eq!(
@@ -748,7 +749,8 @@ fn v3_group_version_document() {
         media,
         [
             "application/json-patch+json",
-            "application/merge-patch+json"
+            "application/merge-patch+json",
+            "application/strategic-merge-patch+json"
         ]
     );
     assert_eq!(

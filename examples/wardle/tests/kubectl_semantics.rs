@@ -548,3 +548,69 @@ fn field_validation_strict_warn_and_ignore() {
     );
     assert_eq!(get_json(&w, &["flunder", "u"])["spec"]["reference"], "y");
 }
+
+#[test]
+fn dry_run_writes_store_nothing() {
+    let w = Wardle::start();
+    create_flunder(&w, "a", &[("app", "x")], "r");
+    create_flunder(&w, "b", &[("app", "x")], "r");
+    let snapshot = || get_json(&w, &["flunders"])["items"].clone();
+    let before = snapshot();
+
+    // update
+    let mut changed = get_json(&w, &["flunder", "a"]);
+    changed["spec"]["reference"] = json!("changed");
+    let file = w.write_file("a.json", &changed.to_string());
+    let out = w.kubectl_ok(&[
+        "replace",
+        "--dry-run=server",
+        "-f",
+        file.to_str().unwrap(),
+        "-o",
+        "json",
+    ]);
+    assert_eq!(json(&out)["spec"]["reference"], "changed");
+    // patch
+    let out = w.kubectl_ok(&[
+        "patch",
+        "flunder",
+        "a",
+        "--dry-run=server",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"labels":{"new":"1"}}}"#,
+        "-o",
+        "json",
+    ]);
+    assert_eq!(json(&out)["metadata"]["labels"]["new"], "1");
+    // delete, and deletecollection through the raw API
+    w.kubectl_ok(&["delete", "flunder", "a", "--dry-run=server"]);
+    let out = w.kubectl_ok(&[
+        "delete",
+        "--raw",
+        "/apis/wardle.example.com/v1alpha1/namespaces/default/flunders?dryRun=All&labelSelector=app%3Dx",
+    ]);
+    let deleted = json(&out);
+    assert_eq!(deleted["kind"], "FlunderList");
+    assert_eq!(deleted["items"].as_array().unwrap().len(), 2);
+    assert_eq!(snapshot(), before, "nothing changed");
+
+    // Admission runs in a dry run too: BanFlunder refuses a banned name.
+    let fischer = w.write_file(
+        "fi.yaml",
+        "apiVersion: wardle.example.com/v1alpha1\nkind: Fischer\nmetadata:\n  name: fi\n\
+         disallowedFlunders:\n- banned\n",
+    );
+    w.kubectl_ok(&["create", "-f", fischer.to_str().unwrap()]);
+    let banned = w.write_file(
+        "banned.yaml",
+        "apiVersion: wardle.example.com/v1alpha1\nkind: Flunder\nmetadata:\n  name: banned\nspec: {}\n",
+    );
+    let out = w.kubectl(&["create", "--dry-run=server", "-f", banned.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("this name may not be used"),
+        "{}",
+        stderr(&out)
+    );
+}
