@@ -489,3 +489,81 @@ fn copy_and_clear_status() {
     assert!(x.spec.disallowed_flunders.is_empty());
     assert_eq!(x.metadata.name.as_deref(), Some("x"));
 }
+
+/// A router: field semantics, a selectable field and a scale subresource.
+#[derive(ApiResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[resource(
+    group = "net.example.com",
+    version = "v1",
+    kind = "Router",
+    status = "RouterStatus",
+    selectable_field = ".spec.zone",
+    scale(
+        spec_replicas_path = ".spec.replicas",
+        status_replicas_path = ".status.replicas"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub struct RouterSpec {
+    /// Zone.
+    pub zone: String,
+    /// Replicas.
+    pub replicas: i32,
+    /// Routes by name.
+    #[resource(list_type = "map", list_map_key = "name")]
+    pub route_table: Vec<Route>,
+    /// Hosts.
+    #[serde(rename = "hosts")]
+    #[resource(list_type = "set")]
+    pub allowed_hosts: Vec<String>,
+    /// Labels, replaced whole.
+    #[resource(map_type = "atomic")]
+    pub tags: std::collections::BTreeMap<String, String>,
+}
+
+/// A route.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+pub struct Route {
+    /// Name.
+    pub name: String,
+}
+
+/// Router status.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+pub struct RouterStatus {
+    /// Replicas.
+    pub replicas: i32,
+}
+
+#[test]
+fn field_semantics_selectable_fields_and_scale() {
+    let info = Router::resource_info();
+    let spec = &info.schema["properties"]["spec"]["properties"];
+    assert_eq!(spec["routeTable"]["x-kubernetes-list-type"], json!("map"));
+    assert_eq!(
+        spec["routeTable"]["x-kubernetes-list-map-keys"],
+        json!(["name"])
+    );
+    assert_eq!(
+        spec["routeTable"]["x-kubernetes-patch-strategy"],
+        json!("merge")
+    );
+    assert_eq!(
+        spec["routeTable"]["x-kubernetes-patch-merge-key"],
+        json!("name")
+    );
+    assert_eq!(spec["hosts"]["x-kubernetes-list-type"], json!("set"));
+    assert!(spec["hosts"].get("x-kubernetes-patch-merge-key").is_none());
+    assert_eq!(spec["tags"]["x-kubernetes-map-type"], json!("atomic"));
+    assert!(spec["zone"].get("x-kubernetes-list-type").is_none());
+    assert_eq!(info.selectable_fields, [".spec.zone"]);
+    assert_eq!(
+        info.field_selector_labels(),
+        ["metadata.name", "metadata.namespace", "spec.zone"]
+    );
+    let scale = info.scale.as_ref().unwrap();
+    assert_eq!(scale.spec_replicas_path, ".spec.replicas");
+    assert_eq!(scale.status_replicas_path, ".status.replicas");
+    assert_eq!(scale.label_selector_path, None);
+    assert_eq!(info.subresources(), ["status", "scale"]);
+}
