@@ -14,6 +14,7 @@ pub mod discovery;
 pub mod endpoints;
 pub mod error;
 pub mod openapi;
+pub mod quote;
 pub mod registry;
 pub mod resource;
 pub mod schema;

@@ -13,6 +13,7 @@
 #![allow(clippy::result_large_err)]
 
 use crate::error::ApiError;
+use crate::quote::go_quote;
 
 /// `application/json`.
 pub const JSON: &str = "application/json";
@@ -399,27 +400,6 @@ pub fn body_format(content_type: Option<&str>) -> Result<BodyFormat, ApiError> {
         YAML => Ok(BodyFormat::Yaml),
         _ => Err(ApiError::unsupported_media_type(SUPPORTED_BODY_MEDIA_TYPES)),
     }
-}
-
-/// Quote a string the way Go's `%q` does (enough for error messages).
-fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for ch in s.chars() {
-        match ch {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]

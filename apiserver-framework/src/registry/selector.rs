@@ -14,6 +14,7 @@
 //! `field!=v`, split at the first operator; values may escape `\\`, `\,` and `\=`. Terms are
 //! sorted, nothing is trimmed.
 
+pub use crate::quote::go_quote;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
@@ -617,38 +618,6 @@ pub fn label_value_errors(value: &str) -> Vec<String> {
         ));
     }
     errs
-}
-
-/// Quotes a string as Go's `%q` does: `"` and `\` escaped, control characters as escapes.
-pub fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c if c.is_control() => {
-                if (c as u32) <= 0xffff {
-                    out.push_str(&format!("\\u{:04x}", c as u32));
-                } else {
-                    out.push_str(&format!("\\U{:08x}", c as u32));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// One field selector requirement: `field=value`, `field==value` or `field!=value`.

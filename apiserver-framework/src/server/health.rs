@@ -9,6 +9,7 @@
 //!   match nothing add `warn: some health checks cannot be excluded: no matches for "a","b"`.
 //! * `GET /<endpoint>/<check>`: `ok`, or `500 internal server error: <error>`.
 
+use crate::quote::go_quote;
 use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
@@ -375,27 +376,6 @@ fn percent_decode(s: &str) -> String {
         i += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
-}
-
-/// Quote a name the way Go's `%q` does.
-fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for ch in s.chars() {
-        match ch {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]

@@ -1,12 +1,13 @@
 //! kube-rs against wardle: `Api<Flunder>` on the very same generated type, and a watcher.
 
+mod support;
+
 use std::time::Duration;
 
-use apiserver_framework::cli::LocalOptions;
 use futures::{StreamExt, TryStreamExt};
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::runtime::watcher;
-use kube::{Api, Client, Config};
+use kube::{Api, Client};
 use wardle::{Fischer, FischerSpec, Flunder, FlunderSpec, ReferenceType};
 
 async fn start() -> (
@@ -14,19 +15,8 @@ async fn start() -> (
     Client,
     tempfile::TempDir,
 ) {
-    let dir = tempfile::tempdir().unwrap();
-    let opts = LocalOptions {
-        secure_port: 0,
-        cert_dir: dir.path().join("certs"),
-        ..Default::default()
-    };
-    let server = wardle::app().start_local(&opts).await.unwrap();
-    let kubeconfig = kube::config::Kubeconfig::from_yaml(&server.kubeconfig).unwrap();
-    let config = Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap();
-    let client = Client::try_from(config).unwrap();
-    (server, client, dir)
+    let s = support::in_process::start().await;
+    (s.server, s.client, s.dir)
 }
 
 fn flunder(name: &str, reference: &str) -> Flunder {

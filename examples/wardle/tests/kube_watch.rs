@@ -1,15 +1,16 @@
 //! kube-rs watches against wardle: streaming lists (`sendInitialEvents`), bookmarks, a watch
 //! that starts behind the kept history, and the strategic merge patch type.
 
+mod support;
+
 use std::sync::Arc;
 use std::time::Duration;
 
-use apiserver_framework::cli::{LocalOptions, local};
 use apiserver_framework::storage::memory::MemoryStorage;
 use futures::{StreamExt, TryStreamExt};
 use kube::api::{Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use kube::runtime::watcher;
-use kube::{Api, Client, Config};
+use kube::{Api, Client};
 use serde_json::json;
 use wardle::{Flunder, FlunderSpec, ReferenceType, Topping};
 
@@ -21,24 +22,8 @@ async fn start(
     Client,
     tempfile::TempDir,
 ) {
-    let dir = tempfile::tempdir().unwrap();
-    let opts = LocalOptions {
-        secure_port: 0,
-        cert_dir: dir.path().join("certs"),
-        ..Default::default()
-    };
-    let mut builder = wardle::app().server_builder();
-    if let Some(storage) = storage {
-        builder = builder.storage(storage);
-    }
-    let server = local::start("wardle", Arc::new(builder.build()), &opts)
-        .await
-        .unwrap();
-    let kubeconfig = kube::config::Kubeconfig::from_yaml(&server.kubeconfig).unwrap();
-    let config = Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap();
-    (server, Client::try_from(config).unwrap(), dir)
+    let s = support::in_process::start_with(storage).await;
+    (s.server, s.client, s.dir)
 }
 
 fn flunder(name: &str) -> Flunder {

@@ -1,11 +1,12 @@
 //! Request semantics as the kube-rs client sees them: paging a list with `limit` and
 //! `continue`, JSON and merge patches, and deletes with preconditions.
 
+mod support;
+
 use std::collections::BTreeMap;
 
-use apiserver_framework::cli::LocalOptions;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
-use kube::{Api, Client, Config};
+use kube::{Api, Client};
 use serde_json::json;
 use wardle::{Flunder, FlunderSpec, ReferenceType};
 
@@ -14,19 +15,8 @@ async fn start() -> (
     Client,
     tempfile::TempDir,
 ) {
-    let dir = tempfile::tempdir().unwrap();
-    let opts = LocalOptions {
-        secure_port: 0,
-        cert_dir: dir.path().join("certs"),
-        ..Default::default()
-    };
-    let server = wardle::app().start_local(&opts).await.unwrap();
-    let kubeconfig = kube::config::Kubeconfig::from_yaml(&server.kubeconfig).unwrap();
-    let config = Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap();
-    let client = Client::try_from(config).unwrap();
-    (server, client, dir)
+    let s = support::in_process::start().await;
+    (s.server, s.client, s.dir)
 }
 
 fn flunder(name: &str, reference: &str, labels: &[(&str, &str)]) -> Flunder {

@@ -6,9 +6,9 @@ use std::sync::LazyLock;
 use serde_json::{Value, json};
 
 use super::json::walk_json;
-use super::quote::go_quote;
 use super::schema::Shape;
 use super::{duplicate_fields_json, duplicate_fields_yaml, unknown_fields};
+use crate::quote::go_quote;
 
 /// The shape of a JSON patch document: a list of operations with four known fields.
 static JSON_PATCH_OPS: LazyLock<Value> = LazyLock::new(|| {

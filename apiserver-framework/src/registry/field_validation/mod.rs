@@ -49,7 +49,6 @@
 mod collect;
 mod issues;
 mod json;
-mod quote;
 mod schema;
 #[cfg(test)]
 mod tests;

@@ -1,8 +1,8 @@
 use serde_json::json;
 
-use super::quote::go_quote;
 use super::schema::OBJECT_META;
 use super::*;
+use crate::quote::go_quote;
 use crate::schema::{object_schema, structural_schema_of};
 
 /// A resource schema in the shape the framework builds: `metadata` is a placeholder.

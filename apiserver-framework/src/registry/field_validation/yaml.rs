@@ -9,8 +9,8 @@ use serde::de::{
 };
 
 use super::collect::{push_index, push_key};
-use super::quote::go_quote;
 use super::{MAX_ISSUES, YamlDuplicateKey};
+use crate::quote::go_quote;
 
 /// Keys given more than once in the same mapping of a YAML document, in the order they are
 /// reported (a repeated key after anything repeated inside its value), at most [`MAX_ISSUES`].

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod in_process;
+
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};

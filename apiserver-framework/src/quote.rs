@@ -1,4 +1,4 @@
-//! Go-style quoting of paths and keys.
+//! Go-style quoting (`strconv.Quote`, `%q`), for messages that must read as upstream's.
 
 use std::fmt::Write as _;
 
@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 /// the ASCII space) as far as the standard library tells them apart: controls, separators other
 /// than the space, the common format characters, private-use characters and noncharacters are
 /// escaped; unassigned code points are written as they are.
-pub(super) fn go_quote(s: &str) -> String {
+pub fn go_quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
