@@ -101,6 +101,9 @@ pub struct ApiError {
     pub message: String,
     /// Status `details`, if any (boxed to keep results small).
     pub details: Option<Box<StatusDetails>>,
+    /// A continue token for the Status' `metadata.continue` (only the expired-continue error
+    /// of a paged list carries one).
+    pub continue_token: Option<String>,
 }
 
 /// One field error of a validation, turned into a cause of a 422 `Invalid` error.
@@ -114,6 +117,7 @@ impl ApiError {
             reason: reason.into(),
             message: message.into(),
             details: None,
+            continue_token: None,
         }
     }
 
@@ -333,7 +337,9 @@ impl ApiError {
         Status {
             kind: "Status".into(),
             api_version: "v1".into(),
-            metadata: StatusMeta::default(),
+            metadata: StatusMeta {
+                continue_: self.continue_token.clone(),
+            },
             status: "Failure".into(),
             message: self.message.clone(),
             reason: self.reason.clone(),

@@ -40,6 +40,17 @@ pub fn encode(revision: u64, last_key: &str) -> String {
     ENGINE.encode(serde_json::to_vec(&t).unwrap_or_default())
 }
 
+/// Encodes a token for continuing after `last_key` at the latest revision, which the
+/// expired-continue error offers (the rest of the list, no longer consistent with its start).
+pub fn encode_latest(last_key: &str) -> String {
+    let t = Token {
+        v: TOKEN_VERSION.into(),
+        rv: -1,
+        start: format!("{last_key}\u{0}"),
+    };
+    ENGINE.encode(serde_json::to_vec(&t).unwrap_or_default())
+}
+
 /// Where Go's base64 decoder reports the input as corrupt: the first byte outside the
 /// alphabet, or the last byte when a lone character ends the input.
 fn corrupt_at(token: &str) -> Option<usize> {
@@ -58,8 +69,9 @@ fn corrupt_at(token: &str) -> Option<usize> {
     (count % 4 == 1).then_some(last)
 }
 
-/// Decodes a token into (revision, last key returned).
-pub fn decode(token: &str) -> Result<(u64, String), String> {
+/// Decodes a token into (revision, last key returned); the revision is `None` for a token that
+/// continues at the latest revision.
+pub fn decode(token: &str) -> Result<(Option<u64>, String), String> {
     if let Some(at) = corrupt_at(token) {
         return Err(format!("{INVALID}: illegal base64 data at input byte {at}"));
     }
@@ -88,12 +100,8 @@ pub fn decode(token: &str) -> Result<(u64, String), String> {
         // Keys that climb out of their place (`..`, `//`, `.`) are refused, as upstream.
         return Err(format!("{INVALID}: {}", t.start));
     }
-    let Ok(rv) = u64::try_from(t.rv) else {
-        // A negative revision asks for the latest one; this server never issues such tokens.
-        return Err(format!(
-            "{INVALID}: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"
-        ));
-    };
+    // A negative revision continues at the latest one.
+    let rv = u64::try_from(t.rv).ok();
     let start = t.start.strip_suffix('\u{0}').unwrap_or(&t.start);
     Ok((rv, start.to_string()))
 }
@@ -115,7 +123,12 @@ mod tests {
     #[test]
     fn round_trip() {
         let t = encode(42, "/g/flunders/ns/a");
-        assert_eq!(decode(&t).unwrap(), (42, "/g/flunders/ns/a".to_string()));
+        assert_eq!(
+            decode(&t).unwrap(),
+            (Some(42), "/g/flunders/ns/a".to_string())
+        );
+        let t = encode_latest("/g/flunders/ns/a");
+        assert_eq!(decode(&t).unwrap(), (None, "/g/flunders/ns/a".to_string()));
     }
 
     #[test]

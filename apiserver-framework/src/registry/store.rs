@@ -26,6 +26,9 @@ use crate::registry::watch;
 use crate::resource::{ApiResource, ResourceInfo};
 use crate::storage::{KeyValue, ListRequest, Storage, StorageError};
 
+/// The 410 message of a continue token whose revision was compacted away, as upstream's.
+const INCONSISTENT_CONTINUE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
 /// How many times a patch is retried when a concurrent write changed the object meanwhile.
 const PATCH_RETRIES: usize = 5;
 
@@ -645,7 +648,7 @@ impl<T: ApiResource> RestStorage for Store<T> {
                     "invalid continue token: continue key is not valid: the key is outside the requested collection",
                 ));
             }
-            (Some(rev), Some(key))
+            (rev, Some(key))
         } else {
             let exact = opts.resource_version_match == "Exact"
                 || (opts.resource_version_match.is_empty() && opts.limit > 0);
@@ -659,6 +662,9 @@ impl<T: ApiResource> RestStorage for Store<T> {
             }
         };
         let filtering = !opts.label_selector.is_empty() || !opts.field_selector.is_empty();
+        let continue_key = start_after
+            .clone()
+            .filter(|_| !opts.continue_token.is_empty());
         let mut items = Vec::new();
         let mut read_revision = revision;
         let (more, remaining, last_key) = loop {
@@ -676,11 +682,15 @@ impl<T: ApiResource> RestStorage for Store<T> {
                     revision: read_revision,
                 })
                 .await
-                .map_err(|e| match e {
-                    StorageError::Compacted { .. } if !opts.continue_token.is_empty() => {
-                        ApiError::expired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
+                .map_err(|e| match (e, &continue_key) {
+                    (StorageError::Compacted { .. }, Some(key)) => {
+                        // As upstream: the list cannot continue consistently; a token that
+                        // continues at the latest revision is offered in the Status.
+                        let mut e = ApiError::expired(INCONSISTENT_CONTINUE);
+                        e.continue_token = Some(continue_token::encode_latest(key));
+                        e
                     }
-                    e => self.storage_error("list", "", e),
+                    (e, _) => self.storage_error("list", "", e),
                 })?;
             read_revision = Some(page.revision);
             let last = page.items.last().map(|kv| kv.key.clone());
