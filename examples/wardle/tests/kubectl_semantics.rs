@@ -614,3 +614,48 @@ fn dry_run_writes_store_nothing() {
         stderr(&out)
     );
 }
+
+#[test]
+fn openapi_publishes_list_semantics_patch_types_and_scale() {
+    let w = Wardle::start();
+    let doc = json(&w.kubectl_ok(&[
+        "get",
+        "--raw",
+        "/openapi/v3/apis/wardle.example.com/v1alpha1",
+    ]));
+    let schemas = &doc["components"]["schemas"];
+    let toppings = &schemas["com.example.wardle.v1alpha1.Flunder"]["properties"]["spec"]["properties"]
+        ["toppings"];
+    assert_eq!(toppings["x-kubernetes-list-type"], "map");
+    assert_eq!(toppings["x-kubernetes-list-map-keys"], json!(["name"]));
+    assert_eq!(toppings["x-kubernetes-patch-strategy"], "merge");
+    assert_eq!(toppings["x-kubernetes-patch-merge-key"], "name");
+    let disallowed =
+        &schemas["com.example.wardle.v1alpha1.Fischer"]["properties"]["disallowedFlunders"];
+    assert_eq!(disallowed["x-kubernetes-list-type"], "set");
+
+    let item =
+        &doc["paths"]["/apis/wardle.example.com/v1alpha1/namespaces/{namespace}/flunders/{name}"];
+    let content = item["patch"]["requestBody"]["content"].as_object().unwrap();
+    assert!(content.contains_key("application/strategic-merge-patch+json"));
+
+    let scale = &doc["paths"]["/apis/wardle.example.com/v1alpha1/namespaces/{namespace}/flunders/{name}/scale"];
+    assert_eq!(
+        scale["get"]["x-kubernetes-group-version-kind"],
+        json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
+    );
+    assert!(schemas["io.k8s.api.autoscaling.v1.Scale"].is_object());
+    // Discovery lists the scale subresource with its kind.
+    let resources = json(&w.kubectl_ok(&["get", "--raw", "/apis/wardle.example.com/v1alpha1"]));
+    let scale = resources["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "flunders/scale")
+        .expect("flunders/scale in discovery")
+        .clone();
+    assert_eq!(scale["group"], "autoscaling");
+    assert_eq!(scale["version"], "v1");
+    assert_eq!(scale["kind"], "Scale");
+    assert_eq!(scale["verbs"], json!(["get", "patch", "update"]));
+}
