@@ -5,6 +5,7 @@
 //! ```
 
 pub mod app;
+pub mod duration;
 pub mod kubeconfig;
 pub mod local;
 
