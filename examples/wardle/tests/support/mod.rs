@@ -40,9 +40,31 @@ impl Wardle {
     /// Starts `wardle local --secure-port 0` in a new temporary directory and waits (at most
     /// [`START_TIMEOUT`]) until it has written its kubeconfig, which it does once listening.
     pub fn start() -> Wardle {
-        let dir = tempfile::tempdir().expect("create a temporary directory");
+        Self::start_in(tempfile::tempdir().expect("create a temporary directory"))
+    }
+
+    /// Kills the server with SIGKILL (no shutdown, nothing flushed) and starts it again in the
+    /// same directory, so on the same data (and certificates); its port and token change.
+    pub fn kill_and_restart(mut self) -> Wardle {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let dir = std::mem::replace(
+            &mut self.dir,
+            tempfile::tempdir().expect("create a temporary directory"),
+        );
+        drop(self);
+        let _ = std::fs::remove_file(dir.path().join("wardle.kubeconfig"));
+        Self::start_in(dir)
+    }
+
+    /// Starts `wardle local` in `dir` (its working directory, where the data lives by default).
+    fn start_in(dir: tempfile::TempDir) -> Wardle {
         let kubeconfig = dir.path().join("wardle.kubeconfig");
-        let log = File::create(dir.path().join("wardle.log")).expect("create the server log");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.path().join("wardle.log"))
+            .expect("open the server log");
         let child = Command::new(env!("CARGO_BIN_EXE_wardle"))
             .arg("local")
             .args(["--secure-port", "0"])
