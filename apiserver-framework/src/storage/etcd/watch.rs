@@ -17,8 +17,9 @@ pub(super) struct Feed {
     _requests: WatchRequestSender,
     responses: WatchResponseStream,
     keys: Keys,
-    /// The revision the caller watches after, reported in `Compacted`.
-    after: u64,
+    /// The revision of the last event received (at first: the one watched after); a watch
+    /// that etcd cancels for compaction needed the events after it.
+    seen: u64,
     pending: VecDeque<StorageEvent>,
 }
 
@@ -34,7 +35,7 @@ impl Feed {
             _requests: requests,
             responses,
             keys,
-            after,
+            seen: after,
             pending: VecDeque::new(),
         }
     }
@@ -67,7 +68,7 @@ impl Feed {
             };
             if resp.compact_revision() > 0 {
                 return Err(StorageError::Compacted {
-                    requested: self.after,
+                    requested: self.seen,
                     compacted: revision(resp.compact_revision()),
                 });
             }
@@ -79,6 +80,7 @@ impl Feed {
             }
             for ev in resp.events() {
                 if let Some(ev) = storage_event(&self.keys, ev) {
+                    self.seen = self.seen.max(ev.kv.mod_revision);
                     self.pending.push_back(ev);
                 }
             }
