@@ -4,6 +4,8 @@
 //! strictly increasing per store; an object's `resourceVersion` is the revision of its last
 //! change, as a decimal string that clients treat as opaque.
 
+#[cfg(feature = "etcd")]
+pub mod etcd;
 pub mod memory;
 
 use bytes::Bytes;
