@@ -6,6 +6,7 @@
 
 pub mod compactor;
 pub mod conformance;
+pub mod embedded;
 pub mod memory;
 
 use bytes::Bytes;
