@@ -55,6 +55,9 @@ pub(super) enum Done {
 
 type Reply = oneshot::Sender<Result<Done, StorageError>>;
 
+/// The outcome of each write of a batch, and the events of those that succeeded.
+type Applied = (Vec<Result<Done, StorageError>>, Vec<StorageEvent>);
+
 /// A write and where to send its answer.
 pub(super) struct Request {
     pub(super) op: Op,
@@ -169,11 +172,7 @@ impl Writer {
     }
 
     /// The outcome of each write and the events of those that succeeded, once committed.
-    #[allow(clippy::type_complexity)]
-    fn apply(
-        &self,
-        writes: &[(Op, Reply)],
-    ) -> Result<(Vec<Result<Done, StorageError>>, Vec<StorageEvent>), Failure> {
+    fn apply(&self, writes: &[(Op, Reply)]) -> Result<Applied, Failure> {
         let txn = self.begin()?;
         let mut outcomes = Vec::with_capacity(writes.len());
         let mut events = Vec::new();
