@@ -224,7 +224,9 @@ impl Storage for MemoryStorage {
             .cloned()
             .map(Ok)
             .collect();
-        let last_replayed = state.revision;
+        // Live events at or below this were replayed above, or (for a watch from a future
+        // revision) were not asked for.
+        let last_replayed = state.revision.max(after);
         // Subscribing under the lock: no event can fall between the backlog and the live feed.
         let rx = self.events.subscribe();
         drop(state);
@@ -262,6 +264,12 @@ impl Storage for MemoryStorage {
 
     async fn compact(&self, revision: u64) -> Result<(), StorageError> {
         let mut state = self.state.lock();
+        if revision > state.revision {
+            return Err(StorageError::FutureRevision {
+                requested: revision,
+                current: state.revision,
+            });
+        }
         while state
             .history
             .front()

@@ -4,6 +4,9 @@
 //! strictly increasing per store; an object's `resourceVersion` is the revision of its last
 //! change, as a decimal string that clients treat as opaque.
 
+pub mod compactor;
+pub mod conformance;
+pub mod embedded;
 #[cfg(feature = "etcd")]
 pub mod etcd;
 pub mod memory;

@@ -1,0 +1,285 @@
+//! An embedded, durable [`Storage`] on [redb](https://docs.rs/redb): one file in a directory,
+//! crash-safe, with history for lists at older revisions and watches that resume.
+//!
+//! Every acknowledged write is on disk: writes go to a single writer thread, which commits
+//! whatever writes are waiting together in one redb transaction with immediate durability
+//! (an fsync per batch, not per write) before answering. Revisions are assigned in commit order,
+//! one per write, and continue across restarts; the compacted revision is kept too.
+//!
+//! History is an MVCC index, like etcd's: each write stores the key's new version under
+//! (key, revision), once, and a change log maps each revision to its key. A list at an older
+//! revision reads each key's newest version at or below it; a list at the latest revision goes
+//! through an index of present keys. [`Storage::compact`] removes log entries and superseded
+//! versions up to the revision; run [`spawn_compactor`](super::compactor::spawn_compactor) to
+//! do it periodically.
+//!
+//! A watch replays the change log from disk, then follows a broadcast of committed events. It
+//! subscribes to the broadcast before it reads where the log ends, and skips live events it has
+//! already replayed, so none is lost or repeated where the two meet. A watcher that falls
+//! behind the broadcast buffer ([`EmbeddedOptions::watch_buffer`]) is not cut off: it catches up
+//! from the log on disk, and ends with `Compacted` (the client relists) only if compaction
+//! removed history it still needs.
+//!
+//! Reads run on tokio's blocking pool, each in its own redb read transaction (a consistent
+//! snapshot that does not block the writer).
+
+mod failure;
+mod reads;
+mod tables;
+mod watch;
+mod writer;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, mpsc};
+use std::thread::JoinHandle;
+
+use bytes::Bytes;
+use redb::{Database, ReadableDatabase, ReadableTable};
+use tokio::sync::{broadcast, oneshot};
+
+use self::failure::Failure;
+use self::reads::Snapshot;
+use self::tables::{COMPACTED, FORMAT, FORMAT_VERSION, LATEST, LOG, META, REVISION, VERSIONS};
+use self::writer::{Done, Op, Request, Writer};
+use super::{KeyValue, ListPage, ListRequest, Storage, StorageError, StorageEvent, WatchStream};
+
+/// The database file inside the storage directory.
+pub const FILE_NAME: &str = "storage.redb";
+
+/// The largest value stored (redb stores at most 3 GiB per entry).
+pub const MAX_VALUE: usize = 1 << 30;
+
+/// Tuning of an [`EmbeddedStorage`].
+#[derive(Clone, Debug)]
+pub struct EmbeddedOptions {
+    /// Live events buffered for each watcher; a watcher further behind catches up from disk.
+    /// Default 1024.
+    pub watch_buffer: usize,
+    /// Most writes committed together in one transaction. Default 256.
+    pub max_batch: usize,
+    /// Bytes of redb's page cache; `None` keeps redb's default.
+    pub cache_size: Option<usize>,
+}
+
+impl Default for EmbeddedOptions {
+    fn default() -> Self {
+        EmbeddedOptions {
+            watch_buffer: 1024,
+            max_batch: 256,
+            cache_size: None,
+        }
+    }
+}
+
+/// What readers, watchers and the writer share.
+struct Shared {
+    db: Database,
+    /// Committed events, in revision order.
+    events: broadcast::Sender<StorageEvent>,
+}
+
+/// A durable store in one redb file. See the [module documentation](self).
+pub struct EmbeddedStorage {
+    shared: Arc<Shared>,
+    writes: Option<mpsc::Sender<Request>>,
+    writer: Option<JoinHandle<()>>,
+    path: PathBuf,
+}
+
+impl EmbeddedStorage {
+    /// Opens the store in `dir` (created if missing), with default options.
+    pub fn open(dir: &Path) -> Result<Self, StorageError> {
+        Self::open_with(dir, EmbeddedOptions::default())
+    }
+
+    /// Opens the store in `dir` (created if missing). Fails with `Unavailable` if the directory
+    /// cannot be created, the file is damaged or not a store, or another store has it open.
+    /// Opening blocks while redb checks the file.
+    pub fn open_with(dir: &Path, options: EmbeddedOptions) -> Result<Self, StorageError> {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            StorageError::Unavailable(format!("embedded storage: creating {}: {e}", dir.display()))
+        })?;
+        let path = dir.join(FILE_NAME);
+        let mut builder = Database::builder();
+        if let Some(bytes) = options.cache_size {
+            builder.set_cache_size(bytes);
+        }
+        let db = builder.create(&path).map_err(|e| {
+            StorageError::Unavailable(format!("embedded storage: opening {}: {e}", path.display()))
+        })?;
+        let (revision, compacted) = initialize(&db)?;
+        let (events, _) = broadcast::channel(options.watch_buffer.max(1));
+        let shared = Arc::new(Shared { db, events });
+        let (writes, requests) = mpsc::channel();
+        let writer = Writer::new(
+            Arc::clone(&shared),
+            requests,
+            revision,
+            compacted,
+            options.max_batch,
+        );
+        let writer = std::thread::Builder::new()
+            .name("embedded-storage-writer".into())
+            .spawn(move || writer.run())
+            .map_err(|e| {
+                StorageError::Unavailable(format!("embedded storage: starting the writer: {e}"))
+            })?;
+        Ok(EmbeddedStorage {
+            shared,
+            writes: Some(writes),
+            writer: Some(writer),
+            path,
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    async fn write(&self, op: Op) -> Result<Done, StorageError> {
+        if let Op::Create { value, .. } | Op::Update { value, .. } = &op
+            && value.len() > MAX_VALUE
+        {
+            // Refused here: inside a batch it would fail the other writes too.
+            return Err(StorageError::Unavailable(format!(
+                "embedded storage: a value of {} bytes is over the limit of {MAX_VALUE}",
+                value.len()
+            )));
+        }
+        let (reply, answer) = oneshot::channel();
+        let stopped = || StorageError::Unavailable("embedded storage: the writer stopped".into());
+        self.writes
+            .as_ref()
+            .ok_or_else(stopped)?
+            .send(Request { op, reply })
+            .map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
+    }
+}
+
+impl Drop for EmbeddedStorage {
+    /// Stops the writer after the writes already sent, so that the file is closed (and can be
+    /// opened again) once the last reader is done.
+    fn drop(&mut self) {
+        drop(self.writes.take());
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.join();
+        }
+    }
+}
+
+/// Creates the tables of a new file, checks the format of an existing one, and answers its
+/// current and compacted revisions.
+fn initialize(db: &Database) -> Result<(u64, u64), StorageError> {
+    let init = || -> Result<(u64, u64), Failure> {
+        let txn = db.begin_write()?;
+        let revisions;
+        {
+            let mut meta = txn.open_table(META)?;
+            txn.open_table(LATEST)?;
+            txn.open_table(VERSIONS)?;
+            txn.open_table(LOG)?;
+            let format = meta.get(FORMAT)?.map(|g| g.value());
+            match format {
+                None => {
+                    // A new store starts at revision 1, like etcd.
+                    meta.insert(FORMAT, FORMAT_VERSION)?;
+                    meta.insert(REVISION, 1)?;
+                    meta.insert(COMPACTED, 0)?;
+                }
+                Some(FORMAT_VERSION) => {}
+                Some(other) => {
+                    return Err(Failure(StorageError::Unavailable(format!(
+                        "embedded storage: unknown format version {other}"
+                    ))));
+                }
+            }
+            let read = |name| -> Result<u64, Failure> {
+                Ok(meta.get(name)?.map(|g| g.value()).unwrap_or_default())
+            };
+            revisions = (read(REVISION)?, read(COMPACTED)?);
+        }
+        txn.commit()?;
+        Ok(revisions)
+    };
+    init().map_err(StorageError::from)
+}
+
+/// Runs `f` on a fresh read snapshot, on tokio's blocking pool.
+async fn read<T, F>(shared: &Arc<Shared>, f: F) -> Result<T, StorageError>
+where
+    T: Send + 'static,
+    F: FnOnce(&Snapshot) -> Result<T, Failure> + Send + 'static,
+{
+    let shared = Arc::clone(shared);
+    tokio::task::spawn_blocking(move || {
+        let snapshot = Snapshot(shared.db.begin_read()?);
+        f(&snapshot)
+    })
+    .await
+    .map_err(|e| StorageError::Unavailable(format!("embedded storage: a read failed: {e}")))?
+    .map_err(StorageError::from)
+}
+
+#[async_trait::async_trait]
+impl Storage for EmbeddedStorage {
+    async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
+        let key = key.to_string();
+        read(&self.shared, move |snapshot| snapshot.get(&key)).await
+    }
+
+    async fn list(&self, req: ListRequest) -> Result<ListPage, StorageError> {
+        read(&self.shared, move |snapshot| snapshot.list(&req)).await
+    }
+
+    async fn create(&self, key: &str, value: Bytes) -> Result<u64, StorageError> {
+        let key = key.to_string();
+        match self.write(Op::Create { key, value }).await? {
+            Done::Written(rev) => Ok(rev),
+            _ => unreachable!("a create answers its revision"),
+        }
+    }
+
+    async fn update(&self, key: &str, value: Bytes, expected: u64) -> Result<u64, StorageError> {
+        let key = key.to_string();
+        match self
+            .write(Op::Update {
+                key,
+                value,
+                expected,
+            })
+            .await?
+        {
+            Done::Written(rev) => Ok(rev),
+            _ => unreachable!("an update answers its revision"),
+        }
+    }
+
+    async fn delete(
+        &self,
+        key: &str,
+        expected: Option<u64>,
+    ) -> Result<(u64, KeyValue), StorageError> {
+        let key = key.to_string();
+        match self.write(Op::Delete { key, expected }).await? {
+            Done::Deleted(rev, last) => Ok((rev, last)),
+            _ => unreachable!("a delete answers its revision and last value"),
+        }
+    }
+
+    async fn watch(&self, prefix: &str, after: u64) -> Result<WatchStream, StorageError> {
+        watch::watch(&self.shared, prefix, after).await
+    }
+
+    async fn current_revision(&self) -> Result<u64, StorageError> {
+        // From a snapshot rather than a counter the writer updates after committing, so that it
+        // is never behind a revision that a read has already shown.
+        let (current, _) = read(&self.shared, |snapshot| snapshot.revisions()).await?;
+        Ok(current)
+    }
+
+    async fn compact(&self, revision: u64) -> Result<(), StorageError> {
+        self.write(Op::Compact { revision }).await.map(|_| ())
+    }
+}
