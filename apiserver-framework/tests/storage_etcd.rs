@@ -635,3 +635,20 @@ async fn bad_options_are_refused_at_connect() {
         assert!(matches!(err, StorageError::Unavailable(_)), "{opts:?}");
     }
 }
+
+/// The shared conformance suite, each check on a store of its own prefix on one etcd.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_conforms() {
+    use apiserver_framework::storage::conformance::{self, NewStore};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let etcd = Arc::new(Etcd::start());
+    let count = Arc::new(AtomicUsize::new(0));
+    conformance::run_all(&move || -> NewStore {
+        let (etcd, n) = (etcd.clone(), count.fetch_add(1, Ordering::Relaxed));
+        Box::pin(async move {
+            // `/c0000/`, `/c0001/`, …: no prefix is a string prefix of another.
+            Arc::new(etcd.storage(&format!("/c{n:04}")).await) as Arc<dyn Storage>
+        })
+    })
+    .await;
+}

@@ -89,11 +89,19 @@ impl App {
         b
     }
 
-    /// Starts the server in local mode (see [`LocalOptions`]) and returns once it listens.
+    /// Starts the server in local mode (see [`LocalOptions`]) on the storage its options
+    /// choose (the embedded store under `--data-dir` by default) and returns once it listens.
     pub async fn start_local(self, opts: &LocalOptions) -> Result<LocalServer, AppError> {
         let name = self.name.clone();
-        let server = Arc::new(self.server_builder().build());
-        Ok(local::start(&name, server, opts).await?)
+        let opened = opts.storage.open().await.map_err(local::LocalError::from)?;
+        let mut builder = self.server_builder().storage(opened.storage);
+        for check in opened.health_checks {
+            builder = builder.health_check(check);
+        }
+        for check in opened.readiness_checks {
+            builder = builder.readiness_check(check);
+        }
+        Ok(local::start(&name, Arc::new(builder.build()), opts).await?)
     }
 
     /// Parses the process's command line and runs the chosen command until it is stopped

@@ -9,6 +9,7 @@ use rand::Rng;
 
 use crate::auth::{StaticTokenAuthenticator, UserInfo};
 use crate::cli::kubeconfig;
+use crate::cli::storage_options::StorageOptions;
 use crate::server::generic::GenericApiServer;
 use crate::server::serve::{self, HandlerChain, RunningServer};
 use crate::server::tls::{ServingCert, TlsError, install_crypto_provider};
@@ -31,12 +32,16 @@ pub struct LocalOptions {
     /// The PEM private key of --tls-cert-file.
     #[arg(long, requires = "tls_cert_file")]
     pub tls_private_key_file: Option<PathBuf>,
-    /// Where to write the kubeconfig (default: ./<server>.kubeconfig).
+    /// Where to write the kubeconfig (default: `./<server>.kubeconfig`).
     #[arg(long)]
     pub write_kubeconfig: Option<PathBuf>,
     /// The bearer token to accept (default: a new random token each start).
     #[arg(long, env = "APISERVER_LOCAL_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    /// Where objects are stored (used by [`crate::App`]; [`start`] serves a server that
+    /// already has its storage).
+    #[command(flatten)]
+    pub storage: StorageOptions,
 }
 
 impl Default for LocalOptions {
@@ -49,6 +54,7 @@ impl Default for LocalOptions {
             tls_private_key_file: None,
             write_kubeconfig: None,
             token: None,
+            storage: StorageOptions::default(),
         }
     }
 }
@@ -59,6 +65,9 @@ pub enum LocalError {
     /// Certificates could not be loaded or generated.
     #[error(transparent)]
     Tls(#[from] TlsError),
+    /// The storage could not be opened.
+    #[error("storage: {0}")]
+    Storage(#[from] crate::storage::StorageError),
     /// The address could not be bound, or the kubeconfig written.
     #[error("{0}")]
     Io(#[from] std::io::Error),

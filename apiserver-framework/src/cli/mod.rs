@@ -8,6 +8,7 @@ pub mod app;
 pub mod duration;
 pub mod kubeconfig;
 pub mod local;
+pub mod storage_options;
 
 pub use app::App;
 pub use local::{LocalOptions, LocalServer};

@@ -75,7 +75,11 @@ async fn a_restart_serves_the_same_objects_and_resource_versions() {
     let last = *before.values().max().unwrap();
 
     let w = w.kill_and_restart();
-    assert_eq!(stored(&w).await, before, "same objects, same resourceVersions");
+    assert_eq!(
+        stored(&w).await,
+        before,
+        "same objects, same resourceVersions"
+    );
     let next = create(&w, &w.client(), "after").await.unwrap();
     assert!(
         next > last + 1,

@@ -1,0 +1,138 @@
+//! Where objects are stored: the embedded store under `--data-dir` (the default), or etcd when
+//! `--etcd-servers` is given; with compaction and the storage health checks.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::cli::duration::GoDuration;
+use crate::server::health::HealthCheck;
+use crate::storage::embedded::EmbeddedStorage;
+use crate::storage::{Storage, StorageError, compactor};
+
+/// Storage flags, with kube-apiserver's names for the etcd ones.
+#[derive(Clone, Debug, clap::Args)]
+pub struct StorageOptions {
+    /// The directory of the embedded store, used when no --etcd-servers is given.
+    #[arg(long, default_value = "apiserver.local.config/data")]
+    pub data_dir: PathBuf,
+    /// How often revisions older than the previous interval's are compacted ("0" never).
+    #[arg(long, default_value = "5m")]
+    pub compaction_interval: GoDuration,
+    /// etcd servers to store objects in, comma-separated (e.g. https://10.0.0.1:2379).
+    #[arg(long, value_delimiter = ',')]
+    pub etcd_servers: Vec<String>,
+    /// The prefix of every etcd key; objects live at `<prefix>/<group>/<resource>/<namespace>/<name>`.
+    #[arg(long, default_value = "/registry")]
+    pub etcd_prefix: String,
+    /// The CA bundle that verifies etcd's serving certificates.
+    #[arg(long)]
+    pub etcd_cafile: Option<PathBuf>,
+    /// The client certificate presented to etcd.
+    #[arg(long, requires = "etcd_keyfile")]
+    pub etcd_certfile: Option<PathBuf>,
+    /// The private key of --etcd-certfile.
+    #[arg(long, requires = "etcd_certfile")]
+    pub etcd_keyfile: Option<PathBuf>,
+    /// How long the etcd health checks wait for an answer.
+    #[arg(long, default_value = "2s")]
+    pub etcd_healthcheck_timeout: GoDuration,
+}
+
+impl Default for StorageOptions {
+    fn default() -> Self {
+        StorageOptions {
+            data_dir: PathBuf::from("apiserver.local.config/data"),
+            compaction_interval: GoDuration(Duration::from_secs(300)),
+            etcd_servers: Vec::new(),
+            etcd_prefix: "/registry".into(),
+            etcd_cafile: None,
+            etcd_certfile: None,
+            etcd_keyfile: None,
+            etcd_healthcheck_timeout: GoDuration(Duration::from_secs(2)),
+        }
+    }
+}
+
+/// An opened storage with the health checks that watch it.
+pub struct OpenedStorage {
+    /// The store.
+    pub storage: Arc<dyn Storage>,
+    /// Checks for `/healthz`, `/livez` and `/readyz` (`etcd`).
+    pub health_checks: Vec<Arc<dyn HealthCheck>>,
+    /// Checks for `/readyz` only (`etcd-readiness`).
+    pub readiness_checks: Vec<Arc<dyn HealthCheck>>,
+}
+
+impl StorageOptions {
+    /// Opens the configured storage and starts its compactor.
+    pub async fn open(&self) -> Result<OpenedStorage, StorageError> {
+        let opened = if self.etcd_servers.is_empty() {
+            OpenedStorage {
+                storage: Arc::new(EmbeddedStorage::open(&self.data_dir)?),
+                health_checks: Vec::new(),
+                readiness_checks: Vec::new(),
+            }
+        } else {
+            self.open_etcd().await?
+        };
+        if !self.compaction_interval.0.is_zero() {
+            compactor::spawn_compactor(opened.storage.clone(), self.compaction_interval.0);
+        }
+        Ok(opened)
+    }
+
+    #[cfg(feature = "etcd")]
+    async fn open_etcd(&self) -> Result<OpenedStorage, StorageError> {
+        use crate::storage::etcd::{EtcdOptions, EtcdStorage};
+        let etcd = Arc::new(
+            EtcdStorage::connect(EtcdOptions {
+                servers: self.etcd_servers.clone(),
+                prefix: self.etcd_prefix.clone(),
+                ca_file: self.etcd_cafile.clone(),
+                cert_file: self.etcd_certfile.clone(),
+                key_file: self.etcd_keyfile.clone(),
+                health_timeout: self.etcd_healthcheck_timeout.0,
+                ..Default::default()
+            })
+            .await?,
+        );
+        let check = |name: &'static str| -> Arc<dyn HealthCheck> {
+            Arc::new(EtcdCheck {
+                name,
+                etcd: etcd.clone(),
+            })
+        };
+        Ok(OpenedStorage {
+            health_checks: vec![check("etcd")],
+            readiness_checks: vec![check("etcd-readiness")],
+            storage: etcd,
+        })
+    }
+
+    #[cfg(not(feature = "etcd"))]
+    async fn open_etcd(&self) -> Result<OpenedStorage, StorageError> {
+        Err(StorageError::Unavailable(
+            "--etcd-servers needs apiserver-framework's `etcd` feature, which this binary was built without".into(),
+        ))
+    }
+}
+
+/// The `etcd` and `etcd-readiness` checks: etcd answers a bounded read.
+#[cfg(feature = "etcd")]
+struct EtcdCheck {
+    name: &'static str,
+    etcd: Arc<crate::storage::etcd::EtcdStorage>,
+}
+
+#[cfg(feature = "etcd")]
+#[async_trait::async_trait]
+impl HealthCheck for EtcdCheck {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    async fn check(&self) -> Result<(), String> {
+        self.etcd.check_health().await
+    }
+}
