@@ -98,10 +98,7 @@ impl StorageOptions {
             .await?,
         );
         let check = |name: &'static str| -> Arc<dyn HealthCheck> {
-            Arc::new(EtcdCheck {
-                name,
-                etcd: etcd.clone(),
-            })
+            Arc::new(EtcdHealthCheck::new(name, etcd.clone()))
         };
         Ok(OpenedStorage {
             health_checks: vec![check("etcd")],
@@ -120,14 +117,22 @@ impl StorageOptions {
 
 /// The `etcd` and `etcd-readiness` checks: etcd answers a bounded read.
 #[cfg(feature = "etcd")]
-struct EtcdCheck {
+pub struct EtcdHealthCheck {
     name: &'static str,
     etcd: Arc<crate::storage::etcd::EtcdStorage>,
 }
 
 #[cfg(feature = "etcd")]
+impl EtcdHealthCheck {
+    /// A check named `name` (`etcd` or `etcd-readiness`) of `etcd`.
+    pub fn new(name: &'static str, etcd: Arc<crate::storage::etcd::EtcdStorage>) -> Self {
+        EtcdHealthCheck { name, etcd }
+    }
+}
+
+#[cfg(feature = "etcd")]
 #[async_trait::async_trait]
-impl HealthCheck for EtcdCheck {
+impl HealthCheck for EtcdHealthCheck {
     fn name(&self) -> &str {
         self.name
     }

@@ -1,0 +1,193 @@
+//! A server on etcd while etcd goes away and comes back: `/readyz` names `etcd-readiness`,
+//! requests answer a 5xx Status within the storage timeout instead of hanging, and once etcd
+//! is back the server serves again by itself, with no write lost.
+
+mod support_etcd;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use apiserver_framework::cli::storage_options::EtcdHealthCheck;
+use apiserver_framework::cli::{LocalOptions, local};
+use apiserver_framework::prelude::*;
+use apiserver_framework::server::GenericApiServer;
+use apiserver_framework::storage::etcd::EtcdStorage;
+use serde_json::{Value, json};
+use support_etcd::Etcd;
+
+/// A widget.
+#[derive(ApiResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[resource(
+    group = "down.example.com",
+    version = "v1",
+    kind = "Widget",
+    namespaced
+)]
+pub struct WidgetSpec {
+    /// Size.
+    pub size: i64,
+}
+
+const WIDGETS: &str = "/apis/down.example.com/v1/namespaces/default/widgets";
+
+struct Server {
+    _server: local::LocalServer,
+    _dir: tempfile::TempDir,
+    http: reqwest::Client,
+    url: String,
+    token: String,
+}
+
+impl Server {
+    async fn get(&self, path: &str) -> (u16, String) {
+        let res = self
+            .http
+            .get(format!("{}{path}", self.url))
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .unwrap();
+        (res.status().as_u16(), res.text().await.unwrap())
+    }
+
+    async fn create(&self, name: &str) -> (u16, Value) {
+        let res = self
+            .http
+            .post(format!("{}{WIDGETS}", self.url))
+            .bearer_auth(&self.token)
+            .json(&json!({
+                "apiVersion": "down.example.com/v1",
+                "kind": "Widget",
+                "metadata": {"name": name},
+                "spec": {"size": 1},
+            }))
+            .send()
+            .await
+            .unwrap();
+        let code = res.status().as_u16();
+        (code, res.json().await.unwrap_or(Value::Null))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_survives_etcd_going_away() {
+    let mut etcd = Etcd::start();
+    let storage = Arc::new(
+        EtcdStorage::connect(etcd.options("/registry"))
+            .await
+            .unwrap(),
+    );
+    let app = GenericApiServer::builder("down")
+        .group(Group::new("down.example.com").resource::<Widget>())
+        .storage(storage.clone())
+        .health_check(Arc::new(EtcdHealthCheck::new("etcd", storage.clone())))
+        .readiness_check(Arc::new(EtcdHealthCheck::new(
+            "etcd-readiness",
+            storage.clone(),
+        )))
+        .build();
+    let dir = tempfile::tempdir().unwrap();
+    let opts = LocalOptions {
+        secure_port: 0,
+        cert_dir: dir.path().join("certs"),
+        ..Default::default()
+    };
+    let server = local::start("down", Arc::new(app), &opts).await.unwrap();
+    let s = Server {
+        http: reqwest::Client::builder()
+            .add_root_certificate(reqwest::Certificate::from_pem(server.ca_pem.as_bytes()).unwrap())
+            .timeout(Duration::from_secs(60))
+            .build()
+            .unwrap(),
+        url: server.url.clone(),
+        token: server.token.clone(),
+        _server: server,
+        _dir: dir,
+    };
+    let (code, before) = s.create("before").await;
+    assert_eq!(code, 201);
+    let rv = before["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(s.get("/readyz").await.0, 200);
+    // A watch open while etcd goes away.
+    let watch = s
+        .http
+        .get(format!(
+            "{}{WIDGETS}?watch=1&resourceVersion={rv}&timeoutSeconds=120",
+            s.url
+        ))
+        .bearer_auth(&s.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(watch.status().as_u16(), 200);
+
+    etcd.kill();
+    // The open watch ends (with an ERROR event) instead of hanging: the client re-watches.
+    let ended = tokio::time::timeout(Duration::from_secs(30), watch.text())
+        .await
+        .expect("the watch ends once etcd is gone")
+        .unwrap_or_default();
+    assert!(
+        ended.is_empty() || ended.contains("\"type\":\"ERROR\""),
+        "{ended}"
+    );
+    // Readiness fails and names the check.
+    let (code, text) = s.get("/readyz?verbose").await;
+    assert_eq!(code, 500, "{text}");
+    assert!(text.contains("[-]etcd-readiness failed"), "{text}");
+    assert!(text.contains("[-]etcd failed"), "{text}");
+    // Requests answer a 5xx Status within the storage's timeout, never hang.
+    let started = Instant::now();
+    let (code, text) = s.get(WIDGETS).await;
+    assert!((500..600).contains(&code), "{code}: {text}");
+    let status: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(status["kind"], "Status", "{text}");
+    let (code, body) = s.create("during").await;
+    assert!((500..600).contains(&code), "{code}: {body}");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "answered in {:?}",
+        started.elapsed()
+    );
+
+    // etcd comes back on the same data: the server recovers by itself.
+    etcd.restart();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while s.get("/readyz").await.0 != 200 {
+        assert!(Instant::now() < deadline, "not ready again after 30 s");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(s.create("after").await.0, 201);
+    let (code, text) = s.get(WIDGETS).await;
+    assert_eq!(code, 200, "{text}");
+    let list: Value = serde_json::from_str(&text).unwrap();
+    let names: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["after", "before"], "no acknowledged write lost");
+    // Watching again from the last resourceVersion seen misses nothing.
+    let res = s
+        .http
+        .get(format!(
+            "{}{WIDGETS}?watch=1&resourceVersion={rv}&timeoutSeconds=2",
+            s.url
+        ))
+        .bearer_auth(&s.token)
+        .send()
+        .await
+        .unwrap();
+    let events = res.text().await.unwrap();
+    let added: Vec<Value> = events
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .collect();
+    assert_eq!(added.len(), 1, "{events}");
+    assert_eq!(added[0]["type"], "ADDED");
+    assert_eq!(added[0]["object"]["metadata"]["name"], "after");
+}
