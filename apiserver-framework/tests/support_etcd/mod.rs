@@ -287,3 +287,242 @@ pub fn tls_files(dir: &Path) -> (ServerTls, ClientTls) {
         },
     )
 }
+
+/// How many members a [`Cluster`] has.
+pub const CLUSTER_SIZE: usize = 3;
+
+/// One member of a [`Cluster`].
+struct Member {
+    name: String,
+    client_port: u16,
+    peer_port: u16,
+    child: Option<Child>,
+    starts: u32,
+}
+
+impl Member {
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.client_port)
+    }
+
+    fn peer_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.peer_port)
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A three-member etcd cluster on loopback (plain HTTP), each member with its own free client
+/// and peer ports and data directory; all members are killed when dropped.
+pub struct Cluster {
+    members: Vec<Member>,
+    dir: tempfile::TempDir,
+}
+
+impl Cluster {
+    /// Starts the three members together and waits until every one serves clients (which
+    /// needs a leader, so they cannot be waited for one by one).
+    pub fn start() -> Cluster {
+        let binary = which_etcd();
+        // Free ports can be taken between probing and etcd binding them: try a few times.
+        let mut last_error = String::new();
+        for _ in 0..3 {
+            let mut cluster = Cluster {
+                members: (0..CLUSTER_SIZE)
+                    .map(|i| Member {
+                        name: format!("m{i}"),
+                        client_port: free_port(),
+                        peer_port: free_port(),
+                        child: None,
+                        starts: 0,
+                    })
+                    .collect(),
+                dir: tempfile::tempdir().expect("temporary directory for etcd"),
+            };
+            let started = (0..CLUSTER_SIZE).try_for_each(|i| cluster.spawn(&binary, i));
+            match started.and_then(|()| (0..CLUSTER_SIZE).try_for_each(|i| cluster.wait_ready(i))) {
+                Ok(()) => return cluster,
+                Err(e) => last_error = e,
+            }
+        }
+        panic!("etcd cluster did not start: {last_error}");
+    }
+
+    /// The client URLs of all members, in member order.
+    pub fn urls(&self) -> Vec<String> {
+        self.members.iter().map(Member::url).collect()
+    }
+
+    /// Options for a store on all members under `prefix`, with 2 s dial and request timeouts.
+    pub fn options(&self, prefix: &str) -> EtcdOptions {
+        EtcdOptions {
+            servers: self.urls(),
+            prefix: prefix.into(),
+            dial_timeout: Duration::from_secs(2),
+            request_timeout: Duration::from_secs(2),
+            ..Default::default()
+        }
+    }
+
+    /// Whether member `i` runs.
+    pub fn is_running(&self, i: usize) -> bool {
+        self.members[i].child.is_some()
+    }
+
+    /// Kills member `i` at once (SIGKILL), keeping its data directory and ports.
+    pub fn kill(&mut self, i: usize) {
+        self.members[i].kill();
+    }
+
+    /// Starts member `i` again on its data directory and ports, after [`kill`](Self::kill),
+    /// and waits until it serves clients (it rejoins the running members).
+    pub fn restart(&mut self, i: usize) {
+        self.kill(i);
+        let started = self
+            .spawn(&which_etcd(), i)
+            .and_then(|()| self.wait_ready(i));
+        started.unwrap_or_else(|e| panic!("etcd member {i} did not restart: {e}"));
+    }
+
+    /// The index of the member the running members agree is the leader, asking each for its
+    /// status (etcd's maintenance `Status`); fails if they do not agree within 10 s.
+    pub async fn leader(&self) -> usize {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            match self.try_leader().await {
+                Ok(i) => return i,
+                Err(e) if Instant::now() > deadline => panic!("no etcd leader: {e}"),
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
+    }
+
+    async fn try_leader(&self) -> Result<usize, String> {
+        let mut ids = Vec::new();
+        let mut leaders = Vec::new();
+        for member in &self.members {
+            if member.child.is_none() {
+                ids.push(None);
+                continue;
+            }
+            let opts = etcd_client::ConnectOptions::new()
+                .with_connect_timeout(Duration::from_secs(1))
+                .with_timeout(Duration::from_secs(1));
+            let mut client = etcd_client::Client::connect([member.url()], Some(opts))
+                .await
+                .map_err(|e| format!("{}: {e}", member.name))?;
+            let status = client
+                .status()
+                .await
+                .map_err(|e| format!("{}: {e}", member.name))?;
+            let id = status.header().map(|h| h.member_id()).unwrap_or_default();
+            ids.push(Some(id));
+            leaders.push(status.leader());
+        }
+        let leader = leaders[0];
+        if leader == 0 || leaders.iter().any(|&l| l != leader) {
+            return Err(format!("members disagree on the leader: {leaders:?}"));
+        }
+        ids.iter()
+            .position(|&id| id == Some(leader))
+            .ok_or_else(|| format!("leader {leader:x} is not a running member"))
+    }
+
+    fn spawn(&mut self, binary: &Path, i: usize) -> Result<(), String> {
+        let initial_cluster = self
+            .members
+            .iter()
+            .map(|m| format!("{}={}", m.name, m.peer_url()))
+            .collect::<Vec<_>>()
+            .join(",");
+        let member = &mut self.members[i];
+        member.starts += 1;
+        let log_path = self
+            .dir
+            .path()
+            .join(format!("{}-{}.log", member.name, member.starts));
+        let log = std::fs::File::create(&log_path).map_err(|e| e.to_string())?;
+        let log_err = log.try_clone().map_err(|e| e.to_string())?;
+        let child = Command::new(binary)
+            .arg(format!("--name={}", member.name))
+            .arg(format!(
+                "--data-dir={}",
+                self.dir.path().join(&member.name).display()
+            ))
+            .arg(format!("--listen-client-urls={}", member.url()))
+            .arg(format!("--advertise-client-urls={}", member.url()))
+            .arg(format!("--listen-peer-urls={}", member.peer_url()))
+            .arg(format!(
+                "--initial-advertise-peer-urls={}",
+                member.peer_url()
+            ))
+            .arg(format!("--initial-cluster={initial_cluster}"))
+            .arg("--initial-cluster-state=new")
+            .arg("--initial-cluster-token=apiserver-framework-test")
+            .arg(format!("--max-request-bytes={MAX_REQUEST_BYTES}"))
+            .arg("--logger=zap")
+            .arg("--log-outputs=stderr")
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log_err)
+            .spawn()
+            .map_err(|e| format!("spawning {}: {e}", binary.display()))?;
+        member.child = Some(child);
+        Ok(())
+    }
+
+    fn log_path(&self, i: usize) -> PathBuf {
+        let member = &self.members[i];
+        self.dir
+            .path()
+            .join(format!("{}-{}.log", member.name, member.starts))
+    }
+
+    /// Waits for member `i`'s log to say it serves clients.
+    fn wait_ready(&mut self, i: usize) -> Result<(), String> {
+        let log_path = self.log_path(i);
+        let deadline = Instant::now() + READY_WITHIN;
+        loop {
+            let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+            if log.contains("serving client traffic") {
+                return Ok(());
+            }
+            let member = &mut self.members[i];
+            let exited = member
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten());
+            if let Some(status) = exited {
+                member.child = None;
+                self.kill_all();
+                return Err(format!(
+                    "etcd member {i} exited ({status}); its log:\n{}",
+                    tail(&log)
+                ));
+            }
+            if Instant::now() > deadline {
+                self.kill_all();
+                return Err(format!(
+                    "etcd member {i} did not serve clients within {READY_WITHIN:?}; its log:\n{}",
+                    tail(&log)
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn kill_all(&mut self) {
+        self.members.iter_mut().for_each(Member::kill);
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.kill_all();
+    }
+}

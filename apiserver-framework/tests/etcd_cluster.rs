@@ -1,0 +1,374 @@
+//! A server on a three-member etcd cluster whose leader is killed while clients write: the
+//! store fails over to the remaining members, the server keeps serving reads and writes,
+//! `/readyz` is 200 again, and no acknowledged write is lost.
+
+mod support_etcd;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use apiserver_framework::cli::storage_options::EtcdHealthCheck;
+use apiserver_framework::cli::{LocalOptions, local};
+use apiserver_framework::prelude::*;
+use apiserver_framework::server::GenericApiServer;
+use apiserver_framework::storage::etcd::EtcdStorage;
+use serde_json::{Value, json};
+use support_etcd::Cluster;
+
+/// A widget.
+#[derive(ApiResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[resource(
+    group = "cluster.example.com",
+    version = "v1",
+    kind = "Widget",
+    namespaced
+)]
+pub struct WidgetSpec {
+    /// Size.
+    pub size: i64,
+}
+
+const WIDGETS: &str = "/apis/cluster.example.com/v1/namespaces/default/widgets";
+
+/// Concurrent writers.
+const WRITERS: usize = 4;
+/// How long the writers write.
+const WRITE_FOR: Duration = Duration::from_secs(8);
+/// When the leader is killed, counted from the start of the writes.
+const KILL_AFTER: Duration = Duration::from_secs(2);
+/// The HTTP client's bound on one request: no request may take longer.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Acknowledged writes required after the kill.
+const MIN_WRITES_AFTER_KILL: usize = 20;
+
+/// A client of the framework server.
+#[derive(Clone)]
+struct Client {
+    http: reqwest::Client,
+    url: String,
+    token: String,
+}
+
+impl Client {
+    async fn get(&self, path: &str) -> (u16, String) {
+        let res = self
+            .http
+            .get(format!("{}{path}", self.url))
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("GET {path}: {e}"));
+        (res.status().as_u16(), res.text().await.unwrap())
+    }
+
+    async fn create(&self, name: &str) -> (u16, Value) {
+        let res = self
+            .http
+            .post(format!("{}{WIDGETS}", self.url))
+            .bearer_auth(&self.token)
+            .json(&json!({
+                "apiVersion": "cluster.example.com/v1",
+                "kind": "Widget",
+                "metadata": {"name": name},
+                "spec": {"size": 1},
+            }))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("POST {name} (bounded by {CLIENT_TIMEOUT:?}): {e}"));
+        let code = res.status().as_u16();
+        (code, res.json().await.unwrap_or(Value::Null))
+    }
+}
+
+/// A write the server acknowledged (201).
+#[derive(Debug)]
+struct Ack {
+    name: String,
+    resource_version: u64,
+    /// Since the writes started.
+    at: Duration,
+}
+
+/// What one writer saw.
+#[derive(Debug, Default)]
+struct Outcome {
+    acks: Vec<Ack>,
+    /// When 5xx answers (not acknowledged) came, since the writes started, with their message.
+    failures: Vec<(Duration, String)>,
+    /// 409 AlreadyExists on a retry: the failed attempt was committed but not acknowledged.
+    committed_unacknowledged: Vec<String>,
+    /// The longest any one request took.
+    slowest: Duration,
+}
+
+/// Creates `w<id>-<n>` for n = 0, 1, … until `WRITE_FOR` has passed since `start`, retrying a
+/// name after a 5xx answer.
+async fn writer(client: Client, id: usize, start: Instant) -> Outcome {
+    let mut outcome = Outcome::default();
+    let mut n = 0;
+    let mut retry = false;
+    while start.elapsed() < WRITE_FOR {
+        let name = format!("w{id}-{n}");
+        let sent = Instant::now();
+        let (code, body) = client.create(&name).await;
+        outcome.slowest = outcome.slowest.max(sent.elapsed());
+        match code {
+            201 => {
+                let rv = body["metadata"]["resourceVersion"]
+                    .as_str()
+                    .and_then(|rv| rv.parse().ok())
+                    .unwrap_or_else(|| panic!("{name}: no resourceVersion in {body}"));
+                outcome.acks.push(Ack {
+                    name,
+                    resource_version: rv,
+                    at: start.elapsed(),
+                });
+                n += 1;
+                retry = false;
+            }
+            409 if retry => {
+                assert_eq!(body["reason"], "AlreadyExists", "{name}: {body}");
+                outcome.committed_unacknowledged.push(name);
+                n += 1;
+                retry = false;
+            }
+            500..=599 => {
+                assert_eq!(body["kind"], "Status", "{name}: {code} {body}");
+                let message = body["message"].as_str().unwrap_or_default().to_string();
+                outcome.failures.push((start.elapsed(), message));
+                retry = true;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            _ => panic!("{name}: unexpected {code} {body}"),
+        }
+    }
+    outcome
+}
+
+/// A framework server on `cluster` with the `etcd` and `etcd-readiness` checks, and a client.
+struct Setup {
+    client: Client,
+    storage: Arc<EtcdStorage>,
+    _server: local::LocalServer,
+    _dir: tempfile::TempDir,
+}
+
+async fn serve(cluster: &Cluster) -> Setup {
+    let storage = Arc::new(
+        EtcdStorage::connect(cluster.options("/registry"))
+            .await
+            .unwrap(),
+    );
+    let app = GenericApiServer::builder("cluster")
+        .group(Group::new("cluster.example.com").resource::<Widget>())
+        .storage(storage.clone())
+        .health_check(Arc::new(EtcdHealthCheck::new("etcd", storage.clone())))
+        .readiness_check(Arc::new(EtcdHealthCheck::new(
+            "etcd-readiness",
+            storage.clone(),
+        )))
+        .build();
+    let dir = tempfile::tempdir().unwrap();
+    let opts = LocalOptions {
+        secure_port: 0,
+        cert_dir: dir.path().join("certs"),
+        ..Default::default()
+    };
+    let server = local::start("cluster", Arc::new(app), &opts).await.unwrap();
+    let client = Client {
+        http: reqwest::Client::builder()
+            .add_root_certificate(reqwest::Certificate::from_pem(server.ca_pem.as_bytes()).unwrap())
+            .timeout(CLIENT_TIMEOUT)
+            .build()
+            .unwrap(),
+        url: server.url.clone(),
+        token: server.token.clone(),
+    };
+    assert_eq!(client.get("/readyz").await.0, 200);
+    Setup {
+        client,
+        storage,
+        _server: server,
+        _dir: dir,
+    }
+}
+
+/// Waits up to 10 s for `/readyz` to answer 200.
+async fn wait_ready(client: &Client) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (code, text) = client.get("/readyz?verbose").await;
+        if code == 200 {
+            return;
+        }
+        assert!(Instant::now() < deadline, "not ready within 10 s: {text}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_survives_losing_the_etcd_leader() {
+    let test_start = Instant::now();
+    let mut cluster = Cluster::start();
+    let setup = serve(&cluster).await;
+    let client = setup.client.clone();
+
+    let start = Instant::now();
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|id| tokio::spawn(writer(client.clone(), id, start)))
+        .collect();
+    tokio::time::sleep(KILL_AFTER).await;
+    let leader = cluster.leader().await;
+    cluster.kill(leader);
+    let killed_at = start.elapsed();
+    eprintln!("killed leader m{leader} at {killed_at:?}");
+    // Reads keep working while the writers write.
+    let (code, text) = client.get(WIDGETS).await;
+    eprintln!("list during the election: {code} at {:?}", start.elapsed());
+    assert!(code == 200 || (500..600).contains(&code), "{code}: {text}");
+
+    let mut outcomes = Vec::new();
+    for w in writers {
+        outcomes.push(w.await.unwrap());
+    }
+    let acks: Vec<&Ack> = outcomes.iter().flat_map(|o| &o.acks).collect();
+    let after_kill: Vec<&&Ack> = acks.iter().filter(|a| a.at > killed_at).collect();
+    let first_after_kill = after_kill.iter().map(|a| a.at).min();
+    let mut failures: Vec<&(Duration, String)> =
+        outcomes.iter().flat_map(|o| &o.failures).collect();
+    failures.sort_by_key(|f| f.0);
+    if let (Some(first), Some(last)) = (failures.first(), failures.last()) {
+        eprintln!(
+            "5xx answers from {:?} to {:?}; the last: {}",
+            first.0, last.0, last.1
+        );
+    }
+    let failures = failures.len();
+    let unacknowledged: Vec<&String> = outcomes
+        .iter()
+        .flat_map(|o| &o.committed_unacknowledged)
+        .collect();
+    let slowest = outcomes.iter().map(|o| o.slowest).max().unwrap();
+    eprintln!(
+        "acknowledged {} writes ({} after the kill, first at {first_after_kill:?}), \
+         {failures} 5xx answers, {} committed but unacknowledged, slowest request {slowest:?}",
+        acks.len(),
+        after_kill.len(),
+        unacknowledged.len(),
+    );
+    assert!(
+        after_kill.len() >= MIN_WRITES_AFTER_KILL,
+        "only {} writes acknowledged after the kill at {killed_at:?} (first at \
+         {first_after_kill:?}, {failures} 5xx answers)",
+        after_kill.len(),
+    );
+    assert!(slowest < CLIENT_TIMEOUT, "a request took {slowest:?}");
+
+    let outage = first_after_kill.map(|t| t.saturating_sub(killed_at));
+    assert!(
+        outage.is_some_and(|o| o < Duration::from_secs(6)),
+        "writes did not succeed again within 6 s of the kill: {outage:?}"
+    );
+    // Readiness is back.
+    wait_ready(&client).await;
+
+    // Every acknowledged write is in the list, at its acknowledged resourceVersion.
+    // While the killed member is down, the store still sends some requests to it, which fail
+    // at once (see `every_request_succeeds_once_a_member_is_gone`): retry a 5xx as clients do.
+    let mut attempts = 0;
+    let text = loop {
+        attempts += 1;
+        let (code, text) = client.get(WIDGETS).await;
+        if code == 200 {
+            break text;
+        }
+        assert!(
+            (500..600).contains(&code) && attempts < 10,
+            "{code}: {text}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let list: Value = serde_json::from_str(&text).unwrap();
+    let stored: BTreeMap<&str, u64> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            let meta = &i["metadata"];
+            let rv = meta["resourceVersion"].as_str().unwrap().parse().unwrap();
+            (meta["name"].as_str().unwrap(), rv)
+        })
+        .collect();
+    for ack in &acks {
+        assert_eq!(
+            stored.get(ack.name.as_str()),
+            Some(&ack.resource_version),
+            "acknowledged write {} lost or changed",
+            ack.name
+        );
+    }
+    for name in &unacknowledged {
+        assert!(
+            stored.contains_key(name.as_str()),
+            "{name} answered 409 but is absent"
+        );
+    }
+    assert_eq!(
+        stored.len(),
+        acks.len() + unacknowledged.len(),
+        "only acknowledged or retried writes are stored"
+    );
+    // Each writer's resourceVersions grow in the order of its acknowledgements.
+    for (id, outcome) in outcomes.iter().enumerate() {
+        for pair in outcome.acks.windows(2) {
+            assert!(
+                pair[0].resource_version < pair[1].resource_version,
+                "writer {id}: {:?} then {:?}",
+                pair[0],
+                pair[1]
+            );
+        }
+    }
+    assert!(
+        test_start.elapsed() < Duration::from_secs(40),
+        "the test took {:?}",
+        test_start.elapsed()
+    );
+}
+
+/// Once the cluster has a leader again, every request succeeds although a member is gone.
+///
+/// Fails today: the etcd client balances requests over all configured members and keeps the
+/// killed one in rotation, so about a third of the requests fail at once with "tcp connect
+/// error … Connection refused" (a 5xx from the server) for as long as the member is down.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "the etcd client keeps sending requests to a dead member"]
+async fn every_request_succeeds_once_a_member_is_gone() {
+    let mut cluster = Cluster::start();
+    let setup = serve(&cluster).await;
+    assert_eq!(setup.client.create("before").await.0, 201);
+    let leader = cluster.leader().await;
+    cluster.kill(leader);
+    let _new_leader = cluster.leader().await;
+    wait_ready(&setup.client).await;
+    let mut failed = Vec::new();
+    for i in 0..30 {
+        if let Err(e) = setup.storage.check_health().await {
+            failed.push(format!("health check: {e}"));
+        }
+        let (code, body) = setup.client.create(&format!("after-{i}")).await;
+        if code != 201 {
+            failed.push(format!("create after-{i}: {code} {body}"));
+        }
+        let (code, text) = setup.client.get(WIDGETS).await;
+        if code != 200 {
+            failed.push(format!("list: {code} {text}"));
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{} of 90 failed: {failed:#?}",
+        failed.len()
+    );
+}
