@@ -43,6 +43,45 @@ pub(super) fn classify(what: &str, err: etcd_client::Error) -> Failure {
     Failure::Other(StorageError::Unavailable(format!("etcd {what}: {err}")))
 }
 
+/// Whether a request failed before it left the client: the endpoint it was sent to refused
+/// the connection (a member that is down). Such a request is safe to send again, even a
+/// transaction, and the client balances it to another endpoint.
+fn never_sent(err: &etcd_client::Error) -> bool {
+    match err {
+        etcd_client::Error::GRpcStatus(status) => {
+            let msg = status.message();
+            msg.contains("tcp connect error") || msg.contains("Connection refused")
+        }
+        _ => false,
+    }
+}
+
+/// Runs an etcd request made by `request`, sending it again (with a short backoff) while it
+/// fails before leaving the client, and failing with `Unavailable` once `limit` has passed.
+pub(super) async fn bounded_retry<T, F, Fut>(
+    limit: Duration,
+    what: &str,
+    mut request: F,
+) -> Result<T, Failure>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, etcd_client::Error>>,
+{
+    let attempts = async {
+        let mut backoff = Duration::from_millis(10);
+        loop {
+            match request().await {
+                Err(e) if never_sent(&e) => {
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_millis(200));
+                }
+                other => return other,
+            }
+        }
+    };
+    bounded(limit, what, attempts).await
+}
+
 /// Runs one etcd request, failing with `Unavailable` once `limit` has passed.
 pub(super) async fn bounded<T>(
     limit: Duration,

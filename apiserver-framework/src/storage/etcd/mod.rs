@@ -40,7 +40,7 @@ use etcd_client::{
 
 pub use options::EtcdOptions;
 
-use self::error::{Failure, bounded};
+use self::error::{Failure, bounded, bounded_retry};
 use self::keys::{Keys, revision};
 use super::{KeyValue, ListPage, ListRequest, Storage, StorageError, WatchStream};
 
@@ -92,9 +92,11 @@ impl EtcdStorage {
     /// Whether etcd answers a read within [`EtcdOptions::health_timeout`]; the check behind
     /// the server's `etcd` health and `etcd-readiness` readiness checks. The error says why not.
     pub async fn check_health(&self) -> Result<(), String> {
-        let mut kv = self.kv.clone();
-        let get = kv.get(self.keys.probe(), Some(GetOptions::new().with_count_only()));
-        match bounded(self.opts.health_timeout, "health check", get).await {
+        let get = || {
+            let (mut kv, key) = (self.kv.clone(), self.keys.probe());
+            async move { kv.get(key, Some(GetOptions::new().with_count_only())).await }
+        };
+        match bounded_retry(self.opts.health_timeout, "health check", get).await {
             Ok(_) => Ok(()),
             // As upstream: a user allowed only its own prefix still proves etcd is serving.
             Err(Failure::Other(e)) if e.to_string().contains("permission denied") => Ok(()),
@@ -102,8 +104,8 @@ impl EtcdStorage {
         }
     }
 
-    /// Runs `request` bounded by the request timeout.
-    async fn call<T>(
+    /// Runs `request` once, bounded by the request timeout.
+    async fn call_once<T>(
         &self,
         what: &str,
         request: impl Future<Output = Result<T, etcd_client::Error>>,
@@ -111,11 +113,24 @@ impl EtcdStorage {
         bounded(self.opts.request_timeout, what, request).await
     }
 
+    /// Runs the request `make` builds, bounded by the request timeout, sending it again when
+    /// it could not reach a member (another endpoint takes it).
+    async fn call<T, F, Fut>(&self, what: &str, make: F) -> Result<T, Failure>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, etcd_client::Error>>,
+    {
+        bounded_retry(self.opts.request_timeout, what, make).await
+    }
+
     /// Runs a transaction; any failure is `Unavailable`.
     async fn txn(&self, what: &str, txn: Txn) -> Result<TxnResponse, StorageError> {
-        self.call(what, self.kv.clone().txn(txn))
-            .await
-            .map_err(|e| e.into_storage(what))
+        self.call(what, || {
+            let (mut kv, txn) = (self.kv.clone(), txn.clone());
+            async move { kv.txn(txn).await }
+        })
+        .await
+        .map_err(|e| e.into_storage(what))
     }
 
     /// The oldest revision etcd still has, given that `requested` is older: etcd's read error
@@ -140,7 +155,7 @@ impl EtcdStorage {
             }
             Ok(0)
         };
-        match self.call("watch (compaction probe)", probe).await {
+        match self.call_once("watch (compaction probe)", probe).await {
             Ok(rev) if rev > requested => rev,
             _ => requested + 1,
         }
@@ -193,7 +208,10 @@ fn etcd_revision(rev: u64) -> i64 {
 impl Storage for EtcdStorage {
     async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
         let mut resp = self
-            .call("get", self.kv.clone().get(self.keys.full(key), None))
+            .call("get", || {
+                let (mut kv, key) = (self.kv.clone(), self.keys.full(key));
+                async move { kv.get(key, None).await }
+            })
             .await
             .map_err(|e| e.into_storage("get"))?;
         Ok(resp
@@ -214,7 +232,10 @@ impl Storage for EtcdStorage {
             opts = opts.with_revision(etcd_revision(rev));
         }
         let mut resp = match self
-            .call("list", self.kv.clone().get(start, Some(opts)))
+            .call("list", || {
+                let (mut kv, start, opts) = (self.kv.clone(), start.clone(), opts.clone());
+                async move { kv.get(start, Some(opts)).await }
+            })
             .await
         {
             Ok(resp) => resp,
@@ -318,7 +339,10 @@ impl Storage for EtcdStorage {
                 .with_revision(etcd_revision(after))
                 .with_count_only();
             match self
-                .call("watch", self.kv.clone().get(self.keys.probe(), Some(check)))
+                .call("watch", || {
+                    let (mut kv, key, check) = (self.kv.clone(), self.keys.probe(), check.clone());
+                    async move { kv.get(key, Some(check)).await }
+                })
                 .await
             {
                 Ok(_) | Err(Failure::Future) => {}
@@ -327,7 +351,11 @@ impl Storage for EtcdStorage {
             opts = opts.with_start_revision(etcd_revision(after.saturating_add(1)));
         }
         let stream = self
-            .call("watch", self.watcher.clone().watch(start, Some(opts)))
+            .call("watch", || {
+                let (mut watcher, start, opts) =
+                    (self.watcher.clone(), start.clone(), opts.clone());
+                async move { watcher.watch(start, Some(opts)).await }
+            })
             .await
             .map_err(|e| e.into_storage("watch"))?;
         let (requests, responses) = stream.split();
@@ -337,10 +365,10 @@ impl Storage for EtcdStorage {
     async fn current_revision(&self) -> Result<u64, StorageError> {
         let opts = GetOptions::new().with_count_only();
         let resp = self
-            .call(
-                "revision",
-                self.kv.clone().get(self.keys.probe(), Some(opts)),
-            )
+            .call("revision", || {
+                let (mut kv, key, opts) = (self.kv.clone(), self.keys.probe(), opts.clone());
+                async move { kv.get(key, Some(opts)).await }
+            })
             .await
             .map_err(|e| e.into_storage("revision"))?;
         Ok(header_revision(resp.header()))
@@ -351,10 +379,10 @@ impl Storage for EtcdStorage {
             return Ok(());
         }
         match self
-            .call(
-                "compact",
-                self.kv.clone().compact(etcd_revision(revision), None),
-            )
+            .call("compact", || {
+                let mut kv = self.kv.clone();
+                async move { kv.compact(etcd_revision(revision), None).await }
+            })
             .await
         {
             // Already compacted at or past `revision`: nothing to forget.
