@@ -4,6 +4,7 @@
 //! strictly increasing per store; an object's `resourceVersion` is the revision of its last
 //! change, as a decimal string that clients treat as opaque.
 
+pub mod cache;
 pub mod compactor;
 pub mod conformance;
 pub mod embedded;

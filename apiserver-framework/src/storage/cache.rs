@@ -1,0 +1,428 @@
+//! A watch cache in front of any [`Storage`] backend.
+//!
+//! [`CachedStorage`] keeps the whole backend in memory, fed by one backend watch, and serves
+//! watches and latest lists from memory, so that many clients watching or listing a resource
+//! cost the backend one watch instead of one each.
+//!
+//! # What goes where
+//!
+//! | operation | served by |
+//! |---|---|
+//! | `create`, `update`, `delete`, `compact`, `current_revision` | the backend |
+//! | `get` | the backend (a consistent read of one key is as cheap there as here) |
+//! | `list` with `revision: None` | memory, once the cache has caught up with the backend's current revision (consistent read); the backend if it does not within [`CacheOptions::consistency_timeout`] |
+//! | `list` at an explicit revision | the backend (the cache keeps only the present) |
+//! | `watch` | memory: the event window, then live events |
+//!
+//! # The event window
+//!
+//! The cache keeps the last [`CacheOptions::window`] events. A watch after revision `r` replays
+//! the window's events newer than `r`, then follows live events, with no gap or duplicate
+//! between the two (the replay is taken and the live feed subscribed under one lock). A watch
+//! from before the window's start fails with [`StorageError::Compacted`] naming the window's
+//! start (the registry answers `410 Gone`; the client relists). A `compact` through the cache
+//! also moves the window's start up to the compacted revision, so that the cache answers like
+//! its backend; compaction done directly on the backend does not shorten the window.
+//!
+//! # Resynchronization
+//!
+//! When the backend watch ends or fails, the cache first tries to watch again from the last
+//! revision it applied; if the backend still has that history nothing is lost and watchers
+//! notice nothing. If it does not (the backend answers `Compacted`, for instance because it
+//! compacted past the cache while the cache was behind), the cache relists the backend,
+//! replaces its contents, empties its window (which then starts at the new list's revision)
+//! and ends every open watch with `Err(Compacted)`: events between the old and the new
+//! revision are unknown, so their clients must relist, exactly as after a `410 Gone`. Failed
+//! attempts are retried with a growing delay (up to one second).
+//!
+//! # Lifetime
+//!
+//! The background task that follows the backend is aborted when the last handle to the
+//! [`CachedStorage`] is dropped; open watch streams then end.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::ops::Bound;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use parking_lot::Mutex;
+use tokio::sync::{broadcast, watch};
+use tokio::task::JoinHandle;
+
+use super::{
+    EventKind, KeyValue, ListPage, ListRequest, Storage, StorageError, StorageEvent, WatchStream,
+};
+
+/// How a [`CachedStorage`] is sized.
+#[derive(Clone, Debug)]
+pub struct CacheOptions {
+    /// Events kept for watchers that resume from an older revision (default 10,000).
+    pub window: usize,
+    /// Live events buffered per watcher before it is cut off with `Compacted` (default 4,096).
+    pub watcher_buffer: usize,
+    /// How long a latest list waits for the cache to reach the backend's current revision
+    /// before it asks the backend instead (default 3 s).
+    pub consistency_timeout: Duration,
+}
+
+impl Default for CacheOptions {
+    fn default() -> Self {
+        CacheOptions {
+            window: 10_000,
+            watcher_buffer: 4096,
+            consistency_timeout: Duration::from_secs(3),
+        }
+    }
+}
+
+/// What the background task tells watchers.
+#[derive(Clone, Debug)]
+enum Message {
+    /// One change, applied to the cache.
+    Event(StorageEvent),
+    /// The cache relisted the backend; its window now starts at this revision.
+    Reset(u64),
+}
+
+struct State {
+    /// The last revision applied.
+    revision: u64,
+    /// Every event with a revision above this one (up to `revision`) is in `window`.
+    start: u64,
+    data: BTreeMap<String, KeyValue>,
+    window: VecDeque<StorageEvent>,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    events: broadcast::Sender<Message>,
+    applied: watch::Sender<u64>,
+    window: usize,
+    resyncs: AtomicU64,
+}
+
+impl Shared {
+    fn apply(&self, event: StorageEvent) {
+        let mut st = self.state.lock();
+        let rev = event.kv.mod_revision;
+        if rev <= st.revision {
+            // Already applied (a re-watch may repeat the revision it started from).
+            return;
+        }
+        match event.kind {
+            EventKind::Deleted => {
+                st.data.remove(&event.kv.key);
+            }
+            _ => {
+                st.data.insert(event.kv.key.clone(), event.kv.clone());
+            }
+        }
+        st.revision = rev;
+        if rev > st.start {
+            st.window.push_back(event.clone());
+            while st.window.len() > self.window {
+                if let Some(old) = st.window.pop_front() {
+                    st.start = st.start.max(old.kv.mod_revision);
+                }
+            }
+        }
+        // Sent under the lock: a watcher subscribing under it sees each event exactly once.
+        let _ = self.events.send(Message::Event(event));
+        drop(st);
+        self.applied.send_replace(rev);
+    }
+
+    fn reset(&self, page: ListPage) {
+        let mut st = self.state.lock();
+        st.data = page
+            .items
+            .into_iter()
+            .map(|kv| (kv.key.clone(), kv))
+            .collect();
+        st.revision = page.revision;
+        st.start = page.revision;
+        st.window.clear();
+        let _ = self.events.send(Message::Reset(page.revision));
+        drop(st);
+        self.resyncs.fetch_add(1, Ordering::Relaxed);
+        self.applied.send_replace(page.revision);
+    }
+
+    fn list(&self, req: &ListRequest) -> ListPage {
+        let st = self.state.lock();
+        let start = match &req.start_after {
+            Some(k) if k.as_str() >= req.prefix.as_str() => Bound::Excluded(k.clone()),
+            _ => Bound::Included(req.prefix.clone()),
+        };
+        let mut items = Vec::new();
+        let mut remaining = 0u64;
+        for (k, v) in st.data.range((start, Bound::Unbounded)) {
+            if !k.starts_with(&req.prefix) {
+                break;
+            }
+            if req.limit > 0 && items.len() >= req.limit {
+                remaining += 1;
+                continue;
+            }
+            items.push(v.clone());
+        }
+        ListPage {
+            items,
+            revision: st.revision,
+            more: remaining > 0,
+            remaining,
+        }
+    }
+}
+
+/// A [`Storage`] that serves watches and latest lists from memory, in front of a backend that
+/// takes the writes. See the [module documentation](self) for what is served where.
+pub struct CachedStorage {
+    backend: Arc<dyn Storage>,
+    shared: Arc<Shared>,
+    consistency_timeout: Duration,
+    task: JoinHandle<()>,
+}
+
+impl Drop for CachedStorage {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl CachedStorage {
+    /// Lists the whole backend, then follows it with a watch from the list's revision in a
+    /// background task. Fails if the first list or watch fails.
+    pub async fn new(
+        backend: Arc<dyn Storage>,
+        options: CacheOptions,
+    ) -> Result<Arc<Self>, StorageError> {
+        let (page, stream) = list_and_watch(&*backend).await?;
+        let (events, _) = broadcast::channel(options.watcher_buffer.max(1));
+        let (applied, _) = watch::channel(page.revision);
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                revision: page.revision,
+                start: page.revision,
+                data: BTreeMap::new(),
+                window: VecDeque::new(),
+            }),
+            events,
+            applied,
+            window: options.window.max(1),
+            resyncs: AtomicU64::new(0),
+        });
+        shared.state.lock().data = page
+            .items
+            .into_iter()
+            .map(|kv| (kv.key.clone(), kv))
+            .collect();
+        let task = tokio::spawn(follow(Arc::clone(&backend), Arc::clone(&shared), stream));
+        Ok(Arc::new(CachedStorage {
+            backend,
+            shared,
+            consistency_timeout: options.consistency_timeout,
+            task,
+        }))
+    }
+
+    /// The last backend revision the cache has applied.
+    pub fn revision(&self) -> u64 {
+        self.shared.state.lock().revision
+    }
+
+    /// How many times the cache has relisted its backend since it was created.
+    pub fn resyncs(&self) -> u64 {
+        self.shared.resyncs.load(Ordering::Relaxed)
+    }
+
+    /// Waits until the cache has applied `revision`, at most `timeout`; whether it did.
+    async fn wait_for(&self, revision: u64, timeout: Duration) -> bool {
+        let mut rx = self.shared.applied.subscribe();
+        matches!(
+            tokio::time::timeout(timeout, rx.wait_for(|r| *r >= revision)).await,
+            Ok(Ok(_))
+        )
+    }
+}
+
+/// A list of the whole backend and a watch from its revision.
+async fn list_and_watch(backend: &dyn Storage) -> Result<(ListPage, WatchStream), StorageError> {
+    let page = backend
+        .list(ListRequest {
+            prefix: String::new(),
+            ..Default::default()
+        })
+        .await?;
+    let stream = backend.watch("", page.revision).await?;
+    Ok((page, stream))
+}
+
+/// The background task: applies the backend's events, and resynchronizes when its watch ends.
+async fn follow(backend: Arc<dyn Storage>, shared: Arc<Shared>, mut stream: WatchStream) {
+    loop {
+        let err = loop {
+            match stream.next().await {
+                Some(Ok(event)) => shared.apply(event),
+                Some(Err(e)) => break Some(e),
+                None => break None,
+            }
+        };
+        stream = resync(&*backend, &shared, err).await;
+    }
+}
+
+/// A new backend watch that continues where the cache is: from the last applied revision if
+/// the backend still has it, else after a relist. Retries until it succeeds.
+async fn resync(
+    backend: &dyn Storage,
+    shared: &Shared,
+    mut err: Option<StorageError>,
+) -> WatchStream {
+    let mut delay = Duration::from_millis(20);
+    loop {
+        if !matches!(err, Some(StorageError::Compacted { .. })) {
+            let from = shared.state.lock().revision;
+            match backend.watch("", from).await {
+                Ok(stream) => return stream,
+                Err(e) => err = Some(e),
+            }
+        }
+        if matches!(err, Some(StorageError::Compacted { .. })) {
+            match list_and_watch(backend).await {
+                Ok((page, stream)) => {
+                    shared.reset(page);
+                    return stream;
+                }
+                Err(e) => err = Some(e),
+            }
+        }
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(Duration::from_secs(1));
+    }
+}
+
+#[async_trait::async_trait]
+impl Storage for CachedStorage {
+    async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
+        self.backend.get(key).await
+    }
+
+    async fn list(&self, req: ListRequest) -> Result<ListPage, StorageError> {
+        if req.revision.is_some() {
+            return self.backend.list(req).await;
+        }
+        let target = self.backend.current_revision().await?;
+        if self.wait_for(target, self.consistency_timeout).await {
+            Ok(self.shared.list(&req))
+        } else {
+            self.backend.list(req).await
+        }
+    }
+
+    async fn create(&self, key: &str, value: Bytes) -> Result<u64, StorageError> {
+        self.backend.create(key, value).await
+    }
+
+    async fn update(&self, key: &str, value: Bytes, expected: u64) -> Result<u64, StorageError> {
+        self.backend.update(key, value, expected).await
+    }
+
+    async fn delete(
+        &self,
+        key: &str,
+        expected: Option<u64>,
+    ) -> Result<(u64, KeyValue), StorageError> {
+        self.backend.delete(key, expected).await
+    }
+
+    async fn watch(&self, prefix: &str, after: u64) -> Result<WatchStream, StorageError> {
+        // "From now" is the backend's now: a write acknowledged before this call is not sent
+        // even if the cache has not applied it yet.
+        let after = if after == 0 {
+            self.backend.current_revision().await?
+        } else {
+            after
+        };
+        let st = self.shared.state.lock();
+        if after < st.start {
+            return Err(StorageError::Compacted {
+                requested: after,
+                compacted: st.start,
+            });
+        }
+        let prefix = prefix.to_string();
+        let backlog: Vec<_> = st
+            .window
+            .iter()
+            .filter(|e| e.kv.mod_revision > after && e.kv.key.starts_with(&prefix))
+            .cloned()
+            .map(Ok)
+            .collect();
+        // Live events at or below this were replayed, or are before `after`.
+        let last = st.revision.max(after);
+        let rx = self.shared.events.subscribe();
+        drop(st);
+        let live = futures::stream::unfold(Some((rx, last)), move |state| {
+            let prefix = prefix.clone();
+            async move {
+                let (mut rx, mut last) = state?;
+                loop {
+                    match rx.recv().await {
+                        Ok(Message::Event(ev)) => {
+                            if ev.kv.mod_revision <= last {
+                                continue;
+                            }
+                            last = ev.kv.mod_revision;
+                            if ev.kv.key.starts_with(&prefix) {
+                                return Some((Ok(ev), Some((rx, last))));
+                            }
+                        }
+                        Ok(Message::Reset(start)) => {
+                            return Some((
+                                Err(StorageError::Compacted {
+                                    requested: last,
+                                    compacted: start,
+                                }),
+                                None,
+                            ));
+                        }
+                        Err(broadcast::error::RecvError::Lagged(_)) => {
+                            return Some((
+                                Err(StorageError::Compacted {
+                                    requested: last,
+                                    compacted: last,
+                                }),
+                                None,
+                            ));
+                        }
+                        Err(broadcast::error::RecvError::Closed) => return None,
+                    }
+                }
+            }
+        });
+        Ok(futures::stream::iter(backlog).chain(live).boxed())
+    }
+
+    async fn current_revision(&self) -> Result<u64, StorageError> {
+        self.backend.current_revision().await
+    }
+
+    async fn compact(&self, revision: u64) -> Result<(), StorageError> {
+        self.backend.compact(revision).await?;
+        let mut st = self.shared.state.lock();
+        st.start = st.start.max(revision);
+        let start = st.start;
+        while st
+            .window
+            .front()
+            .is_some_and(|e| e.kv.mod_revision <= start)
+        {
+            st.window.pop_front();
+        }
+        Ok(())
+    }
+}
