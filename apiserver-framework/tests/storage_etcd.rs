@@ -575,7 +575,11 @@ async fn a_hung_etcd_times_out_instead_of_hanging_requests() {
         assert!(Instant::now() < deadline, "etcd did not answer again");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let r2 = s.update("/h/a", b("b"), r1).await.unwrap();
+    // A request that timed out is ambiguous (etcd may still apply it once thawed), so the
+    // next write goes from what is stored now.
+    let current = s.get("/h/a").await.unwrap().unwrap().mod_revision;
+    assert!(current >= r1);
+    let r2 = s.update("/h/a", b("c"), current).await.unwrap();
     assert_eq!(fresh.get("/h/a").await.unwrap().unwrap().mod_revision, r2);
 }
 

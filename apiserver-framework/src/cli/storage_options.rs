@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::cli::duration::GoDuration;
 use crate::server::health::HealthCheck;
+use crate::storage::cache::{CacheOptions, CachedStorage};
 use crate::storage::embedded::EmbeddedStorage;
 use crate::storage::{Storage, StorageError, compactor};
 
@@ -37,6 +38,10 @@ pub struct StorageOptions {
     /// How long the etcd health checks wait for an answer.
     #[arg(long, default_value = "2s")]
     pub etcd_healthcheck_timeout: GoDuration,
+    /// Serve lists and watches from an in-memory cache of the storage, as kube-apiserver's
+    /// watch cache does.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub watch_cache: bool,
 }
 
 impl Default for StorageOptions {
@@ -50,6 +55,7 @@ impl Default for StorageOptions {
             etcd_certfile: None,
             etcd_keyfile: None,
             etcd_healthcheck_timeout: GoDuration(Duration::from_secs(2)),
+            watch_cache: true,
         }
     }
 }
@@ -65,9 +71,10 @@ pub struct OpenedStorage {
 }
 
 impl StorageOptions {
-    /// Opens the configured storage and starts its compactor.
+    /// Opens the configured storage, starts its compactor and, with `--watch-cache`, puts
+    /// the watch cache in front of it.
     pub async fn open(&self) -> Result<OpenedStorage, StorageError> {
-        let opened = if self.etcd_servers.is_empty() {
+        let mut opened = if self.etcd_servers.is_empty() {
             OpenedStorage {
                 storage: Arc::new(EmbeddedStorage::open(&self.data_dir)?),
                 health_checks: Vec::new(),
@@ -78,6 +85,10 @@ impl StorageOptions {
         };
         if !self.compaction_interval.0.is_zero() {
             compactor::spawn_compactor(opened.storage.clone(), self.compaction_interval.0);
+        }
+        if self.watch_cache {
+            opened.storage =
+                CachedStorage::new(opened.storage.clone(), CacheOptions::default()).await?;
         }
         Ok(opened)
     }
