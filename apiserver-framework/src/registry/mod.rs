@@ -2,6 +2,7 @@
 //! options, selectors and the server's scheme of groups.
 
 pub mod continue_token;
+pub mod encoded_events;
 pub mod encoding;
 pub mod field_validation;
 pub mod group;

@@ -15,6 +15,7 @@ use serde_json::Value;
 use crate::admission::{AdmissionAttributes, Operation};
 use crate::error::{ApiError, Status, StatusDetails};
 use crate::registry::continue_token;
+use crate::registry::encoded_events::EncodedEvents;
 use crate::registry::encoding::with_resource_version;
 use crate::registry::options::{DeleteOptions, ListOptions, WriteOptions};
 use crate::registry::rest::{
@@ -38,6 +39,8 @@ pub struct Store<T: ApiResource> {
     storage: Arc<dyn Storage>,
     strategy: Arc<dyn Strategy<T>>,
     prefix: String,
+    /// Recent changes encoded once for all watchers.
+    encoded: Arc<EncodedEvents>,
     _marker: PhantomData<fn() -> T>,
 }
 
@@ -51,6 +54,7 @@ impl<T: ApiResource> Store<T> {
             storage,
             strategy,
             prefix,
+            encoded: Arc::default(),
             _marker: PhantomData,
         }
     }
@@ -780,7 +784,15 @@ impl<T: ApiResource> RestStorage for Store<T> {
             }
             Err(e) => return Err(self.storage_error("watch", "", e)),
         };
-        Ok(watch::run(&self.info, opts, initial, after, live, deadline))
+        Ok(watch::run(
+            &self.info,
+            opts,
+            initial,
+            after,
+            live,
+            deadline,
+            self.encoded.clone(),
+        ))
     }
 
     async fn create(

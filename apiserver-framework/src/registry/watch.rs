@@ -1,6 +1,7 @@
 //! Turning a storage watch into the events a client sees: selector transitions, compaction
 //! errors, and bookmarks.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -9,6 +10,7 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use crate::error::ApiError;
+use crate::registry::encoded_events::EncodedEvents;
 use crate::registry::encoding::with_resource_version;
 use crate::registry::options::ListOptions;
 use crate::registry::rest::{EventStream, ObjectEvent, WatchEventType};
@@ -68,7 +70,7 @@ pub fn too_old(requested: u64, compacted: u64) -> ApiError {
 
 /// The event a watcher sees for a storage event (if any), including the transitions in and
 /// out of its selectors, as upstream's watch cache reports them.
-fn filter(opts: &ListOptions, ev: &StorageEvent) -> Option<ObjectEvent> {
+fn filter(opts: &ListOptions, ev: &StorageEvent, encoded: &EncodedEvents) -> Option<ObjectEvent> {
     let sel = |v: &[u8]| matches(opts, v);
     let now = sel(&ev.kv.value);
     let kind = match ev.kind {
@@ -84,7 +86,10 @@ fn filter(opts: &ListOptions, ev: &StorageEvent) -> Option<ObjectEvent> {
             }
         }
     }?;
-    Some(event(kind, &ev.kv))
+    Some(ObjectEvent {
+        kind,
+        object: encoded.get_or_encode(&ev.kv),
+    })
 }
 
 /// What flows into a running watch: a storage event or a bookmark tick.
@@ -121,6 +126,7 @@ pub fn run(
     after: u64,
     live: futures::stream::BoxStream<'static, Result<StorageEvent, StorageError>>,
     deadline: Instant,
+    encoded: Arc<EncodedEvents>,
 ) -> EventStream {
     let opts = opts.clone();
     let info = info.clone();
@@ -144,7 +150,7 @@ pub fn run(
                 Input::Tick => Some(bookmark(&info, *seen, false)),
                 Input::Storage(Ok(ev)) => {
                     *seen = (*seen).max(ev.kv.mod_revision);
-                    filter(&opts, &ev)
+                    filter(&opts, &ev, &encoded)
                 }
                 Input::Storage(Err(e)) => {
                     *ended = true;

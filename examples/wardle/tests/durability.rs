@@ -59,7 +59,7 @@ async fn create(w: &Wardle, client: &reqwest::Client, name: &str) -> Option<u64>
 
 #[tokio::test]
 async fn a_restart_serves_the_same_objects_and_resource_versions() {
-    let w = Wardle::start();
+    let w = Wardle::start_with_args(&["--data-dir", "{dir}/store"]);
     let client = w.client();
     for i in 0..5 {
         create(&w, &client, &format!("f{i}")).await.unwrap();
@@ -75,6 +75,10 @@ async fn a_restart_serves_the_same_objects_and_resource_versions() {
     let last = *before.values().max().unwrap();
 
     let w = w.kill_and_restart();
+    assert!(
+        w.dir().join("store/storage.redb").exists(),
+        "--data-dir is used"
+    );
     assert_eq!(
         stored(&w).await,
         before,

@@ -34,13 +34,25 @@ pub struct Wardle {
     pub ca_pem: String,
     /// Where the server wrote its kubeconfig.
     pub kubeconfig: PathBuf,
+    /// Extra `wardle local` flags, as given (kept for restarts).
+    args: Vec<String>,
 }
 
 impl Wardle {
     /// Starts `wardle local --secure-port 0` in a new temporary directory and waits (at most
     /// [`START_TIMEOUT`]) until it has written its kubeconfig, which it does once listening.
     pub fn start() -> Wardle {
-        Self::start_in(tempfile::tempdir().expect("create a temporary directory"))
+        Self::start_with_args(&[])
+    }
+
+    /// Like [`Wardle::start`], with more `wardle local` flags (kept for restarts); `{dir}` in
+    /// a flag stands for the server's temporary directory.
+    pub fn start_with_args(args: &[&str]) -> Wardle {
+        let args = args.iter().map(|a| a.to_string()).collect();
+        Self::start_in(
+            tempfile::tempdir().expect("create a temporary directory"),
+            args,
+        )
     }
 
     /// Kills the server with SIGKILL (no shutdown, nothing flushed) and starts it again in the
@@ -52,13 +64,16 @@ impl Wardle {
             &mut self.dir,
             tempfile::tempdir().expect("create a temporary directory"),
         );
+        let args = std::mem::take(&mut self.args);
         drop(self);
         let _ = std::fs::remove_file(dir.path().join("wardle.kubeconfig"));
-        Self::start_in(dir)
+        Self::start_in(dir, args)
     }
 
     /// Starts `wardle local` in `dir` (its working directory, where the data lives by default).
-    fn start_in(dir: tempfile::TempDir) -> Wardle {
+    fn start_in(dir: tempfile::TempDir, args: Vec<String>) -> Wardle {
+        let dir_text = dir.path().display().to_string();
+        let expanded: Vec<String> = args.iter().map(|a| a.replace("{dir}", &dir_text)).collect();
         let kubeconfig = dir.path().join("wardle.kubeconfig");
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -72,6 +87,7 @@ impl Wardle {
             .arg(&kubeconfig)
             .arg("--cert-dir")
             .arg(dir.path().join("certificates"))
+            .args(&expanded)
             .current_dir(dir.path())
             .env_remove("APISERVER_LOCAL_TOKEN")
             .stdin(Stdio::null())
@@ -83,6 +99,7 @@ impl Wardle {
         let mut server = Wardle {
             child,
             dir,
+            args,
             url: String::new(),
             token: String::new(),
             ca_pem: String::new(),

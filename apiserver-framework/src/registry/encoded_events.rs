@@ -1,0 +1,82 @@
+//! The encoded form of recent changes, shared by every watcher of a store: each change's
+//! object (with its `resourceVersion` written in) is encoded once, however many watchers
+//! receive it.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+
+use bytes::Bytes;
+
+use crate::registry::encoding::with_resource_version;
+use crate::storage::KeyValue;
+
+/// How many recent changes are kept encoded.
+pub const CAPACITY: usize = 4096;
+
+/// Recently encoded changes, keyed by key and revision.
+#[derive(Debug, Default)]
+pub struct EncodedEvents {
+    inner: Mutex<Recent>,
+}
+
+#[derive(Debug, Default)]
+struct Recent {
+    by_change: HashMap<(String, u64), Bytes>,
+    order: VecDeque<(String, u64)>,
+}
+
+impl EncodedEvents {
+    /// The object of `kv` at its revision: the shared bytes when another watcher asked first,
+    /// else encoded now and kept for the others.
+    pub fn get_or_encode(&self, kv: &KeyValue) -> Bytes {
+        let id = (kv.key.clone(), kv.mod_revision);
+        let Ok(mut recent) = self.inner.lock() else {
+            return with_resource_version(&kv.value, kv.mod_revision);
+        };
+        if let Some(bytes) = recent.by_change.get(&id) {
+            return bytes.clone();
+        }
+        let bytes = with_resource_version(&kv.value, kv.mod_revision);
+        recent.by_change.insert(id.clone(), bytes.clone());
+        recent.order.push_back(id);
+        while recent.order.len() > CAPACITY {
+            if let Some(old) = recent.order.pop_front() {
+                recent.by_change.remove(&old);
+            }
+        }
+        bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_encoding_per_change() {
+        let events = EncodedEvents::default();
+        let kv = KeyValue {
+            key: "/g/r/a".into(),
+            value: Bytes::from_static(br#"{"metadata":{"name":"a"}}"#),
+            create_revision: 3,
+            mod_revision: 3,
+        };
+        let a = events.get_or_encode(&kv);
+        let b = events.get_or_encode(&kv);
+        assert_eq!(a.as_ptr(), b.as_ptr(), "the same bytes are shared");
+        assert!(
+            std::str::from_utf8(&a)
+                .unwrap()
+                .contains(r#""resourceVersion":"3""#)
+        );
+        for rev in 4..(4 + CAPACITY as u64) {
+            events.get_or_encode(&KeyValue {
+                mod_revision: rev,
+                ..kv.clone()
+            });
+        }
+        let c = events.get_or_encode(&kv);
+        assert_ne!(a.as_ptr(), c.as_ptr(), "old changes are forgotten");
+        assert_eq!(a, c);
+    }
+}
