@@ -440,7 +440,7 @@ fn generate(
                     printer_columns: ::std::vec![#(#columns),*],
                     selectable_fields: ::std::vec![#(#string::from(#selectable)),*],
                     scale: #scale,
-                    schema: #schema,
+                    schema: ::std::sync::Arc::new(#schema),
                 }
             }
             fn has_status() -> bool {

@@ -80,8 +80,9 @@ pub struct ResourceInfo {
     pub selectable_fields: Vec<String>,
     /// The scale subresource, if any.
     pub scale: Option<ScaleSubresource>,
-    /// Structural OpenAPI v3 schema of the whole object (`metadata` is a plain object placeholder).
-    pub schema: serde_json::Value,
+    /// Structural OpenAPI v3 schema of the whole object (`metadata` is a plain object
+    /// placeholder), shared: OpenAPI, field validation and strategic merge patch read it.
+    pub schema: std::sync::Arc<serde_json::Value>,
 }
 
 impl ResourceInfo {
@@ -134,11 +135,6 @@ impl ResourceInfo {
                 .map(|f| f.strip_prefix('.').unwrap_or(f)),
         );
         labels
-    }
-
-    /// The schema strategic merge patches follow (a copy of [`ResourceInfo::schema`]).
-    pub fn patch_schema(&self) -> std::sync::Arc<serde_json::Value> {
-        std::sync::Arc::new(self.schema.clone())
     }
 
     /// The subresources served besides the object itself: `status` and `scale` when declared.

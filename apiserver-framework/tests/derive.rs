@@ -313,7 +313,7 @@ fn resource_info_fields() {
     assert!(Flunder::has_status());
     assert_eq!(info.api_version(), "wardle.example.com/v1alpha1");
     assert_eq!(
-        info.schema,
+        *info.schema,
         serde_json::to_value(Flunder::json_schema(
             &mut schemars::SchemaGenerator::default()
         ))

@@ -47,7 +47,7 @@ fn flunder() -> ServedResource {
             printer_columns: Vec::new(),
             selectable_fields: Vec::new(),
             scale: None,
-            schema: object_schema("A Flunder.", spec, Some(status), false),
+            schema: std::sync::Arc::new(object_schema("A Flunder.", spec, Some(status), false)),
         },
         verbs: [
             "create",
@@ -86,7 +86,7 @@ fn fischer() -> ServedResource {
             printer_columns: Vec::new(),
             selectable_fields: Vec::new(),
             scale: None,
-            schema: object_schema("A Fischer.", spec, None, true),
+            schema: std::sync::Arc::new(object_schema("A Fischer.", spec, None, true)),
         },
         // Deliberately out of order and duplicated: documents sort and de-duplicate.
         verbs: ["list", "get", "create", "delete", "watch", "get"]

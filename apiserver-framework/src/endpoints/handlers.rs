@@ -72,7 +72,8 @@ async fn dispatch(
     output: &Output,
     warnings: &body_checks::Collected,
 ) -> Result<Response<Body>, ApiError> {
-    let info = storage.info().clone();
+    // Borrowed for the request; only a watch stream, which outlives it, takes a copy.
+    let info = storage.info();
     let name = path.name.as_deref();
     let sub = path.subresource.as_deref();
     if let Some(s) = sub
@@ -90,7 +91,7 @@ async fn dispatch(
     }
     if watch && matches!(output, Output::PartialObjectMetadataList) {
         // Each event carries one object.
-        return Err(negotiation::partial_metadata_mismatch(&info, true));
+        return Err(negotiation::partial_metadata_mismatch(info, true));
     }
     if let (Some("scale"), Some(n), Some(paths)) = (sub, name, info.scale.as_ref()) {
         return scale(storage, ctx, req, n, paths, query, output).await;
@@ -99,7 +100,7 @@ async fn dispatch(
         (Method::GET, None) if watch => {
             let opts = query.list_options(true)?;
             let stream = storage.watch(ctx, &opts).await?;
-            Ok(watch_response(*output, info, stream))
+            Ok(watch_response(*output, info.clone(), stream))
         }
         (Method::GET, Some(n)) if watch && sub.is_none() => {
             let mut opts = query.list_options(true)?;
@@ -111,34 +112,34 @@ async fn dispatch(
                     value: n.to_string(),
                 });
             let stream = storage.watch(ctx, &opts).await?;
-            Ok(watch_response(*output, info, stream))
+            Ok(watch_response(*output, info.clone(), stream))
         }
         (Method::GET, None) => {
             let opts = query.list_options(false)?;
             let list = storage.list(ctx, &opts).await?;
-            response::list(output, &info, &list)
+            response::list(output, info, &list)
         }
         (Method::GET, Some(n)) => {
             let obj = storage.get(ctx, n).await?;
-            response::object(StatusCode::OK, output, &info, obj)
+            response::object(StatusCode::OK, output, info, obj)
         }
         (Method::POST, None) if collection_allowed => {
             let opts = query.write_options()?;
-            let body = read_checked_object(req, &info, &opts, warnings).await?;
+            let body = read_checked_object(req, info, &opts, warnings).await?;
             let obj = storage.create(ctx, body, &opts).await?;
-            response::object(StatusCode::CREATED, output, &info, obj)
+            response::object(StatusCode::CREATED, output, info, obj)
         }
         (Method::PUT, Some(n)) => {
             let opts = query.write_options()?;
-            let body = read_checked_object(req, &info, &opts, warnings).await?;
+            let body = read_checked_object(req, info, &opts, warnings).await?;
             let obj = storage.update(ctx, n, sub, body, &opts).await?;
-            response::object(StatusCode::OK, output, &info, obj)
+            response::object(StatusCode::OK, output, info, obj)
         }
         (Method::PATCH, Some(n)) => {
             let opts = query.write_options()?;
             let kind = patch::PatchKind::from_content_type(&content_type(&req))?;
             let body = read_body(req).await?;
-            let schema = info.patch_schema();
+            let schema = info.schema.clone();
             let doc = patch::PatchDocument::parse(kind, &body, schema.clone())?;
             let mode = opts.field_validation;
             let apply = move |current: Value| {
@@ -147,7 +148,7 @@ async fn dispatch(
                 Ok(patched)
             };
             let obj = storage.patch(ctx, n, sub, &apply, &opts).await?;
-            response::object(StatusCode::OK, output, &info, obj)
+            response::object(StatusCode::OK, output, info, obj)
         }
         (Method::DELETE, Some(n)) if sub.is_none() => {
             let (query_opts, body) = (query.delete_options()?, read_body(req).await?);
@@ -156,7 +157,7 @@ async fn dispatch(
                 DeleteOutcome::Deleted(status) => {
                     Ok(response::status(StatusCode::OK, output, &status))
                 }
-                DeleteOutcome::Pending(obj) => response::object(StatusCode::OK, output, &info, obj),
+                DeleteOutcome::Pending(obj) => response::object(StatusCode::OK, output, info, obj),
             }
         }
         (Method::DELETE, None) if collection_allowed => {
@@ -164,7 +165,7 @@ async fn dispatch(
             let (query_opts, body) = (query.delete_options()?, read_body(req).await?);
             let opts = merge_delete_body(query_opts, &body)?;
             let list = storage.delete_collection(ctx, &list_opts, &opts).await?;
-            response::list(output, &info, &list)
+            response::list(output, info, &list)
         }
         _ => Err(ApiError::method_not_allowed()),
     }

@@ -18,6 +18,23 @@ pub const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
 /// The largest object a patch may produce, as large as a request body may be.
 pub const MAX_PATCH_RESULT_BYTES: usize = crate::endpoints::handlers::MAX_BODY_BYTES;
 
+/// The length of `value` encoded as JSON, counted without keeping the encoding.
+fn encoded_len(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
 /// A patch type, chosen by Content-Type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PatchKind {
@@ -103,8 +120,7 @@ impl PatchDocument {
     /// result is larger than a request body may be (3 MiB) answers 413.
     pub fn apply(&self, current: Value) -> Result<Value, ApiError> {
         let patched = self.apply_unchecked(current)?;
-        let size = serde_json::to_vec(&patched).map_or(0, |b| b.len());
-        if size > MAX_PATCH_RESULT_BYTES {
+        if encoded_len(&patched) > MAX_PATCH_RESULT_BYTES {
             return Err(ApiError::too_large(&format!(
                 "limit is {MAX_PATCH_RESULT_BYTES}"
             )));

@@ -27,7 +27,7 @@ pub fn scale_info(parent: &ResourceInfo) -> ResourceInfo {
         printer_columns: Vec::new(),
         selectable_fields: Vec::new(),
         scale: None,
-        schema: json!({"type": "object"}),
+        schema: std::sync::Arc::new(json!({"type": "object"})),
     }
 }
 

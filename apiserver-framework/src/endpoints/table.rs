@@ -459,7 +459,7 @@ mod tests {
             printer_columns: columns,
             selectable_fields: Vec::new(),
             scale: None,
-            schema: json!({}),
+            schema: std::sync::Arc::new(json!({})),
         }
     }
 

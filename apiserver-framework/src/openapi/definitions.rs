@@ -53,7 +53,7 @@ fn described_reference(name: &str, description: &str) -> Value {
 /// The schema of a resource's kind: [`ResourceInfo::schema`] with `metadata` pointing at
 /// `ObjectMeta` and the GVK extension added.
 pub(crate) fn resource_schema(info: &ResourceInfo) -> Value {
-    let mut schema = match &info.schema {
+    let mut schema = match info.schema.as_ref() {
         Value::Object(map) => map.clone(),
         _ => Map::new(),
     };
