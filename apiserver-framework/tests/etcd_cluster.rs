@@ -8,10 +8,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use apiserver_framework::cli::storage_options::EtcdHealthCheck;
-use apiserver_framework::cli::{LocalOptions, local};
+use apiserver_framework::cli::local;
 use apiserver_framework::prelude::*;
-use apiserver_framework::server::GenericApiServer;
 use apiserver_framework::storage::etcd::EtcdStorage;
 use serde_json::{Value, json};
 use support_etcd::Cluster;
@@ -151,46 +149,27 @@ struct Setup {
     client: Client,
     storage: Arc<EtcdStorage>,
     _server: local::LocalServer,
-    _dir: tempfile::TempDir,
 }
 
 async fn serve(cluster: &Cluster) -> Setup {
-    let storage = Arc::new(
-        EtcdStorage::connect(cluster.options("/registry"))
-            .await
-            .unwrap(),
-    );
-    let app = GenericApiServer::builder("cluster")
-        .group(Group::new("cluster.example.com").resource::<Widget>())
-        .storage(storage.clone())
-        .health_check(Arc::new(EtcdHealthCheck::new("etcd", storage.clone())))
-        .readiness_check(Arc::new(EtcdHealthCheck::new(
-            "etcd-readiness",
-            storage.clone(),
-        )))
-        .build();
-    let dir = tempfile::tempdir().unwrap();
-    let opts = LocalOptions {
-        secure_port: 0,
-        cert_dir: dir.path().join("certs"),
-        ..Default::default()
-    };
-    let server = local::start("cluster", Arc::new(app), &opts).await.unwrap();
+    let served = support_etcd::serve::<Widget>(
+        "cluster",
+        "cluster.example.com",
+        cluster.options("/registry"),
+        CLIENT_TIMEOUT,
+    )
+    .await;
+    let server = served.server;
     let client = Client {
-        http: reqwest::Client::builder()
-            .add_root_certificate(reqwest::Certificate::from_pem(server.ca_pem.as_bytes()).unwrap())
-            .timeout(CLIENT_TIMEOUT)
-            .build()
-            .unwrap(),
+        http: served.http,
         url: server.url.clone(),
         token: server.token.clone(),
     };
     assert_eq!(client.get("/readyz").await.0, 200);
     Setup {
         client,
-        storage,
+        storage: served.storage,
         _server: server,
-        _dir: dir,
     }
 }
 

@@ -4,14 +4,10 @@
 
 mod support_etcd;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use apiserver_framework::cli::storage_options::EtcdHealthCheck;
-use apiserver_framework::cli::{LocalOptions, local};
+use apiserver_framework::cli::local;
 use apiserver_framework::prelude::*;
-use apiserver_framework::server::GenericApiServer;
-use apiserver_framework::storage::etcd::EtcdStorage;
 use serde_json::{Value, json};
 use support_etcd::Etcd;
 
@@ -32,7 +28,6 @@ const WIDGETS: &str = "/apis/down.example.com/v1/namespaces/default/widgets";
 
 struct Server {
     _server: local::LocalServer,
-    _dir: tempfile::TempDir,
     http: reqwest::Client,
     url: String,
     token: String,
@@ -72,37 +67,18 @@ impl Server {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_server_survives_etcd_going_away() {
     let mut etcd = Etcd::start();
-    let storage = Arc::new(
-        EtcdStorage::connect(etcd.options("/registry"))
-            .await
-            .unwrap(),
-    );
-    let app = GenericApiServer::builder("down")
-        .group(Group::new("down.example.com").resource::<Widget>())
-        .storage(storage.clone())
-        .health_check(Arc::new(EtcdHealthCheck::new("etcd", storage.clone())))
-        .readiness_check(Arc::new(EtcdHealthCheck::new(
-            "etcd-readiness",
-            storage.clone(),
-        )))
-        .build();
-    let dir = tempfile::tempdir().unwrap();
-    let opts = LocalOptions {
-        secure_port: 0,
-        cert_dir: dir.path().join("certs"),
-        ..Default::default()
-    };
-    let server = local::start("down", Arc::new(app), &opts).await.unwrap();
+    let served = support_etcd::serve::<Widget>(
+        "down",
+        "down.example.com",
+        etcd.options("/registry"),
+        Duration::from_secs(60),
+    )
+    .await;
     let s = Server {
-        http: reqwest::Client::builder()
-            .add_root_certificate(reqwest::Certificate::from_pem(server.ca_pem.as_bytes()).unwrap())
-            .timeout(Duration::from_secs(60))
-            .build()
-            .unwrap(),
-        url: server.url.clone(),
-        token: server.token.clone(),
-        _server: server,
-        _dir: dir,
+        http: served.http,
+        url: served.server.url.clone(),
+        token: served.server.token.clone(),
+        _server: served.server,
     };
     let (code, before) = s.create("before").await;
     assert_eq!(code, 201);

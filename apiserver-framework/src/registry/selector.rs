@@ -14,7 +14,7 @@
 //! `field!=v`, split at the first operator; values may escape `\\`, `\,` and `\=`. Terms are
 //! sorted, nothing is trimmed.
 
-pub use crate::quote::go_quote;
+use crate::quote::go_quote;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
