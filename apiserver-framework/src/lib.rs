@@ -9,6 +9,7 @@
 
 pub mod admission;
 pub mod auth;
+pub mod authz;
 pub mod cli;
 pub mod discovery;
 pub mod endpoints;

@@ -1,9 +1,11 @@
 //! Who is calling: the authenticated user, and how requests are authenticated.
 
 pub mod authenticator;
+pub mod peer;
 pub mod user;
 
 pub use authenticator::{Authenticated, Authenticator, StaticTokenAuthenticator};
+pub use peer::{PeerAddr, PeerCertificates};
 pub use user::UserInfo;
 
 /// Paths every caller may reach, authenticated or not (upstream's default always-allow paths).

@@ -13,7 +13,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 
-use crate::auth::{self, Authenticated, Authenticator, UserInfo};
+use crate::auth::{self, Authenticated, Authenticator, PeerAddr, PeerCertificates, UserInfo};
 use crate::error::ApiError;
 use crate::server::generic::GenericApiServer;
 
@@ -102,17 +102,28 @@ pub fn start(
             tokio::select! {
                 _ = stopped.changed() => break,
                 accepted = listener.accept() => {
-                    let Ok((tcp, _peer)) = accepted else { continue };
+                    let Ok((tcp, peer)) = accepted else { continue };
                     let _ = tcp.set_nodelay(true);
                     let acceptor = acceptor.clone();
                     let chain = chain.clone();
                     let mut stop_conn = stopped.clone();
                     connections.spawn(async move {
                         let Ok(tls) = acceptor.accept(tcp).await else { return };
+                        let certs = tls
+                            .get_ref()
+                            .1
+                            .peer_certificates()
+                            .filter(|c| !c.is_empty())
+                            .map(|c| PeerCertificates(Arc::new(c.iter().map(|c| c.clone().into_owned()).collect())));
                         let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
                             let chain = chain.clone();
+                            let mut req = req.map(Body::new);
+                            req.extensions_mut().insert(PeerAddr(peer));
+                            if let Some(certs) = &certs {
+                                req.extensions_mut().insert(certs.clone());
+                            }
                             async move {
-                                Ok::<_, std::convert::Infallible>(chain.call(req.map(Body::new)).await)
+                                Ok::<_, std::convert::Infallible>(chain.call(req).await)
                             }
                         });
                         let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());

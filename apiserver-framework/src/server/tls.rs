@@ -147,9 +147,43 @@ impl ServingCert {
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok(Arc::new(config))
     }
+
+    /// The certified key rustls serves (for a certificate resolver).
+    pub fn certified_key(&self) -> Result<Arc<rustls::sign::CertifiedKey>, TlsError> {
+        let certs = parse_certs(&self.chain_pem)?;
+        let key = PrivateKeyDer::from_pem_slice(self.key_pem.as_bytes())
+            .map_err(|e| TlsError::Pem(format!("no private key found: {e}")))?;
+        let provider = rustls::crypto::ring::default_provider();
+        Ok(Arc::new(rustls::sign::CertifiedKey::from_der(
+            certs, key, &provider,
+        )?))
+    }
 }
 
-fn parse_certs(pem: &str) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+/// A rustls server configuration (HTTP/2 and HTTP/1.1) taking its certificate from `certs`
+/// (e.g. a reloading resolver) and asking clients for certificates with `client_auth`.
+pub fn server_config_with(
+    certs: Arc<dyn rustls::server::ResolvesServerCert>,
+    client_auth: Arc<dyn rustls::server::danger::ClientCertVerifier>,
+    min_version: Option<&'static rustls::SupportedProtocolVersion>,
+) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ServerConfig::builder_with_provider(provider);
+    let builder = match min_version {
+        Some(v) if v.version == rustls::ProtocolVersion::TLSv1_3 => {
+            builder.with_protocol_versions(&[&rustls::version::TLS13])?
+        }
+        _ => builder.with_safe_default_protocol_versions()?,
+    };
+    let mut config = builder
+        .with_client_cert_verifier(client_auth)
+        .with_cert_resolver(certs);
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// Parses every certificate of a PEM bundle (an error when there is none).
+pub fn parse_certs(pem: &str) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     let certs: Vec<_> = CertificateDer::pem_slice_iter(pem.as_bytes())
         .collect::<Result<_, _>>()
         .map_err(|e| TlsError::Pem(format!("invalid certificate PEM: {e}")))?;

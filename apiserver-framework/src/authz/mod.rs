@@ -1,0 +1,77 @@
+//! Authorization: may this user do this to that?
+//!
+//! The request filter builds [`Attributes`] from every authenticated request and asks the
+//! server's [`Authorizer`]; a denial answers upstream's `403 Forbidden`.
+
+use crate::auth::UserInfo;
+
+/// What a resource request does, as upstream's `authorizer.Attributes` for resource requests
+/// (the `resourceAttributes` of a SubjectAccessReview).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ResourceAttributes {
+    /// `get`, `list`, `watch`, `create`, `update`, `patch`, `delete` or `deletecollection`.
+    pub verb: String,
+    /// The API group (`""` for the core group).
+    pub group: String,
+    /// The API version.
+    pub version: String,
+    /// The plural resource name.
+    pub resource: String,
+    /// The subresource (`""` for none).
+    pub subresource: String,
+    /// The namespace (`""` for cluster-scoped requests and lists across namespaces).
+    pub namespace: String,
+    /// The object name (`""` for collections).
+    pub name: String,
+}
+
+/// What a non-resource request does (the `nonResourceAttributes` of a SubjectAccessReview).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct NonResourceAttributes {
+    /// The request path.
+    pub path: String,
+    /// The lower-cased HTTP method (`get`, `post`, …).
+    pub verb: String,
+}
+
+/// What a request asks to do.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Request {
+    /// A request for a resource or a collection.
+    Resource(ResourceAttributes),
+    /// Any other request.
+    NonResource(NonResourceAttributes),
+}
+
+/// Who asks to do what.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Attributes {
+    /// The authenticated caller.
+    pub user: UserInfo,
+    /// What they ask to do.
+    pub request: Request,
+}
+
+/// An authorizer's answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// The request is allowed.
+    Allow,
+    /// The request is denied, with the authorizer's reason (may be empty); later authorizers
+    /// are not asked.
+    Deny(String),
+    /// This authorizer has no opinion (with a reason, may be empty); the next one is asked.
+    NoOpinion(String),
+}
+
+/// An authorizer could not decide (e.g. the host did not answer).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct AuthorizationError(pub String);
+
+/// Decides whether requests are allowed.
+#[async_trait::async_trait]
+pub trait Authorizer: Send + Sync + 'static {
+    /// Decides one request.
+    async fn authorize(&self, attrs: &Attributes) -> Result<Decision, AuthorizationError>;
+}
