@@ -11,6 +11,7 @@ pub mod admission;
 pub mod auth;
 pub mod authz;
 pub mod cli;
+pub mod devhost;
 pub mod discovery;
 pub mod endpoints;
 pub mod error;

@@ -6,8 +6,10 @@
 
 pub mod app;
 pub mod duration;
+pub mod host_client;
 pub mod kubeconfig;
 pub mod local;
+pub mod serve_options;
 pub mod storage_options;
 
 pub use app::App;

@@ -1,0 +1,14 @@
+//! A development host: a local stand-in for the host cluster an extension server is
+//! aggregated into, built with the framework.
+//!
+//! It serves the aggregator (`apiregistration.k8s.io/v1` APIServices proxied over TLS with a
+//! front-proxy client certificate), `TokenReview` and `SubjectAccessReview` backed by a static
+//! token file and a rules file, and the `kube-system/extension-apiserver-authentication`
+//! ConfigMap, so an extension server in production mode can be driven with kubectl through
+//! the real delegated path on one machine.
+
+pub mod files;
+pub mod pki;
+pub mod reviews;
+pub mod rules;
+pub mod tokens;
