@@ -9,6 +9,7 @@ pub mod duration;
 pub mod host_client;
 pub mod kubeconfig;
 pub mod local;
+pub mod manifests;
 pub mod serve_options;
 pub mod storage_options;
 

@@ -19,6 +19,7 @@ type Factory = Box<dyn FnOnce(&Arc<dyn Storage>) -> Arc<dyn RestStorage> + Send>
 /// ```
 pub struct Group {
     name: String,
+    versions: Vec<String>,
     factories: Vec<Factory>,
 }
 
@@ -27,6 +28,7 @@ impl Group {
     pub fn new(name: impl Into<String>) -> Self {
         Group {
             name: name.into(),
+            versions: Vec::new(),
             factories: Vec::new(),
         }
     }
@@ -34,6 +36,11 @@ impl Group {
     /// The group's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The versions of the group's resources, in registration order, without repeats.
+    pub fn versions(&self) -> &[String] {
+        &self.versions
     }
 
     /// Serves `T` with the generic store and the default strategy.
@@ -44,7 +51,9 @@ impl Group {
     /// Serves `T` with the generic store driven by `strategy`.
     pub fn resource_with<T: ApiResource>(mut self, strategy: impl Strategy<T>) -> Self {
         let strategy: Arc<dyn Strategy<T>> = Arc::new(strategy);
-        self.check_group(&T::resource_info().group);
+        let info = T::resource_info();
+        self.check_group(&info.group);
+        self.add_version(&info.version);
         self.factories
             .push(Box::new(move |storage: &Arc<dyn Storage>| {
                 Arc::new(Store::<T>::new(storage.clone(), strategy)) as Arc<dyn RestStorage>
@@ -55,8 +64,16 @@ impl Group {
     /// Serves a hand-written storage (for computed resources).
     pub fn storage(mut self, rest: Arc<dyn RestStorage>) -> Self {
         self.check_group(&rest.info().group);
+        let version = rest.info().version.clone();
+        self.add_version(&version);
         self.factories.push(Box::new(move |_| rest));
         self
+    }
+
+    fn add_version(&mut self, version: &str) {
+        if !self.versions.iter().any(|v| v == version) {
+            self.versions.push(version.to_string());
+        }
     }
 
     fn check_group(&self, group: &str) {
