@@ -482,9 +482,7 @@ async fn aggregator_fronts_a_backend() {
     client
         .wait_condition("v1.widgets.example.com", "True", "Passed")
         .await;
-    let got = client
-        .get_json(&format!("{WIDGETS}"), "application/json")
-        .await;
+    let got = client.get_json(WIDGETS, "application/json").await;
     assert_eq!(got["kind"], "WidgetList");
 
     controller.abort();

@@ -40,6 +40,9 @@ pub enum ProxyError {
     /// A PEM input (client certificate, key or CA bundle) is unusable.
     #[error("{0}")]
     Pem(String),
+    /// The backend's TLS server name is not a valid DNS name or IP address.
+    #[error("invalid TLS server name {0:?}")]
+    ServerName(String),
     /// rustls refused the configuration.
     #[error("TLS configuration: {0}")]
     Tls(#[from] rustls::Error),
@@ -123,7 +126,7 @@ impl Backends {
             .map_err(|e| ProxyError::Pem(format!("no private key found: {e}")))?;
         let config = builder.with_client_auth_cert(self.cert_chain.clone(), client_key)?;
         let server_name = ServerName::try_from(key.server_name.clone())
-            .map_err(|e| ProxyError::Pem(format!("invalid server name: {e}")))?;
+            .map_err(|_| ProxyError::ServerName(key.server_name.clone()))?;
         let mut http = HttpConnector::new();
         http.enforce_http(false);
         http.set_nodelay(true);
