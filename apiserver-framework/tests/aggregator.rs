@@ -305,6 +305,39 @@ async fn aggregator_fronts_a_backend() {
     assert_eq!(c["message"], "all checks passed");
     assert!(c["lastTransitionTime"].is_string());
 
+    // A local APIService is always available; a name other than <version>.<group> is invalid.
+    let res = client
+        .req(
+            reqwest::Method::POST,
+            "/apis/apiregistration.k8s.io/v1/apiservices",
+        )
+        .json(
+            &json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+            "metadata": {"name": "v1.apiregistration.k8s.io"},
+            "spec": {"group": "apiregistration.k8s.io", "version": "v1",
+                "groupPriorityMinimum": 18000, "versionPriority": 15}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+    let c = client
+        .wait_condition("v1.apiregistration.k8s.io", "True", "Local")
+        .await;
+    assert_eq!(c["message"], "Local APIServices are always available");
+    let mut bad = apiservice_body("v1", &backend_ca);
+    bad["metadata"]["name"] = "widgets".into();
+    let res = client
+        .req(
+            reqwest::Method::POST,
+            "/apis/apiregistration.k8s.io/v1/apiservices",
+        )
+        .json(&bad)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 422);
+
     // A wrong CA bundle (the aggregator's own CA) fails the discovery check.
     let res = client
         .req(

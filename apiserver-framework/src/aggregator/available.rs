@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use futures::StreamExt as _;
+use futures::{FutureExt as _, StreamExt as _};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::apiservice::{APIService, APIServiceCondition, APIServiceStatus, AVAILABLE};
@@ -23,6 +23,9 @@ pub const AGGREGATOR_USER: &str = "system:kube-aggregator";
 pub(crate) fn prober() -> UserInfo {
     UserInfo::new(AGGREGATOR_USER, &["system:masters"])
 }
+
+/// How long the controller waits after an APIService change before its next pass.
+const CHANGE_DELAY: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Runs passes every check interval, and right after an APIService changes.
 pub(crate) async fn run(agg: Arc<Aggregator>) {
@@ -56,6 +59,12 @@ pub(crate) async fn run(agg: Arc<Aggregator>) {
                     event = events.next() => {
                         if event.is_none() {
                             watch = None;
+                        }
+                        // One pass covers every change made meanwhile (this controller's own
+                        // status writes included).
+                        tokio::time::sleep(CHANGE_DELAY).await;
+                        if let Some(events) = watch.as_mut() {
+                            while let Some(Some(_)) = events.next().now_or_never() {}
                         }
                     }
                 }
@@ -97,6 +106,11 @@ async fn pass(agg: &Aggregator, storage: &Arc<dyn RestStorage>, ctx: &RequestCon
         state.openapi_v3.extend(result.openapi_v3);
         observed.push(service);
     }
+    agg.backends.retain(|name| {
+        observed
+            .iter()
+            .any(|s| s.metadata.name.as_deref() == Some(name))
+    });
     state.services = observed;
     agg.set_state(state);
 }
@@ -182,17 +196,35 @@ async fn check(agg: &Aggregator, service: &APIService, previous: &State) -> Chec
     result
 }
 
-/// Probes `path` on the backend: any 2xx passes.
+/// How many probes run in parallel; one success is enough, as upstream.
+const PROBE_ATTEMPTS: usize = 5;
+
+/// Probes `path` on the backend with [`PROBE_ATTEMPTS`] parallel GETs: passes when any
+/// answers 2xx, else fails with the last error in upstream's words.
 async fn probe(client: &BackendClient, endpoint: &Endpoint, path: &str) -> Result<(), String> {
+    let mut attempts: futures::stream::FuturesUnordered<_> = (0..PROBE_ATTEMPTS)
+        .map(|_| probe_once(client, endpoint, path))
+        .collect();
+    let mut last = Ok(());
+    while let Some(result) = attempts.next().await {
+        if result.is_ok() {
+            return Ok(());
+        }
+        last = result;
+    }
+    last
+}
+
+async fn probe_once(client: &BackendClient, endpoint: &Endpoint, path: &str) -> Result<(), String> {
     let fetched = proxy::get(client, endpoint, path, &prober(), "*/*", None)
         .await
         .map_err(|e| e.to_string())?;
     if fetched.status.is_success() {
         Ok(())
     } else {
+        let url = format!("https://{}{path}", endpoint.authority);
         Err(format!(
-            "bad status from https://{}{path}: {}",
-            endpoint.authority,
+            "failing or missing response from {url}: bad status from {url}: {}",
             fetched.status.as_u16()
         ))
     }

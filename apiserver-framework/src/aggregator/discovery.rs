@@ -278,3 +278,110 @@ fn from_resource_list(doc: &Value, group: &str, version: &str) -> Value {
     }
     json!({"version": version, "resources": resources, "freshness": "Current"})
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::aggregator::apiservice::{
+        APIServiceCondition, APIServiceSpec, APIServiceStatus, ServiceReference,
+    };
+
+    fn service(
+        group: &str,
+        version: &str,
+        group_priority: i32,
+        version_priority: i32,
+    ) -> APIService {
+        let mut s = APIService::new(
+            &format!("{version}.{group}"),
+            APIServiceSpec {
+                service: Some(ServiceReference {
+                    namespace: "ns".into(),
+                    name: "svc".into(),
+                    port: None,
+                }),
+                group: group.into(),
+                version: version.into(),
+                group_priority_minimum: group_priority,
+                version_priority,
+                ..Default::default()
+            },
+        );
+        s.status = Some(APIServiceStatus {
+            conditions: vec![APIServiceCondition {
+                type_: "Available".into(),
+                status: "True".into(),
+                reason: "Passed".into(),
+                ..Default::default()
+            }],
+        });
+        s
+    }
+
+    #[test]
+    fn groups_order_by_priority_and_versions_by_version_priority() {
+        let mut unavailable = service("c.example.com", "v1", 5000, 10);
+        unavailable.status = None;
+        let state = State {
+            services: vec![
+                service("a.example.com", "v1", 100, 10),
+                service("b.example.com", "v1beta1", 2000, 5),
+                service("b.example.com", "v1", 2000, 20),
+                unavailable,
+            ],
+            ..Default::default()
+        };
+        let mut list =
+            json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [{"name": "local"}]});
+        merge_group_list(&state, &mut list);
+        let names: Vec<&str> = list["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["local", "b.example.com", "a.example.com"]);
+        assert_eq!(
+            list["groups"][1]["preferredVersion"],
+            json!({"groupVersion": "b.example.com/v1", "version": "v1"})
+        );
+        assert_eq!(list["groups"][1]["versions"][1]["version"], "v1beta1");
+    }
+
+    #[test]
+    fn aggregated_marks_never_fetched_versions_stale() {
+        let mut state = State {
+            services: vec![service("a.example.com", "v1", 100, 10)],
+            ..Default::default()
+        };
+        let mut list = json!({"items": []});
+        merge_aggregated(&state, &mut list);
+        assert_eq!(list["items"][0]["versions"][0]["freshness"], "Stale");
+        state.discovery.insert(
+            "a.example.com/v1".into(),
+            json!({"version": "v1", "resources": [], "freshness": "Current"}),
+        );
+        let mut list = json!({"items": []});
+        merge_aggregated(&state, &mut list);
+        assert_eq!(list["items"][0]["metadata"]["name"], "a.example.com");
+        assert_eq!(list["items"][0]["versions"][0]["freshness"], "Current");
+    }
+
+    #[test]
+    fn legacy_resource_lists_convert_with_subresources() {
+        let doc = json!({"resources": [
+            {"name": "widgets", "singularName": "widget", "namespaced": true, "kind": "Widget",
+             "verbs": ["get", "list"], "shortNames": ["wd"]},
+            {"name": "widgets/status", "singularName": "", "namespaced": true, "kind": "Widget",
+             "verbs": ["get"]},
+        ]});
+        let v = from_resource_list(&doc, "a.example.com", "v1");
+        assert_eq!(v["freshness"], "Current");
+        let r = &v["resources"][0];
+        assert_eq!(r["resource"], "widgets");
+        assert_eq!(r["scope"], "Namespaced");
+        assert_eq!(r["shortNames"], json!(["wd"]));
+        assert_eq!(r["subresources"][0]["subresource"], "status");
+        assert_eq!(r["subresources"][0]["responseKind"]["kind"], "Widget");
+    }
+}

@@ -103,6 +103,11 @@ impl Backends {
         Ok(client)
     }
 
+    /// Drops the clients of APIServices whose name `keep` rejects.
+    pub(crate) fn retain(&self, keep: impl Fn(&str) -> bool) {
+        self.clients.lock().retain(|name, _| keep(name));
+    }
+
     fn build(&self, key: &ClientKey) -> Result<BackendClient, ProxyError> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
