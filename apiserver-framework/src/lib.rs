@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 pub mod admission;
+pub mod aggregator;
 pub mod auth;
 pub mod authz;
 pub mod cli;

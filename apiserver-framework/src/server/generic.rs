@@ -5,13 +5,14 @@
 //! calls) also answers the documents that describe the whole chain: `/apis` discovery,
 //! OpenAPI, health and `/version`.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use axum::body::Body;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use serde_json::{Value, json};
 
 use crate::admission::{AdmissionChain, AdmissionPlugin};
+use crate::aggregator::Aggregator;
 use crate::auth::UserInfo;
 use crate::discovery::{ServedGroup, aggregated, legacy};
 use crate::endpoints::handlers;
@@ -37,10 +38,13 @@ pub struct GenericApiServer {
     livez: HealthChecks,
     readyz: HealthChecks,
     version: VersionInfo,
-    documents: OnceLock<Documents>,
+    aggregator: Option<Arc<Aggregator>>,
+    /// The documents and the aggregator generation they were computed at.
+    documents: parking_lot::RwLock<Option<(u64, Arc<Documents>)>>,
 }
 
-/// Discovery and OpenAPI documents of a chain, computed once.
+/// Discovery and OpenAPI documents of a chain, computed once (again whenever the
+/// aggregator's state changes).
 struct Documents {
     aggregated: Vec<u8>,
     aggregated_etag: String,
@@ -61,6 +65,7 @@ pub struct GenericApiServerBuilder {
     health_checks: Vec<Arc<dyn HealthCheck>>,
     readiness_checks: Vec<Arc<dyn HealthCheck>>,
     version: VersionInfo,
+    aggregator: Option<Arc<Aggregator>>,
 }
 
 impl GenericApiServer {
@@ -75,6 +80,7 @@ impl GenericApiServer {
             health_checks: Vec::new(),
             readiness_checks: Vec::new(),
             version: VersionInfo::for_kubernetes("1", "33"),
+            aggregator: None,
         }
     }
 
@@ -113,6 +119,13 @@ impl GenericApiServer {
 
     /// Serves one authenticated request.
     pub async fn handle(self: &Arc<Self>, req: Request<Body>, user: UserInfo) -> Response<Body> {
+        let req = match &self.aggregator {
+            Some(aggregator) => match aggregator.handle(req, &user).await {
+                Ok(res) => return res,
+                Err(req) => req,
+            },
+            None => req,
+        };
         let path = req.uri().path().to_string();
         let query = req.uri().query().map(str::to_string);
         match path.as_str() {
@@ -254,20 +267,34 @@ impl GenericApiServer {
         raw(code, "application/json", body)
     }
 
-    fn documents(&self) -> &Documents {
-        self.documents.get_or_init(|| {
+    fn documents(&self) -> Arc<Documents> {
+        let generation = self.aggregator.as_ref().map_or(0, |a| a.generation());
+        if let Some((g, docs)) = &*self.documents.read()
+            && *g == generation
+        {
+            return docs.clone();
+        }
+        let docs = Arc::new(self.compute_documents());
+        *self.documents.write() = Some((generation, docs.clone()));
+        docs
+    }
+
+    fn compute_documents(&self) -> Documents {
+        {
             let groups = self.chain_groups();
-            let aggregated =
-                serde_json::to_vec(&aggregated::group_discovery_list(&groups)).unwrap_or_default();
+            let mut aggregated_doc = aggregated::group_discovery_list(&groups);
+            let mut group_list_doc = legacy::api_group_list(&groups);
+            let mut openapi_v2_doc =
+                openapi::v2_document(&groups, &self.name, &self.version.git_version);
+            if let Some(a) = &self.aggregator {
+                a.merge_aggregated(&mut aggregated_doc);
+                a.merge_group_list(&mut group_list_doc);
+                a.merge_openapi_v2(&mut openapi_v2_doc);
+            }
+            let aggregated = serde_json::to_vec(&aggregated_doc).unwrap_or_default();
             let aggregated_etag = aggregated::etag(&aggregated);
-            let group_list =
-                serde_json::to_vec(&legacy::api_group_list(&groups)).unwrap_or_default();
-            let openapi_v2 = serde_json::to_vec(&openapi::v2_document(
-                &groups,
-                &self.name,
-                &self.version.git_version,
-            ))
-            .unwrap_or_default();
+            let group_list = serde_json::to_vec(&group_list_doc).unwrap_or_default();
+            let openapi_v2 = serde_json::to_vec(&openapi_v2_doc).unwrap_or_default();
             let openapi_v2_etag = format!("\"{}\"", openapi::spec_hash(&openapi_v2));
             let mut openapi_v3 = Vec::new();
             for g in &groups {
@@ -276,6 +303,14 @@ impl GenericApiServer {
                         serde_json::to_vec(&openapi::v3_group_version(g, v)).unwrap_or_default();
                     let hash = openapi::spec_hash(&doc);
                     openapi_v3.push((format!("apis/{}/{}", g.name, v.version), doc, hash));
+                }
+            }
+            if let Some(a) = &self.aggregator {
+                for (key, doc) in a.openapi_v3_documents() {
+                    if !openapi_v3.iter().any(|(k, _, _)| *k == key) {
+                        let hash = openapi::spec_hash(&doc);
+                        openapi_v3.push((key, doc, hash));
+                    }
                 }
             }
             let entries: Vec<(String, String)> = openapi_v3
@@ -293,7 +328,7 @@ impl GenericApiServer {
                 openapi_v3,
                 openapi_v3_root,
             }
-        })
+        }
     }
 
     fn apis_root(&self, req: &Request<Body>) -> Response<Body> {
@@ -424,6 +459,13 @@ impl GenericApiServerBuilder {
         self
     }
 
+    /// Fronts the backends of `aggregator`'s APIServices (this server should also serve
+    /// [`crate::aggregator::apiservice::group`]).
+    pub fn aggregator(mut self, aggregator: Arc<Aggregator>) -> Self {
+        self.aggregator = Some(aggregator);
+        self
+    }
+
     /// Builds the server.
     pub fn build(self) -> GenericApiServer {
         let storage = self
@@ -454,7 +496,8 @@ impl GenericApiServerBuilder {
             livez,
             readyz,
             version: self.version,
-            documents: OnceLock::new(),
+            aggregator: self.aggregator,
+            documents: parking_lot::RwLock::new(None),
         }
     }
 }

@@ -1,0 +1,194 @@
+//! The aggregator: serves `APIService`s and fronts the backend API servers they register,
+//! like upstream's kube-aggregator.
+//!
+//! An [`Aggregator`] is attached to the first [`GenericApiServer`] of a chain with
+//! [`GenericApiServerBuilder::aggregator`](crate::server::generic::GenericApiServerBuilder::aggregator);
+//! that server must also serve [`apiservice::group`]. Requests for a group-version that a
+//! remote APIService registers are proxied to its backend ([`proxy`]); discovery and OpenAPI
+//! documents include the backends' groups ([`discovery`], [`openapi`]); the availability
+//! controller ([`available`]), started with [`Aggregator::start`], probes backends and keeps
+//! the `Available` conditions (and the merged documents) up to date.
+
+pub mod apiservice;
+pub mod available;
+pub mod discovery;
+pub mod openapi;
+pub mod proxy;
+pub mod resolver;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use axum::body::Body;
+use http::{Request, Response};
+use parking_lot::RwLock;
+use serde_json::Value;
+
+use crate::auth::UserInfo;
+use crate::registry::scheme::Registry;
+use crate::server::generic::GenericApiServer;
+use apiservice::APIService;
+use proxy::{Backends, ProxyError};
+use resolver::ServiceResolver;
+
+/// How often backends are probed when not configured, as upstream (every 30 s).
+pub const DEFAULT_CHECK_INTERVAL: Duration = Duration::from_secs(30);
+
+/// What an [`Aggregator`] needs.
+pub struct AggregatorOptions {
+    /// The front-proxy client certificate (PEM chain) presented to backends.
+    pub proxy_client_cert_pem: String,
+    /// The key of the front-proxy client certificate (PEM).
+    pub proxy_client_key_pem: String,
+    /// Resolves APIService service references to backend addresses.
+    pub resolver: Arc<dyn ServiceResolver>,
+    /// How often backends are probed (and their discovery and OpenAPI fetched).
+    pub check_interval: Duration,
+}
+
+/// The aggregator state shared by the request path and the availability controller.
+pub struct Aggregator {
+    resolver: Arc<dyn ServiceResolver>,
+    check_interval: Duration,
+    backends: Backends,
+    registry: OnceLock<Arc<Registry>>,
+    state: RwLock<State>,
+    generation: AtomicU64,
+}
+
+/// What the controller observed in its last pass.
+#[derive(Clone, Default, PartialEq)]
+pub(crate) struct State {
+    /// Every APIService.
+    pub(crate) services: Vec<APIService>,
+    /// Per remote group-version (`<g>/<v>`): its `APIVersionDiscovery` document.
+    pub(crate) discovery: HashMap<String, Value>,
+    /// Per remote APIService name: the backend's `/openapi/v2` document.
+    pub(crate) openapi_v2: HashMap<String, Value>,
+    /// Per remote group-version key (`apis/<g>/<v>`): the backend's OpenAPI v3 document.
+    pub(crate) openapi_v3: HashMap<String, Vec<u8>>,
+}
+
+impl Aggregator {
+    /// An aggregator presenting the given front-proxy certificate to backends.
+    pub fn new(options: AggregatorOptions) -> Result<Self, ProxyError> {
+        Ok(Aggregator {
+            resolver: options.resolver,
+            check_interval: options.check_interval,
+            backends: Backends::new(
+                &options.proxy_client_cert_pem,
+                &options.proxy_client_key_pem,
+            )?,
+            registry: OnceLock::new(),
+            state: RwLock::new(State::default()),
+            generation: AtomicU64::new(0),
+        })
+    }
+
+    /// Starts the availability controller for the APIServices stored by `server` (which
+    /// must serve [`apiservice::group`]); it runs until the returned task is aborted.
+    pub fn start(self: &Arc<Self>, server: &Arc<GenericApiServer>) -> tokio::task::JoinHandle<()> {
+        let _ = self.registry.set(server.registry().clone());
+        let this = self.clone();
+        tokio::spawn(async move { available::run(this).await })
+    }
+
+    /// A counter that changes whenever the documents the aggregator contributes change.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Serves `req` if it is for a group-version registered by a remote APIService (proxied,
+    /// or 503 when unavailable) or for a group only remote APIServices serve; otherwise hands
+    /// the request back.
+    pub async fn handle(
+        &self,
+        req: Request<Body>,
+        user: &UserInfo,
+    ) -> Result<Response<Body>, Request<Body>> {
+        let segments: Vec<&str> = req.uri().path().split('/').collect();
+        match segments.as_slice() {
+            ["", "apis", group, version, ..] if !group.is_empty() && !version.is_empty() => {
+                let name = format!("{version}.{group}");
+                match self.current(&name).await {
+                    Some(service) if service.is_remote() => {
+                        Ok(self.proxy(&service, req, user).await)
+                    }
+                    _ => Err(req),
+                }
+            }
+            ["", "apis", group] | ["", "apis", group, ""] if !group.is_empty() => {
+                match discovery::api_group(&self.state.read().services, group) {
+                    Some(doc) => Ok(discovery::json(&doc)),
+                    None => Err(req),
+                }
+            }
+            _ => Err(req),
+        }
+    }
+
+    /// The stored APIService `name`.
+    async fn current(&self, name: &str) -> Option<APIService> {
+        let store = self.registry.get()?.store::<APIService>()?;
+        store.get_object(None, name).await.ok()
+    }
+
+    async fn proxy(
+        &self,
+        service: &APIService,
+        req: Request<Body>,
+        user: &UserInfo,
+    ) -> Response<Body> {
+        if !service.is_available() {
+            return proxy::unavailable();
+        }
+        let Some(reference) = &service.spec.service else {
+            return proxy::unavailable();
+        };
+        let Ok(endpoint) = self.resolver.resolve(
+            &reference.namespace,
+            &reference.name,
+            reference.port_or_default(),
+        ) else {
+            return proxy::unavailable();
+        };
+        match self.backends.client(service, &endpoint) {
+            Ok(client) => proxy::forward(&client, &endpoint, req, user).await,
+            Err(e) => {
+                tracing::warn!(error = %e, "no client for APIService");
+                proxy::unavailable()
+            }
+        }
+    }
+
+    /// Adds the available remote group-versions to a legacy `APIGroupList`.
+    pub fn merge_group_list(&self, list: &mut Value) {
+        discovery::merge_group_list(&self.state.read(), list);
+    }
+
+    /// Adds the available remote group-versions to an aggregated `APIGroupDiscoveryList`.
+    pub fn merge_aggregated(&self, list: &mut Value) {
+        discovery::merge_aggregated(&self.state.read(), list);
+    }
+
+    /// Adds the backends' paths and definitions to a Swagger 2.0 document.
+    pub fn merge_openapi_v2(&self, doc: &mut Value) {
+        openapi::merge_v2(&self.state.read(), doc);
+    }
+
+    /// The backends' OpenAPI v3 documents, as `(apis/<g>/<v>, document)`.
+    pub fn openapi_v3_documents(&self) -> Vec<(String, Vec<u8>)> {
+        openapi::v3_documents(&self.state.read())
+    }
+
+    /// Replaces the observed state, bumping the generation when it changed.
+    pub(crate) fn set_state(&self, state: State) {
+        let mut current = self.state.write();
+        if *current != state {
+            *current = state;
+            self.generation.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+}

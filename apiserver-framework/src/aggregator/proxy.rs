@@ -1,0 +1,469 @@
+//! Forwarding requests to backend API servers over TLS, as the front proxy.
+//!
+//! The aggregator authenticates to a backend with its front-proxy client certificate and
+//! tells it who the caller is in `X-Remote-*` headers; bodies stream both ways.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::body::Body;
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::{Request, Response, StatusCode, Uri};
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use parking_lot::Mutex;
+use rustls::pki_types::pem::PemObject as _;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+
+use super::apiservice::APIService;
+use super::resolver::Endpoint;
+use crate::auth::UserInfo;
+use crate::server::tls::parse_certs;
+
+/// The header naming the user a backend should act for.
+pub const REMOTE_USER: &str = "x-remote-user";
+/// The header carrying the user's uid.
+pub const REMOTE_UID: &str = "x-remote-uid";
+/// The header carrying one group of the user.
+pub const REMOTE_GROUP: &str = "x-remote-group";
+/// The prefix of the headers carrying the user's extra attributes.
+pub const REMOTE_EXTRA_PREFIX: &str = "x-remote-extra-";
+
+/// The body of a 503 for an unavailable group-version, as upstream.
+pub const SERVICE_UNAVAILABLE: &str = "service unavailable\n";
+
+/// A failure to set up a client for a backend.
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    /// A PEM input (client certificate, key or CA bundle) is unusable.
+    #[error("{0}")]
+    Pem(String),
+    /// The backend's TLS server name is not a valid DNS name or IP address.
+    #[error("invalid TLS server name {0:?}")]
+    ServerName(String),
+    /// rustls refused the configuration.
+    #[error("TLS configuration: {0}")]
+    Tls(#[from] rustls::Error),
+}
+
+/// An HTTPS client to one backend.
+pub(crate) type BackendClient = Client<HttpsConnector<HttpConnector>, Body>;
+
+/// The aggregator's HTTPS clients to its backends, one per APIService (rebuilt when its TLS
+/// settings or endpoint change).
+pub(crate) struct Backends {
+    cert_chain: Vec<CertificateDer<'static>>,
+    key_pem: String,
+    clients: Mutex<HashMap<String, (ClientKey, BackendClient)>>,
+}
+
+/// What a cached client depends on.
+#[derive(Clone, PartialEq, Eq)]
+struct ClientKey {
+    server_name: String,
+    ca_bundle: Vec<u8>,
+    insecure: bool,
+}
+
+impl Backends {
+    /// Clients presenting the front-proxy certificate `cert_pem` with key `key_pem`.
+    pub(crate) fn new(cert_pem: &str, key_pem: &str) -> Result<Self, ProxyError> {
+        let cert_chain = parse_certs(cert_pem).map_err(|e| ProxyError::Pem(e.to_string()))?;
+        PrivateKeyDer::from_pem_slice(key_pem.as_bytes())
+            .map_err(|e| ProxyError::Pem(format!("no private key found: {e}")))?;
+        Ok(Backends {
+            cert_chain,
+            key_pem: key_pem.to_owned(),
+            clients: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The client for `service` at `endpoint`.
+    pub(crate) fn client(
+        &self,
+        service: &APIService,
+        endpoint: &Endpoint,
+    ) -> Result<BackendClient, ProxyError> {
+        let name = service.metadata.name.clone().unwrap_or_default();
+        let key = ClientKey {
+            server_name: endpoint.server_name.clone(),
+            ca_bundle: service.spec.ca_bundle.clone(),
+            insecure: service.spec.insecure_skip_tls_verify,
+        };
+        let mut clients = self.clients.lock();
+        if let Some((k, c)) = clients.get(&name)
+            && *k == key
+        {
+            return Ok(c.clone());
+        }
+        let client = self.build(&key)?;
+        clients.insert(name, (key, client.clone()));
+        Ok(client)
+    }
+
+    /// Drops the clients of APIServices whose name `keep` rejects.
+    pub(crate) fn retain(&self, keep: impl Fn(&str) -> bool) {
+        self.clients.lock().retain(|name, _| keep(name));
+    }
+
+    fn build(&self, key: &ClientKey) -> Result<BackendClient, ProxyError> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()?;
+        let builder = if key.insecure {
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(NoVerification(provider)))
+        } else {
+            let mut roots = rustls::RootCertStore::empty();
+            if !key.ca_bundle.is_empty() {
+                let text = String::from_utf8_lossy(&key.ca_bundle);
+                let certs = parse_certs(&text).map_err(|e| ProxyError::Pem(e.to_string()))?;
+                for cert in certs {
+                    roots.add(cert)?;
+                }
+            }
+            builder.with_root_certificates(roots)
+        };
+        let client_key = PrivateKeyDer::from_pem_slice(self.key_pem.as_bytes())
+            .map_err(|e| ProxyError::Pem(format!("no private key found: {e}")))?;
+        let config = builder.with_client_auth_cert(self.cert_chain.clone(), client_key)?;
+        let server_name = ServerName::try_from(key.server_name.clone())
+            .map_err(|_| ProxyError::ServerName(key.server_name.clone()))?;
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        http.set_nodelay(true);
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(config)
+            .https_only()
+            .with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(server_name))
+            .enable_http1()
+            .enable_http2()
+            .wrap_connector(http);
+        Ok(Client::builder(TokioExecutor::new()).build(connector))
+    }
+}
+
+/// Accepts any server certificate (`insecureSkipTLSVerify`), still checking signatures of
+/// the handshake.
+#[derive(Debug)]
+struct NoVerification(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for NoVerification {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// Replaces the caller-identity headers with `user`'s: removes `Authorization` and every
+/// incoming `X-Remote-*` identity header, then sets `X-Remote-User`, `X-Remote-Uid` (when
+/// non-empty), one `X-Remote-Group` per group and one `X-Remote-Extra-<key>` per value.
+pub fn set_identity_headers(headers: &mut HeaderMap, user: &UserInfo) {
+    headers.remove(header::AUTHORIZATION);
+    let forged: Vec<HeaderName> = headers
+        .keys()
+        .filter(|k| {
+            let k = k.as_str();
+            k == REMOTE_USER
+                || k == REMOTE_UID
+                || k == REMOTE_GROUP
+                || k.starts_with(REMOTE_EXTRA_PREFIX)
+        })
+        .cloned()
+        .collect();
+    for name in forged {
+        headers.remove(name);
+    }
+    if let Ok(v) = HeaderValue::from_str(&user.username) {
+        headers.insert(REMOTE_USER, v);
+    }
+    if !user.uid.is_empty()
+        && let Ok(v) = HeaderValue::from_str(&user.uid)
+    {
+        headers.insert(REMOTE_UID, v);
+    }
+    for group in &user.groups {
+        if let Ok(v) = HeaderValue::from_str(group) {
+            headers.append(REMOTE_GROUP, v);
+        }
+    }
+    for (key, values) in &user.extra {
+        let Ok(name) = HeaderName::from_bytes(
+            format!("{REMOTE_EXTRA_PREFIX}{}", escape_extra_key(key)).as_bytes(),
+        ) else {
+            continue;
+        };
+        for value in values {
+            if let Ok(v) = HeaderValue::from_str(value) {
+                headers.append(name.clone(), v);
+            }
+        }
+    }
+}
+
+/// Escapes an extra key for a header name: bytes outside the RFC 7230 token set, and `%`,
+/// become upper-case `%XX`.
+pub fn escape_extra_key(key: &str) -> String {
+    let mut out = String::with_capacity(key.len());
+    for b in key.bytes() {
+        let token = b.is_ascii_alphanumeric() || b"!#$&'*+-.^_`|~".contains(&b);
+        if token {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Headers meaningful only for one connection, not forwarded.
+const HOP_BY_HOP: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "transfer-encoding",
+    "te",
+    "trailer",
+    "upgrade",
+    "host",
+];
+
+/// Forwards `req` to `endpoint` as `user`, streaming both bodies; a transport failure is a
+/// plain-text 500 with the error.
+pub(crate) async fn forward(
+    client: &BackendClient,
+    endpoint: &Endpoint,
+    req: Request<Body>,
+    user: &UserInfo,
+) -> Response<Body> {
+    let (mut parts, body) = req.into_parts();
+    let path = parts
+        .uri
+        .path_and_query()
+        .map_or("/", |p| p.as_str())
+        .to_owned();
+    let uri: Uri = match format!("https://{}{path}", endpoint.authority).parse() {
+        Ok(u) => u,
+        Err(e) => return plain(StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")),
+    };
+    parts.uri = uri;
+    parts.version = http::Version::HTTP_11;
+    for h in HOP_BY_HOP {
+        parts.headers.remove(*h);
+    }
+    set_identity_headers(&mut parts.headers, user);
+    parts.extensions = http::Extensions::new();
+    match client.request(Request::from_parts(parts, body)).await {
+        Ok(res) => {
+            let (mut parts, body) = res.into_parts();
+            for h in HOP_BY_HOP {
+                parts.headers.remove(*h);
+            }
+            Response::from_parts(parts, Body::new(body))
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "error while proxying request to {}", endpoint.authority);
+            plain(StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n"))
+        }
+    }
+}
+
+/// What a backend answered to a GET.
+pub(crate) struct Fetched {
+    /// The status code.
+    pub(crate) status: StatusCode,
+    /// The response headers.
+    pub(crate) headers: HeaderMap,
+    /// The whole body.
+    pub(crate) body: bytes::Bytes,
+}
+
+/// Why a GET to a backend failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum FetchError {
+    /// No answer within the timeout.
+    #[error("timed out waiting for {0}")]
+    Timeout(String),
+    /// The request failed.
+    #[error("failing or missing response from {url}: {error}")]
+    Transport {
+        /// The URL.
+        url: String,
+        /// The error.
+        error: String,
+    },
+}
+
+/// How long the aggregator waits for a backend's probe, discovery or OpenAPI answer.
+pub(crate) const FETCH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// GETs `path` from `endpoint` as `user` (with `accept`), reading the whole body, within
+/// [`FETCH_TIMEOUT`]; redirects are not followed.
+pub(crate) async fn get(
+    client: &BackendClient,
+    endpoint: &Endpoint,
+    path: &str,
+    user: &UserInfo,
+    accept: &str,
+    if_none_match: Option<&str>,
+) -> Result<Fetched, FetchError> {
+    use http_body_util::BodyExt as _;
+    let url = format!("https://{}{path}", endpoint.authority);
+    let mut req = Request::get(&url);
+    if let Some(h) = req.headers_mut() {
+        set_identity_headers(h, user);
+        if let Ok(v) = HeaderValue::from_str(accept) {
+            h.insert(header::ACCEPT, v);
+        }
+        if let Some(etag) = if_none_match
+            && let Ok(v) = HeaderValue::from_str(etag)
+        {
+            h.insert(header::IF_NONE_MATCH, v);
+        }
+    }
+    let req = req.body(Body::empty()).map_err(|e| FetchError::Transport {
+        url: url.clone(),
+        error: e.to_string(),
+    })?;
+    let work = async {
+        let res = client
+            .request(req)
+            .await
+            .map_err(|e| FetchError::Transport {
+                url: url.clone(),
+                error: error_chain(&e),
+            })?;
+        let (parts, body) = res.into_parts();
+        let body = body
+            .collect()
+            .await
+            .map_err(|e| FetchError::Transport {
+                url: url.clone(),
+                error: e.to_string(),
+            })?
+            .to_bytes();
+        Ok(Fetched {
+            status: parts.status,
+            headers: parts.headers,
+            body,
+        })
+    };
+    match tokio::time::timeout(FETCH_TIMEOUT, work).await {
+        Ok(r) => r,
+        Err(_) => Err(FetchError::Timeout(url)),
+    }
+}
+
+/// An error with its sources, `outer: inner: ...`.
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = s.source();
+    }
+    out
+}
+
+/// The 503 `service unavailable` of an unavailable or unresolvable group-version.
+pub(crate) fn unavailable() -> Response<Body> {
+    plain(StatusCode::SERVICE_UNAVAILABLE, SERVICE_UNAVAILABLE.into())
+}
+
+/// A plain-text response, as Go's `http.Error` writes it.
+fn plain(code: StatusCode, body: String) -> Response<Body> {
+    let mut res = Response::new(Body::from(body));
+    *res.status_mut() = code;
+    res.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    res.headers_mut().insert(
+        HeaderName::from_static("x-content-type-options"),
+        HeaderValue::from_static("nosniff"),
+    );
+    res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identity_headers_replace_forged_ones() {
+        let mut h = HeaderMap::new();
+        h.insert("x-remote-user", HeaderValue::from_static("mallory"));
+        h.append("X-Remote-Group", HeaderValue::from_static("system:masters"));
+        h.insert("x-remote-extra-foo", HeaderValue::from_static("bar"));
+        h.insert("authorization", HeaderValue::from_static("Bearer x"));
+        let mut user = UserInfo::new("alice", &["dev", "system:authenticated"]);
+        user.extra
+            .insert("example.com/scopes".into(), vec!["a".into(), "b".into()]);
+        set_identity_headers(&mut h, &user);
+        assert_eq!(h.get("x-remote-user").unwrap(), "alice");
+        let groups: Vec<_> = h.get_all("x-remote-group").iter().collect();
+        assert_eq!(groups, ["dev", "system:authenticated"]);
+        assert!(h.get("x-remote-extra-foo").is_none());
+        assert!(h.get("authorization").is_none());
+        assert!(h.get("x-remote-uid").is_none());
+        let extra: Vec<_> = h
+            .get_all("x-remote-extra-example.com%2fscopes")
+            .iter()
+            .collect();
+        assert_eq!(extra, ["a", "b"]);
+    }
+
+    #[test]
+    fn extra_keys_are_escaped_like_upstream() {
+        assert_eq!(
+            escape_extra_key("example.com/scopes"),
+            "example.com%2Fscopes"
+        );
+        assert_eq!(escape_extra_key("a%b c"), "a%25b%20c");
+    }
+}

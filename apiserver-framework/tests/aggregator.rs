@@ -1,0 +1,524 @@
+//! The aggregator in front of a real backend server, both over HTTPS on loopback: APIService
+//! availability, proxying with front-proxy identity headers, watches through the proxy,
+//! merged discovery and OpenAPI, and recovery after the backend restarts.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use apiserver_framework::aggregator::resolver::StaticServiceResolver;
+use apiserver_framework::aggregator::{Aggregator, AggregatorOptions, apiservice};
+use apiserver_framework::auth::{
+    Authenticated, Authenticator, PeerCertificates, StaticTokenAuthenticator, UserInfo,
+};
+use apiserver_framework::prelude::*;
+use apiserver_framework::server::generic::GenericApiServer;
+use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
+use apiserver_framework::server::tls::{self, ServingCert};
+use base64::Engine as _;
+use futures::StreamExt as _;
+use parking_lot::Mutex;
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+
+/// The backend's test resource.
+#[derive(ApiResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[resource(
+    group = "widgets.example.com",
+    version = "v1",
+    kind = "Widget",
+    namespaced
+)]
+pub struct WidgetSpec {
+    /// How big.
+    #[serde(default)]
+    pub size: i32,
+}
+
+/// Test double of a request-header authenticator: trusts `X-Remote-*` headers only when the
+/// peer presented a client certificate (the TLS layer verified it against the front-proxy
+/// CA), and records every identity it accepted.
+struct HeaderTrustingTestDouble {
+    seen: Arc<Mutex<Vec<UserInfo>>>,
+}
+
+#[async_trait::async_trait]
+impl Authenticator for HeaderTrustingTestDouble {
+    async fn authenticate(&self, parts: &http::request::Parts) -> Authenticated {
+        if parts.extensions.get::<PeerCertificates>().is_none() {
+            return Authenticated::NoCredentials;
+        }
+        let Some(user) = parts
+            .headers
+            .get("x-remote-user")
+            .and_then(|v| v.to_str().ok())
+        else {
+            return Authenticated::NoCredentials;
+        };
+        let groups: Vec<String> = parts
+            .headers
+            .get_all("x-remote-group")
+            .iter()
+            .filter_map(|v| v.to_str().ok().map(str::to_owned))
+            .collect();
+        let info = UserInfo {
+            username: user.to_owned(),
+            groups,
+            ..Default::default()
+        };
+        self.seen.lock().push(info.clone());
+        Authenticated::User(info)
+    }
+}
+
+#[derive(Debug)]
+struct FixedCert(Arc<rustls::sign::CertifiedKey>);
+
+impl rustls::server::ResolvesServerCert for FixedCert {
+    fn resolve(
+        &self,
+        _hello: rustls::server::ClientHello<'_>,
+    ) -> Option<Arc<rustls::sign::CertifiedKey>> {
+        Some(self.0.clone())
+    }
+}
+
+/// A front-proxy CA and a client certificate it signed: (CA PEM, cert PEM, key PEM).
+fn front_proxy_pki() -> (String, String, String) {
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.distinguished_name
+        .push(DnType::CommonName, "front-proxy-ca");
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca, ca_key);
+    let key = KeyPair::generate().unwrap();
+    let mut leaf = CertificateParams::new(Vec::<String>::new()).unwrap();
+    leaf.distinguished_name
+        .push(DnType::CommonName, "front-proxy-client");
+    leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    let cert = leaf.signed_by(&key, &issuer).unwrap();
+    (ca_cert.pem(), cert.pem(), key.serialize_pem())
+}
+
+struct Backend {
+    dir: std::path::PathBuf,
+    front_proxy_ca: String,
+    seen: Arc<Mutex<Vec<UserInfo>>>,
+}
+
+impl Backend {
+    async fn start(&self, addr: SocketAddr) -> RunningServer {
+        let cert = ServingCert::self_signed(&self.dir, &["backend.test.svc".into()]).unwrap();
+        let mut roots = rustls::RootCertStore::empty();
+        for c in tls::parse_certs(&self.front_proxy_ca).unwrap() {
+            roots.add(c).unwrap();
+        }
+        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+            Arc::new(roots),
+            Arc::new(rustls::crypto::ring::default_provider()),
+        )
+        .allow_unauthenticated()
+        .build()
+        .unwrap();
+        let config = tls::server_config_with(
+            Arc::new(FixedCert(cert.certified_key().unwrap())),
+            verifier,
+            None,
+        )
+        .unwrap();
+        let server = Arc::new(
+            GenericApiServer::builder("backend")
+                .group(Group::new("widgets.example.com").resource::<Widget>())
+                .build(),
+        );
+        let chain = Arc::new(HandlerChain::new(
+            server,
+            Arc::new(HeaderTrustingTestDouble {
+                seen: self.seen.clone(),
+            }),
+        ));
+        let mut tries = 0;
+        let listener = loop {
+            match TcpListener::bind(addr).await {
+                Ok(l) => break l,
+                Err(e) if tries < 50 => {
+                    tries += 1;
+                    let _ = e;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => panic!("rebinding {addr}: {e}"),
+            }
+        };
+        serve::start(listener, config, chain).unwrap()
+    }
+}
+
+fn apiservice_body(version: &str, ca: &str) -> Value {
+    json!({
+        "apiVersion": "apiregistration.k8s.io/v1",
+        "kind": "APIService",
+        "metadata": {"name": format!("{version}.widgets.example.com")},
+        "spec": {
+            "service": {"namespace": "test", "name": "backend"},
+            "group": "widgets.example.com",
+            "version": version,
+            "caBundle": base64::engine::general_purpose::STANDARD.encode(ca),
+            "groupPriorityMinimum": 1000,
+            "versionPriority": 15,
+        },
+    })
+}
+
+struct Client {
+    http: reqwest::Client,
+    base: String,
+}
+
+impl Client {
+    fn req(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        self.http
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth("admin-token")
+    }
+
+    async fn get_json(&self, path: &str, accept: &str) -> Value {
+        self.req(reqwest::Method::GET, path)
+            .header("accept", accept)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    /// Waits until APIService `name` reports Available `status` with `reason`.
+    async fn wait_condition(&self, name: &str, status: &str, reason: &str) -> Value {
+        let path = format!("/apis/apiregistration.k8s.io/v1/apiservices/{name}");
+        let mut last = Value::Null;
+        for _ in 0..150 {
+            last = self.get_json(&path, "application/json").await;
+            let c = &last["status"]["conditions"][0];
+            if c["status"] == status && c["reason"] == reason {
+                return c.clone();
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("{name} never became {status}/{reason}: {last}");
+    }
+
+    /// Waits until `check` holds for the document at `path`.
+    async fn wait_doc(&self, path: &str, accept: &str, check: impl Fn(&Value) -> bool) -> Value {
+        let mut last = Value::Null;
+        for _ in 0..100 {
+            last = self.get_json(path, accept).await;
+            if check(&last) {
+                return last;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("{path} never matched: {last}");
+    }
+}
+
+const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+const WIDGETS: &str = "/apis/widgets.example.com/v1/namespaces/default/widgets";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aggregator_fronts_a_backend() {
+    tls::install_crypto_provider();
+    let dir = tempfile::tempdir().unwrap();
+    let (fp_ca, fp_cert, fp_key) = front_proxy_pki();
+
+    let backend = Backend {
+        dir: dir.path().join("backend"),
+        front_proxy_ca: fp_ca,
+        seen: Arc::default(),
+    };
+    let running = backend.start("127.0.0.1:0".parse().unwrap()).await;
+    let backend_addr = running.addr;
+    let backend_ca = ServingCert::self_signed(&backend.dir, &[]).unwrap().ca_pem;
+
+    let aggregator = Arc::new(
+        Aggregator::new(AggregatorOptions {
+            proxy_client_cert_pem: fp_cert,
+            proxy_client_key_pem: fp_key,
+            resolver: Arc::new(StaticServiceResolver::new().with(
+                "test",
+                "backend",
+                backend_addr.to_string(),
+            )),
+            check_interval: Duration::from_millis(500),
+        })
+        .unwrap(),
+    );
+    let server = Arc::new(
+        GenericApiServer::builder("aggregator")
+            .group(apiservice::group())
+            .aggregator(aggregator.clone())
+            .build(),
+    );
+    let controller = aggregator.start(&server);
+    let agg_cert =
+        ServingCert::self_signed(&dir.path().join("agg"), &["localhost".into()]).unwrap();
+    let chain = Arc::new(HandlerChain::new(
+        server,
+        Arc::new(StaticTokenAuthenticator::new(
+            "admin-token",
+            UserInfo::new("alice", &["dev", "system:authenticated"]),
+        )),
+    ));
+    let agg = serve::start(
+        TcpListener::bind("127.0.0.1:0").await.unwrap(),
+        agg_cert.server_config().unwrap(),
+        chain,
+    )
+    .unwrap();
+    let client = Client {
+        http: reqwest::Client::builder()
+            .add_root_certificate(
+                reqwest::Certificate::from_pem(agg_cert.ca_pem.as_bytes()).unwrap(),
+            )
+            .build()
+            .unwrap(),
+        base: format!("https://localhost:{}", agg.addr.port()),
+    };
+
+    // Register the backend and wait for it to become available.
+    let res = client
+        .req(
+            reqwest::Method::POST,
+            "/apis/apiregistration.k8s.io/v1/apiservices",
+        )
+        .json(&apiservice_body("v1", &backend_ca))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+    let c = client
+        .wait_condition("v1.widgets.example.com", "True", "Passed")
+        .await;
+    assert_eq!(c["message"], "all checks passed");
+    assert!(c["lastTransitionTime"].is_string());
+
+    // A local APIService is always available; a name other than <version>.<group> is invalid.
+    let res = client
+        .req(
+            reqwest::Method::POST,
+            "/apis/apiregistration.k8s.io/v1/apiservices",
+        )
+        .json(
+            &json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+            "metadata": {"name": "v1.apiregistration.k8s.io"},
+            "spec": {"group": "apiregistration.k8s.io", "version": "v1",
+                "groupPriorityMinimum": 18000, "versionPriority": 15}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+    let c = client
+        .wait_condition("v1.apiregistration.k8s.io", "True", "Local")
+        .await;
+    assert_eq!(c["message"], "Local APIServices are always available");
+    let mut bad = apiservice_body("v1", &backend_ca);
+    bad["metadata"]["name"] = "widgets".into();
+    let res = client
+        .req(
+            reqwest::Method::POST,
+            "/apis/apiregistration.k8s.io/v1/apiservices",
+        )
+        .json(&bad)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 422);
+
+    // A wrong CA bundle (the aggregator's own CA) fails the discovery check.
+    let res = client
+        .req(
+            reqwest::Method::POST,
+            "/apis/apiregistration.k8s.io/v1/apiservices",
+        )
+        .json(&apiservice_body("v2", &agg_cert.ca_pem))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+    let c = client
+        .wait_condition("v2.widgets.example.com", "False", "FailedDiscoveryCheck")
+        .await;
+    let message = c["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(&format!(
+            "failing or missing response from https://{backend_addr}/apis/widgets.example.com/v2"
+        )),
+        "{message}"
+    );
+
+    // Create, get and list through the aggregator; forged identity headers are replaced.
+    backend.seen.lock().clear();
+    let res = client
+        .req(reqwest::Method::POST, WIDGETS)
+        .header("x-remote-user", "mallory")
+        .header("x-remote-group", "system:masters")
+        .json(
+            &json!({"apiVersion": "widgets.example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w1"}, "spec": {"size": 3}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+    let seen = backend.seen.lock().clone();
+    let alice = UserInfo::new("alice", &["dev", "system:authenticated"]);
+    assert!(seen.contains(&alice), "{seen:?}");
+    assert!(!seen.iter().any(|u| u.username == "mallory"), "{seen:?}");
+    assert!(
+        !seen
+            .iter()
+            .any(|u| u.username == "alice" && u.groups.iter().any(|g| g == "system:masters")),
+        "{seen:?}"
+    );
+    let got = client
+        .get_json(&format!("{WIDGETS}/w1"), "application/json")
+        .await;
+    assert_eq!(got["spec"]["size"], 3);
+    let list = client.get_json(WIDGETS, "application/json").await;
+    assert_eq!(list["kind"], "WidgetList");
+    assert_eq!(list["items"][0]["metadata"]["name"], "w1");
+
+    // A watch streams events through the proxy while it is open.
+    let rv = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let watch = client
+        .req(
+            reqwest::Method::GET,
+            &format!("{WIDGETS}?watch=true&resourceVersion={rv}"),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(watch.status(), 200);
+    let mut stream = watch.bytes_stream();
+    let res = client
+        .req(reqwest::Method::POST, WIDGETS)
+        .json(
+            &json!({"apiVersion": "widgets.example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w2"}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+    let mut received = String::new();
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while !received.contains("\"w2\"") {
+            let chunk = stream.next().await.unwrap().unwrap();
+            received.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no event through the proxy: {received}"));
+    assert!(received.contains("\"ADDED\""), "{received}");
+    drop(stream);
+
+    // Discovery and OpenAPI include the backend's group.
+    let list = client
+        .wait_doc("/apis", "application/json", |d| {
+            d["groups"]
+                .as_array()
+                .is_some_and(|g| g.iter().any(|g| g["name"] == "widgets.example.com"))
+        })
+        .await;
+    let group = list["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == "widgets.example.com")
+        .unwrap();
+    assert_eq!(
+        group["preferredVersion"]["groupVersion"],
+        "widgets.example.com/v1"
+    );
+    assert_eq!(group["versions"].as_array().unwrap().len(), 1, "{group}");
+    client
+        .wait_doc("/apis", AGGREGATED, |d| {
+            d["items"].as_array().is_some_and(|items| {
+                items.iter().any(|g| {
+                    g["metadata"]["name"] == "widgets.example.com"
+                        && g["versions"][0]["freshness"] == "Current"
+                        && g["versions"][0]["resources"][0]["resource"] == "widgets"
+                })
+            })
+        })
+        .await;
+    let g = client
+        .get_json("/apis/widgets.example.com", "application/json")
+        .await;
+    assert_eq!(g["kind"], "APIGroup");
+    client
+        .wait_doc("/openapi/v2", "application/json", |d| {
+            d["paths"]
+                .get("/apis/widgets.example.com/v1/namespaces/{namespace}/widgets")
+                .is_some()
+                && d["paths"]
+                    .get("/apis/apiregistration.k8s.io/v1/apiservices")
+                    .is_some()
+        })
+        .await;
+    let root = client
+        .wait_doc("/openapi/v3", "application/json", |d| {
+            d["paths"].get("apis/widgets.example.com/v1").is_some()
+        })
+        .await;
+    let url = root["paths"]["apis/widgets.example.com/v1"]["serverRelativeURL"]
+        .as_str()
+        .unwrap();
+    let v3 = client.get_json(url, "application/json").await;
+    assert!(
+        v3["components"]["schemas"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .any(|k| k.ends_with("Widget"))
+    );
+
+    // Backend down: not available, requests get 503.
+    running.shutdown().await;
+    let c = client
+        .wait_condition("v1.widgets.example.com", "False", "FailedDiscoveryCheck")
+        .await;
+    assert!(
+        c["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("failing or missing response from https://"),
+        "{c}"
+    );
+    let res = client
+        .req(reqwest::Method::GET, WIDGETS)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 503);
+    assert_eq!(res.text().await.unwrap(), "service unavailable\n");
+
+    // Back on the same port: available again by itself.
+    let running = backend.start(backend_addr).await;
+    client
+        .wait_condition("v1.widgets.example.com", "True", "Passed")
+        .await;
+    let got = client.get_json(WIDGETS, "application/json").await;
+    assert_eq!(got["kind"], "WidgetList");
+
+    controller.abort();
+    running.shutdown().await;
+    agg.shutdown().await;
+}
