@@ -27,17 +27,31 @@ pub struct App {
 }
 
 #[derive(Parser, Debug)]
-#[command(about = "A Kubernetes extension API server built with apiserver-framework")]
+#[command(
+    about = "A Kubernetes extension API server built with apiserver-framework",
+    args_conflicts_with_subcommands = true
+)]
 struct Cli {
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
+    /// Without a command, the server runs in production mode (`serve`).
+    #[command(flatten)]
+    serve: ServeOptions,
 }
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Serve in production mode (the default): authentication and authorization delegated
+    /// to the host cluster, for use behind its aggregation layer.
+    Serve(ServeOptions),
     /// Serve on loopback for development: self-signed TLS, a generated token, allow-all
     /// authorization, and a kubeconfig for kubectl written once ready.
     Local(LocalOptions),
+    /// Start a local stand-in for a host cluster (aggregator, TokenReview,
+    /// SubjectAccessReview, the authentication ConfigMap) to run `serve` behind.
+    DevHost(DevHostOptions),
+    /// Print the manifests deploying this server to a cluster.
+    Manifests(ManifestsOptions),
 }
 
 /// Errors of running an [`App`].

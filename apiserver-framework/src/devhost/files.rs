@@ -29,7 +29,10 @@ pub mod users {
     pub const BOB: &str = "bob";
 }
 
-/// The group of the front proxy's allowed names.
+/// The name of the Service the APIServices point at, in the namespace named after the server.
+pub const SERVICE_NAME: &str = "api";
+
+/// The front proxy's common name (the ConfigMap's allowed names).
 pub const FRONT_PROXY_CLIENT: &str = "front-proxy-client";
 
 /// The extension server's identity towards the host: `system:serviceaccount:<server>:apiserver`.
@@ -132,7 +135,14 @@ impl HostFiles {
         let ca = Authority::load_or_create(dir, "ca", "dev-host-ca")?;
         let local = ["localhost", "127.0.0.1", "::1"];
         let host_cert = ca.load_or_issue(dir, "host", Usage::Server, &local)?;
-        let backend_cert = ca.load_or_issue(dir, "backend", Usage::Server, &local)?;
+        // The aggregator checks the backend's name as `<service>.<namespace>.svc`.
+        let service_dns = format!("{SERVICE_NAME}.{server}.svc");
+        let backend_cert = ca.load_or_issue(
+            dir,
+            "backend",
+            Usage::Server,
+            &[&service_dns, "localhost", "127.0.0.1", "::1"],
+        )?;
         let fp = Authority::load_or_create(dir, "front-proxy-ca", "dev-host-front-proxy-ca")?;
         let front_proxy_client = fp.load_or_issue(
             dir,

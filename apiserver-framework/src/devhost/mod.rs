@@ -7,8 +7,14 @@
 //! ConfigMap, so an extension server in production mode can be driven with kubectl through
 //! the real delegated path on one machine.
 
+pub mod core;
 pub mod files;
+pub mod host;
+pub mod options;
 pub mod pki;
 pub mod reviews;
 pub mod rules;
 pub mod tokens;
+
+pub use host::{DevHost, DevHostError, Extension, start};
+pub use options::DevHostOptions;

@@ -122,6 +122,14 @@ impl TokenFile {
         self.users.get(token)
     }
 
+    /// The token of the user named `username`, if listed.
+    pub fn token_of(&self, username: &str) -> Option<&str> {
+        self.users
+            .iter()
+            .find(|(_, u)| u.username == username)
+            .map(|(t, _)| t.as_str())
+    }
+
     /// The user a token authenticates as: the listed user plus `system:authenticated`.
     pub fn authenticate_token(&self, token: &str) -> Option<UserInfo> {
         let mut user = self.users.get(token)?.clone();

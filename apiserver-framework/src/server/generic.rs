@@ -90,6 +90,11 @@ impl GenericApiServer {
         self
     }
 
+    /// The server requests go to when this one does not serve them, if any.
+    pub fn delegate(&self) -> Option<&Arc<GenericApiServer>> {
+        self.delegate.as_ref()
+    }
+
     /// The server's name.
     pub fn name(&self) -> &str {
         &self.name

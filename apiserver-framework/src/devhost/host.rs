@@ -1,0 +1,296 @@
+//! Starting the development host: the aggregator in front of the host's own resources,
+//! seeded with namespaces, the authentication ConfigMap and one APIService per group-version
+//! of the extension server.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::admission::AdmissionChain;
+use crate::aggregator::apiservice;
+use crate::aggregator::resolver::StaticServiceResolver;
+use crate::aggregator::{Aggregator, AggregatorOptions};
+use crate::auth::UserInfo;
+use crate::authz::privileged::PrivilegedGroups;
+use crate::authz::union::{NamedAuthorizer, UnionAuthorizer};
+use crate::authz::Authorizer;
+use crate::cli::kubeconfig;
+use crate::devhost::core::{ConfigMap, Namespace};
+use crate::devhost::files::{self, HostFiles, SERVICE_NAME};
+use crate::devhost::options::DevHostOptions;
+use crate::devhost::reviews::{ReviewLog, SubjectAccessReviews, TokenReviews};
+use crate::devhost::rules::{RulesFile, RulesFileError};
+use crate::devhost::tokens::{TokenFile, TokenFileError};
+use crate::error::ApiError;
+use crate::registry::group::Group;
+use crate::registry::options::WriteOptions;
+use crate::registry::rest::RequestContext;
+use crate::server::generic::GenericApiServer;
+use crate::server::serve::{self, HandlerChain, RunningServer};
+use crate::server::tls::{ServingCert, TlsError, install_crypto_provider};
+
+/// The name of the host's authentication ConfigMap in `kube-system`.
+pub const AUTHENTICATION_CONFIGMAP: &str = "extension-apiserver-authentication";
+
+/// Errors of starting the development host.
+#[derive(Debug, thiserror::Error)]
+pub enum DevHostError {
+    /// Certificates could not be created or read.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    /// The token file is unusable.
+    #[error(transparent)]
+    Tokens(#[from] TokenFileError),
+    /// The rules file is unusable.
+    #[error(transparent)]
+    Rules(#[from] RulesFileError),
+    /// The aggregator could not be set up.
+    #[error("aggregator: {0}")]
+    Aggregator(String),
+    /// Seeding the host's objects failed.
+    #[error("seeding {what}: {error}")]
+    Seed {
+        /// What was being created.
+        what: String,
+        /// The error.
+        error: ApiError,
+    },
+    /// Binding or writing files failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The extension server the host is prepared for: its name and served group-versions.
+#[derive(Clone, Debug)]
+pub struct Extension {
+    /// The server's name (its namespace and identity on the host).
+    pub name: String,
+    /// `(group, versions)` pairs it serves.
+    pub groups: Vec<(String, Vec<String>)>,
+}
+
+/// A running development host.
+pub struct DevHost {
+    /// The listener.
+    pub running: RunningServer,
+    /// `https://<address>:<port>`.
+    pub url: String,
+    /// The host's files (certificates, tokens, rules, kubeconfigs).
+    pub files: HostFiles,
+    /// The users of the token file.
+    pub tokens: Arc<TokenFile>,
+    /// Every TokenReview the host answered.
+    pub token_reviews: Arc<ReviewLog>,
+    /// Every SubjectAccessReview the host answered.
+    pub access_reviews: Arc<ReviewLog>,
+    /// The aggregator server (first of the chain).
+    pub server: Arc<GenericApiServer>,
+    controller: tokio::task::JoinHandle<()>,
+}
+
+impl DevHost {
+    /// Stops the availability controller and the listener.
+    pub async fn shutdown(self) {
+        self.controller.abort();
+        self.running.shutdown().await;
+    }
+}
+
+fn admin() -> UserInfo {
+    UserInfo::new("system:dev-host", &["system:masters", "system:authenticated"])
+}
+
+/// Creates an object through the chain's storage as the host itself; an existing one is
+/// replaced (`replace`) or kept.
+async fn seed(
+    server: &Arc<GenericApiServer>,
+    (group, version, plural): (&str, &str, &str),
+    namespace: Option<&str>,
+    object: Value,
+    replace: bool,
+) -> Result<(), DevHostError> {
+    let mut current = Some(server.clone());
+    let what = format!("{plural} {}", object["metadata"]["name"]);
+    while let Some(s) = current {
+        if let Some(rest) = s.registry().find(group, version, plural).cloned() {
+            let ctx = RequestContext {
+                namespace: namespace.map(str::to_string),
+                user: admin(),
+                admission: Arc::new(AdmissionChain::new(Vec::new())),
+                registry: s.registry().clone(),
+            };
+            let name = object["metadata"]["name"].as_str().unwrap_or("").to_string();
+            let opts = WriteOptions::default();
+            return match rest.create(&ctx, object.clone(), &opts).await {
+                Ok(_) => Ok(()),
+                Err(e) if e.code == 409 && !replace => Ok(()),
+                Err(e) if e.code == 409 => rest
+                    .update(&ctx, &name, None, object, &opts)
+                    .await
+                    .map(|_| ())
+                    .map_err(|error| DevHostError::Seed { what, error }),
+                Err(error) => Err(DevHostError::Seed { what, error }),
+            };
+        }
+        current = s.delegate().cloned();
+    }
+    Err(DevHostError::Seed {
+        what,
+        error: ApiError::route_not_found(),
+    })
+}
+
+/// The `kube-system/extension-apiserver-authentication` ConfigMap of the host's files.
+pub fn authentication_configmap(files: &HostFiles, allowed_names: &[&str]) -> Value {
+    let list = |v: &[&str]| serde_json::to_string(v).unwrap_or_default();
+    json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": AUTHENTICATION_CONFIGMAP, "namespace": "kube-system"},
+        "data": {
+            "client-ca-file": files.ca_pem,
+            "requestheader-client-ca-file": files.front_proxy_ca_pem,
+            "requestheader-allowed-names": list(allowed_names),
+            "requestheader-username-headers": list(&["X-Remote-User"]),
+            "requestheader-uid-headers": list(&["X-Remote-Uid"]),
+            "requestheader-group-headers": list(&["X-Remote-Group"]),
+            "requestheader-extra-headers-prefix": list(&["X-Remote-Extra-"]),
+        }
+    })
+}
+
+/// Replaces the host's authentication ConfigMap (e.g. to rotate a CA or change the allowed
+/// names while extension servers run).
+pub async fn write_authentication_configmap(
+    server: &Arc<GenericApiServer>,
+    configmap: Value,
+) -> Result<(), DevHostError> {
+    seed(
+        server,
+        ("", "v1", "configmaps"),
+        Some("kube-system"),
+        configmap,
+        true,
+    )
+    .await
+}
+
+/// Starts the development host for `extension`.
+pub async fn start(extension: &Extension, opts: &DevHostOptions) -> Result<DevHost, DevHostError> {
+    install_crypto_provider();
+    let group_names: Vec<String> = extension.groups.iter().map(|(g, _)| g.clone()).collect();
+    let files = HostFiles::prepare(&opts.dir, &extension.name, &group_names)?;
+    let tokens = Arc::new(TokenFile::read(&files.tokens_path)?);
+    let rules = Arc::new(RulesFile::read(&files.rules_path)?);
+    let authorizer: Arc<dyn Authorizer> = Arc::new(UnionAuthorizer::new(vec![
+        NamedAuthorizer::new("privileged", Arc::new(PrivilegedGroups::system_masters())),
+        NamedAuthorizer::new("rules", rules),
+    ]));
+    let token_reviews = Arc::new(ReviewLog::default());
+    let access_reviews = Arc::new(ReviewLog::default());
+    let core = GenericApiServer::builder("dev-host-core")
+        .group(Group::new("").resource::<Namespace>().resource::<ConfigMap>())
+        .group(Group::new("authentication.k8s.io").storage(Arc::new(TokenReviews::new(
+            tokens.clone(),
+            token_reviews.clone(),
+        ))))
+        .group(
+            Group::new("authorization.k8s.io").storage(Arc::new(SubjectAccessReviews::new(
+                authorizer.clone(),
+                access_reviews.clone(),
+            ))),
+        )
+        .build();
+    let resolver = StaticServiceResolver::new().with(
+        &extension.name,
+        SERVICE_NAME,
+        opts.backend_address.to_string(),
+    );
+    let aggregator = Arc::new(
+        Aggregator::new(AggregatorOptions {
+            proxy_client_cert_pem: files.front_proxy_client.cert_pem.clone(),
+            proxy_client_key_pem: files.front_proxy_client.key_pem.clone(),
+            resolver: Arc::new(resolver),
+            check_interval: opts.availability_check_interval.0,
+        })
+        .map_err(|e| DevHostError::Aggregator(e.to_string()))?,
+    );
+    let server = Arc::new(
+        GenericApiServer::builder("dev-host")
+            .group(apiservice::group())
+            .aggregator(aggregator.clone())
+            .build()
+            .delegate_to(core),
+    );
+    for ns in ["default", "kube-system", "kube-public", extension.name.as_str()] {
+        let object = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns},
+                            "status": {"phase": "Active"}});
+        seed(&server, ("", "v1", "namespaces"), None, object, false).await?;
+    }
+    write_authentication_configmap(
+        &server,
+        authentication_configmap(&files, &[files::FRONT_PROXY_CLIENT]),
+    )
+    .await?;
+    let ca_bundle = base64::Engine::encode(
+        &base64::engine::general_purpose::STANDARD,
+        files.ca_pem.as_bytes(),
+    );
+    for (group, versions) in &extension.groups {
+        for version in versions {
+            let object = json!({
+                "apiVersion": "apiregistration.k8s.io/v1",
+                "kind": "APIService",
+                "metadata": {"name": format!("{version}.{group}")},
+                "spec": {
+                    "group": group, "version": version,
+                    "service": {"namespace": extension.name, "name": SERVICE_NAME, "port": 443},
+                    "caBundle": ca_bundle,
+                    "groupPriorityMinimum": 1000, "versionPriority": 15,
+                },
+            });
+            seed(
+                &server,
+                (apiservice::GROUP, "v1", "apiservices"),
+                None,
+                object,
+                true,
+            )
+            .await?;
+        }
+    }
+    let controller = aggregator.start(&server);
+    let tls = ServingCert::from_files(&files.host_cert.cert_path, &files.host_cert.key_path)?
+        .server_config()?;
+    let listener =
+        tokio::net::TcpListener::bind(SocketAddr::new(opts.bind_address, opts.secure_port)).await?;
+    let chain = Arc::new(HandlerChain::new(server.clone(), tokens.clone(), authorizer));
+    let running = serve::start(listener, tls, chain)?;
+    let host = match running.addr.ip() {
+        IpAddr::V6(ip) => format!("[{ip}]"),
+        IpAddr::V4(ip) => ip.to_string(),
+    };
+    let url = format!("https://{host}:{}", running.addr.port());
+    for user in [
+        files::users::ADMIN.to_string(),
+        files::users::ALICE.to_string(),
+        files::users::BOB.to_string(),
+        files::server_identity(&extension.name),
+    ] {
+        if let Some(token) = tokens.token_of(&user) {
+            let text = kubeconfig::render("dev-host", &url, &files.ca_pem, token);
+            kubeconfig::write(&files.kubeconfig_path(&user), &text)?;
+        }
+    }
+    Ok(DevHost {
+        running,
+        url,
+        files,
+        tokens,
+        token_reviews,
+        access_reviews,
+        server,
+        controller,
+    })
+}

@@ -1,0 +1,41 @@
+//! Flags of the development host (`<server> dev-host`).
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::cli::duration::GoDuration;
+
+/// Options of the development host.
+#[derive(Clone, Debug, clap::Args)]
+pub struct DevHostOptions {
+    /// The port the host serves HTTPS on (0 picks a free port).
+    #[arg(long, default_value_t = 6443)]
+    pub secure_port: u16,
+    /// The address to bind.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind_address: IpAddr,
+    /// The host's directory: certificates, tokens, rules and kubeconfigs (created on first
+    /// start, reused afterwards).
+    #[arg(long, default_value = "apiserver.local.config/dev-host")]
+    pub dir: PathBuf,
+    /// Where the extension server listens (`serve --secure-port`): the address the host's
+    /// Service `<server>/api` resolves to.
+    #[arg(long, default_value = "127.0.0.1:8444")]
+    pub backend_address: SocketAddr,
+    /// How often the aggregator checks that each APIService's backend answers.
+    #[arg(long, default_value = "5s")]
+    pub availability_check_interval: GoDuration,
+}
+
+impl Default for DevHostOptions {
+    fn default() -> Self {
+        DevHostOptions {
+            secure_port: 6443,
+            bind_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            dir: PathBuf::from("apiserver.local.config/dev-host"),
+            backend_address: SocketAddr::from((Ipv4Addr::LOCALHOST, 8444)),
+            availability_check_interval: GoDuration(Duration::from_secs(5)),
+        }
+    }
+}
