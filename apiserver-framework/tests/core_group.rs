@@ -169,6 +169,23 @@ fn config_map(name: &str, data: &[(&str, &str)]) -> Value {
     })
 }
 
+#[test]
+fn derived_names_of_the_core_group() {
+    use apiserver_framework::resource::ApiResource;
+    assert_eq!(<ConfigMap as kube::Resource>::api_version(&()), "v1");
+    assert_eq!(<ConfigMap as kube::Resource>::group(&()), "");
+    let info = ConfigMap::resource_info();
+    assert_eq!(info.api_version(), "v1");
+    assert_eq!(info.group_resource(), "configmaps");
+    assert_eq!(info.group_kind(), "ConfigMap");
+    let mut cm = ConfigMap::new("x", ConfigMapSpec::default());
+    cm.spec.data.insert("k".into(), "v".into());
+    assert_eq!(
+        serde_json::to_value(&cm).unwrap(),
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"k": "v"}})
+    );
+}
+
 #[tokio::test]
 async fn discovery_of_the_core_group() {
     let f = Fixture::start().await;
