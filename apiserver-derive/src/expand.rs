@@ -105,7 +105,12 @@ fn generate(
         flat,
         ..
     } = args;
-    let api_version = format!("{group}/{version}");
+    // The core group's apiVersion is the bare version (`v1`).
+    let api_version = if group.is_empty() {
+        version.clone()
+    } else {
+        format!("{group}/{version}")
+    };
     let description = doc_comment(&input.attrs);
     let has_status = args.status.is_some();
 

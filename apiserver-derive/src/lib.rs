@@ -27,7 +27,7 @@
 //!
 //! | key | meaning |
 //! |-----|---------|
-//! | `group = "..."` | API group, a lower-case DNS subdomain (required) |
+//! | `group = "..."` | API group, a lower-case DNS subdomain, or `""` for the core group served under `/api/<version>` (required) |
 //! | `version = "..."` | `v<N>`, `v<N>alpha<M>` or `v<N>beta<M>` (required) |
 //! | `kind = "..."` | CamelCase kind (required) |
 //! | `namespaced` | objects live in namespaces (default: cluster-scoped) |

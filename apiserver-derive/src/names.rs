@@ -33,13 +33,12 @@ pub fn is_dns_label(s: &str) -> bool {
         && !s.ends_with('-')
 }
 
-/// Checks that `group` is a lower-case RFC 1123 DNS subdomain; the error says why not.
+/// Checks that `group` is a lower-case RFC 1123 DNS subdomain, or empty (the core group, served
+/// under `/api`); the error says why not.
 pub fn check_group(group: &str) -> Result<(), String> {
     const HINT: &str = "an API group is a lower-case DNS subdomain such as `wardle.example.com`";
     if group.is_empty() {
-        return Err(format!(
-            "the group must not be empty (the empty core group belongs to Kubernetes): {HINT}"
-        ));
+        return Ok(());
     }
     if group.len() > 253 {
         return Err(format!(
@@ -150,7 +149,7 @@ mod tests {
         assert!(check_group("wardle.example.com").is_ok());
         assert!(check_group("metrics.k8s.io").is_ok());
         assert!(check_group("local").is_ok());
-        assert!(check_group("").is_err());
+        assert!(check_group("").is_ok());
         assert!(check_group("Wardle.example.com").is_err());
         assert!(check_group("wardle..com").is_err());
         assert!(check_group("-wardle.com").is_err());

@@ -1,5 +1,6 @@
 //! Aggregated discovery (`apidiscovery.k8s.io/v2`): every group, version and resource in one
-//! `APIGroupDiscoveryList` document served at `/apis`.
+//! `APIGroupDiscoveryList` document served at `/apis` (the named groups) and at `/api` (the
+//! core group, whose name is empty).
 //!
 //! Clients ask for it with an `Accept` header naming the kind (see [`wants_aggregated`]) and
 //! fall back to the [legacy](super::legacy) documents when the response is plain JSON.
@@ -14,11 +15,22 @@ use super::{ServedGroup, ServedResource, ServedVersion};
 pub const AGGREGATED_CONTENT_TYPE: &str =
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
-/// The `APIGroupDiscoveryList` for `groups`: groups in the order given, versions in order of
+/// The `APIGroupDiscoveryList` served at `/apis`: the named groups of `groups` in the order
+/// given (the core group belongs to `/api`, see [`core_discovery_list`]), versions in order of
 /// preference (all `freshness: Current`), resources sorted by name.
 pub fn group_discovery_list(groups: &[ServedGroup]) -> Value {
+    discovery_list(groups.iter().filter(|g| !g.name.is_empty()))
+}
+
+/// The `APIGroupDiscoveryList` served at `/api`: the core group of `groups` (the one named `""`)
+/// alone, or no item when it is not among them.
+pub fn core_discovery_list(groups: &[ServedGroup]) -> Value {
+    discovery_list(groups.iter().filter(|g| g.name.is_empty()))
+}
+
+/// An `APIGroupDiscoveryList` of the groups that serve at least one version.
+fn discovery_list<'a>(groups: impl Iterator<Item = &'a ServedGroup>) -> Value {
     let items: Vec<Value> = groups
-        .iter()
         .filter(|g| !g.versions.is_empty())
         .map(group_discovery)
         .collect();
@@ -144,14 +156,20 @@ impl MediaRange {
     }
 }
 
-/// One `APIGroupDiscovery`.
+/// One `APIGroupDiscovery`; its `metadata` has only the name, left out (as upstream's
+/// `omitempty` does) for the core group.
 fn group_discovery(group: &ServedGroup) -> Value {
     let versions: Vec<Value> = group
         .versions
         .iter()
         .map(|v| version_discovery(&group.name, v))
         .collect();
-    json!({"metadata": {"name": group.name}, "versions": versions})
+    let metadata = if group.name.is_empty() {
+        json!({})
+    } else {
+        json!({"name": group.name})
+    };
+    json!({"metadata": metadata, "versions": versions})
 }
 
 /// One `APIVersionDiscovery`.

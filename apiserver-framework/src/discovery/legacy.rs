@@ -1,7 +1,9 @@
-//! Legacy (unaggregated) discovery: `/apis`, `/apis/<group>` and `/apis/<group>/<version>`.
+//! Legacy (unaggregated) discovery: `/apis`, `/apis/<group>` and `/apis/<group>/<version>`,
+//! and for the core group `/api` and `/api/<version>`.
 //!
-//! These are the `meta/v1` `APIGroupList`, `APIGroup` and `APIResourceList` documents that
-//! every client understands, including clients that predate aggregated discovery.
+//! These are the `meta/v1` `APIGroupList`, `APIGroup`, `APIVersions` and `APIResourceList`
+//! documents that every client understands, including clients that predate aggregated
+//! discovery.
 
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
@@ -9,15 +11,29 @@ use sha2::{Digest, Sha256};
 
 use super::{ServedGroup, ServedResource, ServedVersion};
 
-/// The `APIGroupList` served at `/apis`: one `APIGroup` per group that serves at least one
-/// version, in the order given.
+/// The `APIGroupList` served at `/apis`: one `APIGroup` per named group that serves at least
+/// one version, in the order given (the core group is listed by [`api_versions`] at `/api`).
 pub fn api_group_list(groups: &[ServedGroup]) -> Value {
     let groups: Vec<Value> = groups
         .iter()
-        .filter(|g| !g.versions.is_empty())
+        .filter(|g| !g.name.is_empty() && !g.versions.is_empty())
         .map(api_group)
         .collect();
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+}
+
+/// The `APIVersions` served at `/api` for the core group: its versions in order of preference,
+/// and one `serverAddressByClientCIDRs` entry telling every client (`0.0.0.0/0`) to keep using
+/// `server_address` (`host:port`), as upstream answers with its external address.
+pub fn api_versions(core: &ServedGroup, server_address: &str) -> Value {
+    let versions: Vec<&str> = core.versions.iter().map(|v| v.version.as_str()).collect();
+    json!({
+        "kind": "APIVersions",
+        "versions": versions,
+        "serverAddressByClientCIDRs": [
+            {"clientCIDR": "0.0.0.0/0", "serverAddress": server_address},
+        ],
+    })
 }
 
 /// The `APIGroup` served at `/apis/<group>`: its versions in order of preference and the
@@ -40,7 +56,8 @@ pub fn api_group(group: &ServedGroup) -> Value {
     Value::Object(out)
 }
 
-/// The `APIResourceList` served at `/apis/<group>/<version>`.
+/// The `APIResourceList` served at `/apis/<group>/<version>` (`/api/<version>` for the core
+/// group, whose `groupVersion` is the bare version).
 ///
 /// Every resource appears once under its plural, and once more as `<plural>/status` when its
 /// status subresource serves any verb. Resources are sorted by name (as upstream registers

@@ -1,4 +1,5 @@
-//! What a request path under `/apis/<group>/<version>/` addresses.
+//! What a request path under `/apis/<group>/<version>/` (or, for the core group,
+//! `/api/<version>/`) addresses.
 
 /// The parts of a resource request path.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -19,11 +20,16 @@ pub struct ResourcePath {
     pub legacy_watch: bool,
 }
 
-/// What a path under `/apis` addresses.
+/// What a path under `/apis` or `/api` addresses.
+///
+/// Paths under `/api` name the core group, whose name is empty: `/api/v1` is
+/// `GroupVersion("", "v1")` and `/api/v1/namespaces/ns/configmaps` a resource path of group `""`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ApiPath {
     /// `/apis`.
     Root,
+    /// `/api`: the versions of the core group.
+    CoreRoot,
     /// `/apis/<group>`.
     Group(String),
     /// `/apis/<group>/<version>`.
@@ -34,14 +40,36 @@ pub enum ApiPath {
     Unknown(String, String),
 }
 
-/// Parses a path starting with `/apis`; `None` for other paths.
+/// Parses a path starting with `/apis` or `/api`; `None` for other paths.
 pub fn parse(path: &str) -> Option<ApiPath> {
-    let rest = path.strip_prefix("/apis")?;
-    if !(rest.is_empty() || rest.starts_with('/')) {
-        return None;
+    if let Some(rest) = under(path, "/apis") {
+        return Some(parse_apis(&segments(rest)));
     }
-    let parts: Vec<&str> = rest.split('/').filter(|p| !p.is_empty()).collect();
-    Some(match parts.as_slice() {
+    let rest = under(path, "/api")?;
+    Some(match segments(rest).as_slice() {
+        [] => ApiPath::CoreRoot,
+        [v] => ApiPath::GroupVersion(String::new(), v.to_string()),
+        [v, rest @ ..] => match resource_path("", v, rest) {
+            Some(r) => ApiPath::Resource(r),
+            None => ApiPath::Unknown(String::new(), v.to_string()),
+        },
+    })
+}
+
+/// What follows `prefix` in `path`, when `path` is `prefix` or lies under it.
+fn under<'a>(path: &'a str, prefix: &str) -> Option<&'a str> {
+    let rest = path.strip_prefix(prefix)?;
+    (rest.is_empty() || rest.starts_with('/')).then_some(rest)
+}
+
+/// The non-empty `/`-separated segments of `rest`.
+fn segments(rest: &str) -> Vec<&str> {
+    rest.split('/').filter(|p| !p.is_empty()).collect()
+}
+
+/// What the segments after `/apis` address.
+fn parse_apis(parts: &[&str]) -> ApiPath {
+    match parts {
         [] => ApiPath::Root,
         [g] => ApiPath::Group(g.to_string()),
         [g, v] => ApiPath::GroupVersion(g.to_string(), v.to_string()),
@@ -49,8 +77,12 @@ pub fn parse(path: &str) -> Option<ApiPath> {
             Some(r) => ApiPath::Resource(r),
             None => ApiPath::Unknown(g.to_string(), v.to_string()),
         },
-    })
+    }
 }
+
+/// Subresources of a namespace: `namespaces/<name>/<sub>` addresses the namespace itself, not a
+/// resource `<sub>` inside it (as upstream's `RequestInfoFactory` reads paths).
+const NAMESPACE_SUBRESOURCES: &[&str] = &["status", "finalize"];
 
 fn resource_path(group: &str, version: &str, parts: &[&str]) -> Option<ResourcePath> {
     let (legacy_watch, parts) = match parts {
@@ -58,7 +90,11 @@ fn resource_path(group: &str, version: &str, parts: &[&str]) -> Option<ResourceP
         _ => (false, parts),
     };
     let (namespace, parts) = match parts {
-        ["namespaces", ns, rest @ ..] if !rest.is_empty() => (Some(ns.to_string()), rest),
+        ["namespaces", ns, rest @ ..]
+            if !rest.is_empty() && !NAMESPACE_SUBRESOURCES.contains(&rest[0]) =>
+        {
+            (Some(ns.to_string()), rest)
+        }
         _ => (None, parts),
     };
     let (resource, name, subresource) = match parts {
@@ -114,6 +150,78 @@ mod tests {
         assert_eq!(
             parse("/apis/g/v1/a/b/c/d"),
             Some(ApiPath::Unknown("g".into(), "v1".into()))
+        );
+    }
+
+    fn resource(path: &str) -> ResourcePath {
+        match parse(path) {
+            Some(ApiPath::Resource(r)) => r,
+            other => panic!("{path}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn core_paths() {
+        assert_eq!(parse("/api"), Some(ApiPath::CoreRoot));
+        assert_eq!(parse("/api/"), Some(ApiPath::CoreRoot));
+        assert_eq!(parse("/apix"), None);
+        assert_eq!(
+            parse("/api/v1"),
+            Some(ApiPath::GroupVersion(String::new(), "v1".into()))
+        );
+        assert_eq!(
+            parse("/api/v1/"),
+            Some(ApiPath::GroupVersion(String::new(), "v1".into()))
+        );
+        let r = resource("/api/v1/namespaces/kube-system/configmaps/x");
+        assert_eq!(r.group, "");
+        assert_eq!(r.version, "v1");
+        assert_eq!(r.namespace.as_deref(), Some("kube-system"));
+        assert_eq!(r.resource, "configmaps");
+        assert_eq!(r.name.as_deref(), Some("x"));
+        let r = resource("/api/v1/watch/namespaces/kube-system/configmaps");
+        assert!(r.legacy_watch);
+        assert_eq!(
+            (r.namespace.as_deref(), r.resource.as_str()),
+            (Some("kube-system"), "configmaps")
+        );
+        let r = resource("/api/v1/configmaps");
+        assert_eq!((r.namespace, r.resource.as_str()), (None, "configmaps"));
+        assert_eq!(
+            parse("/api/v1/a/b/c/d"),
+            Some(ApiPath::Unknown(String::new(), "v1".into()))
+        );
+    }
+
+    #[test]
+    fn namespace_resource() {
+        let r = resource("/api/v1/namespaces");
+        assert_eq!(
+            (r.namespace, r.resource.as_str(), r.name),
+            (None, "namespaces", None)
+        );
+        let r = resource("/api/v1/namespaces/kube-system");
+        assert_eq!(
+            (r.namespace, r.resource.as_str(), r.name.as_deref()),
+            (None, "namespaces", Some("kube-system"))
+        );
+        for sub in ["status", "finalize"] {
+            let r = resource(&format!("/api/v1/namespaces/kube-system/{sub}"));
+            assert_eq!(
+                (
+                    r.namespace,
+                    r.resource.as_str(),
+                    r.name.as_deref(),
+                    r.subresource.as_deref()
+                ),
+                (None, "namespaces", Some("kube-system"), Some(sub))
+            );
+        }
+        let r = resource("/api/v1/watch/namespaces/kube-system");
+        assert!(r.legacy_watch);
+        assert_eq!(
+            (r.resource.as_str(), r.name.as_deref()),
+            ("namespaces", Some("kube-system"))
         );
     }
 }

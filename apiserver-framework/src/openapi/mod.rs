@@ -19,7 +19,7 @@ mod v2;
 mod v3;
 
 pub use v2::v2_document;
-pub use v3::{v3_group_version, v3_root};
+pub use v3::{v3_group_version, v3_key, v3_root};
 
 use sha2::{Digest, Sha512};
 

@@ -11,7 +11,8 @@ use super::routes::{Operation, PathItem, consumes, group_version_paths, produces
 
 const DIALECT: Dialect = Dialect::OpenApi3;
 
-/// The OpenAPI 3.0 document of one group-version, served at `/openapi/v3/apis/<g>/<v>`.
+/// The OpenAPI 3.0 document of one group-version, served at `/openapi/v3/apis/<g>/<v>` (or
+/// `/openapi/v3/api/<v>` for the core group, see [`v3_key`]).
 ///
 /// `paths` holds the `/apis/<g>/<v>/` `APIResourceList` document and every resource's paths,
 /// exactly as in [`v2_document`](super::v2_document); parameters are inline with `schema`
@@ -41,6 +42,14 @@ pub fn v3_group_version(group: &ServedGroup, version: &ServedVersion) -> Value {
         },
         "security": [{"BearerToken": []}],
     })
+}
+
+/// The key of a group-version in the `/openapi/v3` index (and its document's path under
+/// `/openapi/v3/`): `apis/<g>/<v>`, or `api/<v>` for the core group.
+pub fn v3_key(group: &str, version: &str) -> String {
+    super::routes::group_version_prefix(group, version)
+        .trim_start_matches('/')
+        .to_owned()
 }
 
 /// The `/openapi/v3` index: for each `("apis/<g>/<v>", hash)` entry, the server-relative URL

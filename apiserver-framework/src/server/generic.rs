@@ -148,7 +148,6 @@ impl GenericApiServer {
             }
             "/version" | "/version/" => return version::respond(&self.version),
             "/" => return self.index(StatusCode::OK),
-            "/api" | "/api/" => return self.core_api(&req),
             "/openapi/v2" => return self.openapi_v2(&req),
             "/openapi/v3" | "/openapi/v3/" => return self.openapi_v3_root(),
             p if p.starts_with("/openapi/v3/") => {
@@ -158,6 +157,7 @@ impl GenericApiServer {
         }
         match request_info::parse(&path) {
             Some(ApiPath::Root) => self.apis_root(&req),
+            Some(ApiPath::CoreRoot) => self.core_api(&req),
             Some(ApiPath::Group(g)) => {
                 let groups = self.chain_groups();
                 match groups.iter().find(|x| x.name == g) {
@@ -169,7 +169,9 @@ impl GenericApiServer {
                 let (group, version) = match &api {
                     ApiPath::GroupVersion(g, v) | ApiPath::Unknown(g, v) => (g.clone(), v.clone()),
                     ApiPath::Resource(r) => (r.group.clone(), r.version.clone()),
-                    ApiPath::Root | ApiPath::Group(_) => return self.index(StatusCode::NOT_FOUND),
+                    ApiPath::Root | ApiPath::CoreRoot | ApiPath::Group(_) => {
+                        return self.index(StatusCode::NOT_FOUND);
+                    }
                 };
                 self.route(req, &group, &version, api, user).await
             }
@@ -262,6 +264,10 @@ impl GenericApiServer {
         .map(|p| p.to_string())
         .collect();
         for g in self.chain_groups() {
+            if g.name.is_empty() {
+                paths.extend(g.versions.iter().map(|v| format!("/api/{}", v.version)));
+                continue;
+            }
             paths.push(format!("/apis/{}", g.name));
             for v in &g.versions {
                 paths.push(format!("/apis/{}/{}", g.name, v.version));
@@ -307,7 +313,7 @@ impl GenericApiServer {
                     let doc =
                         serde_json::to_vec(&openapi::v3_group_version(g, v)).unwrap_or_default();
                     let hash = openapi::spec_hash(&doc);
-                    openapi_v3.push((format!("apis/{}/{}", g.name, v.version), doc, hash));
+                    openapi_v3.push((openapi::v3_key(&g.name, &v.version), doc, hash));
                 }
             }
             if let Some(a) = &self.aggregator {
@@ -348,17 +354,27 @@ impl GenericApiServer {
         res
     }
 
+    /// `/api`: the core group's versions (aggregated: its `APIGroupDiscoveryList`).
     fn core_api(&self, req: &Request<Body>) -> Response<Body> {
+        let groups = self.chain_groups();
         let accept = header_str(req, header::ACCEPT);
         if aggregated::wants_aggregated(accept) {
             let body =
-                serde_json::to_vec(&aggregated::group_discovery_list(&[])).unwrap_or_default();
+                serde_json::to_vec(&aggregated::core_discovery_list(&groups)).unwrap_or_default();
             let etag = aggregated::etag(&body);
             return aggregated_response(req, &body, &etag);
         }
-        // No legacy core group is served here; like sample-apiserver, answer 404 so clients
-        // do not invent an empty core group.
-        ApiError::route_not_found().into_response_now()
+        match groups.iter().find(|g| g.name.is_empty()) {
+            Some(core) => {
+                let mut res = json_response(&legacy::api_versions(core, request_authority(req)));
+                res.headers_mut()
+                    .insert(header::VARY, HeaderValue::from_static("Accept"));
+                res
+            }
+            // No core group is served here; like sample-apiserver, answer 404 so clients do
+            // not invent an empty core group.
+            None => ApiError::route_not_found().into_response_now(),
+        }
     }
 
     fn openapi_v2(&self, req: &Request<Body>) -> Response<Body> {
@@ -522,6 +538,14 @@ fn header_str(req: &Request<Body>, name: header::HeaderName) -> &str {
         .get(name)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
+}
+
+/// The `host:port` the client addressed (HTTP/2 `:authority` or the `Host` header), or `""`.
+fn request_authority(req: &Request<Body>) -> &str {
+    match req.uri().authority() {
+        Some(authority) => authority.as_str(),
+        None => header_str(req, header::HOST),
+    }
 }
 
 fn json_response(v: &Value) -> Response<Body> {
