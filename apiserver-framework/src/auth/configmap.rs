@@ -350,4 +350,81 @@ mod tests {
         apply_configmap(&config, &sources, None).unwrap();
         assert!(config.current().request_header.ca.is_empty());
     }
+
+    fn unreachable_client() -> kube::Client {
+        crate::server::tls::install_crypto_provider();
+        let config = kube::Config::new("https://127.0.0.1:1".parse().unwrap());
+        kube::Client::try_from(config).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_failed_lookup_is_fatal_unless_tolerated() {
+        let options = AuthenticationOptions::default();
+        let err = start_delegated_config(&options, Some(unreachable_client()))
+            .await
+            .err()
+            .expect("lookup failure must be fatal");
+        assert!(matches!(err, AuthConfigError::Lookup(_)), "{err}");
+
+        let tolerant = AuthenticationOptions {
+            authentication_tolerate_lookup_failure: true,
+            ..AuthenticationOptions::default()
+        };
+        let setup = start_delegated_config(&tolerant, Some(unreachable_client()))
+            .await
+            .unwrap();
+        assert!(setup.config.is_synced());
+        assert!(setup.config.current().client_ca.is_empty());
+        setup.watch.expect("the ConfigMap is still watched").abort();
+    }
+
+    #[tokio::test]
+    async fn skipping_the_lookup_asks_nobody() {
+        let options = AuthenticationOptions {
+            authentication_skip_lookup: true,
+            ..AuthenticationOptions::default()
+        };
+        let setup = start_delegated_config(&options, Some(unreachable_client()))
+            .await
+            .unwrap();
+        assert!(setup.watch.is_none());
+        assert!(setup.config.current().request_header.ca.is_empty());
+    }
+
+    #[tokio::test]
+    async fn flags_naming_both_authorities_need_no_lookup() {
+        let dir = tempfile::tempdir().unwrap();
+        let (client, proxy) = (dir.path().join("client.crt"), dir.path().join("proxy.crt"));
+        std::fs::write(&client, ca_pem("client")).unwrap();
+        std::fs::write(&proxy, ca_pem("proxy")).unwrap();
+        let options = AuthenticationOptions {
+            client_ca_file: Some(client),
+            requestheader_client_ca_file: Some(proxy),
+            requestheader_allowed_names: vec!["front-proxy-client".into()],
+            ..AuthenticationOptions::default()
+        };
+        let setup = start_delegated_config(&options, Some(unreachable_client()))
+            .await
+            .unwrap();
+        assert!(setup.watch.is_none());
+        let current = setup.config.current();
+        assert!(!current.client_ca.is_empty());
+        assert_eq!(
+            current.request_header.allowed_names,
+            vec!["front-proxy-client"]
+        );
+        assert_eq!(
+            current.request_header.username_headers,
+            vec!["x-remote-user"]
+        );
+
+        let missing = AuthenticationOptions {
+            client_ca_file: Some(dir.path().join("absent.crt")),
+            ..AuthenticationOptions::default()
+        };
+        assert!(matches!(
+            start_delegated_config(&missing, None).await,
+            Err(AuthConfigError::Io { .. })
+        ));
+    }
 }
