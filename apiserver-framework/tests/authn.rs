@@ -7,13 +7,14 @@ use std::sync::{Arc, Mutex};
 
 use apiserver_framework::auth::delegated::{AuthSnapshot, RequestHeaderConfig};
 use apiserver_framework::auth::{
-    Authenticated, Authenticator, CaBundle, DelegatedAuthConfig, DelegatingAuthenticator,
-    DelegatingOptions, PeerCertificates, TokenReviewError, TokenReviewer, UserInfo,
-    client_cert_verifier,
+    Authenticated, AuthenticationOptions, Authenticator, CaBundle, DelegatedAuthConfig,
+    DelegatingAuthenticator, DelegatingOptions, PeerCertificates, TokenReviewError, TokenReviewer,
+    UserInfo, client_cert_verifier, start_delegated_config,
 };
 use apiserver_framework::server::GenericApiServer;
 use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
 use apiserver_framework::server::tls::{self, ServingCert};
+use futures::StreamExt;
 use http::request::Parts;
 use k8s_openapi::api::authentication::v1::{TokenReviewStatus, UserInfo as ReviewUser};
 use rcgen::{
@@ -445,4 +446,129 @@ async fn bearer_tokens_are_reviewed_after_certificates() {
         authn.authenticate(&parts(Some(&stranger), None)).await,
         Authenticated::Invalid
     );
+}
+
+/// The authentication ConfigMap as kube-apiserver publishes it.
+fn auth_configmap(client_ca: &Ca, proxy_ca: &Ca, rv: u32) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "extension-apiserver-authentication",
+            "namespace": "kube-system",
+            "resourceVersion": rv.to_string(),
+        },
+        "data": {
+            "client-ca-file": client_ca.pem,
+            "requestheader-allowed-names": "[\"front-proxy-client\"]",
+            "requestheader-client-ca-file": proxy_ca.pem,
+            "requestheader-extra-headers-prefix": "[\"X-Remote-Extra-\"]",
+            "requestheader-group-headers": "[\"X-Remote-Group\"]",
+            "requestheader-username-headers": "[\"X-Remote-User\"]",
+        }
+    })
+}
+
+/// A stand-in for the host's API serving the authentication ConfigMap: get, list, and a
+/// watch fed from a channel (one JSON event a line).
+async fn fake_host(
+    initial: serde_json::Value,
+) -> (String, tokio::sync::mpsc::Sender<serde_json::Value>) {
+    use axum::extract::{Query, State};
+    use axum::routing::get;
+    type Watchers = Arc<Mutex<Option<tokio::sync::mpsc::Receiver<serde_json::Value>>>>;
+    let (events, receiver) = tokio::sync::mpsc::channel(8);
+    let watchers: Watchers = Arc::new(Mutex::new(Some(receiver)));
+    let one = initial.clone();
+    let app = axum::Router::new()
+        .route(
+            "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication",
+            get(move || async move { axum::Json(one) }),
+        )
+        .route(
+            "/api/v1/namespaces/kube-system/configmaps",
+            get(
+                move |State(watchers): State<Watchers>,
+                      Query(q): Query<BTreeMap<String, String>>| async move {
+                    use axum::response::IntoResponse;
+                    if q.get("watch").map(String::as_str) != Some("true") {
+                        return axum::Json(serde_json::json!({
+                            "apiVersion": "v1",
+                            "kind": "ConfigMapList",
+                            "metadata": {"resourceVersion": "1"},
+                            "items": [initial],
+                        }))
+                        .into_response();
+                    }
+                    // One live watch; later watches stay open and silent.
+                    let receiver = watchers.lock().unwrap().take();
+                    let stream = futures::stream::unfold(receiver, |rx| async move {
+                        let mut rx = rx?;
+                        let event = rx.recv().await?;
+                        let line = format!("{event}\n");
+                        Some((Ok::<_, std::convert::Infallible>(line), Some(rx)))
+                    })
+                    .chain(futures::stream::pending());
+                    axum::body::Body::from_stream(stream).into_response()
+                },
+            ),
+        )
+        .with_state(watchers);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, events)
+}
+
+#[tokio::test]
+async fn the_configmap_is_read_at_start_and_watched() {
+    tls::install_crypto_provider();
+    let (client_ca, proxy_ca, rotated) = (
+        Ca::new("client-ca"),
+        Ca::new("front-proxy-ca"),
+        Ca::new("front-proxy-ca-2"),
+    );
+    let (url, events) = fake_host(auth_configmap(&client_ca, &proxy_ca, 1)).await;
+    let client = kube::Client::try_from(kube::Config::new(url.parse().unwrap())).unwrap();
+    let setup = start_delegated_config(&AuthenticationOptions::default(), Some(client))
+        .await
+        .unwrap();
+    let authn =
+        DelegatingAuthenticator::new(setup.config.clone(), None, DelegatingOptions::default());
+    let old_proxy = proxy_ca.client("front-proxy-client", &[]);
+    let new_proxy = rotated.client("front-proxy-client", &[]);
+    let as_alice = |pem: &str| {
+        let mut p = parts(Some(pem), None);
+        p.headers.insert("x-remote-user", "alice".parse().unwrap());
+        p
+    };
+    let alice = user("alice", &["system:authenticated"]);
+    assert_eq!(authn.authenticate(&as_alice(&old_proxy)).await, alice);
+    assert_eq!(
+        authn.authenticate(&as_alice(&new_proxy)).await,
+        Authenticated::Invalid
+    );
+
+    // The host rotates the front-proxy CA: the next request sees it, no restart.
+    events
+        .send(serde_json::json!({
+            "type": "MODIFIED",
+            "object": auth_configmap(&client_ca, &rotated, 2),
+        }))
+        .await
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while setup.config.current().request_header.ca.pem() != rotated.pem {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the rotation was not applied"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(authn.authenticate(&as_alice(&new_proxy)).await, alice);
+    assert_eq!(
+        authn.authenticate(&as_alice(&old_proxy)).await,
+        Authenticated::Invalid
+    );
+    setup.watch.unwrap().abort();
 }
