@@ -572,3 +572,71 @@ async fn the_configmap_is_read_at_start_and_watched() {
     );
     setup.watch.unwrap().abort();
 }
+
+#[tokio::test]
+async fn a_kube_client_posts_token_reviews() {
+    use axum::routing::post;
+    tls::install_crypto_provider();
+    let seen = Arc::new(Mutex::new(None::<serde_json::Value>));
+    let record = seen.clone();
+    let app = axum::Router::new().route(
+        "/apis/authentication.k8s.io/v1/tokenreviews",
+        post(move |axum::Json(body): axum::Json<serde_json::Value>| async move {
+            *record.lock().unwrap() = Some(body.clone());
+            let mut answer = body;
+            answer["status"] = serde_json::json!({
+                "authenticated": true,
+                "user": {"username": "tina", "uid": "42", "groups": ["qa"], "extra": {"k": ["v"]}},
+                "audiences": ["api"],
+            });
+            (http::StatusCode::CREATED, axum::Json(answer))
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let client = kube::Client::try_from(kube::Config::new(url.parse().unwrap())).unwrap();
+
+    let authn = DelegatingAuthenticator::new(
+        Arc::new(DelegatedAuthConfig::new(AuthSnapshot::default())),
+        Some(Arc::new(client)),
+        DelegatingOptions {
+            audiences: vec!["api".into()],
+            ..DelegatingOptions::default()
+        },
+    );
+    let mut tina = UserInfo::new("tina", &["qa", "system:authenticated"]);
+    tina.uid = "42".into();
+    tina.extra = BTreeMap::from([("k".into(), vec!["v".into()])]);
+    assert_eq!(
+        authn.authenticate(&parts(None, Some("t0ken"))).await,
+        Authenticated::User(tina)
+    );
+    let body = seen.lock().unwrap().take().unwrap();
+    assert_eq!(body["apiVersion"], "authentication.k8s.io/v1");
+    assert_eq!(body["kind"], "TokenReview");
+    assert_eq!(
+        body["spec"],
+        serde_json::json!({"token": "t0ken", "audiences": ["api"]})
+    );
+}
+
+#[tokio::test]
+async fn an_unreachable_reviewer_gives_401_not_anonymous() {
+    tls::install_crypto_provider();
+    let client =
+        kube::Client::try_from(kube::Config::new("http://127.0.0.1:1".parse().unwrap())).unwrap();
+    let authn = DelegatingAuthenticator::new(
+        Arc::new(DelegatedAuthConfig::new(AuthSnapshot::default())),
+        Some(Arc::new(client)),
+        DelegatingOptions::default(),
+    );
+    for _ in 0..2 {
+        assert_eq!(
+            authn.authenticate(&parts(None, Some("t0ken"))).await,
+            Authenticated::Invalid
+        );
+    }
+    // Without a token the caller is anonymous.
+    assert_eq!(authn.authenticate(&parts(None, None)).await, anonymous());
+}

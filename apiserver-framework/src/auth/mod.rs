@@ -65,3 +65,33 @@ fn default_request_headers() -> RequestHeaderConfig {
         ..RequestHeaderConfig::default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_are_stripped_configured_and_default_headers_alike() {
+        let mut snapshot = AuthSnapshot::default();
+        snapshot.request_header.username_headers = vec![http::HeaderName::from_static("x-user")];
+        snapshot.request_header.group_headers = vec![http::HeaderName::from_static("x-groups")];
+        snapshot.request_header.extra_headers_prefixes = vec!["x-extra-".into()];
+        let mut headers = http::HeaderMap::new();
+        for name in [
+            "authorization",
+            "x-user",
+            "x-groups",
+            "x-extra-scope",
+            "x-remote-user",
+            "x-remote-uid",
+            "x-remote-group",
+            "x-remote-extra-reason",
+            "accept",
+        ] {
+            headers.append(name, http::HeaderValue::from_static("v"));
+        }
+        strip_credentials(&mut headers, &snapshot);
+        let left: Vec<&str> = headers.keys().map(|k| k.as_str()).collect();
+        assert_eq!(left, ["accept"]);
+    }
+}

@@ -168,3 +168,62 @@ impl AuthenticationOptions {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        authn: AuthenticationOptions,
+    }
+
+    #[test]
+    fn flags_parse_with_upstream_defaults() {
+        let defaults = Cli::try_parse_from(["server"]).unwrap().authn;
+        assert_eq!(
+            defaults.requestheader_username_headers,
+            vec!["x-remote-user"]
+        );
+        assert_eq!(defaults.requestheader_group_headers, vec!["x-remote-group"]);
+        assert_eq!(
+            defaults.requestheader_extra_headers_prefix,
+            vec!["x-remote-extra-"]
+        );
+        assert!(defaults.requestheader_uid_headers.is_empty());
+        assert_eq!(
+            defaults.authentication_token_webhook_cache_ttl.0,
+            std::time::Duration::from_secs(10)
+        );
+        assert!(!defaults.authentication_skip_lookup);
+        assert!(!defaults.authentication_tolerate_lookup_failure);
+
+        let set = Cli::try_parse_from([
+            "server",
+            "--client-ca-file=/pki/ca.crt",
+            "--requestheader-client-ca-file=/pki/front-proxy-ca.crt",
+            "--requestheader-allowed-names=front-proxy-client,aggregator",
+            "--requestheader-username-headers=X-Remote-User",
+            "--requestheader-uid-headers=X-Remote-Uid",
+            "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            "--authentication-skip-lookup",
+            "--authentication-tolerate-lookup-failure",
+            "--authentication-token-webhook-cache-ttl=1m",
+        ])
+        .unwrap()
+        .authn;
+        assert_eq!(
+            set.requestheader_allowed_names,
+            vec!["front-proxy-client", "aggregator"]
+        );
+        assert_eq!(set.requestheader_uid_headers, vec!["X-Remote-Uid"]);
+        assert!(set.authentication_skip_lookup && set.authentication_tolerate_lookup_failure);
+        assert_eq!(
+            set.authentication_token_webhook_cache_ttl.0,
+            std::time::Duration::from_secs(60)
+        );
+    }
+}
