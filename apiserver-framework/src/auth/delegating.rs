@@ -11,6 +11,7 @@ use super::anonymous::AnonymousAuthenticator;
 use super::client_cert::RequestClientCertVerifier;
 use super::delegated::DelegatedAuthConfig;
 use super::group_adder::AuthenticatedGroupAdder;
+use super::options::AuthenticationOptions;
 use super::request_header::RequestHeaderAuthenticator;
 use super::token_review::{TokenReviewAuthenticator, TokenReviewOptions, TokenReviewer};
 use super::union::UnionAuthenticator;
@@ -38,6 +39,16 @@ impl Default for DelegatingOptions {
             anonymous: true,
             audiences: Vec::new(),
             token_review_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+impl From<&AuthenticationOptions> for DelegatingOptions {
+    /// The cache TTL from `--authentication-token-webhook-cache-ttl`, the rest by default.
+    fn from(options: &AuthenticationOptions) -> Self {
+        DelegatingOptions {
+            cache_ttl: options.authentication_token_webhook_cache_ttl.0,
+            ..DelegatingOptions::default()
         }
     }
 }
