@@ -1,11 +1,39 @@
 //! Who is calling: the authenticated user, and how requests are authenticated.
+//!
+//! The delegated chain of an extension API server ([`DelegatingAuthenticator`]) reads its
+//! trusted authorities and front-proxy headers from a [`DelegatedAuthConfig`], built from
+//! the flags ([`AuthenticationOptions`]) and the host's
+//! `kube-system/extension-apiserver-authentication` ConfigMap ([`start_delegated_config`]).
+//! The TLS listener asks for client certificates with [`client_cert_verifier`] over the same
+//! configuration.
 
+pub mod anonymous;
 pub mod authenticator;
+pub mod ca_bundle;
+pub mod cert_subject;
+pub mod client_cert;
+pub mod configmap;
+pub mod delegated;
+pub mod delegating;
+pub mod group_adder;
+pub mod options;
 pub mod peer;
+pub mod request_header;
+pub mod token_cache;
+pub mod token_review;
+pub mod union;
 pub mod user;
+pub mod x509;
 
+pub use anonymous::{AnonymousAuthenticator, anonymous_user};
 pub use authenticator::{Authenticated, Authenticator, StaticTokenAuthenticator};
+pub use ca_bundle::CaBundle;
+pub use configmap::{DelegatedAuthSetup, parse_configmap_data, start_delegated_config};
+pub use delegated::{AuthSnapshot, DelegatedAuthConfig, RequestHeaderConfig};
+pub use delegating::{DelegatingAuthenticator, DelegatingOptions, client_cert_verifier};
+pub use options::{AuthConfigError, AuthenticationOptions};
 pub use peer::{PeerAddr, PeerCertificates};
+pub use token_review::{TokenReviewError, TokenReviewer};
 pub use user::UserInfo;
 
 /// Paths every caller may reach, authenticated or not (upstream's default always-allow paths).
@@ -16,4 +44,54 @@ pub fn is_always_allowed(path: &str) -> bool {
     ALWAYS_ALLOW_PATHS
         .iter()
         .any(|p| path == *p || path.strip_prefix(p).is_some_and(|r| r.starts_with('/')))
+}
+
+/// Removes the credentials of an authenticated request before it goes further, as
+/// upstream's authentication filter does: `Authorization`, the configured front-proxy
+/// headers (username, uid, group, extra prefixes) and always the default
+/// `X-Remote-User`/`X-Remote-Uid`/`X-Remote-Group`/`X-Remote-Extra-*` headers.
+///
+/// The handler chain calls it after authentication succeeds:
+/// `auth::strip_credentials(&mut parts.headers, &config.current())`.
+pub fn strip_credentials(headers: &mut http::HeaderMap, config: &AuthSnapshot) {
+    headers.remove(http::header::AUTHORIZATION);
+    request_header::clear_request_headers(headers, &config.request_header);
+    request_header::clear_request_headers(headers, &default_request_headers());
+}
+
+fn default_request_headers() -> RequestHeaderConfig {
+    RequestHeaderConfig {
+        uid_headers: vec![http::HeaderName::from_static(delegated::DEFAULT_UID_HEADER)],
+        ..RequestHeaderConfig::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_are_stripped_configured_and_default_headers_alike() {
+        let mut snapshot = AuthSnapshot::default();
+        snapshot.request_header.username_headers = vec![http::HeaderName::from_static("x-user")];
+        snapshot.request_header.group_headers = vec![http::HeaderName::from_static("x-groups")];
+        snapshot.request_header.extra_headers_prefixes = vec!["x-extra-".into()];
+        let mut headers = http::HeaderMap::new();
+        for name in [
+            "authorization",
+            "x-user",
+            "x-groups",
+            "x-extra-scope",
+            "x-remote-user",
+            "x-remote-uid",
+            "x-remote-group",
+            "x-remote-extra-reason",
+            "accept",
+        ] {
+            headers.append(name, http::HeaderValue::from_static("v"));
+        }
+        strip_credentials(&mut headers, &snapshot);
+        let left: Vec<&str> = headers.keys().map(|k| k.as_str()).collect();
+        assert_eq!(left, ["accept"]);
+    }
 }
