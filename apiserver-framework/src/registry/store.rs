@@ -48,7 +48,12 @@ impl<T: ApiResource> Store<T> {
     /// A store of `T` on `storage`, driven by `strategy`.
     pub fn new(storage: Arc<dyn Storage>, strategy: Arc<dyn Strategy<T>>) -> Self {
         let info = T::resource_info();
-        let prefix = format!("/{}/{}/", info.group, info.plural);
+        // As kube-apiserver: `/<resource>/` for the core group, `/<group>/<resource>/` otherwise.
+        let prefix = if info.group.is_empty() {
+            format!("/{}/", info.plural)
+        } else {
+            format!("/{}/{}/", info.group, info.plural)
+        };
         Store {
             info,
             storage,
