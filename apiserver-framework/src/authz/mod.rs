@@ -1,7 +1,34 @@
 //! Authorization: may this user do this to that?
 //!
 //! The request filter builds [`Attributes`] from every authenticated request and asks the
-//! server's [`Authorizer`]; a denial answers upstream's `403 Forbidden`.
+//! server's [`Authorizer`]; a denial answers upstream's `403 Forbidden`, a failure to decide a
+//! plain-text `500`.
+//!
+//! Authorizers: [`AllowAll`] (the `local` mode), [`PathAuthorizer`] (always-allowed paths),
+//! [`PrivilegedGroups`] (`system:masters`), [`WebhookAuthorizer`] (SubjectAccessReview, cached),
+//! [`UnionAuthorizer`] (the first decision wins), and [`DelegatingAuthorizerConfig`] putting the
+//! delegated ones together.
+
+pub mod allow_all;
+pub mod attributes;
+pub mod cache;
+pub mod delegating;
+pub mod forbidden;
+pub mod internal_error;
+pub mod path;
+pub mod privileged;
+pub mod union;
+pub mod webhook;
+
+pub use allow_all::AllowAll;
+pub use attributes::request_of;
+pub use delegating::DelegatingAuthorizerConfig;
+pub use forbidden::{forbidden, forbidden_response};
+pub use internal_error::internal_error_response;
+pub use path::{InvalidPathPattern, PathAuthorizer};
+pub use privileged::PrivilegedGroups;
+pub use union::{NamedAuthorizer, UnionAuthorizer};
+pub use webhook::{ReviewStatus, SubjectAccessReviewer, WebhookAuthorizer};
 
 use crate::auth::UserInfo;
 
