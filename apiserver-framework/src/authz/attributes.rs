@@ -195,7 +195,7 @@ mod tests {
             (get.clone(), "/apis/", None, non("get", "/apis/")),
             (
                 get.clone(),
-                &"/apis/wardle.example.com",
+                "/apis/wardle.example.com",
                 None,
                 non("get", "/apis/wardle.example.com"),
             ),

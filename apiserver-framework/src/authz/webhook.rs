@@ -268,10 +268,12 @@ mod tests {
     use crate::authz::cache::tests::ManualClock;
     use crate::authz::{NonResourceAttributes, ResourceAttributes};
 
+    type Answer = dyn Fn(&Attributes) -> Result<ReviewStatus, AuthorizationError> + Send + Sync;
+
     /// A test double that answers from a function of the attributes and counts its calls.
     struct CountingReviewer {
         calls: AtomicUsize,
-        answer: Box<dyn Fn(&Attributes) -> Result<ReviewStatus, AuthorizationError> + Send + Sync>,
+        answer: Box<Answer>,
     }
 
     impl CountingReviewer {
