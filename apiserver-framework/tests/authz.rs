@@ -368,3 +368,143 @@ async fn an_authorizer_error_is_a_plain_text_500() {
     }
     s.running.shutdown().await;
 }
+
+/// A test double of the host cluster's API, over plain HTTP on loopback: answers
+/// SubjectAccessReviews (allowing `alice`, denying `mallory`), failing the first review of
+/// `flaky` with a 500 and every review of `down` with a 403; records every body it gets.
+async fn start_host() -> (String, Arc<parking_lot::Mutex<Vec<Value>>>) {
+    use axum::response::IntoResponse;
+    let seen = Arc::new(parking_lot::Mutex::new(Vec::<Value>::new()));
+    let record = seen.clone();
+    let handler = move |axum::Json(body): axum::Json<Value>| {
+        let seen = record.clone();
+        async move {
+            let user = body["spec"]["user"].as_str().unwrap_or("").to_string();
+            let earlier = {
+                let mut seen = seen.lock();
+                seen.push(body.clone());
+                seen.iter()
+                    .filter(|b| b["spec"]["user"] == user.as_str())
+                    .count()
+                    - 1
+            };
+            let failure = |code: u16, reason: &str| {
+                let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                    "status": "Failure", "message": "boom", "reason": reason, "code": code});
+                (
+                    http::StatusCode::from_u16(code).unwrap(),
+                    axum::Json(status),
+                )
+                    .into_response()
+            };
+            match user.as_str() {
+                "flaky" if earlier == 0 => return failure(500, "InternalError"),
+                "down" => return failure(403, "Forbidden"),
+                _ => {}
+            }
+            let mut answer = body.clone();
+            answer["status"] = match user.as_str() {
+                "alice" | "flaky" => json!({"allowed": true}),
+                "mallory" => json!({"allowed": false, "denied": true, "reason": "banned"}),
+                _ => json!({"allowed": false, "reason": "no rule", "evaluationError": "x"}),
+            };
+            axum::Json(answer).into_response()
+        }
+    };
+    let app = axum::Router::new().route(
+        "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+        axum::routing::post(handler),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, seen)
+}
+
+#[tokio::test]
+async fn kube_client_reviews_through_the_host_api() {
+    use apiserver_framework::authz::{
+        Authorizer, Decision, NonResourceAttributes, WebhookAuthorizer,
+    };
+    use std::time::Duration;
+
+    let (url, seen) = start_host().await;
+    let client = kube::Client::try_from(kube::Config::new(url.parse().unwrap())).unwrap();
+    let attrs = |user: &str, request: Request| Attributes {
+        user: UserInfo::new(user, &["system:authenticated"]),
+        request,
+    };
+    let create = apiserver_framework::authz::request_of(&http::Method::POST, FLUNDERS, None);
+    let status = client
+        .review(&attrs("alice", create.clone()))
+        .await
+        .unwrap();
+    assert!(status.allowed && !status.denied);
+    assert_eq!(
+        seen.lock()[0],
+        json!({
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SubjectAccessReview",
+            "metadata": {},
+            "spec": {
+                "user": "alice",
+                "groups": ["system:authenticated"],
+                "resourceAttributes": {
+                    "namespace": "default", "verb": "create", "group": "wardle.example.com",
+                    "version": "v1alpha1", "resource": "flunders"
+                }
+            }
+        })
+    );
+
+    let authorizer = WebhookAuthorizer::new(
+        Arc::new(client),
+        Duration::from_secs(10),
+        Duration::from_secs(10),
+    );
+    let apis = Request::NonResource(NonResourceAttributes {
+        path: "/apis".into(),
+        verb: "get".into(),
+    });
+    assert_eq!(
+        authorizer
+            .authorize(&attrs("mallory", create.clone()))
+            .await,
+        Ok(Decision::Deny("banned".into()))
+    );
+    assert_eq!(
+        authorizer.authorize(&attrs("bob", apis.clone())).await,
+        Ok(Decision::NoOpinion("no rule".into()))
+    );
+    assert_eq!(
+        seen.lock().last().unwrap()["spec"]["nonResourceAttributes"],
+        json!({"path": "/apis", "verb": "get"})
+    );
+    // A transient failure is retried; a refusal of the review itself is an error, not cached.
+    assert_eq!(
+        authorizer.authorize(&attrs("flaky", create.clone())).await,
+        Ok(Decision::Allow)
+    );
+    let flaky = |seen: &[Value]| seen.iter().filter(|b| b["spec"]["user"] == "flaky").count();
+    assert_eq!(flaky(&seen.lock()), 2);
+    for _ in 0..2 {
+        let err = authorizer
+            .authorize(&attrs("down", create.clone()))
+            .await
+            .unwrap_err();
+        assert!(err.0.contains("boom"), "{err}");
+    }
+    let before = seen.lock().len();
+    authorizer
+        .authorize(&attrs("down", create.clone()))
+        .await
+        .unwrap_err();
+    assert_eq!(seen.lock().len(), before + 1);
+    // Answers are cached.
+    authorizer
+        .authorize(&attrs("mallory", create))
+        .await
+        .unwrap();
+    authorizer.authorize(&attrs("bob", apis)).await.unwrap();
+    assert_eq!(seen.lock().len(), before + 1);
+}
