@@ -457,6 +457,22 @@ async fn kube_client_reviews_through_the_host_api() {
         })
     );
 
+    // A list by name carries the name and the selector.
+    let by_name = apiserver_framework::authz::request_of(
+        &http::Method::GET,
+        FLUNDERS,
+        Some("watch=true&fieldSelector=metadata.name%3Df1"),
+    );
+    client.review(&attrs("alice", by_name)).await.unwrap();
+    assert_eq!(
+        seen.lock()[1]["spec"]["resourceAttributes"],
+        json!({
+            "namespace": "default", "verb": "watch", "group": "wardle.example.com",
+            "version": "v1alpha1", "resource": "flunders", "name": "f1",
+            "fieldSelector": {"requirements": [{"key": "metadata.name", "operator": "In", "values": ["f1"]}]}
+        })
+    );
+
     let authorizer = WebhookAuthorizer::new(
         Arc::new(client),
         Duration::from_secs(10),

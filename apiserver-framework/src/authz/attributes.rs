@@ -12,9 +12,9 @@
 
 use http::Method;
 
-use super::{Attributes, NonResourceAttributes, Request, ResourceAttributes};
+use super::{Attributes, NonResourceAttributes, Request, ResourceAttributes, SelectorRequirement};
 use crate::auth::UserInfo;
-use crate::registry::selector::FieldSelector;
+use crate::registry::selector::{FieldSelector, LabelSelector, Operator};
 
 /// Subresources of a namespace (`/namespaces/<name>/status`), which are not namespaced
 /// resources of their own.
@@ -54,9 +54,11 @@ pub fn request_of(method: &Method, path: &str, query: Option<&str>) -> Request {
     };
     // The special verbs `watch` and `proxy` come first: `/watch/<resource>…`.
     let mut parts = rest;
+    let mut verb_in_path = false;
     match parts {
         [special @ ("watch" | "proxy"), tail @ ..] if !tail.is_empty() => {
             attrs.verb = special.to_string();
+            verb_in_path = true;
             parts = tail;
         }
         [special @ ("watch" | "proxy")] => {
@@ -100,7 +102,66 @@ pub fn request_of(method: &Method, path: &str, query: Option<&str>) -> Request {
     if attrs.name.is_empty() && attrs.verb == "delete" {
         attrs.verb = "deletecollection".to_string();
     }
+    // Selectors are authorized for the verbs that take them, but not when the verb came from
+    // the legacy path prefix (whose single-object watch takes none).
+    if !verb_in_path && ["list", "watch", "deletecollection"].contains(&attrs.verb.as_str()) {
+        let (field, label) = selectors(query);
+        attrs.field_selector = field;
+        attrs.label_selector = label;
+    }
     Request::Resource(attrs)
+}
+
+/// The first `fieldSelector` and `labelSelector` of a query as SubjectAccessReview
+/// requirements: `=`, `==` and `in` become `In`, `!=` and `notin` become `NotIn`; `Exists`
+/// and `DoesNotExist` stay; `>` and `<` are left out (requirements are ANDed, so the check is
+/// only broader). A selector that does not parse gives none.
+fn selectors(query: Option<&str>) -> (Vec<SelectorRequirement>, Vec<SelectorRequirement>) {
+    let mut field = None;
+    let mut label = None;
+    for (k, v) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+        match k.as_ref() {
+            "fieldSelector" if field.is_none() => field = Some(v.into_owned()),
+            "labelSelector" if label.is_none() => label = Some(v.into_owned()),
+            _ => {}
+        }
+    }
+    let requirement = |key: &str, operator: &str, values: Vec<String>| SelectorRequirement {
+        key: key.to_string(),
+        operator: operator.to_string(),
+        values,
+    };
+    let field = field
+        .and_then(|s| FieldSelector::parse(&s).ok())
+        .map(|s| {
+            s.requirements
+                .iter()
+                .map(|r| {
+                    let op = if r.negated { "NotIn" } else { "In" };
+                    requirement(&r.field, op, vec![r.value.clone()])
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let label = label
+        .and_then(|s| LabelSelector::parse(&s).ok())
+        .map(|s| {
+            s.requirements
+                .iter()
+                .filter_map(|r| {
+                    let op = match r.op {
+                        Operator::Equals | Operator::In => "In",
+                        Operator::NotEquals | Operator::NotIn => "NotIn",
+                        Operator::Exists => "Exists",
+                        Operator::DoesNotExist => "DoesNotExist",
+                        Operator::GreaterThan | Operator::LessThan => return None,
+                    };
+                    Some(requirement(&r.key, op, r.values.clone()))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    (field, label)
 }
 
 /// The verb of a method on a resource path (before list/watch/deletecollection are told apart).
@@ -173,6 +234,7 @@ mod tests {
             subresource: sub.into(),
             namespace: ns.into(),
             name: name.into(),
+            ..Default::default()
         })
     }
 
@@ -478,13 +540,80 @@ mod tests {
             ),
         ];
         for (method, path, query, want) in cases {
-            assert_eq!(
-                request_of(&method, path, query),
-                want,
-                "{method} {path}?{}",
-                query.unwrap_or("")
-            );
+            let mut got = request_of(&method, path, query);
+            // Selectors have their own test.
+            if let Request::Resource(r) = &mut got {
+                r.field_selector.clear();
+                r.label_selector.clear();
+            }
+            assert_eq!(got, want, "{method} {path}?{}", query.unwrap_or(""));
         }
+    }
+
+    fn req(key: &str, op: &str, values: &[&str]) -> SelectorRequirement {
+        SelectorRequirement {
+            key: key.into(),
+            operator: op.into(),
+            values: values.iter().map(|v| v.to_string()).collect(),
+        }
+    }
+
+    fn selectors_of(
+        method: Method,
+        path: &str,
+        query: &str,
+    ) -> (Vec<SelectorRequirement>, Vec<SelectorRequirement>) {
+        match request_of(&method, path, Some(query)) {
+            Request::Resource(r) => (r.field_selector, r.label_selector),
+            Request::NonResource(_) => panic!("{path}"),
+        }
+    }
+
+    #[test]
+    fn selector_requirements() {
+        const C: &str = "/apis/wardle.example.com/v1alpha1/namespaces/ns/flunders";
+        let (field, label) = selectors_of(
+            Method::GET,
+            C,
+            "fieldSelector=spec.b%3D1,metadata.name!%3Dx&labelSelector=tier+in+(b,a),!gone,app,env!%3Dprod,n>3,k%3Dv",
+        );
+        assert_eq!(
+            field,
+            [
+                req("metadata.name", "NotIn", &["x"]),
+                req("spec.b", "In", &["1"])
+            ]
+        );
+        assert_eq!(
+            label,
+            [
+                req("app", "Exists", &[]),
+                req("env", "NotIn", &["prod"]),
+                req("gone", "DoesNotExist", &[]),
+                req("k", "In", &["v"]),
+                req("tier", "In", &["a", "b"]),
+            ]
+        );
+        // Watches and deletecollections too; only the first of each parameter counts.
+        let (field, label) = selectors_of(
+            Method::DELETE,
+            C,
+            "labelSelector=a%3D1&labelSelector=b%3D2&fieldSelector=",
+        );
+        assert_eq!((field, label), (vec![], vec![req("a", "In", &["1"])]));
+        let (_, label) = selectors_of(Method::GET, C, "watch=1&labelSelector=a");
+        assert_eq!(label, [req("a", "Exists", &[])]);
+        // Not for other verbs, nor for the legacy watch path, nor when they do not parse.
+        let (_, label) = selectors_of(Method::GET, &format!("{C}/f1"), "labelSelector=a");
+        assert!(label.is_empty());
+        let (_, label) = selectors_of(
+            Method::GET,
+            "/apis/wardle.example.com/v1alpha1/watch/namespaces/ns/flunders",
+            "labelSelector=a",
+        );
+        assert!(label.is_empty());
+        let (field, label) = selectors_of(Method::GET, C, "labelSelector=a%3D(&fieldSelector=x");
+        assert!(field.is_empty() && label.is_empty());
     }
 
     #[test]

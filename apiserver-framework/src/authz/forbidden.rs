@@ -127,6 +127,7 @@ mod tests {
             subresource: sub.into(),
             namespace: ns.into(),
             name: name.into(),
+            ..Default::default()
         })
     }
 

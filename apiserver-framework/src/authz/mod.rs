@@ -52,6 +52,24 @@ pub struct ResourceAttributes {
     pub namespace: String,
     /// The object name (`""` for collections).
     pub name: String,
+    /// The requirements of the `fieldSelector` of a list, watch or deletecollection (empty
+    /// when there is none or it does not parse).
+    pub field_selector: Vec<SelectorRequirement>,
+    /// The requirements of the `labelSelector` of a list, watch or deletecollection (empty
+    /// when there is none or it does not parse).
+    pub label_selector: Vec<SelectorRequirement>,
+}
+
+/// One requirement of a request's field or label selector, as a SubjectAccessReview carries
+/// it (`metav1.FieldSelectorRequirement`, `metav1.LabelSelectorRequirement`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct SelectorRequirement {
+    /// The field path or label key.
+    pub key: String,
+    /// `In`, `NotIn`, `Exists` or `DoesNotExist`.
+    pub operator: String,
+    /// The values (none for `Exists` and `DoesNotExist`).
+    pub values: Vec<String>,
 }
 
 /// What a non-resource request does (the `nonResourceAttributes` of a SubjectAccessReview).

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::authorization::v1 as sar;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use parking_lot::Mutex;
 
 use super::cache::{Clock, ExpiringCache, SystemClock};
@@ -83,7 +84,36 @@ pub fn review_spec(attrs: &Attributes) -> sar::SubjectAccessReviewSpec {
                 resource: non_empty(&r.resource),
                 subresource: non_empty(&r.subresource),
                 name: non_empty(&r.name),
-                ..Default::default()
+                field_selector: (!r.field_selector.is_empty()).then(|| {
+                    sar::FieldSelectorAttributes {
+                        raw_selector: None,
+                        requirements: Some(
+                            r.field_selector
+                                .iter()
+                                .map(|q| meta::FieldSelectorRequirement {
+                                    key: q.key.clone(),
+                                    operator: q.operator.clone(),
+                                    values: (!q.values.is_empty()).then(|| q.values.clone()),
+                                })
+                                .collect(),
+                        ),
+                    }
+                }),
+                label_selector: (!r.label_selector.is_empty()).then(|| {
+                    sar::LabelSelectorAttributes {
+                        raw_selector: None,
+                        requirements: Some(
+                            r.label_selector
+                                .iter()
+                                .map(|q| meta::LabelSelectorRequirement {
+                                    key: q.key.clone(),
+                                    operator: q.operator.clone(),
+                                    values: (!q.values.is_empty()).then(|| q.values.clone()),
+                                })
+                                .collect(),
+                        ),
+                    }
+                }),
             });
         }
         Request::NonResource(n) => {
@@ -510,6 +540,27 @@ mod tests {
                         "group": "wardle.example.com", "version": "v1alpha1", "resource": "flunders"}
                 }
             })
+        );
+        if let Request::Resource(r) = &mut a.request {
+            r.field_selector = vec![crate::authz::SelectorRequirement {
+                key: "metadata.name".into(),
+                operator: "In".into(),
+                values: vec!["x".into()],
+            }];
+            r.label_selector = vec![crate::authz::SelectorRequirement {
+                key: "app".into(),
+                operator: "Exists".into(),
+                values: vec![],
+            }];
+        }
+        let json = serde_json::to_value(review_object(&a)).unwrap();
+        assert_eq!(
+            json["spec"]["resourceAttributes"]["fieldSelector"],
+            serde_json::json!({"requirements": [{"key": "metadata.name", "operator": "In", "values": ["x"]}]})
+        );
+        assert_eq!(
+            json["spec"]["resourceAttributes"]["labelSelector"],
+            serde_json::json!({"requirements": [{"key": "app", "operator": "Exists"}]})
         );
         let n = Attributes {
             user: UserInfo::new("alice", &[]),
