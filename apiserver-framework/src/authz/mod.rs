@@ -1,7 +1,36 @@
 //! Authorization: may this user do this to that?
 //!
 //! The request filter builds [`Attributes`] from every authenticated request and asks the
-//! server's [`Authorizer`]; a denial answers upstream's `403 Forbidden`.
+//! server's [`Authorizer`]; a denial answers upstream's `403 Forbidden`, a failure to decide a
+//! plain-text `500`.
+//!
+//! Authorizers: [`AllowAll`] (the `local` mode), [`PathAuthorizer`] (always-allowed paths),
+//! [`PrivilegedGroups`] (`system:masters`), [`WebhookAuthorizer`] (SubjectAccessReview, cached),
+//! [`UnionAuthorizer`] (the first decision wins), and [`DelegatingAuthorizerConfig`] putting the
+//! delegated ones together.
+
+pub mod allow_all;
+pub mod attributes;
+pub mod cache;
+pub mod delegating;
+pub mod forbidden;
+pub mod internal_error;
+pub mod options;
+pub mod path;
+pub mod privileged;
+pub mod union;
+pub mod webhook;
+
+pub use allow_all::AllowAll;
+pub use attributes::request_of;
+pub use delegating::DelegatingAuthorizerConfig;
+pub use forbidden::{forbidden, forbidden_response};
+pub use internal_error::internal_error_response;
+pub use options::DelegatingAuthorizationOptions;
+pub use path::{InvalidPathPattern, PathAuthorizer};
+pub use privileged::PrivilegedGroups;
+pub use union::{NamedAuthorizer, UnionAuthorizer};
+pub use webhook::{ReviewStatus, SubjectAccessReviewer, WebhookAuthorizer};
 
 use crate::auth::UserInfo;
 
@@ -23,6 +52,24 @@ pub struct ResourceAttributes {
     pub namespace: String,
     /// The object name (`""` for collections).
     pub name: String,
+    /// The requirements of the `fieldSelector` of a list, watch or deletecollection (empty
+    /// when there is none or it does not parse).
+    pub field_selector: Vec<SelectorRequirement>,
+    /// The requirements of the `labelSelector` of a list, watch or deletecollection (empty
+    /// when there is none or it does not parse).
+    pub label_selector: Vec<SelectorRequirement>,
+}
+
+/// One requirement of a request's field or label selector, as a SubjectAccessReview carries
+/// it (`metav1.FieldSelectorRequirement`, `metav1.LabelSelectorRequirement`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct SelectorRequirement {
+    /// The field path or label key.
+    pub key: String,
+    /// `In`, `NotIn`, `Exists` or `DoesNotExist`.
+    pub operator: String,
+    /// The values (none for `Exists` and `DoesNotExist`).
+    pub values: Vec<String>,
 }
 
 /// What a non-resource request does (the `nonResourceAttributes` of a SubjectAccessReview).

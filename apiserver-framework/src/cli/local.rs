@@ -8,6 +8,7 @@ use std::sync::Arc;
 use rand::Rng;
 
 use crate::auth::{StaticTokenAuthenticator, UserInfo};
+use crate::authz::AllowAll;
 use crate::cli::kubeconfig;
 use crate::cli::storage_options::StorageOptions;
 use crate::server::generic::GenericApiServer;
@@ -119,6 +120,7 @@ pub async fn start(
     let chain = Arc::new(HandlerChain::new(
         server,
         Arc::new(StaticTokenAuthenticator::new(token.clone(), user)),
+        Arc::new(AllowAll),
     ));
     let running = serve::start(listener, tls, chain)?;
     let host = match running.addr.ip() {

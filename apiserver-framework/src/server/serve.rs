@@ -1,5 +1,5 @@
 //! Serving a chain over HTTPS: the TLS listener, the handler chain in front of the first
-//! server (panic recovery, authentication) and graceful stop.
+//! server (panic recovery, authentication, authorization) and graceful stop.
 
 use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
@@ -13,7 +13,8 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 
-use crate::auth::{self, Authenticated, Authenticator, PeerAddr, PeerCertificates, UserInfo};
+use crate::auth::{Authenticated, Authenticator, PeerAddr, PeerCertificates, UserInfo};
+use crate::authz::{self, Attributes, Authorizer, Decision, PathAuthorizer};
 use crate::error::ApiError;
 use crate::server::generic::GenericApiServer;
 
@@ -21,19 +22,37 @@ use crate::server::generic::GenericApiServer;
 pub struct HandlerChain {
     server: Arc<GenericApiServer>,
     authenticator: Arc<dyn Authenticator>,
+    authorizer: Arc<dyn Authorizer>,
+    anonymous_paths: PathAuthorizer,
 }
 
 impl HandlerChain {
-    /// Requests are authenticated by `authenticator`, then served by `server`.
-    pub fn new(server: Arc<GenericApiServer>, authenticator: Arc<dyn Authenticator>) -> Self {
+    /// Requests are authenticated by `authenticator`, authorized by `authorizer`, then served
+    /// by `server`. Unauthenticated callers may reach the default always-allowed paths
+    /// (`/healthz`, `/readyz`, `/livez`) as `system:anonymous`.
+    pub fn new(
+        server: Arc<GenericApiServer>,
+        authenticator: Arc<dyn Authenticator>,
+        authorizer: Arc<dyn Authorizer>,
+    ) -> Self {
         HandlerChain {
             server,
             authenticator,
+            authorizer,
+            anonymous_paths: PathAuthorizer::default_paths(),
         }
     }
 
+    /// The paths unauthenticated callers may reach as `system:anonymous` (still subject to
+    /// the authorizer); all other unauthenticated requests answer `401`.
+    pub fn with_anonymous_paths(mut self, paths: PathAuthorizer) -> Self {
+        self.anonymous_paths = paths;
+        self
+    }
+
     /// Serves one request: recovers panics as 500 Status, authenticates (401 on failure,
-    /// except for the always-allowed health paths), then hands it to the server.
+    /// except for the anonymous paths), authorizes (403 Status when not allowed, plain-text
+    /// 500 when the authorizer fails), then hands it to the server.
     pub async fn call(&self, req: Request<Body>) -> Response<Body> {
         let work = AssertUnwindSafe(self.serve(req)).catch_unwind();
         match work.await {
@@ -51,13 +70,34 @@ impl HandlerChain {
         let (mut parts, body) = req.into_parts();
         let user = match self.authenticator.authenticate(&parts).await {
             Authenticated::User(u) => u,
-            _ if auth::is_always_allowed(parts.uri.path()) => anonymous(),
+            _ if self.anonymous_paths.allows(parts.uri.path()) => anonymous(),
             _ => return axum::response::IntoResponse::into_response(ApiError::unauthorized()),
         };
         // Credentials are consumed here; nothing behind this point sees them.
         parts.headers.remove(http::header::AUTHORIZATION);
+        let attrs =
+            Attributes::from_request(user, &parts.method, parts.uri.path(), parts.uri.query());
+        match self.authorizer.authorize(&attrs).await {
+            Ok(Decision::Allow) => {}
+            Ok(Decision::Deny(reason) | Decision::NoOpinion(reason)) => {
+                tracing::debug!(uri = %parts.uri, %reason, "forbidden");
+                let accept = parts
+                    .headers
+                    .get(http::header::ACCEPT)
+                    .and_then(|v| v.to_str().ok());
+                return authz::forbidden_response(&attrs, &reason, accept);
+            }
+            Err(e) => {
+                tracing::error!(uri = %parts.uri, error = %e, "authorization failed");
+                let uri = parts
+                    .uri
+                    .path_and_query()
+                    .map_or_else(|| parts.uri.path(), |p| p.as_str());
+                return authz::internal_error_response(uri, &e.0);
+            }
+        }
         self.server
-            .handle(Request::from_parts(parts, body), user)
+            .handle(Request::from_parts(parts, body), attrs.user)
             .await
     }
 }
