@@ -58,9 +58,6 @@ pub enum AuthorizationOptionsError {
     /// The kubeconfig could not be read.
     #[error("failed to get delegated authorization kubeconfig: {0}")]
     Kubeconfig(String),
-    /// No client could be built from the configuration.
-    #[error("failed to build the delegated authorization client: {0}")]
-    Client(String),
 }
 
 impl DelegatingAuthorizationOptions {
@@ -77,18 +74,9 @@ impl DelegatingAuthorizationOptions {
     /// A client of the host cluster: from `--authorization-kubeconfig`, else the in-cluster
     /// configuration.
     pub async fn client(&self) -> Result<kube::Client, AuthorizationOptionsError> {
-        let config = match &self.authorization_kubeconfig {
-            Some(path) => {
-                let kubeconfig = kube::config::Kubeconfig::read_from(path)
-                    .map_err(|e| AuthorizationOptionsError::Kubeconfig(e.to_string()))?;
-                kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-                    .await
-                    .map_err(|e| AuthorizationOptionsError::Kubeconfig(e.to_string()))?
-            }
-            None => kube::Config::incluster()
-                .map_err(|e| AuthorizationOptionsError::Kubeconfig(e.to_string()))?,
-        };
-        kube::Client::try_from(config).map_err(|e| AuthorizationOptionsError::Client(e.to_string()))
+        crate::cli::host_client::host_client(self.authorization_kubeconfig.as_deref())
+            .await
+            .map_err(|e| AuthorizationOptionsError::Kubeconfig(e.to_string()))
     }
 
     /// The delegating authorizer asking the host cluster through [`Self::client`].

@@ -7,6 +7,10 @@ use clap::{Parser, Subcommand};
 
 use crate::admission::AdmissionPlugin;
 use crate::cli::local::{self, LocalOptions, LocalServer};
+use crate::cli::manifests::{self, GroupVersion, ManifestsOptions};
+use crate::cli::serve::{self, ProductionServer, ServeError};
+use crate::cli::serve_options::ServeOptions;
+use crate::devhost::{self, DevHost, DevHostError, DevHostOptions, Extension};
 use crate::registry::group::Group;
 use crate::server::generic::{GenericApiServer, GenericApiServerBuilder};
 use crate::server::version::VersionInfo;
@@ -60,6 +64,18 @@ pub enum AppError {
     /// Starting the local server failed.
     #[error(transparent)]
     Local(#[from] local::LocalError),
+    /// Starting production mode failed.
+    #[error(transparent)]
+    Serve(#[from] ServeError),
+    /// Starting the development host failed.
+    #[error(transparent)]
+    DevHost(#[from] DevHostError),
+    /// The storage could not be opened.
+    #[error("storage: {0}")]
+    Storage(#[from] crate::storage::StorageError),
+    /// The manifests' certificates could not be created.
+    #[error(transparent)]
+    Tls(#[from] crate::server::tls::TlsError),
 }
 
 impl App {
@@ -103,6 +119,50 @@ impl App {
         b
     }
 
+    /// The group-versions this app serves, in registration order.
+    pub fn group_versions(&self) -> Vec<GroupVersion> {
+        self.groups
+            .iter()
+            .flat_map(|g| {
+                g.versions().iter().map(|v| GroupVersion {
+                    group: g.name().to_string(),
+                    version: v.clone(),
+                })
+            })
+            .collect()
+    }
+
+    /// What a development host needs to know about this app: its name and group-versions.
+    pub fn extension(&self) -> Extension {
+        Extension {
+            name: self.name.clone(),
+            groups: self
+                .groups
+                .iter()
+                .map(|g| (g.name().to_string(), g.versions().to_vec()))
+                .collect(),
+        }
+    }
+
+    /// Starts the server in production mode (see [`ServeOptions`]) on the storage its options
+    /// choose, and returns once it listens.
+    pub async fn start_serve(self, opts: &ServeOptions) -> Result<ProductionServer, AppError> {
+        let opened = opts.storage.open().await?;
+        let mut builder = self.server_builder().storage(opened.storage);
+        for check in opened.health_checks {
+            builder = builder.health_check(check);
+        }
+        for check in opened.readiness_checks {
+            builder = builder.readiness_check(check);
+        }
+        Ok(serve::start(Arc::new(builder.build()), opts).await?)
+    }
+
+    /// Starts a development host prepared for this app (see [`DevHostOptions`]).
+    pub async fn start_dev_host(&self, opts: &DevHostOptions) -> Result<DevHost, AppError> {
+        Ok(devhost::start(&self.extension(), opts).await?)
+    }
+
     /// Starts the server in local mode (see [`LocalOptions`]) on the storage its options
     /// choose (the embedded store under `--data-dir` by default) and returns once it listens.
     pub async fn start_local(self, opts: &LocalOptions) -> Result<LocalServer, AppError> {
@@ -123,7 +183,31 @@ impl App {
     pub async fn run(self) -> Result<(), AppError> {
         init_tracing();
         let cli = Cli::parse();
-        match cli.command {
+        match cli.command.unwrap_or(Command::Serve(cli.serve)) {
+            Command::Serve(opts) => {
+                let name = self.name.clone();
+                let server = self.start_serve(&opts).await?;
+                println!("{name} is serving on {}", server.url);
+                wait_for_signal().await;
+                tracing::info!("shutting down");
+                server.shutdown().await;
+                Ok(())
+            }
+            Command::DevHost(opts) => {
+                let host = self.start_dev_host(&opts).await?;
+                print_dev_host_instructions(&self.name, &host, &opts);
+                wait_for_signal().await;
+                tracing::info!("shutting down");
+                host.shutdown().await;
+                Ok(())
+            }
+            Command::Manifests(opts) => {
+                print!(
+                    "{}",
+                    manifests::render(&self.name, &self.group_versions(), &opts)?
+                );
+                Ok(())
+            }
             Command::Local(mut opts) => {
                 if opts.write_kubeconfig.is_none() {
                     opts.write_kubeconfig =
@@ -146,6 +230,40 @@ impl App {
             }
         }
     }
+}
+
+/// Tells the developer how to run the server behind the host and drive it with kubectl.
+fn print_dev_host_instructions(name: &str, host: &DevHost, opts: &DevHostOptions) {
+    let files = &host.files;
+    let identity = files.kubeconfig_path(&devhost::files::server_identity(name));
+    let admin = files.kubeconfig_path(devhost::files::users::ADMIN);
+    let alice = files.kubeconfig_path(devhost::files::users::ALICE);
+    let bob = files.kubeconfig_path(devhost::files::users::BOB);
+    println!("dev host is serving on {}", host.url);
+    println!("run {name} behind it (in another terminal):");
+    println!(
+        "  cargo run -p {name} -- serve --secure-port {} --bind-address {} \\
+    --tls-cert-file {} --tls-private-key-file {} \\
+    --authentication-kubeconfig {id} --authorization-kubeconfig {id} --kubeconfig {id}",
+        opts.backend_address.port(),
+        opts.backend_address.ip(),
+        files.backend_cert.cert_path.display(),
+        files.backend_cert.key_path.display(),
+        id = identity.display(),
+    );
+    println!("then, as a user of the host:");
+    println!(
+        "  kubectl --kubeconfig {} get apiservices   # admin (system:masters)",
+        admin.display()
+    );
+    println!(
+        "  kubectl --kubeconfig {} api-resources     # alice (editors)",
+        alice.display()
+    );
+    println!(
+        "  kubectl --kubeconfig {} get all           # bob (viewers)",
+        bob.display()
+    );
 }
 
 /// Installs a tracing subscriber (honouring `RUST_LOG`) unless one is installed already.

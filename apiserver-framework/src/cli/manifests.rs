@@ -88,43 +88,43 @@ pub fn render(
                "spec": {"accessModes": ["ReadWriteOnce"],
                         "resources": {"requests": {"storage": opts.storage_size}}}}),
         json!({"apiVersion": "apps/v1", "kind": "Deployment",
-               "metadata": {"name": name, "namespace": ns, "labels": labels},
-               "spec": {
-                   "replicas": 1,
-                   // One writer at a time for the embedded store.
-                   "strategy": {"type": "Recreate"},
-                   "selector": {"matchLabels": labels},
-                   "template": {
-                       "metadata": {"labels": labels},
-                       "spec": {
-                           "serviceAccountName": sa,
-                           "containers": [{
-                               "name": name,
-                               "image": image,
-                               "args": [
-                                   "serve",
-                                   format!("--secure-port={port}"),
-                                   "--tls-cert-file=/var/run/serving-cert/tls.crt",
-                                   "--tls-private-key-file=/var/run/serving-cert/tls.key",
-                                   "--data-dir=/var/lib/apiserver/data",
-                               ],
-                               "ports": [{"name": "https", "containerPort": port}],
-                               "livenessProbe": {"httpGet": {"path": "/livez", "port": port, "scheme": "HTTPS"},
-                                                 "periodSeconds": 10},
-                               "readinessProbe": {"httpGet": {"path": "/readyz", "port": port, "scheme": "HTTPS"},
-                                                  "periodSeconds": 5},
-                               "volumeMounts": [
-                                   {"name": "serving-cert", "mountPath": "/var/run/serving-cert", "readOnly": true},
-                                   {"name": "data", "mountPath": "/var/lib/apiserver"},
-                               ],
-                           }],
-                           "volumes": [
-                               {"name": "serving-cert", "secret": {"secretName": format!("{name}-serving-cert")}},
-                               {"name": "data", "persistentVolumeClaim": {"claimName": format!("{name}-data")}},
-                           ],
-                       },
-                   },
-               }}),
+        "metadata": {"name": name, "namespace": ns, "labels": labels},
+        "spec": {
+            "replicas": 1,
+            // One writer at a time for the embedded store.
+            "strategy": {"type": "Recreate"},
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "serviceAccountName": sa,
+                    "containers": [{
+                        "name": name,
+                        "image": image,
+                        "args": [
+                            "serve",
+                            format!("--secure-port={port}"),
+                            "--tls-cert-file=/var/run/serving-cert/tls.crt",
+                            "--tls-private-key-file=/var/run/serving-cert/tls.key",
+                            "--data-dir=/var/lib/apiserver/data",
+                        ],
+                        "ports": [{"name": "https", "containerPort": port}],
+                        "livenessProbe": {"httpGet": {"path": "/livez", "port": port, "scheme": "HTTPS"},
+                                          "periodSeconds": 10},
+                        "readinessProbe": {"httpGet": {"path": "/readyz", "port": port, "scheme": "HTTPS"},
+                                           "periodSeconds": 5},
+                        "volumeMounts": [
+                            {"name": "serving-cert", "mountPath": "/var/run/serving-cert", "readOnly": true},
+                            {"name": "data", "mountPath": "/var/lib/apiserver"},
+                        ],
+                    }],
+                    "volumes": [
+                        {"name": "serving-cert", "secret": {"secretName": format!("{name}-serving-cert")}},
+                        {"name": "data", "persistentVolumeClaim": {"claimName": format!("{name}-data")}},
+                    ],
+                },
+            },
+        }}),
         json!({"apiVersion": "v1", "kind": "Service",
                "metadata": {"name": svc, "namespace": ns},
                "spec": {"selector": labels,
@@ -156,13 +156,13 @@ pub fn render(
                            "name": "system:auth-delegator"},
                "subjects": subject}),
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-               "metadata": {"name": format!("{name}:host-reader")},
-               "rules": [
-                   {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]},
-                   {"apiGroups": ["admissionregistration.k8s.io"],
-                    "resources": ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"],
-                    "verbs": ["get", "list", "watch"]},
-               ]}),
+        "metadata": {"name": format!("{name}:host-reader")},
+        "rules": [
+            {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]},
+            {"apiGroups": ["admissionregistration.k8s.io"],
+             "resources": ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"],
+             "verbs": ["get", "list", "watch"]},
+        ]}),
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
                "metadata": {"name": format!("{name}:host-reader")},
                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",

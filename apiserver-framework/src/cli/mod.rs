@@ -10,6 +10,7 @@ pub mod host_client;
 pub mod kubeconfig;
 pub mod local;
 pub mod manifests;
+pub mod serve;
 pub mod serve_options;
 pub mod storage_options;
 

@@ -7,7 +7,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// A namespace of the development host (`/api/v1/namespaces/<name>`).
-#[derive(crate::ApiResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    crate::ApiResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema,
+)]
 #[resource(
     group = "",
     version = "v1",
@@ -31,7 +33,9 @@ pub struct NamespaceStatus {
 }
 
 /// A config map of the development host (`/api/v1/namespaces/<ns>/configmaps/<name>`).
-#[derive(crate::ApiResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    crate::ApiResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema,
+)]
 #[resource(
     group = "",
     version = "v1",

@@ -12,9 +12,9 @@ use crate::aggregator::apiservice;
 use crate::aggregator::resolver::StaticServiceResolver;
 use crate::aggregator::{Aggregator, AggregatorOptions};
 use crate::auth::UserInfo;
+use crate::authz::Authorizer;
 use crate::authz::privileged::PrivilegedGroups;
 use crate::authz::union::{NamedAuthorizer, UnionAuthorizer};
-use crate::authz::Authorizer;
 use crate::cli::kubeconfig;
 use crate::devhost::core::{ConfigMap, Namespace};
 use crate::devhost::files::{self, HostFiles, SERVICE_NAME};
@@ -98,7 +98,10 @@ impl DevHost {
 }
 
 fn admin() -> UserInfo {
-    UserInfo::new("system:dev-host", &["system:masters", "system:authenticated"])
+    UserInfo::new(
+        "system:dev-host",
+        &["system:masters", "system:authenticated"],
+    )
 }
 
 /// Creates an object through the chain's storage as the host itself; an existing one is
@@ -120,7 +123,10 @@ async fn seed(
                 admission: Arc::new(AdmissionChain::new(Vec::new())),
                 registry: s.registry().clone(),
             };
-            let name = object["metadata"]["name"].as_str().unwrap_or("").to_string();
+            let name = object["metadata"]["name"]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
             let opts = WriteOptions::default();
             return match rest.create(&ctx, object.clone(), &opts).await {
                 Ok(_) => Ok(()),
@@ -190,11 +196,17 @@ pub async fn start(extension: &Extension, opts: &DevHostOptions) -> Result<DevHo
     let token_reviews = Arc::new(ReviewLog::default());
     let access_reviews = Arc::new(ReviewLog::default());
     let core = GenericApiServer::builder("dev-host-core")
-        .group(Group::new("").resource::<Namespace>().resource::<ConfigMap>())
-        .group(Group::new("authentication.k8s.io").storage(Arc::new(TokenReviews::new(
-            tokens.clone(),
-            token_reviews.clone(),
-        ))))
+        .group(
+            Group::new("")
+                .resource::<Namespace>()
+                .resource::<ConfigMap>(),
+        )
+        .group(
+            Group::new("authentication.k8s.io").storage(Arc::new(TokenReviews::new(
+                tokens.clone(),
+                token_reviews.clone(),
+            ))),
+        )
         .group(
             Group::new("authorization.k8s.io").storage(Arc::new(SubjectAccessReviews::new(
                 authorizer.clone(),
@@ -223,7 +235,12 @@ pub async fn start(extension: &Extension, opts: &DevHostOptions) -> Result<DevHo
             .build()
             .delegate_to(core),
     );
-    for ns in ["default", "kube-system", "kube-public", extension.name.as_str()] {
+    for ns in [
+        "default",
+        "kube-system",
+        "kube-public",
+        extension.name.as_str(),
+    ] {
         let object = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns},
                             "status": {"phase": "Active"}});
         seed(&server, ("", "v1", "namespaces"), None, object, false).await?;
@@ -265,7 +282,11 @@ pub async fn start(extension: &Extension, opts: &DevHostOptions) -> Result<DevHo
         .server_config()?;
     let listener =
         tokio::net::TcpListener::bind(SocketAddr::new(opts.bind_address, opts.secure_port)).await?;
-    let chain = Arc::new(HandlerChain::new(server.clone(), tokens.clone(), authorizer));
+    let chain = Arc::new(HandlerChain::new(
+        server.clone(),
+        tokens.clone(),
+        authorizer,
+    ));
     let running = serve::start(listener, tls, chain)?;
     let host = match running.addr.ip() {
         IpAddr::V6(ip) => format!("[{ip}]"),

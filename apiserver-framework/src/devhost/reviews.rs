@@ -233,6 +233,7 @@ fn attributes_of(spec: &Value) -> Result<Attributes, String> {
             subresource: str_field(r, "subresource"),
             namespace: str_field(r, "namespace"),
             name: str_field(r, "name"),
+            ..Default::default()
         }),
         (None, Some(n)) => Request::NonResource(NonResourceAttributes {
             path: str_field(n, "path"),

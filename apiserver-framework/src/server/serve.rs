@@ -13,7 +13,10 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 
-use crate::auth::{Authenticated, Authenticator, PeerAddr, PeerCertificates, UserInfo};
+use crate::auth::{
+    self, AuthSnapshot, Authenticated, Authenticator, DelegatedAuthConfig, PeerAddr,
+    PeerCertificates, UserInfo,
+};
 use crate::authz::{self, Attributes, Authorizer, Decision, PathAuthorizer};
 use crate::error::ApiError;
 use crate::server::generic::GenericApiServer;
@@ -24,6 +27,7 @@ pub struct HandlerChain {
     authenticator: Arc<dyn Authenticator>,
     authorizer: Arc<dyn Authorizer>,
     anonymous_paths: PathAuthorizer,
+    credentials: Option<Arc<DelegatedAuthConfig>>,
 }
 
 impl HandlerChain {
@@ -40,7 +44,15 @@ impl HandlerChain {
             authenticator,
             authorizer,
             anonymous_paths: PathAuthorizer::default_paths(),
+            credentials: None,
         }
+    }
+
+    /// Also removes the front-proxy headers `config` names (besides the default
+    /// `X-Remote-*` ones, always removed) from every request once it is authenticated.
+    pub fn with_request_header_config(mut self, config: Arc<DelegatedAuthConfig>) -> Self {
+        self.credentials = Some(config);
+        self
     }
 
     /// The paths unauthenticated callers may reach as `system:anonymous` (still subject to
@@ -74,7 +86,10 @@ impl HandlerChain {
             _ => return axum::response::IntoResponse::into_response(ApiError::unauthorized()),
         };
         // Credentials are consumed here; nothing behind this point sees them.
-        parts.headers.remove(http::header::AUTHORIZATION);
+        match &self.credentials {
+            Some(config) => auth::strip_credentials(&mut parts.headers, &config.current()),
+            None => auth::strip_credentials(&mut parts.headers, &AuthSnapshot::default()),
+        }
         let attrs =
             Attributes::from_request(user, &parts.method, parts.uri.path(), parts.uri.query());
         match self.authorizer.authorize(&attrs).await {
