@@ -140,6 +140,7 @@ impl Backend {
             Arc::new(HeaderTrustingTestDouble {
                 seen: self.seen.clone(),
             }),
+            Arc::new(apiserver_framework::authz::AllowAll),
         ));
         let mut tries = 0;
         let listener = loop {
@@ -271,6 +272,7 @@ async fn aggregator_fronts_a_backend() {
             "admin-token",
             UserInfo::new("alice", &["dev", "system:authenticated"]),
         )),
+        Arc::new(apiserver_framework::authz::AllowAll),
     ));
     let agg = serve::start(
         TcpListener::bind("127.0.0.1:0").await.unwrap(),

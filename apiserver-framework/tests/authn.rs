@@ -129,6 +129,7 @@ async fn serve() -> Fixture {
     let chain = Arc::new(HandlerChain::new(
         Arc::new(GenericApiServer::builder("authn").build()),
         recording.clone(),
+        Arc::new(apiserver_framework::authz::AllowAll),
     ));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let server = serve::start(listener, tls_config, chain).unwrap();

@@ -36,16 +36,6 @@ pub use peer::{PeerAddr, PeerCertificates};
 pub use token_review::{TokenReviewError, TokenReviewer};
 pub use user::UserInfo;
 
-/// Paths every caller may reach, authenticated or not (upstream's default always-allow paths).
-pub const ALWAYS_ALLOW_PATHS: &[&str] = &["/healthz", "/readyz", "/livez"];
-
-/// Whether `path` is an always-allowed path or below one.
-pub fn is_always_allowed(path: &str) -> bool {
-    ALWAYS_ALLOW_PATHS
-        .iter()
-        .any(|p| path == *p || path.strip_prefix(p).is_some_and(|r| r.starts_with('/')))
-}
-
 /// Removes the credentials of an authenticated request before it goes further, as
 /// upstream's authentication filter does: `Authorization`, the configured front-proxy
 /// headers (username, uid, group, extra prefixes) and always the default

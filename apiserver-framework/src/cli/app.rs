@@ -40,14 +40,14 @@ struct Cli {
     command: Option<Command>,
     /// Without a command, the server runs in production mode (`serve`).
     #[command(flatten)]
-    serve: ServeOptions,
+    serve: Box<ServeOptions>,
 }
 
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Serve in production mode (the default): authentication and authorization delegated
     /// to the host cluster, for use behind its aggregation layer.
-    Serve(ServeOptions),
+    Serve(Box<ServeOptions>),
     /// Serve on loopback for development: self-signed TLS, a generated token, allow-all
     /// authorization, and a kubeconfig for kubectl written once ready.
     Local(LocalOptions),

@@ -108,7 +108,7 @@ fn path_matches(list: &[String], path: &str) -> bool {
 
 impl Rule {
     fn applies_to(&self, attrs: &Attributes) -> bool {
-        self.users.iter().any(|u| *u == attrs.user.username)
+        self.users.contains(&attrs.user.username)
             || self
                 .groups
                 .iter()
@@ -122,11 +122,9 @@ impl Rule {
                 matches(&self.verbs, &r.verb)
                     && matches(&self.api_groups, &r.group)
                     && resource_matches(&self.resources, &r.resource, &r.subresource)
-                    && (self.resource_names.is_empty()
-                        || self.resource_names.iter().any(|n| *n == r.name))
+                    && (self.resource_names.is_empty() || self.resource_names.contains(&r.name))
                     && (self.namespaces.is_empty()
-                        || (!r.namespace.is_empty()
-                            && self.namespaces.iter().any(|n| *n == r.namespace)))
+                        || (!r.namespace.is_empty() && self.namespaces.contains(&r.namespace)))
             }
             Request::NonResource(n) => {
                 matches(&self.verbs, &n.verb) && path_matches(&self.non_resource_urls, &n.path)
@@ -189,6 +187,7 @@ mod tests {
                 subresource: sub.into(),
                 namespace: ns.into(),
                 name: String::new(),
+                ..Default::default()
             }),
         }
     }

@@ -39,25 +39,25 @@ pub struct TokenFile {
 
 /// Splits one CSV line into fields (double quotes group commas; `""` is a quote).
 fn csv_fields(line: &str) -> Result<Vec<String>, String> {
-    let mut fields = vec![String::new()];
+    let mut fields = Vec::new();
+    let mut field = String::new();
     let mut quoted = false;
     let mut chars = line.chars().peekable();
     while let Some(c) = chars.next() {
         match (c, quoted) {
             ('"', true) if chars.peek() == Some(&'"') => {
                 chars.next();
-                fields.last_mut().map(|f| f.push('"'));
+                field.push('"');
             }
             ('"', _) => quoted = !quoted,
-            (',', false) => fields.push(String::new()),
-            (c, _) => {
-                fields.last_mut().map(|f| f.push(c));
-            }
+            (',', false) => fields.push(std::mem::take(&mut field)),
+            (c, _) => field.push(c),
         }
     }
     if quoted {
         return Err("unterminated quote".into());
     }
+    fields.push(field);
     Ok(fields)
 }
 
