@@ -131,11 +131,20 @@ async fn seed(
             return match rest.create(&ctx, object.clone(), &opts).await {
                 Ok(_) => Ok(()),
                 Err(e) if e.code == 409 && !replace => Ok(()),
-                Err(e) if e.code == 409 => rest
-                    .update(&ctx, &name, None, object, &opts)
-                    .await
-                    .map(|_| ())
-                    .map_err(|error| DevHostError::Seed { what, error }),
+                Err(e) if e.code == 409 => {
+                    let replace = async {
+                        let current: Value = serde_json::from_slice(&rest.get(&ctx, &name).await?)
+                            .map_err(ApiError::internal)?;
+                        let mut object = object;
+                        object["metadata"]["resourceVersion"] =
+                            current["metadata"]["resourceVersion"].clone();
+                        rest.update(&ctx, &name, None, object, &opts).await
+                    };
+                    replace
+                        .await
+                        .map(|_| ())
+                        .map_err(|error| DevHostError::Seed { what, error })
+                }
                 Err(error) => Err(DevHostError::Seed { what, error }),
             };
         }

@@ -1,0 +1,552 @@
+//! wardle in production mode behind the development host, over real TLS on loopback:
+//! delegated authentication and authorization, the front proxy, review caches, the
+//! aggregator's availability, the authentication ConfigMap and certificate reloads.
+
+mod stack;
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use apiserver_framework::devhost::files::FRONT_PROXY_CLIENT;
+use apiserver_framework::devhost::host::{
+    authentication_configmap, write_authentication_configmap,
+};
+use reqwest::Method;
+use serde_json::{Value, json};
+use stack::{FLUNDERS, Stack, TIMEOUT};
+
+fn flunder(name: &str) -> Value {
+    json!({
+        "apiVersion": "wardle.example.com/v1alpha1",
+        "kind": "Flunder",
+        "metadata": {"name": name},
+        "spec": {"reference": "x", "referenceType": "Fischer"}
+    })
+}
+
+fn status(body: &str) -> Value {
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"))
+}
+
+/// Through the host, as its token users: alice (editors) may do everything, bob (viewers)
+/// only read, an unknown token nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_users_through_the_host() {
+    let stack = Stack::start(&[]).await;
+    let client = stack.client();
+    let url = format!("{}{FLUNDERS}", stack.host_url());
+    let alice = stack.token("alice");
+    let bob = stack.token("bob");
+
+    // A watch opened before the create sees it.
+    let mut watch = client
+        .get(format!("{url}?watch=true"))
+        .bearer_auth(&alice)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(watch.status(), 200);
+
+    let (code, body) = stack
+        .call(
+            &client,
+            Method::POST,
+            &url,
+            Some(&alice),
+            Some(flunder("one")),
+        )
+        .await;
+    assert_eq!(code, 201, "{body}");
+    let event = tokio::time::timeout(TIMEOUT, watch.chunk())
+        .await
+        .expect("a watch event in time")
+        .unwrap()
+        .expect("a chunk");
+    let event: Value = serde_json::from_slice(&event).unwrap();
+    assert_eq!(event["type"], "ADDED");
+    assert_eq!(event["object"]["metadata"]["name"], "one");
+
+    let (code, body) = stack
+        .call(
+            &client,
+            Method::GET,
+            &format!("{url}/one"),
+            Some(&bob),
+            None,
+        )
+        .await;
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = stack
+        .call(&client, Method::GET, &url, Some(&bob), None)
+        .await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(status(&body)["items"][0]["metadata"]["name"], "one");
+
+    // bob may not write: upstream's Forbidden, word for word.
+    let (code, body) = stack
+        .call(
+            &client,
+            Method::POST,
+            &url,
+            Some(&bob),
+            Some(flunder("two")),
+        )
+        .await;
+    assert_eq!(code, 403, "{body}");
+    let s = status(&body);
+    assert_eq!(s["reason"], "Forbidden");
+    assert_eq!(s["code"], 403);
+    assert_eq!(
+        s["message"],
+        "flunders.wardle.example.com is forbidden: User \"bob\" cannot create resource \"flunders\" in API group \"wardle.example.com\" in the namespace \"default\""
+    );
+    assert_eq!(s["details"]["group"], "wardle.example.com");
+    assert_eq!(s["details"]["kind"], "flunders");
+
+    // An unknown token: 401 from the host, which never forwards it.
+    let (code, body) = stack
+        .call(&client, Method::GET, &url, Some("not-a-token"), None)
+        .await;
+    assert_eq!(code, 401, "{body}");
+    assert_eq!(status(&body)["reason"], "Unauthorized");
+
+    let (code, body) = stack
+        .call(
+            &client,
+            Method::DELETE,
+            &format!("{url}/one"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(code, 200, "{body}");
+    let (code, _) = stack
+        .call(
+            &client,
+            Method::GET,
+            &format!("{url}/one"),
+            Some(&alice),
+            None,
+        )
+        .await;
+    assert_eq!(code, 404);
+}
+
+/// kubectl end to end through the host: create, get, and `get -w` seeing a new object.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_through_the_host() {
+    let stack = Stack::start(&[]).await;
+    let file = stack.path("flunder.json");
+    std::fs::write(&file, flunder("kubectl-one").to_string()).unwrap();
+    let out = stack.kubectl("alice", &["create", "-f", file.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "flunder.wardle.example.com/kubectl-one created"
+    );
+    let out = stack.kubectl("bob", &["get", "flunders"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("NAME"), "{text}");
+    assert!(text.contains("kubectl-one"), "{text}");
+    let out = stack.kubectl("bob", &["delete", "flunder", "kubectl-one"]);
+    assert!(!out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "Error from server (Forbidden): flunders.wardle.example.com \"kubectl-one\" is forbidden: User \"bob\" cannot delete resource \"flunders\" in API group \"wardle.example.com\" in the namespace \"default\""
+    );
+
+    let mut watch = stack
+        .kubectl_command("bob", &["get", "flunders", "-w", "--output-watch-events"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = watch.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    // The watch prints the existing object first, then the new one once created.
+    let wait_for = |needle: &str| {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(line) if line.contains(needle) => return line,
+                Ok(_) => {}
+                Err(_) => panic!("kubectl get -w printed no line with {needle:?}"),
+            }
+        }
+    };
+    wait_for("kubectl-one");
+    std::fs::write(&file, flunder("kubectl-two").to_string()).unwrap();
+    let out = stack.kubectl("alice", &["create", "-f", file.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = wait_for("kubectl-two");
+    assert!(line.starts_with("ADDED"), "{line}");
+    let _ = watch.kill();
+    let _ = watch.wait();
+}
+
+/// Straight to wardle, around the host: only certificates vouch for a caller.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn direct_callers_are_who_their_certificates_say() {
+    let stack = Stack::start(&[]).await;
+    let url = format!("{}{FLUNDERS}", stack.wardle_url());
+    let forged = |c: &reqwest::Client| {
+        c.get(&url)
+            .header("X-Remote-User", "admin")
+            .header("X-Remote-Group", "system:masters")
+    };
+
+    // Forged headers without a certificate: anonymous, which the host does not authorize.
+    let res = forged(&stack.client()).send().await.unwrap();
+    assert_eq!(res.status(), 403);
+    let s = status(&res.text().await.unwrap());
+    assert_eq!(
+        s["message"],
+        "flunders.wardle.example.com is forbidden: User \"system:anonymous\" cannot list resource \"flunders\" in API group \"wardle.example.com\" in the namespace \"default\""
+    );
+
+    // The real front proxy's certificate makes the same headers count.
+    let fp = &stack.host.files.front_proxy_client;
+    let proxy = stack.client_with_identity(&fp.cert_pem, &fp.key_pem);
+    let res = forged(&proxy).send().await.unwrap();
+    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
+
+    // Signed by the request-header CA, but not an allowed name: 401.
+    let (cert, key) = stack.issue_client_cert("front-proxy-ca", "intruder", None, false);
+    let res = forged(&stack.client_with_identity(&cert, &key))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 401);
+    assert_eq!(status(&res.text().await.unwrap())["reason"], "Unauthorized");
+
+    // An unknown CA: 401.
+    let (cert, key) = stack.foreign_client_cert(FRONT_PROXY_CLIENT);
+    let res = forged(&stack.client_with_identity(&cert, &key))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 401);
+
+    // Expired, though from the right CAs: 401.
+    let (cert, key) = stack.issue_client_cert("front-proxy-ca", FRONT_PROXY_CLIENT, None, true);
+    let res = forged(&stack.client_with_identity(&cert, &key))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 401);
+    let (cert, key) = stack.issue_client_cert("ca", "alice", Some("editors"), true);
+    let res = stack
+        .client_with_identity(&cert, &key)
+        .get(&url)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 401);
+
+    // A valid client certificate of the host's client CA: CN alice, O editors.
+    let (cert, key) = stack.issue_client_cert("ca", "alice", Some("editors"), false);
+    let res = stack
+        .client_with_identity(&cert, &key)
+        .get(&url)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
+    // ... whose headers cannot make it someone else.
+    let (cert, key) = stack.issue_client_cert("ca", "carol", None, false);
+    let res = forged(&stack.client_with_identity(&cert, &key))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 403);
+    assert!(
+        status(&res.text().await.unwrap())["message"]
+            .as_str()
+            .unwrap()
+            .contains("User \"carol\" cannot list"),
+    );
+}
+
+/// TokenReview once per token per TTL, SubjectAccessReview once per distinct attributes per
+/// TTL, counted by the host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reviews_are_cached_for_their_ttl() {
+    let stack = Stack::start(&[
+        "--authentication-token-webhook-cache-ttl=3s",
+        "--authorization-webhook-cache-authorized-ttl=3s",
+        "--authorization-webhook-cache-unauthorized-ttl=3s",
+    ])
+    .await;
+    let client = stack.client();
+    let alice = stack.token("alice");
+    let bob = stack.token("bob");
+    let flunders = format!("{}{FLUNDERS}", stack.wardle_url());
+    let fischers = format!(
+        "{}/apis/wardle.example.com/v1alpha1/fischers",
+        stack.wardle_url()
+    );
+    let tokens = &stack.host.token_reviews;
+    let access = &stack.host.access_reviews;
+    let list_flunders = "sar:alice list wardle.example.com/flunders default/";
+    let list_fischers = "sar:alice list wardle.example.com/fischers /";
+    let bob_create = "sar:bob create wardle.example.com/flunders default/";
+
+    let started = Instant::now();
+    for _ in 0..5 {
+        let (code, body) = stack
+            .call(&client, Method::GET, &flunders, Some(&alice), None)
+            .await;
+        assert_eq!(code, 200, "{body}");
+    }
+    for _ in 0..3 {
+        let (code, body) = stack
+            .call(&client, Method::GET, &fischers, Some(&alice), None)
+            .await;
+        assert_eq!(code, 200, "{body}");
+    }
+    for _ in 0..3 {
+        let (code, _) = stack
+            .call(
+                &client,
+                Method::POST,
+                &flunders,
+                Some(&bob),
+                Some(flunder("b")),
+            )
+            .await;
+        assert_eq!(code, 403);
+    }
+    for _ in 0..3 {
+        let (code, _) = stack
+            .call(&client, Method::GET, &flunders, Some("bogus"), None)
+            .await;
+        assert_eq!(code, 401);
+    }
+    // All within one TTL (the assertions below are only meaningful if so).
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "too slow to test caching"
+    );
+    assert_eq!(tokens.count("token:alice"), 1, "{:?}", tokens.entries());
+    assert_eq!(tokens.count("token:bob"), 1, "{:?}", tokens.entries());
+    assert_eq!(tokens.count("token:!invalid"), 1, "{:?}", tokens.entries());
+    assert_eq!(access.count(list_flunders), 1, "{:?}", access.entries());
+    assert_eq!(access.count(list_fischers), 1, "{:?}", access.entries());
+    assert_eq!(access.count(bob_create), 1, "{:?}", access.entries());
+
+    // After the TTL, each is asked again once.
+    tokio::time::sleep(Duration::from_millis(3200)).await;
+    for _ in 0..3 {
+        let (code, _) = stack
+            .call(&client, Method::GET, &flunders, Some(&alice), None)
+            .await;
+        assert_eq!(code, 200);
+        let (code, _) = stack
+            .call(
+                &client,
+                Method::POST,
+                &flunders,
+                Some(&bob),
+                Some(flunder("b")),
+            )
+            .await;
+        assert_eq!(code, 403);
+    }
+    assert_eq!(tokens.count("token:alice"), 2, "{:?}", tokens.entries());
+    assert_eq!(tokens.count("token:bob"), 2, "{:?}", tokens.entries());
+    assert_eq!(access.count(list_flunders), 2, "{:?}", access.entries());
+    assert_eq!(access.count(bob_create), 2, "{:?}", access.entries());
+    assert_eq!(access.count(list_fischers), 1, "{:?}", access.entries());
+}
+
+/// The APIService follows wardle: Available, then FailedDiscoveryCheck and 503 while it is
+/// down, then Available again by itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn availability_follows_the_backend() {
+    let mut stack = Stack::start(&[]).await;
+    let c = stack.available_condition().await;
+    assert_eq!(c["reason"], "Passed");
+    assert_eq!(c["message"], "all checks passed");
+    let client = stack.client();
+    let url = format!("{}{FLUNDERS}", stack.host_url());
+    let alice = stack.token("alice");
+
+    stack.stop_wardle();
+    let c = stack.wait_available("False").await;
+    assert_eq!(c["reason"], "FailedDiscoveryCheck", "{c}");
+    assert!(
+        c["message"]
+            .as_str()
+            .unwrap()
+            .contains("/apis/wardle.example.com/v1alpha1"),
+        "{c}"
+    );
+    let (code, body) = stack
+        .call(&client, Method::GET, &url, Some(&alice), None)
+        .await;
+    assert_eq!(code, 503);
+    assert_eq!(body, "service unavailable\n");
+    let out = stack.kubectl("admin", &["get", "apiservices"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("v1alpha1.wardle.example.com") && l.contains("False")),
+        "{text}"
+    );
+
+    stack.start_wardle().await;
+    let c = stack.wait_available("True").await;
+    assert_eq!(c["reason"], "Passed");
+    let (code, body) = stack
+        .call(&client, Method::GET, &url, Some(&alice), None)
+        .await;
+    assert_eq!(code, 200, "{body}");
+}
+
+/// Changing the host's authentication ConfigMap (the front proxy's allowed names) takes
+/// effect in the running wardle.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn configmap_changes_apply_without_restart() {
+    let stack = Stack::start(&[]).await;
+    let fp = &stack.host.files.front_proxy_client;
+    let proxy = stack.client_with_identity(&fp.cert_pem, &fp.key_pem);
+    let url = format!("{}{FLUNDERS}", stack.wardle_url());
+    let until = |want: u16| {
+        let proxy = proxy.clone();
+        let url = url.clone();
+        async move {
+            let deadline = Instant::now() + TIMEOUT;
+            loop {
+                let res = proxy
+                    .get(&url)
+                    .header("X-Remote-User", "alice")
+                    .header("X-Remote-Group", "editors")
+                    .send()
+                    .await
+                    .unwrap();
+                if res.status().as_u16() == want {
+                    return;
+                }
+                assert!(Instant::now() < deadline, "never answered {want}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
+    until(200).await;
+    let files = &stack.host.files;
+    write_authentication_configmap(
+        &stack.host.server,
+        authentication_configmap(files, &["someone-else"]),
+    )
+    .await
+    .unwrap();
+    // The proxy's certificate no longer carries an allowed name: its headers are refused.
+    until(401).await;
+    // The aggregator's own probes are refused too, so the APIService turns unavailable.
+    let c = stack.wait_available("False").await;
+    assert_eq!(c["reason"], "FailedDiscoveryCheck", "{c}");
+    write_authentication_configmap(
+        &stack.host.server,
+        authentication_configmap(files, &[FRONT_PROXY_CLIENT]),
+    )
+    .await
+    .unwrap();
+    until(200).await;
+    stack.wait_available("True").await;
+}
+
+/// A new serving certificate written over wardle's files is served without a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serving_certificate_is_reloaded() {
+    let stack = Stack::start(&[]).await;
+    let peer = || async {
+        // A new client, so a new connection and handshake.
+        let res = stack
+            .client()
+            .get(format!("{}/readyz", stack.wardle_url()))
+            .send()
+            .await
+            .unwrap();
+        res.extensions()
+            .get::<reqwest::tls::TlsInfo>()
+            .and_then(|i| i.peer_certificate().map(<[u8]>::to_vec))
+            .expect("the peer certificate")
+    };
+    let before = peer().await;
+    let files = &stack.host.files;
+    let dir = &files.dir;
+    // Issue a new serving certificate for the same names with the host's CA.
+    let fresh = tempfile::tempdir().unwrap();
+    for f in ["ca.crt", "ca.key"] {
+        std::fs::copy(dir.join(f), fresh.path().join(f)).unwrap();
+    }
+    let ca = apiserver_framework::devhost::pki::Authority::load_or_create(fresh.path(), "ca", "x")
+        .unwrap();
+    let cert = ca
+        .load_or_issue(
+            fresh.path(),
+            "backend",
+            apiserver_framework::devhost::pki::Usage::Server,
+            &["api.wardle.svc", "localhost", "127.0.0.1"],
+        )
+        .unwrap();
+    // Key first, then certificate, each replaced atomically.
+    for (from, to) in [
+        (&cert.key_path, &files.backend_cert.key_path),
+        (&cert.cert_path, &files.backend_cert.cert_path),
+    ] {
+        let tmp = to.with_extension("new");
+        std::fs::copy(from, &tmp).unwrap();
+        std::fs::rename(&tmp, to).unwrap();
+    }
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let now = peer().await;
+        if now != before {
+            let expected = rustls_pemfile_first(&cert.cert_pem);
+            assert_eq!(now, expected, "serves the new certificate");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the new certificate was never served"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The DER of the first certificate of a PEM text.
+fn rustls_pemfile_first(pem: &str) -> Vec<u8> {
+    use base64::Engine;
+    let body: String = pem
+        .lines()
+        .skip_while(|l| !l.starts_with("-----BEGIN CERTIFICATE"))
+        .skip(1)
+        .take_while(|l| !l.starts_with("-----END"))
+        .collect();
+    base64::engine::general_purpose::STANDARD
+        .decode(body)
+        .unwrap()
+}

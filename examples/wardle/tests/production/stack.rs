@@ -1,0 +1,342 @@
+//! A development host (in this process, so the test can count the reviews it answers) with
+//! the real `wardle serve` binary behind it, both in a temporary directory.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use apiserver_framework::cli::duration::GoDuration;
+use apiserver_framework::devhost::{DevHost, DevHostOptions};
+use rcgen::{CertificateParams, DnType, ExtendedKeyUsagePurpose, Issuer, KeyPair};
+use serde_json::Value;
+
+/// How long wardle may take to answer `/readyz`, and an APIService to change condition.
+pub const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The namespaced Flunder collection.
+pub const FLUNDERS: &str = "/apis/wardle.example.com/v1alpha1/namespaces/default/flunders";
+/// The APIService of wardle's group-version.
+pub const APISERVICE: &str =
+    "/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.wardle.example.com";
+
+/// A dev host and wardle in production mode behind it.
+pub struct Stack {
+    /// The host (aggregator, reviews, ConfigMap).
+    pub host: DevHost,
+    dir: tempfile::TempDir,
+    /// The port wardle serves on (the host's Service resolves to it).
+    pub backend_port: u16,
+    wardle: Option<Child>,
+    args: Vec<String>,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+impl Stack {
+    /// Starts the host, then wardle with `extra` flags, and waits until wardle is ready and
+    /// its APIService available.
+    pub async fn start(extra: &[&str]) -> Stack {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let backend_port = free_port();
+        let opts = DevHostOptions {
+            secure_port: 0,
+            dir: dir.path().join("dev-host"),
+            backend_address: ([127, 0, 0, 1], backend_port).into(),
+            availability_check_interval: GoDuration(Duration::from_millis(500)),
+            ..Default::default()
+        };
+        let host = wardle::app()
+            .start_dev_host(&opts)
+            .await
+            .expect("the dev host starts");
+        let files = &host.files;
+        let identity = files
+            .kubeconfig_path(&apiserver_framework::devhost::files::server_identity(
+                "wardle",
+            ))
+            .display()
+            .to_string();
+        let mut args: Vec<String> = [
+            "serve",
+            "--bind-address",
+            "127.0.0.1",
+            "--secure-port",
+            &backend_port.to_string(),
+            "--tls-cert-file",
+            &files.backend_cert.cert_path.display().to_string(),
+            "--tls-private-key-file",
+            &files.backend_cert.key_path.display().to_string(),
+            "--authentication-kubeconfig",
+            &identity,
+            "--authorization-kubeconfig",
+            &identity,
+            "--kubeconfig",
+            &identity,
+            "--data-dir",
+            &dir.path().join("data").display().to_string(),
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let mut stack = Stack {
+            host,
+            dir,
+            backend_port,
+            wardle: None,
+            args,
+        };
+        stack.start_wardle().await;
+        stack.wait_available("True").await;
+        stack
+    }
+
+    /// `https://127.0.0.1:<port>` of wardle itself.
+    pub fn wardle_url(&self) -> String {
+        format!("https://127.0.0.1:{}", self.backend_port)
+    }
+
+    /// The host's URL.
+    pub fn host_url(&self) -> &str {
+        &self.host.url
+    }
+
+    /// The bearer token of a user of the host's token file.
+    pub fn token(&self, user: &str) -> String {
+        self.host
+            .tokens
+            .token_of(user)
+            .unwrap_or_else(|| panic!("no token for {user}"))
+            .to_string()
+    }
+
+    /// A client trusting the host's CA (which also issued wardle's serving certificate).
+    pub fn client(&self) -> reqwest::Client {
+        self.client_builder().build().expect("a client")
+    }
+
+    /// Like [`Stack::client`], presenting a client certificate.
+    pub fn client_with_identity(&self, cert_pem: &str, key_pem: &str) -> reqwest::Client {
+        let identity = reqwest::Identity::from_pem(format!("{cert_pem}{key_pem}").as_bytes())
+            .expect("a client identity");
+        self.client_builder()
+            .identity(identity)
+            .build()
+            .expect("a client")
+    }
+
+    fn client_builder(&self) -> reqwest::ClientBuilder {
+        let ca = reqwest::Certificate::from_pem(self.host.files.ca_pem.as_bytes()).expect("CA");
+        reqwest::Client::builder()
+            .use_rustls_tls()
+            .add_root_certificate(ca)
+            .tls_built_in_root_certs(false)
+            .tls_info(true)
+            .timeout(Duration::from_secs(20))
+    }
+
+    /// Starts wardle (again) and waits until `/readyz` answers 200.
+    pub async fn start_wardle(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("wardle.log"))
+            .expect("open the log");
+        let child = Command::new(env!("CARGO_BIN_EXE_wardle"))
+            .args(&self.args)
+            .current_dir(self.dir.path())
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("clone the log"))
+            .stderr(log)
+            .spawn()
+            .expect("spawn wardle");
+        self.wardle = Some(child);
+        let client = self.client();
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            if let Some(status) = self
+                .wardle
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                panic!("wardle exited ({status}); its log:\n{}", self.log());
+            }
+            if let Ok(res) = client
+                .get(format!("{}/readyz", self.wardle_url()))
+                .send()
+                .await
+                && res.status() == 200
+            {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "wardle not ready within {TIMEOUT:?}; its log:\n{}",
+                self.log()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Kills wardle.
+    pub fn stop_wardle(&mut self) {
+        if let Some(mut child) = self.wardle.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// What wardle printed.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("wardle.log")).unwrap_or_default()
+    }
+
+    /// A scratch file in the test's directory.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Sends `method path` to `base` with a bearer token; returns the status and body.
+    pub async fn call(
+        &self,
+        client: &reqwest::Client,
+        method: reqwest::Method,
+        url: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> (u16, String) {
+        let mut req = client.request(method, url);
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let res = req.send().await.expect("the request is answered");
+        let status = res.status().as_u16();
+        (status, res.text().await.unwrap_or_default())
+    }
+
+    /// The `Available` condition of wardle's APIService, read as the host's admin.
+    pub async fn available_condition(&self) -> Value {
+        let (code, body) = self
+            .call(
+                &self.client(),
+                reqwest::Method::GET,
+                &format!("{}{APISERVICE}", self.host_url()),
+                Some(&self.token("admin")),
+                None,
+            )
+            .await;
+        assert_eq!(code, 200, "{body}");
+        let v: Value = serde_json::from_str(&body).expect("JSON");
+        v["status"]["conditions"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["type"] == "Available"))
+            .cloned()
+            .unwrap_or(Value::Null)
+    }
+
+    /// Waits until the APIService's `Available` status is `status`; returns the condition.
+    pub async fn wait_available(&self, status: &str) -> Value {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let c = self.available_condition().await;
+            if c["status"] == status {
+                return c;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "APIService not Available={status} within {TIMEOUT:?}: {c}; wardle's log:\n{}",
+                self.log()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Runs kubectl as `user` of the host (its kubeconfig, a cache directory of its own).
+    pub fn kubectl(&self, user: &str, args: &[&str]) -> Output {
+        self.kubectl_command(user, args)
+            .output()
+            .expect("run kubectl")
+    }
+
+    /// A kubectl command as `user` of the host.
+    pub fn kubectl_command(&self, user: &str, args: &[&str]) -> Command {
+        let mut cmd = Command::new("kubectl");
+        cmd.arg("--kubeconfig")
+            .arg(self.host.files.kubeconfig_path(user))
+            .arg("--cache-dir")
+            .arg(self.dir.path().join(format!("kube-cache-{user}")))
+            .args(args)
+            .env_remove("KUBECONFIG")
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// A client certificate (PEM cert, PEM key) for `cn` in group `org`, issued by the CA
+    /// kept as `<dev-host dir>/<ca>.crt|key`; valid now, or expired in 2001.
+    pub fn issue_client_cert(
+        &self,
+        ca: &str,
+        cn: &str,
+        org: Option<&str>,
+        expired: bool,
+    ) -> (String, String) {
+        let dir = &self.host.files.dir;
+        let ca_cert = std::fs::read_to_string(dir.join(format!("{ca}.crt"))).expect("CA cert");
+        let ca_key = KeyPair::from_pem(
+            &std::fs::read_to_string(dir.join(format!("{ca}.key"))).expect("CA key"),
+        )
+        .expect("CA key");
+        issue(
+            &Issuer::from_ca_cert_pem(&ca_cert, ca_key).expect("CA"),
+            cn,
+            org,
+            expired,
+        )
+    }
+
+    /// A client certificate for `cn` from a CA nobody trusts.
+    pub fn foreign_client_cert(&self, cn: &str) -> (String, String) {
+        let key = KeyPair::generate().expect("key");
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "foreign-ca");
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        issue(&Issuer::new(params, key), cn, None, false)
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        self.stop_wardle();
+    }
+}
+
+fn issue(
+    issuer: &Issuer<'_, KeyPair>,
+    cn: &str,
+    org: Option<&str>,
+    expired: bool,
+) -> (String, String) {
+    let key = KeyPair::generate().expect("key");
+    let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
+    params.distinguished_name.push(DnType::CommonName, cn);
+    if let Some(o) = org {
+        params.distinguished_name.push(DnType::OrganizationName, o);
+    }
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    if expired {
+        params.not_before = rcgen::date_time_ymd(2000, 1, 1);
+        params.not_after = rcgen::date_time_ymd(2001, 1, 1);
+    }
+    let cert = params.signed_by(&key, issuer).expect("sign");
+    (cert.pem(), key.serialize_pem())
+}
