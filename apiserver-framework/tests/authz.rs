@@ -291,11 +291,13 @@ async fn health_is_reachable_without_credentials_and_nothing_else() {
     for path in ["/healthz", "/readyz", "/livez"] {
         let (code, _, text) = s.send(None, reqwest::Method::GET, path, None).await;
         assert_eq!((code, text.as_str()), (200, "ok"), "{path}");
-        // Also with credentials nobody knows, and with any user's.
-        let (code, _, _) = s
+        // With any user's credentials too; credentials nobody knows are refused, as
+        // upstream refuses them on every path.
+        let (code, _, text) = s
             .send(Some("wrong"), reqwest::Method::GET, path, None)
             .await;
-        assert_eq!(code, 200, "{path}");
+        assert_eq!(code, 401, "{path}");
+        assert_eq!(json(&text)["reason"], "Unauthorized");
         let (code, _, _) = s
             .send(Some("reader-token"), reqwest::Method::GET, path, None)
             .await;

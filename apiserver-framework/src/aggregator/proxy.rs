@@ -270,7 +270,7 @@ const HOP_BY_HOP: &[&str] = &[
 ];
 
 /// Forwards `req` to `endpoint` as `user`, streaming both bodies; a transport failure is a
-/// plain-text 500 with the error.
+/// plain-text 503 with the error, as kube-aggregator's proxy answers.
 pub(crate) async fn forward(
     client: &BackendClient,
     endpoint: &Endpoint,
@@ -285,7 +285,7 @@ pub(crate) async fn forward(
         .to_owned();
     let uri: Uri = match format!("https://{}{path}", endpoint.authority).parse() {
         Ok(u) => u,
-        Err(e) => return plain(StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")),
+        Err(_) => return plain(StatusCode::SERVICE_UNAVAILABLE, SERVICE_UNAVAILABLE.into()),
     };
     parts.uri = uri;
     parts.version = http::Version::HTTP_11;
@@ -304,7 +304,7 @@ pub(crate) async fn forward(
         }
         Err(e) => {
             tracing::warn!(error = %e, "error while proxying request to {}", endpoint.authority);
-            plain(StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n"))
+            plain(StatusCode::SERVICE_UNAVAILABLE, format!("{e}\n"))
         }
     }
 }

@@ -39,7 +39,8 @@ pub struct ManifestsOptions {
     pub cert_dir: PathBuf,
 }
 
-/// One served group-version, with the priorities its APIService gets.
+/// One served group-version (its APIService gets `groupPriorityMinimum: 1000`,
+/// `versionPriority: 15`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GroupVersion {
     /// The group.
@@ -72,7 +73,13 @@ pub fn render(
     ];
     let ca = Authority::load_or_create(&opts.cert_dir, "ca", &format!("{name}-ca"))?;
     let dns_refs: Vec<&str> = dns.iter().map(String::as_str).collect();
-    let serving = ca.load_or_issue(&opts.cert_dir, "serving", Usage::Server, &dns_refs)?;
+    // Named after the Service, so another namespace or service name gets its own certificate.
+    let serving = ca.load_or_issue(
+        &opts.cert_dir,
+        &format!("serving-{svc}.{ns}"),
+        Usage::Server,
+        &dns_refs,
+    )?;
     let labels = json!({"app.kubernetes.io/name": name});
     let sa = "apiserver";
     let port = opts.container_port;

@@ -44,6 +44,10 @@ pub struct ProductionServer {
     pub running: RunningServer,
     /// `https://<bind address>:<port>`.
     pub url: String,
+    /// A client of the host cluster for what the server itself reads there: from
+    /// `--kubeconfig` (an unusable file fails the start), else the in-cluster configuration
+    /// when running in a cluster.
+    pub host: Option<kube::Client>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -65,6 +69,10 @@ pub async fn start(
     install_crypto_provider();
     let mut tasks = Vec::new();
 
+    let host = match &opts.kubeconfig {
+        Some(path) => Some(host_client(Some(path)).await?),
+        None => host_client(None).await.ok(),
+    };
     let authn_client = host_client(opts.authentication_kubeconfig.as_deref()).await?;
     let setup =
         auth::start_delegated_config(&opts.authentication, Some(authn_client.clone())).await?;
@@ -126,6 +134,7 @@ pub async fn start(
     Ok(ProductionServer {
         running,
         url,
+        host,
         tasks,
     })
 }

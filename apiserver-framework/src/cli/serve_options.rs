@@ -76,11 +76,97 @@ pub struct ServeOptions {
     /// Delegated authorization.
     #[command(flatten)]
     pub authorization: DelegatingAuthorizationOptions,
-    /// kubeconfig file pointing at the host cluster, for what the server itself reads from it
-    /// (in-cluster configuration when empty).
+    /// kubeconfig file pointing at the 'core' kubernetes server, for what the server itself
+    /// reads from it (`ProductionServer::host`; in-cluster configuration when empty).
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
     /// Where objects are stored.
     #[command(flatten)]
     pub storage: StorageOptions,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        serve: ServeOptions,
+    }
+
+    #[test]
+    fn upstream_flag_names_and_defaults() {
+        let d = Cli::try_parse_from(["x"]).unwrap().serve;
+        assert_eq!(d.serving.secure_port, 443);
+        assert_eq!(d.serving.bind_address.to_string(), "0.0.0.0");
+        assert_eq!(d.serving.tls_min_version, TlsMinVersion::Tls12);
+        assert_eq!(
+            d.serving.cert_dir,
+            PathBuf::from("apiserver.local.config/certificates")
+        );
+        assert!(!d.authentication.authentication_skip_lookup);
+        assert_eq!(
+            d.authentication
+                .authentication_token_webhook_cache_ttl
+                .0
+                .as_secs(),
+            10
+        );
+        assert_eq!(
+            d.authorization.authorization_always_allow_paths,
+            ["/healthz", "/readyz", "/livez"]
+        );
+
+        let o = Cli::try_parse_from([
+            "x",
+            "--secure-port=8443",
+            "--bind-address=127.0.0.1",
+            "--tls-cert-file=c.crt",
+            "--tls-private-key-file=c.key",
+            "--cert-dir=d",
+            "--tls-min-version=VersionTLS13",
+            "--authentication-kubeconfig=a.kubeconfig",
+            "--authorization-kubeconfig=z.kubeconfig",
+            "--kubeconfig=k.kubeconfig",
+            "--client-ca-file=ca.crt",
+            "--requestheader-client-ca-file=fp.crt",
+            "--requestheader-allowed-names=front-proxy-client,other",
+            "--requestheader-username-headers=X-Remote-User",
+            "--requestheader-uid-headers=X-Remote-Uid",
+            "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            "--authentication-skip-lookup",
+            "--authentication-tolerate-lookup-failure",
+            "--authentication-token-webhook-cache-ttl=30s",
+            "--authorization-webhook-cache-authorized-ttl=1m",
+            "--authorization-webhook-cache-unauthorized-ttl=5s",
+            "--authorization-always-allow-paths=/healthz,/metrics*",
+        ])
+        .unwrap()
+        .serve;
+        assert_eq!(o.serving.secure_port, 8443);
+        assert_eq!(o.serving.tls_min_version, TlsMinVersion::Tls13);
+        assert_eq!(o.kubeconfig, Some(PathBuf::from("k.kubeconfig")));
+        assert_eq!(
+            o.authentication_kubeconfig,
+            Some(PathBuf::from("a.kubeconfig"))
+        );
+        let a = &o.authentication;
+        assert_eq!(
+            a.requestheader_allowed_names,
+            ["front-proxy-client", "other"]
+        );
+        assert_eq!(a.requestheader_uid_headers, ["X-Remote-Uid"]);
+        assert!(a.authentication_skip_lookup && a.authentication_tolerate_lookup_failure);
+        assert_eq!(a.authentication_token_webhook_cache_ttl.0.as_secs(), 30);
+        let z = &o.authorization;
+        assert_eq!(z.authorization_webhook_cache_authorized_ttl.0.as_secs(), 60);
+        assert_eq!(
+            z.authorization_always_allow_paths,
+            ["/healthz", "/metrics*"]
+        );
+        assert!(Cli::try_parse_from(["x", "--tls-cert-file=c.crt"]).is_err());
+    }
 }

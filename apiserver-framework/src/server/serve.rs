@@ -82,7 +82,11 @@ impl HandlerChain {
         let (mut parts, body) = req.into_parts();
         let user = match self.authenticator.authenticate(&parts).await {
             Authenticated::User(u) => u,
-            _ if self.anonymous_paths.allows(parts.uri.path()) => anonymous(),
+            // As upstream: invalid credentials are refused everywhere; a caller without any
+            // may reach the anonymous paths.
+            Authenticated::NoCredentials if self.anonymous_paths.allows(parts.uri.path()) => {
+                anonymous()
+            }
             _ => return axum::response::IntoResponse::into_response(ApiError::unauthorized()),
         };
         // Credentials are consumed here; nothing behind this point sees them.
