@@ -69,7 +69,7 @@ pub async fn start(
     install_crypto_provider();
     let mut tasks = Vec::new();
 
-    let host = match &opts.kubeconfig {
+    let host_reads = match &opts.kubeconfig {
         Some(path) => Some(host_client(Some(path)).await?),
         None => host_client(None).await.ok(),
     };
@@ -134,7 +134,7 @@ pub async fn start(
     Ok(ProductionServer {
         running,
         url,
-        host,
+        host: host_reads,
         tasks,
     })
 }
