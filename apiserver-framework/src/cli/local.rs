@@ -90,10 +90,11 @@ pub struct LocalServer {
     pub kubeconfig: String,
 }
 
-fn random_token() -> String {
+/// A new random bearer token of `len` lower-case letters and digits.
+pub(crate) fn random_token_of(len: usize) -> String {
     const CHARS: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
     let mut rng = rand::rng();
-    (0..40)
+    (0..len)
         .map(|_| CHARS[rng.random_range(0..CHARS.len())] as char)
         .collect()
 }
@@ -115,7 +116,7 @@ pub async fn start(
     let tls = cert.server_config()?;
     let listener =
         tokio::net::TcpListener::bind(SocketAddr::new(opts.bind_address, opts.secure_port)).await?;
-    let token = opts.token.clone().unwrap_or_else(random_token);
+    let token = opts.token.clone().unwrap_or_else(|| random_token_of(40));
     let user = UserInfo::new("local-admin", &["system:masters", "system:authenticated"]);
     let chain = Arc::new(HandlerChain::new(
         server,

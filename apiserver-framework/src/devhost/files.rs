@@ -14,8 +14,6 @@
 
 use std::path::{Path, PathBuf};
 
-use rand::Rng;
-
 use crate::devhost::pki::{Authority, IssuedCert, Usage};
 use crate::server::tls::TlsError;
 
@@ -62,11 +60,7 @@ pub struct HostFiles {
 }
 
 fn random_token() -> String {
-    const CHARS: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
-    let mut rng = rand::rng();
-    (0..32)
-        .map(|_| CHARS[rng.random_range(0..CHARS.len())] as char)
-        .collect()
+    crate::cli::local::random_token_of(32)
 }
 
 fn write_if_missing(path: &Path, contents: impl FnOnce() -> String) -> Result<(), TlsError> {
