@@ -321,7 +321,7 @@ mod tests {
                 ..
             }
         ));
-        assert_eq!(meta.field("labels").1, true);
+        assert!(meta.field("labels").1);
         assert_eq!(meta.field("labels").0.field("app"), (&Node::Scalar, false));
     }
 }
