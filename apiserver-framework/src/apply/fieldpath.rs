@@ -57,10 +57,15 @@ impl PathElement {
 
     /// Parses a `FieldsV1` key (the inverse of [`PathElement::to_fields_v1_key`]).
     pub fn from_fields_v1_key(key: &str) -> Result<PathElement, FieldsV1Error> {
-        let (kind, rest) = key
-            .split_once(':')
-            .ok_or_else(|| FieldsV1Error::UnknownElement(key.to_string()))?;
-        match kind {
+        let bytes = key.as_bytes();
+        if bytes.len() < 2 {
+            return Err(FieldsV1Error::TooShort);
+        }
+        if bytes[1] != b':' {
+            return Err(FieldsV1Error::MissingColon(key.to_string()));
+        }
+        let (kind, rest) = key.split_at(2);
+        match &kind[..1] {
             "f" => Ok(PathElement::Field(rest.to_string())),
             "k" => match serde_json::from_str::<Value>(rest) {
                 Ok(Value::Object(map)) => Ok(PathElement::key(map.into_iter().collect())),
@@ -76,7 +81,7 @@ impl PathElement {
                 .parse::<usize>()
                 .map(PathElement::Index)
                 .map_err(|e| FieldsV1Error::Invalid(e.to_string())),
-            _ => Err(FieldsV1Error::UnknownElement(key.to_string())),
+            _ => Err(FieldsV1Error::UnknownElement),
         }
     }
 
@@ -179,9 +184,15 @@ impl fmt::Display for Path {
 /// Why a `FieldsV1` document could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FieldsV1Error {
-    /// A key without one of the `f:`, `k:`, `v:`, `i:` prefixes (or `.`).
-    #[error("unknown path element type: {0:?}")]
-    UnknownElement(String),
+    /// A key shorter than its `x:` prefix.
+    #[error("key must be 2 characters long:")]
+    TooShort,
+    /// A key whose second character is not `:`.
+    #[error("missing colon: {0}")]
+    MissingColon(String),
+    /// A key without one of the `f:`, `k:`, `v:`, `i:` prefixes.
+    #[error("unknown path element type")]
+    UnknownElement,
     /// A node that is not a JSON object.
     #[error("expected an object in FieldsV1, found {0}")]
     NotAnObject(String),
@@ -478,7 +489,10 @@ mod tests {
 
     #[test]
     fn malformed_fields_v1_is_rejected() {
-        assert!(Set::from_fields_v1(&json!({"x:a": {}})).is_err());
+        let err = |v: Value| Set::from_fields_v1(&v).unwrap_err().to_string();
+        assert_eq!(err(json!({"x:a": {}})), "unknown path element type");
+        assert_eq!(err(json!({"f": {}})), "key must be 2 characters long:");
+        assert_eq!(err(json!({"fa": {}})), "missing colon: fa");
         assert!(Set::from_fields_v1(&json!({"f:a": 1})).is_err());
         assert!(Set::from_fields_v1(&json!([])).is_err());
         assert!(Set::from_fields_v1(&json!({"i:x": {}})).is_err());

@@ -36,6 +36,7 @@ pub use typed::fields_of;
 
 use merge::{merge, remove_items};
 use typed::compare;
+use value::values_equal;
 
 /// Upstream caps the `Update` entries at this many, merging the oldest into `ancient-changes`.
 pub const MAX_UPDATE_MANAGERS: usize = 10;
@@ -284,11 +285,15 @@ pub fn apply(
     let merged = merge(&live, config, root)?;
     let applier = ctx.entry(ctx.manager, Operation::Apply, Set::new());
     let applier_id = applier.identifier();
-    let last = managed
-        .get(&applier_id)
-        .map(|e| e.fields.recursive_difference(&ctx.reset_fields));
+    // Upstream means to drop the reset fields from the last applied set too, but discards the
+    // result; so does this.
+    let previous = managed.get(&applier_id).cloned();
+    let last = previous.as_ref().map(|e| e.fields.clone());
     let fields = fields_of(config, root)?.recursive_difference(&ctx.reset_fields);
-    managed.insert(Entry { fields, ..applier });
+    managed.insert(Entry {
+        fields,
+        ..applier.clone()
+    });
     let new = match last {
         Some(last) if !last.is_empty() => prune(ctx, &merged, &managed, &last)?,
         _ => merged,
@@ -321,6 +326,10 @@ pub fn apply(
                 .difference(&comparison.removed);
         } else {
             entry.fields = entry.fields.difference(&strip_set());
+            // A no-op apply leaves the object, and so the entry's time, as it was.
+            if values_equal(&live, &new) {
+                entry.time = previous.as_ref().and_then(|p| p.time);
+            }
         }
     }
     map.retain(|_, e| !e.fields.is_empty());
@@ -328,7 +337,7 @@ pub fn apply(
 }
 
 /// Removes from `merged` what the applier applied last time (`last`), does not apply now, and
-/// no other applier applies (upstream's `prune`, `addBackOwnedItems`, `addBackDanglingItems`).
+/// no other manager owns (upstream's `prune`, `addBackOwnedItems`, `addBackDanglingItems`).
 fn prune(
     ctx: &Context<'_>,
     merged: &Value,
@@ -338,17 +347,16 @@ fn prune(
     let root = ctx.schema.root();
     let last = last.ensure_named_fields_are_members(root);
     let pruned = remove_items(merged, &last, root);
-    let applied = managed
+    let owned = managed
         .map()
         .values()
-        .filter(|e| e.operation == Operation::Apply)
         .fold(Set::new(), |acc, e| acc.union(&e.fields))
         .ensure_named_fields_are_members(root);
     let merged_set = fields_of(merged, root)?.ensure_named_fields_are_members(root);
     let pruned_set = fields_of(&pruned, root)?.ensure_named_fields_are_members(root);
     let pruned = remove_items(
         merged,
-        &merged_set.difference(&pruned_set.union(&applied)),
+        &merged_set.difference(&pruned_set.union(&owned)),
         root,
     );
     let pruned_set = fields_of(&pruned, root)?.ensure_named_fields_are_members(root);

@@ -746,3 +746,96 @@ fn updates_take_managed_fields_from_the_request_or_the_live_object() {
         from_live
     );
 }
+
+#[test]
+fn fields_an_updater_also_owns_survive_when_the_applier_drops_them() {
+    let s = schema();
+    let (live, managed) = ok(apply_spec(
+        None,
+        json!({"size": 1, "color": "red"}),
+        ManagedFields::new(),
+        "a",
+        false,
+    ));
+    let mut edited = live.clone();
+    edited["spec"]["params"] = json!({"p": "x"});
+    let managed = update(&ctx(&s, "kubectl-edit"), Some(&live), &edited, managed).unwrap();
+    // kubectl-edit re-writes color with the same value: nothing changes hands.
+    assert_eq!(
+        owned(&managed, "a"),
+        json!({"f:spec": {"f:color": {}, "f:size": {}}})
+    );
+    let mut shared = managed.clone();
+    let mut edit_entry = shared
+        .entries()
+        .into_iter()
+        .find(|e| e.manager == "kubectl-edit")
+        .cloned()
+        .unwrap();
+    edit_entry.fields = edit_entry
+        .fields
+        .union(&Set::from_paths([Path::fields(&["spec", "color"])]));
+    shared.insert(edit_entry);
+    let (object, managed) = ok(apply_spec(
+        Some(&edited),
+        json!({"size": 1}),
+        shared,
+        "a",
+        false,
+    ));
+    assert_eq!(
+        object["spec"],
+        json!({"size": 1, "color": "red", "params": {"p": "x"}})
+    );
+    assert_eq!(owned(&managed, "a"), json!({"f:spec": {"f:size": {}}}));
+}
+
+#[test]
+fn a_no_op_apply_keeps_the_entry_time() {
+    let s = schema();
+    let (live, managed) = ok(apply_spec(
+        None,
+        json!({"size": 1}),
+        ManagedFields::new(),
+        "a",
+        false,
+    ));
+    let mut later = ctx(&s, "a");
+    later.now = t("2026-07-02T10:00:00Z");
+    let (again, managed2) = ok(apply(
+        &later,
+        Some(&live),
+        &obj(json!({"size": 1})),
+        managed.clone(),
+        false,
+    ));
+    assert_eq!(again, live);
+    assert_eq!(managed2, managed);
+    let (_, managed3) = ok(apply(
+        &later,
+        Some(&live),
+        &obj(json!({"size": 2})),
+        managed,
+        false,
+    ));
+    assert_eq!(managed3.entries()[0].time, Some(t("2026-07-02T10:00:00Z")));
+}
+
+#[test]
+fn preserve_unknown_fields_are_deduced_from_the_value() {
+    let s = Schema::from_openapi(&json!({"type": "object", "properties": {
+        "spec": {"type": "object", "properties": {
+            "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}));
+    let config = obj(json!({"free": {"a": {"b": 1}, "l": [1, 2]}}));
+    let (_, managed) = ok(apply(
+        &ctx(&s, "a"),
+        None,
+        &config,
+        ManagedFields::new(),
+        false,
+    ));
+    assert_eq!(
+        owned(&managed, "a"),
+        json!({"f:spec": {"f:free": {"f:a": {".": {}, "f:b": {}}, "f:l": {}}}})
+    );
+}
