@@ -35,7 +35,7 @@ pub use schema::Schema;
 pub use typed::fields_of;
 
 use merge::{merge, remove_items};
-use typed::compare;
+use typed::{compare, fields_of_node};
 use value::values_equal;
 
 /// Upstream caps the `Update` entries at this many, merging the oldest into `ancient-changes`.
@@ -289,7 +289,7 @@ pub fn apply(
     // result; so does this.
     let previous = managed.get(&applier_id).cloned();
     let last = previous.as_ref().map(|e| e.fields.clone());
-    let fields = fields_of(config, root)?.recursive_difference(&ctx.reset_fields);
+    let fields = fields_of_node(config, root)?.recursive_difference(&ctx.reset_fields);
     managed.insert(Entry {
         fields,
         ..applier.clone()
@@ -352,14 +352,14 @@ fn prune(
         .values()
         .fold(Set::new(), |acc, e| acc.union(&e.fields))
         .ensure_named_fields_are_members(root);
-    let merged_set = fields_of(merged, root)?.ensure_named_fields_are_members(root);
-    let pruned_set = fields_of(&pruned, root)?.ensure_named_fields_are_members(root);
+    let merged_set = fields_of_node(merged, root)?.ensure_named_fields_are_members(root);
+    let pruned_set = fields_of_node(&pruned, root)?.ensure_named_fields_are_members(root);
     let pruned = remove_items(
         merged,
         &merged_set.difference(&pruned_set.union(&owned)),
         root,
     );
-    let pruned_set = fields_of(&pruned, root)?.ensure_named_fields_are_members(root);
+    let pruned_set = fields_of_node(&pruned, root)?.ensure_named_fields_are_members(root);
     Ok(remove_items(
         merged,
         &merged_set.difference(&pruned_set).intersection(&last),

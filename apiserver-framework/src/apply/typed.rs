@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 
 use super::error::ApplyError;
 use super::fieldpath::{Path, PathElement, Set};
-use super::schema::{DEDUCED, ListType, Node};
+use super::schema::{DEDUCED, ListType, Node, Schema};
 use super::value::values_equal;
 
 static NO_KEYS: [String; 0] = [];
@@ -136,8 +136,13 @@ pub(crate) fn is_empty_container(v: Option<&Value>) -> bool {
 }
 
 /// The set of fields an object sets: scalars, atomic lists and maps, map keys and list items
-/// (declared struct fields only through their children).
-pub fn fields_of(obj: &Value, node: &Node) -> Result<Set, ApplyError> {
+/// (declared struct fields only through their children), as upstream's `ToFieldSet`.
+pub fn fields_of(obj: &Value, schema: &Schema) -> Result<Set, ApplyError> {
+    fields_of_node(obj, schema.root())
+}
+
+/// [`fields_of`] for a value of type `node`.
+pub fn fields_of_node(obj: &Value, node: &Node) -> Result<Set, ApplyError> {
     let mut set = Set::new();
     walk_fields(&mut Vec::new(), node, obj, &mut set)?;
     Ok(set)
