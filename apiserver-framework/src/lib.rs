@@ -9,6 +9,7 @@
 
 pub mod admission;
 pub mod aggregator;
+pub mod apply;
 pub mod auth;
 pub mod authz;
 pub mod cli;

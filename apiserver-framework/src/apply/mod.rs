@@ -1,0 +1,368 @@
+//! Server-side apply: field ownership (`metadata.managedFields`), merging applied
+//! configurations, conflicts — the engine of Kubernetes' structured-merge-diff plus
+//! apimachinery's field manager, on JSON objects typed by a structural schema.
+//!
+//! Writes go through one of two calls, with the same [`Context`]:
+//! - [`update`] after a create, update or non-apply patch has produced the new object: fields the
+//!   write changed move to the writer's `Update` entry.
+//! - [`apply`] for an apply patch: merges the configuration into the live object, refuses to
+//!   change fields other managers own ([`ApplyError::Conflicts`]) unless forced, and removes the
+//!   fields the applier stopped applying that nobody else applies.
+//!
+//! The caller stores the result with [`ManagedFields::write_to`] and resets the fields its
+//! strategy resets (such as `status` on the main resource) in the object itself.
+
+pub mod conflict;
+pub mod error;
+pub mod fieldpath;
+pub mod managed;
+pub mod merge;
+pub mod schema;
+pub mod typed;
+mod value;
+
+#[cfg(test)]
+mod tests;
+
+use jiff::Timestamp;
+use serde_json::{Map, Value};
+
+pub use conflict::{Conflict, ConflictCause, Conflicts};
+pub use error::ApplyError;
+pub use fieldpath::{Path, PathElement, Set};
+pub use managed::{Entry, ManagedFields, ManagedFieldsError, Operation};
+pub use schema::Schema;
+pub use typed::fields_of;
+
+use merge::{merge, remove_items};
+use typed::{compare, fields_of_node};
+use value::values_equal;
+
+/// Upstream caps the `Update` entries at this many, merging the oldest into `ancient-changes`.
+pub const MAX_UPDATE_MANAGERS: usize = 10;
+/// The manager that receives the existing fields on the first apply to an untracked object.
+pub const BEFORE_FIRST_APPLY: &str = "before-first-apply";
+const CURRENT_OPERATION: &str = "current-operation";
+const ANCIENT_CHANGES: &str = "ancient-changes";
+
+/// Who writes what, and how.
+#[derive(Debug, Clone)]
+pub struct Context<'a> {
+    /// The resource's schema.
+    pub schema: &'a Schema,
+    /// The field manager (`fieldManager` query parameter or the user agent's default).
+    pub manager: &'a str,
+    /// The request's `<group>/<version>`.
+    pub api_version: &'a str,
+    /// The subresource written (`status`), if any.
+    pub subresource: Option<&'a str>,
+    /// Fields whose changes nobody gains or loses (see [`reset_fields`]).
+    pub reset_fields: Set,
+    /// The time recorded on the entry that changes.
+    pub now: Timestamp,
+}
+
+impl Context<'_> {
+    fn entry(&self, manager: &str, operation: Operation, fields: Set) -> Entry {
+        Entry {
+            manager: manager.to_string(),
+            operation,
+            api_version: self.api_version.to_string(),
+            time: Some(self.now),
+            subresource: self.subresource.unwrap_or("").to_string(),
+            fields,
+        }
+    }
+}
+
+/// The fields a write to `subresource` does not own, as custom resources do: `status` on the
+/// main resource when the status subresource exists, `spec` on `status`.
+pub fn reset_fields(subresource: Option<&str>, status_subresource: bool) -> Set {
+    match subresource {
+        Some("status") => Set::from_paths([Path::fields(&["spec"])]),
+        None if status_subresource => Set::from_paths([Path::fields(&["status"])]),
+        _ => Set::new(),
+    }
+}
+
+/// Fields never owned by anybody (upstream's `stripMetaManager`).
+fn strip_set() -> Set {
+    let mut set = Set::from_paths([Path::fields(&["apiVersion"]), Path::fields(&["kind"])]);
+    set.insert(&Path::fields(&["metadata"]));
+    for f in [
+        "name",
+        "namespace",
+        "creationTimestamp",
+        "selfLink",
+        "uid",
+        "clusterName",
+        "generation",
+        "managedFields",
+        "resourceVersion",
+    ] {
+        set.insert(&Path::fields(&["metadata", f]));
+    }
+    set
+}
+
+/// The object without `metadata.managedFields`.
+fn without_managed_fields(obj: &Value) -> Value {
+    let mut obj = obj.clone();
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("managedFields");
+    }
+    obj
+}
+
+/// An empty object of the same kind (what upstream's object creater makes).
+fn empty_like(obj: &Value) -> Value {
+    let mut out = Map::new();
+    for k in ["apiVersion", "kind"] {
+        if let Some(v) = obj.get(k) {
+            out.insert(k.to_string(), v.clone());
+        }
+    }
+    Value::Object(out)
+}
+
+/// Records a non-apply write: `old` is the stored object (`None` on create), `new` the object
+/// about to be stored, `managed` the managers before the write (see
+/// [`ManagedFields::for_update`]). Fields the write changed leave other managers and join the
+/// writer's `Update` entry; entries left empty are dropped. Objects stored without managers
+/// stay untracked until their first apply.
+pub fn update(
+    ctx: &Context<'_>,
+    old: Option<&Value>,
+    new: &Value,
+    managed: ManagedFields,
+) -> Result<ManagedFields, ApplyError> {
+    if managed.is_empty() && old.is_some() {
+        return Ok(managed);
+    }
+    let new = without_managed_fields(new);
+    let old = match old {
+        Some(old) => without_managed_fields(old),
+        None => empty_like(&new),
+    };
+    let mut managed = managed;
+    tracked_update(ctx, ctx.manager, &old, &new, &mut managed)?;
+    cap_update_managers(&mut managed);
+    Ok(managed)
+}
+
+/// `managedFieldsUpdater` + `stripMetaManager` + `Updater.Update`.
+fn tracked_update(
+    ctx: &Context<'_>,
+    manager: &str,
+    old: &Value,
+    new: &Value,
+    managed: &mut ManagedFields,
+) -> Result<(), ApplyError> {
+    let comparison = compare(old, new, ctx.schema.root())?.exclude(&ctx.reset_fields);
+    let map = managed.map_mut();
+    for entry in map.values_mut() {
+        let changed = comparison.modified.union(&comparison.added);
+        entry.fields = entry
+            .fields
+            .difference(&entry.fields.intersection(&changed))
+            .difference(&comparison.removed);
+    }
+    map.retain(|_, e| !e.fields.is_empty());
+    let current = comparison
+        .modified
+        .union(&comparison.added)
+        .difference(&comparison.removed)
+        .recursive_difference(&ctx.reset_fields)
+        .difference(&strip_set());
+    if current.is_empty() {
+        return Ok(());
+    }
+    let mut entry = ctx.entry(manager, Operation::Update, current);
+    if let Some(previous) = managed.get(&entry.identifier()) {
+        entry.fields = entry.fields.union(&previous.fields);
+    }
+    debug_assert_ne!(manager, CURRENT_OPERATION);
+    managed.insert(entry);
+    Ok(())
+}
+
+/// Merges the oldest `Update` entries into `ancient-changes` buckets (one per API version)
+/// until at most [`MAX_UPDATE_MANAGERS`] remain.
+fn cap_update_managers(managed: &mut ManagedFields) {
+    let mut updaters: Vec<(i64, String)> = managed
+        .map()
+        .iter()
+        .filter(|(_, e)| e.operation == Operation::Update)
+        .map(|(id, e)| (e.time.map(|t| t.as_second()).unwrap_or(0), id.clone()))
+        .collect();
+    if updaters.len() <= MAX_UPDATE_MANAGERS {
+        return;
+    }
+    updaters.sort();
+    let mut length = updaters.len();
+    let mut first_of_version: std::collections::BTreeMap<String, String> = Default::default();
+    for (_, id) in updaters {
+        if length <= MAX_UPDATE_MANAGERS {
+            break;
+        }
+        let Some(entry) = managed.map().get(&id).cloned() else {
+            continue;
+        };
+        let bucket = Entry {
+            manager: ANCIENT_CHANGES.to_string(),
+            operation: Operation::Update,
+            api_version: entry.api_version.clone(),
+            time: entry.time,
+            subresource: String::new(),
+            fields: Set::new(),
+        };
+        let bucket_id = bucket.identifier();
+        let Some(first) = first_of_version.get(&entry.api_version).cloned() else {
+            first_of_version.insert(entry.api_version.clone(), id);
+            continue;
+        };
+        let map = managed.map_mut();
+        let bucket_fields = match map.get(&bucket_id) {
+            Some(b) => b.fields.clone(),
+            None => map.remove(&first).map(|f| f.fields).unwrap_or_default(),
+        };
+        map.remove(&id);
+        map.insert(
+            bucket_id,
+            Entry {
+                fields: entry.fields.union(&bucket_fields),
+                ..bucket
+            },
+        );
+        length -= 1;
+    }
+}
+
+/// Applies `config` (an apply patch) to `live` (`None` when the apply creates the object) for
+/// the context's manager, taking over conflicting fields when `force`. Returns the object to
+/// store (without `metadata.managedFields`) and the new managers.
+pub fn apply(
+    ctx: &Context<'_>,
+    live: Option<&Value>,
+    config: &Value,
+    managed: ManagedFields,
+    force: bool,
+) -> Result<(Value, ManagedFields), ApplyError> {
+    if config
+        .pointer("/metadata/managedFields")
+        .is_some_and(|v| !v.is_null())
+    {
+        return Err(ApplyError::BadRequest(
+            "metadata.managedFields must be nil".into(),
+        ));
+    }
+    let patch_version = config
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if patch_version != ctx.api_version {
+        return Err(ApplyError::BadRequest(format!(
+            "Incorrect version specified in apply patch. Specified patch version: {patch_version}, expected: {}",
+            ctx.api_version
+        )));
+    }
+    let live = match live {
+        Some(live) => without_managed_fields(live),
+        None => empty_like(config),
+    };
+    let mut managed = managed;
+    if managed.is_empty() {
+        tracked_update(
+            ctx,
+            BEFORE_FIRST_APPLY,
+            &empty_like(&live),
+            &live,
+            &mut managed,
+        )?;
+        cap_update_managers(&mut managed);
+    }
+    let root = ctx.schema.root();
+    let merged = merge(&live, config, root)?;
+    let applier = ctx.entry(ctx.manager, Operation::Apply, Set::new());
+    let applier_id = applier.identifier();
+    // Upstream means to drop the reset fields from the last applied set too, but discards the
+    // result; so does this.
+    let previous = managed.get(&applier_id).cloned();
+    let last = previous.as_ref().map(|e| e.fields.clone());
+    let fields = fields_of_node(config, root)?.recursive_difference(&ctx.reset_fields);
+    managed.insert(Entry {
+        fields,
+        ..applier.clone()
+    });
+    let new = match last {
+        Some(last) if !last.is_empty() => prune(ctx, &merged, &managed, &last)?,
+        _ => merged,
+    };
+
+    let comparison = compare(&live, &new, root)?.exclude(&ctx.reset_fields);
+    let changed = comparison.modified.union(&comparison.added);
+    let mut conflicts = Vec::new();
+    for (id, entry) in managed.map() {
+        if *id == applier_id {
+            continue;
+        }
+        for path in entry.fields.intersection(&changed).paths() {
+            conflicts.push(Conflict {
+                manager: id.clone(),
+                path,
+            });
+        }
+    }
+    if !force && !conflicts.is_empty() {
+        conflicts.sort_by(|a, b| a.manager.cmp(&b.manager).then_with(|| a.path.cmp(&b.path)));
+        return Err(ApplyError::Conflicts(Conflicts(conflicts)));
+    }
+    let map = managed.map_mut();
+    for (id, entry) in map.iter_mut() {
+        if *id != applier_id {
+            entry.fields = entry
+                .fields
+                .difference(&entry.fields.intersection(&changed))
+                .difference(&comparison.removed);
+        } else {
+            entry.fields = entry.fields.difference(&strip_set());
+            // A no-op apply leaves the object, and so the entry's time, as it was.
+            if values_equal(&live, &new) {
+                entry.time = previous.as_ref().and_then(|p| p.time);
+            }
+        }
+    }
+    map.retain(|_, e| !e.fields.is_empty());
+    Ok((new, managed))
+}
+
+/// Removes from `merged` what the applier applied last time (`last`), does not apply now, and
+/// no other manager owns (upstream's `prune`, `addBackOwnedItems`, `addBackDanglingItems`).
+fn prune(
+    ctx: &Context<'_>,
+    merged: &Value,
+    managed: &ManagedFields,
+    last: &Set,
+) -> Result<Value, ApplyError> {
+    let root = ctx.schema.root();
+    let last = last.ensure_named_fields_are_members(root);
+    let pruned = remove_items(merged, &last, root);
+    let owned = managed
+        .map()
+        .values()
+        .fold(Set::new(), |acc, e| acc.union(&e.fields))
+        .ensure_named_fields_are_members(root);
+    let merged_set = fields_of_node(merged, root)?.ensure_named_fields_are_members(root);
+    let pruned_set = fields_of_node(&pruned, root)?.ensure_named_fields_are_members(root);
+    let pruned = remove_items(
+        merged,
+        &merged_set.difference(&pruned_set.union(&owned)),
+        root,
+    );
+    let pruned_set = fields_of_node(&pruned, root)?.ensure_named_fields_are_members(root);
+    Ok(remove_items(
+        merged,
+        &merged_set.difference(&pruned_set).intersection(&last),
+        root,
+    ))
+}

@@ -1,0 +1,311 @@
+//! Walking an object along its schema: list item identities, the field set of an object
+//! (structured-merge-diff's `ToFieldSet`) and the comparison of two objects (`Compare`).
+
+use serde_json::{Map, Value};
+
+use super::error::ApplyError;
+use super::fieldpath::{Path, PathElement, Set};
+use super::schema::{DEDUCED, ListType, Node, Schema};
+use super::value::values_equal;
+
+static NO_KEYS: [String; 0] = [];
+
+/// How a node is handled for a given value.
+pub(crate) enum Shape<'a> {
+    /// A scalar, or a value that does not match its schema: owned and replaced as a whole.
+    Leaf,
+    /// An object; `node` answers the field types.
+    Map { node: &'a Node, atomic: bool },
+    /// An array.
+    List {
+        items: &'a Node,
+        atomic: bool,
+        keys: Option<&'a [String]>,
+    },
+}
+
+fn shape_of<'a>(node: &'a Node, v: &Value) -> Shape<'a> {
+    match node {
+        Node::Scalar => Shape::Leaf,
+        Node::Map { atomic, .. } if v.is_object() || v.is_null() => Shape::Map {
+            node,
+            atomic: *atomic,
+        },
+        Node::List { items, list_type } if v.is_array() || v.is_null() => Shape::List {
+            items,
+            atomic: *list_type == ListType::Atomic,
+            keys: match list_type {
+                ListType::Map(keys) if !keys.is_empty() => Some(keys.as_slice()),
+                ListType::Map(_) | ListType::Set => Some(&NO_KEYS),
+                ListType::Atomic => None,
+            },
+        },
+        Node::Deduced if v.is_object() => Shape::Map {
+            node: &DEDUCED,
+            atomic: false,
+        },
+        Node::Deduced if v.is_array() => Shape::List {
+            items: &DEDUCED,
+            atomic: true,
+            keys: None,
+        },
+        _ => Shape::Leaf,
+    }
+}
+
+/// The shape of a node seen with up to two values; values of different kinds make a leaf.
+pub(crate) fn shape_pair<'a>(node: &'a Node, l: Option<&Value>, r: Option<&Value>) -> Shape<'a> {
+    match (l, r) {
+        (Some(l), Some(r)) => match (shape_of(node, l), shape_of(node, r)) {
+            (a @ Shape::Map { .. }, Shape::Map { .. }) => a,
+            (a @ Shape::List { .. }, Shape::List { .. }) => a,
+            _ => Shape::Leaf,
+        },
+        (Some(v), None) | (None, Some(v)) => shape_of(node, v),
+        (None, None) => Shape::Leaf,
+    }
+}
+
+/// The identity of a list item: `k:` for map lists, `v:` for sets, `i:` otherwise.
+pub(crate) fn list_item_pe(
+    keys: Option<&[String]>,
+    index: usize,
+    item: &Value,
+) -> Result<PathElement, ApplyError> {
+    match keys {
+        None => Ok(PathElement::Index(index)),
+        Some([]) => match item {
+            Value::Object(_) => Err(ApplyError::Invalid(format!(
+                "element {index}: associative list without keys has an element that's a map type"
+            ))),
+            Value::Array(_) => Err(ApplyError::Invalid(format!(
+                "element {index}: associative list without keys has an element that's a list type"
+            ))),
+            v => Ok(PathElement::Value(v.clone())),
+        },
+        Some(keys) => {
+            let Value::Object(map) = item else {
+                return Err(ApplyError::Invalid(format!(
+                    "element {index}: associative list with keys has an element that is not a map type"
+                )));
+            };
+            let mut fields = Vec::with_capacity(keys.len());
+            for key in keys {
+                match map.get(key) {
+                    Some(v) => fields.push((key.clone(), v.clone())),
+                    None => {
+                        return Err(ApplyError::Invalid(format!(
+                            "element {index}: associative list with keys has an element that omits key field {key:?} (and doesn't have default value)"
+                        )));
+                    }
+                }
+            }
+            Ok(PathElement::key(fields))
+        }
+    }
+}
+
+/// The items of a list with their identities, first occurrence of each identity only.
+pub(crate) fn index_items<'v>(
+    keys: Option<&[String]>,
+    list: Option<&'v Value>,
+) -> Result<Vec<(PathElement, &'v Value)>, ApplyError> {
+    let mut out: Vec<(PathElement, &Value)> = Vec::new();
+    if let Some(Value::Array(items)) = list {
+        for (i, item) in items.iter().enumerate() {
+            let pe = list_item_pe(keys, i, item)?;
+            if !out.iter().any(|(seen, _)| *seen == pe) {
+                out.push((pe, item));
+            }
+        }
+    }
+    Ok(out)
+}
+
+pub(crate) fn as_map(v: Option<&Value>) -> Option<&Map<String, Value>> {
+    v.and_then(Value::as_object)
+}
+
+pub(crate) fn is_empty_container(v: Option<&Value>) -> bool {
+    match v {
+        None | Some(Value::Null) => true,
+        Some(Value::Object(m)) => m.is_empty(),
+        Some(Value::Array(a)) => a.is_empty(),
+        Some(_) => false,
+    }
+}
+
+/// The set of fields an object sets: scalars, atomic lists and maps, map keys and list items
+/// (declared struct fields only through their children), as upstream's `ToFieldSet`.
+pub fn fields_of(obj: &Value, schema: &Schema) -> Result<Set, ApplyError> {
+    fields_of_node(obj, schema.root())
+}
+
+/// [`fields_of`] for a value of type `node`.
+pub fn fields_of_node(obj: &Value, node: &Node) -> Result<Set, ApplyError> {
+    let mut set = Set::new();
+    walk_fields(&mut Vec::new(), node, obj, &mut set)?;
+    Ok(set)
+}
+
+fn walk_fields(
+    path: &mut Vec<PathElement>,
+    node: &Node,
+    v: &Value,
+    set: &mut Set,
+) -> Result<(), ApplyError> {
+    match shape_of(node, v) {
+        Shape::Leaf => set.insert_elements(path),
+        Shape::Map { atomic: true, .. } | Shape::List { atomic: true, .. } => {
+            set.insert_elements(path)
+        }
+        Shape::Map { node, .. } => {
+            if let Value::Object(map) = v {
+                for (k, child) in map {
+                    let (child_node, declared) = node.field(k);
+                    path.push(PathElement::Field(k.clone()));
+                    walk_fields(path, child_node, child, set)?;
+                    if !declared {
+                        set.insert_elements(path);
+                    }
+                    path.pop();
+                }
+            }
+        }
+        Shape::List { items, keys, .. } => {
+            if let Value::Array(list) = v {
+                for (i, item) in list.iter().enumerate() {
+                    let pe = list_item_pe(keys, i, item).map_err(|e| at(path, e))?;
+                    path.push(pe);
+                    walk_fields(path, items, item, set)?;
+                    set.insert_elements(path);
+                    path.pop();
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn at(path: &[PathElement], e: ApplyError) -> ApplyError {
+    match e {
+        ApplyError::Invalid(msg) => ApplyError::Invalid(format!("{}: {msg}", Path(path.to_vec()))),
+        other => other,
+    }
+}
+
+/// What changed between two objects, path by path.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Comparison {
+    /// Paths only in the new object (including newly added maps, lists and items).
+    pub added: Set,
+    /// Paths whose leaf value differs.
+    pub modified: Set,
+    /// Paths only in the old object.
+    pub removed: Set,
+}
+
+impl Comparison {
+    /// Drops the paths at or below members of `ignored` (reset fields).
+    pub fn exclude(&self, ignored: &Set) -> Comparison {
+        Comparison {
+            added: self.added.recursive_difference(ignored),
+            modified: self.modified.recursive_difference(ignored),
+            removed: self.removed.recursive_difference(ignored),
+        }
+    }
+}
+
+/// Compares an old and a new object along the schema.
+pub fn compare(old: &Value, new: &Value, node: &Node) -> Result<Comparison, ApplyError> {
+    let mut c = Comparison::default();
+    walk_compare(&mut Vec::new(), node, Some(old), Some(new), &mut c)?;
+    Ok(c)
+}
+
+fn leaf_rule(path: &[PathElement], l: Option<&Value>, r: Option<&Value>, c: &mut Comparison) {
+    match (l, r) {
+        (None, Some(_)) => c.added.insert_elements(path),
+        (Some(_), None) => c.removed.insert_elements(path),
+        (Some(l), Some(r)) if !values_equal(l, r) => c.modified.insert_elements(path),
+        _ => {}
+    }
+}
+
+fn walk_compare(
+    path: &mut Vec<PathElement>,
+    node: &Node,
+    l: Option<&Value>,
+    r: Option<&Value>,
+    c: &mut Comparison,
+) -> Result<(), ApplyError> {
+    match shape_pair(node, l, r) {
+        Shape::Leaf => {
+            leaf_rule(path, l, r, c);
+            return Ok(());
+        }
+        Shape::Map { node, atomic } => {
+            if atomic || (is_empty_container(l) && is_empty_container(r)) {
+                leaf_rule(path, l, r, c);
+                return Ok(());
+            }
+            let (lm, rm) = (as_map(l), as_map(r));
+            if let Some(lm) = lm {
+                for (k, lv) in lm {
+                    path.push(PathElement::Field(k.clone()));
+                    walk_compare(
+                        path,
+                        node.field(k).0,
+                        Some(lv),
+                        rm.and_then(|m| m.get(k)),
+                        c,
+                    )?;
+                    path.pop();
+                }
+            }
+            if let Some(rm) = rm {
+                for (k, rv) in rm {
+                    if lm.is_some_and(|m| m.contains_key(k)) {
+                        continue;
+                    }
+                    path.push(PathElement::Field(k.clone()));
+                    walk_compare(path, node.field(k).0, None, Some(rv), c)?;
+                    path.pop();
+                }
+            }
+        }
+        Shape::List {
+            items,
+            atomic,
+            keys,
+        } => {
+            if atomic || (is_empty_container(l) && is_empty_container(r)) {
+                leaf_rule(path, l, r, c);
+                return Ok(());
+            }
+            let li = index_items(keys, l).map_err(|e| at(path, e))?;
+            let ri = index_items(keys, r).map_err(|e| at(path, e))?;
+            for (pe, lv) in &li {
+                let rv = ri.iter().find(|(p, _)| p == pe).map(|(_, v)| *v);
+                path.push(pe.clone());
+                walk_compare(path, items, Some(lv), rv, c)?;
+                path.pop();
+            }
+            for (pe, rv) in &ri {
+                if li.iter().any(|(p, _)| p == pe) {
+                    continue;
+                }
+                path.push(pe.clone());
+                walk_compare(path, items, None, Some(rv), c)?;
+                path.pop();
+            }
+        }
+    }
+    // Containers that appear or disappear as a whole are changes too.
+    match (l, r) {
+        (None, Some(_)) => c.added.insert_elements(path),
+        (Some(_), None) => c.removed.insert_elements(path),
+        _ => {}
+    }
+    Ok(())
+}
