@@ -19,3 +19,31 @@ pub enum ApplyError {
     #[error("failed to decode managed fields: {0}")]
     ManagedFields(#[from] ManagedFieldsError),
 }
+
+impl From<ApplyError> for crate::error::ApiError {
+    /// Conflicts answer 409 `Conflict` whose details hold only the causes (as upstream);
+    /// malformed requests 400; objects that do not fit their schema 422; unreadable stored
+    /// managed fields 500.
+    fn from(e: ApplyError) -> Self {
+        use crate::error::{ApiError, StatusCause, StatusDetails};
+        match e {
+            ApplyError::Conflicts(c) => {
+                ApiError::new(409, "Conflict", c.message()).with_details(StatusDetails {
+                    causes: c
+                        .causes()
+                        .into_iter()
+                        .map(|cause| StatusCause {
+                            reason: cause.reason.to_string(),
+                            message: cause.message,
+                            field: cause.field,
+                        })
+                        .collect(),
+                    ..Default::default()
+                })
+            }
+            ApplyError::BadRequest(m) => ApiError::bad_request(m),
+            ApplyError::Invalid(m) => ApiError::new(422, "Invalid", m),
+            e @ ApplyError::ManagedFields(_) => ApiError::internal(e),
+        }
+    }
+}

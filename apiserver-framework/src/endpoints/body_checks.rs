@@ -92,6 +92,7 @@ pub fn check_patch(
         PatchKind::Json => FieldIssues::json_patch(patch, patched, schema),
         PatchKind::Merge => FieldIssues::merge_patch(patch, patched, schema),
         PatchKind::Strategic => FieldIssues::strategic_merge_patch(patch, patched, schema),
+        PatchKind::Apply => FieldIssues::apply_patch(patch),
     };
     if issues.is_empty() {
         warnings.set(Vec::new());

@@ -9,7 +9,9 @@ use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Limited};
 use serde_json::Value;
 
+use crate::endpoints::apply_patch;
 use crate::endpoints::body_checks;
+use crate::endpoints::field_manager;
 use crate::endpoints::negotiation::{self, BodyFormat, Output};
 use crate::endpoints::patch;
 use crate::endpoints::query::Query;
@@ -124,21 +126,34 @@ async fn dispatch(
             response::object(StatusCode::OK, output, info, obj)
         }
         (Method::POST, None) if collection_allowed => {
-            let opts = query.write_options()?;
+            let mut opts = query.write_options()?;
+            field_manager::check_write("CreateOptions", &mut opts, user_agent(&req))?;
             let body = read_checked_object(req, info, &opts, warnings).await?;
             let obj = storage.create(ctx, body, &opts).await?;
             response::object(StatusCode::CREATED, output, info, obj)
         }
         (Method::PUT, Some(n)) => {
-            let opts = query.write_options()?;
+            let mut opts = query.write_options()?;
+            field_manager::check_write("UpdateOptions", &mut opts, user_agent(&req))?;
             let body = read_checked_object(req, info, &opts, warnings).await?;
             let obj = storage.update(ctx, n, sub, body, &opts).await?;
             response::object(StatusCode::OK, output, info, obj)
         }
         (Method::PATCH, Some(n)) => {
-            let opts = query.write_options()?;
+            let mut opts = query.write_options()?;
             let kind = patch::PatchKind::from_content_type(&content_type(&req))?;
+            field_manager::check_patch(kind, &mut opts, user_agent(&req))?;
             let body = read_body(req).await?;
+            if kind == patch::PatchKind::Apply {
+                let applied =
+                    apply_patch::apply(storage, ctx, n, sub, &body, &opts, warnings).await?;
+                let code = if applied.created {
+                    StatusCode::CREATED
+                } else {
+                    StatusCode::OK
+                };
+                return response::object(code, output, info, applied.object);
+            }
             let schema = info.schema.clone();
             let doc = patch::PatchDocument::parse(kind, &body, schema.clone())?;
             let mode = opts.field_validation;
@@ -195,16 +210,23 @@ async fn scale(
             return response::object(StatusCode::OK, output, &info, to_scale(&obj)?);
         }
         Method::PUT => {
-            let opts = query.write_options()?;
+            let mut opts = query.write_options()?;
+            field_manager::check_write("UpdateOptions", &mut opts, user_agent(&req))?;
             let desired = read_object(req).await?;
             let write =
                 move |current: Value| scale::apply_to_object(paths, name, &desired, current);
             storage.patch(ctx, name, None, &write, &opts).await?
         }
         Method::PATCH => {
-            let opts = query.write_options()?;
+            let mut opts = query.write_options()?;
             let kind = patch::PatchKind::from_content_type(&content_type(&req))?;
+            field_manager::check_patch(kind, &mut opts, user_agent(&req))?;
             let body = read_body(req).await?;
+            if kind == patch::PatchKind::Apply {
+                let updated =
+                    apply_patch::apply_scale(storage, ctx, name, paths, &body, &opts).await?;
+                return response::object(StatusCode::OK, output, &info, to_scale(&updated)?);
+            }
             // A Scale has no lists: strategic merge patches merge it as maps.
             let doc = patch::PatchDocument::parse(kind, &body, Default::default())?;
             let write = move |current: Value| {
@@ -216,6 +238,13 @@ async fn scale(
         _ => return Err(ApiError::method_not_allowed()),
     };
     response::object(StatusCode::OK, output, &info, to_scale(&updated)?)
+}
+
+/// The request's User-Agent, if readable.
+fn user_agent(req: &Request<Body>) -> Option<&str> {
+    req.headers()
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
 }
 
 /// The request's Content-Type, or `""`.

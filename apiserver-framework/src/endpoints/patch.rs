@@ -10,6 +10,7 @@ pub const PATCH_TYPES: &[&str] = &[
     "application/json-patch+json",
     "application/merge-patch+json",
     "application/strategic-merge-patch+json",
+    "application/apply-patch+yaml",
 ];
 
 /// Most operations a JSON patch may have (as upstream).
@@ -44,6 +45,8 @@ pub enum PatchKind {
     Merge,
     /// `application/strategic-merge-patch+json`.
     Strategic,
+    /// `application/apply-patch+yaml` (server-side apply; JSON is YAML too).
+    Apply,
 }
 
 impl PatchKind {
@@ -54,6 +57,7 @@ impl PatchKind {
             "application/json-patch+json" => Ok(PatchKind::Json),
             "application/merge-patch+json" => Ok(PatchKind::Merge),
             "application/strategic-merge-patch+json" => Ok(PatchKind::Strategic),
+            "application/apply-patch+yaml" => Ok(PatchKind::Apply),
             _ => Err(ApiError::unsupported_media_type(PATCH_TYPES)),
         }
     }
@@ -99,6 +103,9 @@ impl PatchDocument {
                     .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
                 Ok(PatchDocument::Json(patch))
             }
+            PatchKind::Apply => Err(ApiError::internal(
+                "an apply patch is merged by server-side apply, not as a patch document",
+            )),
             PatchKind::Merge | PatchKind::Strategic => {
                 let v: Value = serde_json::from_slice(body)
                     .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;

@@ -136,6 +136,8 @@ impl Query {
             dry_run: self.dry_run()?,
             field_manager: self.get("fieldManager").unwrap_or("").to_string(),
             field_validation,
+            force: self.bool("force")?,
+            apply: false,
         })
     }
 

@@ -46,6 +46,11 @@ pub struct WriteOptions {
     pub field_manager: String,
     /// `fieldValidation`.
     pub field_validation: FieldValidation,
+    /// `force` (apply patches only): take over fields other managers own.
+    pub force: Option<bool>,
+    /// The write is a server-side apply whose `metadata.managedFields` the apply computed:
+    /// the store records no `Update` entry for it.
+    pub apply: bool,
 }
 
 /// Options of delete and deletecollection.

@@ -13,6 +13,7 @@ use rand::Rng;
 use serde_json::Value;
 
 use crate::admission::{AdmissionAttributes, Operation};
+use crate::apply;
 use crate::error::{ApiError, Status, StatusDetails};
 use crate::registry::continue_token;
 use crate::registry::encoded_events::EncodedEvents;
@@ -41,6 +42,8 @@ pub struct Store<T: ApiResource> {
     prefix: String,
     /// Recent changes encoded once for all watchers.
     encoded: Arc<EncodedEvents>,
+    /// The schema server-side apply and field ownership follow.
+    apply_schema: Arc<apply::Schema>,
     _marker: PhantomData<fn() -> T>,
 }
 
@@ -48,6 +51,7 @@ impl<T: ApiResource> Store<T> {
     /// A store of `T` on `storage`, driven by `strategy`.
     pub fn new(storage: Arc<dyn Storage>, strategy: Arc<dyn Strategy<T>>) -> Self {
         let info = T::resource_info();
+        let info_schema = info.schema.clone();
         // As kube-apiserver: `/<resource>/` for the core group, `/<group>/<resource>/` otherwise.
         let prefix = if info.group.is_empty() {
             format!("/{}/", info.plural)
@@ -60,6 +64,7 @@ impl<T: ApiResource> Store<T> {
             strategy,
             prefix,
             encoded: Arc::default(),
+            apply_schema: Arc::new(apply::Schema::from_openapi(&info_schema)),
             _marker: PhantomData,
         }
     }
@@ -201,6 +206,50 @@ impl<T: ApiResource> Store<T> {
                 self.info.kind, self.info.version, self.info.kind
             ))
         })
+    }
+
+    /// The server-side apply context of a write by `manager` to `subresource`.
+    fn apply_context<'a>(
+        &'a self,
+        manager: &'a str,
+        api_version: &'a str,
+        subresource: Option<&'a str>,
+    ) -> apply::Context<'a> {
+        apply::Context {
+            schema: &self.apply_schema,
+            manager,
+            api_version,
+            subresource,
+            reset_fields: apply::reset_fields(subresource, self.info.status_subresource),
+            now: jiff::Timestamp::now(),
+        }
+    }
+
+    /// Records a write other than an apply in `new`'s `metadata.managedFields`: the fields
+    /// it changes from `old` (`None` on create) join the writer's `Update` entry.
+    fn track_update(
+        &self,
+        old: Option<&T>,
+        new: &mut T,
+        subresource: Option<&str>,
+        opts: &WriteOptions,
+    ) -> Result<(), ApiError> {
+        if opts.apply {
+            return Ok(());
+        }
+        let old_value = old.map(Self::to_value).transpose()?;
+        let new_value = Self::to_value(new)?;
+        let managed =
+            apply::ManagedFields::for_update(old_value.as_ref(), &new_value, subresource.is_some());
+        let api_version = self.info.api_version();
+        let ctx = self.apply_context(&opts.field_manager, &api_version, subresource);
+        let managed = apply::update(&ctx, old_value.as_ref(), &new_value, managed)?;
+        new.meta_mut().managed_fields = managed
+            .encode()
+            .map(serde_json::from_value)
+            .transpose()
+            .map_err(ApiError::internal)?;
+        Ok(())
     }
 
     fn validate_name(&self, name: &str) -> Vec<FieldError> {
@@ -354,6 +403,7 @@ impl<T: ApiResource> Store<T> {
             opts.dry_run,
         )
         .await?;
+        self.track_update(None, &mut obj, None, opts)?;
         let bytes = self.encode(&mut obj)?;
         if opts.dry_run {
             if self
@@ -445,6 +495,11 @@ impl<T: ApiResource> Store<T> {
             // The status subresource changes the status and nothing else.
             let mut merged = old.clone();
             merged.copy_status_from(&new);
+            if opts.apply {
+                // The apply computed the managers of this write.
+                merged.meta_mut().managed_fields = new.meta_mut().managed_fields.take();
+            }
+            merged.meta_mut().resource_version = new.meta().resource_version.clone();
             new = merged;
         } else {
             if T::has_status() {
@@ -505,6 +560,7 @@ impl<T: ApiResource> Store<T> {
             opts.dry_run,
         )
         .await?;
+        self.track_update(Some(&old), &mut new, subresource, opts)?;
         new.meta_mut().resource_version = None;
         let bytes = self.encode(&mut new)?;
         if bytes == current.value {

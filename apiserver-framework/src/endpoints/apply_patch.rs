@@ -1,0 +1,255 @@
+//! Server-side apply (`application/apply-patch+yaml`) on a resource and its `status` and
+//! `scale` subresources: the configuration is merged into the live object by
+//! [`crate::apply`], which keeps `metadata.managedFields`; an absent object is created.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+use crate::apply::{self, ManagedFields};
+use crate::endpoints::body_checks::Collected;
+use crate::endpoints::scale;
+use crate::error::ApiError;
+use crate::registry::field_validation::{FieldIssues, unknown_fields};
+use crate::registry::options::{FieldValidation, WriteOptions};
+use crate::registry::rest::{RequestContext, RestStorage};
+use crate::resource::{ResourceInfo, ScaleSubresource};
+
+/// What an apply did: `created` answers 201, otherwise 200.
+pub struct Applied {
+    /// The stored object.
+    pub object: Bytes,
+    /// Whether the apply created the object.
+    pub created: bool,
+}
+
+/// Parses an apply body (YAML, or JSON read as YAML) into an object and applies
+/// `fieldValidation`: duplicate keys and unknown fields are warnings (`Warn`) or a 400
+/// (`Strict`); unknown fields are dropped before the merge, so nobody owns them.
+fn read_config(
+    info: &ResourceInfo,
+    name: &str,
+    namespace: Option<&str>,
+    body: &[u8],
+    mode: FieldValidation,
+    warnings: &Collected,
+) -> Result<Value, ApiError> {
+    let mut config: Value = serde_yaml_ng::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+    if !config.is_object() {
+        return Err(ApiError::bad_request(
+            "error decoding YAML: an apply patch must be an object",
+        ));
+    }
+    let duplicates = FieldIssues::apply_patch(body);
+    let unknown = unknown_fields(&config, &info.schema);
+    if mode == FieldValidation::Strict {
+        if !duplicates.is_empty() {
+            return Err(ApiError::bad_request(duplicates.apply_strict_message()));
+        }
+        if let Some(first) = unknown.first() {
+            let ns = namespace.map(|n| format!("{n}/")).unwrap_or_default();
+            return Err(ApiError::bad_request(format!(
+                "failed to create typed patch object ({ns}{name}; {}, Kind={}): .{first}: field not declared in schema",
+                info.api_version(),
+                info.kind
+            )));
+        }
+    } else if mode == FieldValidation::Warn {
+        let mut texts = duplicates.warnings();
+        texts.extend(unknown.iter().map(|f| format!("unknown field {f:?}")));
+        warnings.set(texts);
+    }
+    prune(&mut config, &info.schema, true);
+    Ok(config)
+}
+
+/// Removes the fields `schema` does not declare (`metadata` is left to the store).
+fn prune(value: &mut Value, schema: &Value, top: bool) {
+    let preserve = schema
+        .get("x-kubernetes-preserve-unknown-fields")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    match value {
+        Value::Object(map) => {
+            let props = schema.get("properties").and_then(Value::as_object);
+            let additional = schema.get("additionalProperties").filter(|a| a.is_object());
+            let open = preserve
+                || schema.get("additionalProperties") == Some(&Value::Bool(true))
+                || additional.is_some();
+            map.retain(|k, _| {
+                (top && matches!(k.as_str(), "apiVersion" | "kind" | "metadata"))
+                    || open
+                    || props.is_some_and(|p| p.contains_key(k))
+            });
+            for (k, v) in map.iter_mut() {
+                if top && k == "metadata" {
+                    continue;
+                }
+                match (props.and_then(|p| p.get(k)), additional) {
+                    (Some(s), _) | (None, Some(s)) => prune(v, s, false),
+                    _ => {}
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(s) = schema.get("items") {
+                for item in items {
+                    prune(item, s, false);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The apply of `config` to `live` (`None`: no object yet) as the options' manager.
+fn apply_to(
+    info: &ResourceInfo,
+    schema: &apply::Schema,
+    subresource: Option<&str>,
+    live: Option<&Value>,
+    config: &Value,
+    opts: &WriteOptions,
+) -> Result<Value, ApiError> {
+    let api_version = info.api_version();
+    let ctx = apply::Context {
+        schema,
+        manager: &opts.field_manager,
+        api_version: &api_version,
+        subresource,
+        reset_fields: apply::reset_fields(subresource, info.status_subresource),
+        now: jiff::Timestamp::now(),
+    };
+    let managed = match live {
+        Some(l) => ManagedFields::from_object(l).map_err(apply::ApplyError::from)?,
+        None => ManagedFields::new(),
+    };
+    let force = opts.force.unwrap_or(false);
+    let (mut object, managed) = apply::apply(&ctx, live, config, managed, force)?;
+    managed.write_to(&mut object);
+    Ok(object)
+}
+
+/// Applies `body` to object `name` (or its `status`); creates the object when absent.
+#[allow(clippy::too_many_arguments)]
+pub async fn apply(
+    storage: &Arc<dyn RestStorage>,
+    ctx: &RequestContext,
+    name: &str,
+    subresource: Option<&str>,
+    body: &[u8],
+    opts: &WriteOptions,
+    warnings: &Collected,
+) -> Result<Applied, ApiError> {
+    let info = storage.info();
+    let config = read_config(
+        info,
+        name,
+        ctx.namespace.as_deref(),
+        body,
+        opts.field_validation,
+        warnings,
+    )?;
+    if let Some(n) = config.pointer("/metadata/name").and_then(Value::as_str)
+        && !n.is_empty()
+        && n != name
+    {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({n}) does not match the name on the URL ({name})"
+        )));
+    }
+    let schema = apply::Schema::from_openapi(&info.schema);
+    let opts = WriteOptions {
+        apply: true,
+        ..opts.clone()
+    };
+    let write = |live: Value| apply_to(info, &schema, subresource, Some(&live), &config, &opts);
+    match storage.patch(ctx, name, subresource, &write, &opts).await {
+        Ok(object) => Ok(Applied {
+            object,
+            created: false,
+        }),
+        Err(e) if e.code == 404 && subresource.is_none() && e.reason == "NotFound" => {
+            let mut object = apply_to(info, &schema, None, None, &config, &opts)?;
+            object["metadata"]["name"] = json!(name);
+            let object = storage.create(ctx, object, &opts).await?;
+            Ok(Applied {
+                object,
+                created: true,
+            })
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Applies a `Scale` configuration: its `spec.replicas` is applied to the object at the
+/// scale's replicas path, owned by the manager with subresource `scale`.
+pub async fn apply_scale(
+    storage: &Arc<dyn RestStorage>,
+    ctx: &RequestContext,
+    name: &str,
+    paths: &ScaleSubresource,
+    body: &[u8],
+    opts: &WriteOptions,
+) -> Result<Bytes, ApiError> {
+    let info = storage.info();
+    let desired: Value = serde_yaml_ng::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+    let skeleton = json!({
+        "apiVersion": info.api_version(),
+        "kind": info.kind,
+        "metadata": {"name": name},
+    });
+    let mut config = scale::apply_to_object(paths, name, &desired, skeleton)?;
+    if let Some(meta) = config.get_mut("metadata").and_then(Value::as_object_mut) {
+        // A resourceVersion in the Scale is a precondition the live object must meet.
+        meta.remove("resourceVersion");
+    }
+    let precondition = desired
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let schema = apply::Schema::from_openapi(&info.schema);
+    let opts = WriteOptions {
+        apply: true,
+        ..opts.clone()
+    };
+    let write = |live: Value| {
+        let mut object = apply_to(info, &schema, Some("scale"), Some(&live), &config, &opts)?;
+        if let Some(rv) = &precondition {
+            object["metadata"]["resourceVersion"] = json!(rv);
+        }
+        Ok(object)
+    };
+    storage.patch(ctx, name, None, &write, &opts).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prune_drops_undeclared_fields_only() {
+        let schema = json!({"type": "object", "properties": {
+            "spec": {"type": "object", "properties": {
+                "a": {"type": "string"},
+                "list": {"type": "array", "items": {"type": "object", "properties": {"n": {"type": "string"}}}},
+                "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                "labels": {"type": "object", "additionalProperties": {"type": "string"}}
+            }}
+        }});
+        let mut v = json!({"apiVersion": "g/v1", "kind": "K", "metadata": {"name": "x", "odd": 1},
+            "spec": {"a": "1", "b": 2, "list": [{"n": "x", "m": 1}], "free": {"any": {"thing": 1}},
+                     "labels": {"k": "v"}},
+            "extra": true});
+        prune(&mut v, &schema, true);
+        assert_eq!(
+            v,
+            json!({"apiVersion": "g/v1", "kind": "K", "metadata": {"name": "x", "odd": 1},
+                "spec": {"a": "1", "list": [{"n": "x"}], "free": {"any": {"thing": 1}},
+                         "labels": {"k": "v"}}})
+        );
+    }
+}
