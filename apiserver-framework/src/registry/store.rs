@@ -361,10 +361,15 @@ impl<T: ApiResource> Store<T> {
                 }
             }
             meta.uid = Some(uuid::Uuid::new_v4().to_string());
+            // Whole seconds, cut as upstream's RFC 3339 encoding cuts them.
+            let now = jiff::Timestamp::now();
             meta.creation_timestamp = Some(Time(
-                jiff::Timestamp::now()
-                    .round(jiff::Unit::Second)
-                    .unwrap_or_else(|_| jiff::Timestamp::now()),
+                now.round(
+                    jiff::TimestampRound::new()
+                        .smallest(jiff::Unit::Second)
+                        .mode(jiff::RoundMode::Trunc),
+                )
+                .unwrap_or(now),
             ));
             meta.resource_version = None;
             meta.generation = Some(1);

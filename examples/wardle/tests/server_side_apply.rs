@@ -380,11 +380,7 @@ async fn apply_edge_cases_over_http() {
     );
 
     // Bad apply bodies.
-    let with_managed = format!(
-        "{}  managedFields: [{{manager: x, operation: Apply}}]\n",
-        config("a").replace("  name: e\n", "  name: e\n")
-    )
-    .replace(
+    let with_managed = config("a").replace(
         "metadata:\n  name: e\n",
         "metadata:\n  name: e\n  managedFields: [{manager: x, operation: Apply}]\n",
     );
