@@ -212,7 +212,11 @@ mod tests {
             400
         );
         assert_eq!(
-            PatchKind::from_content_type("application/apply-patch+yaml")
+            PatchKind::from_content_type("application/apply-patch+yaml").unwrap(),
+            PatchKind::Apply
+        );
+        assert_eq!(
+            PatchKind::from_content_type("application/yaml")
                 .unwrap_err()
                 .code,
             415
