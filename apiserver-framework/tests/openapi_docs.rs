@@ -542,7 +542,8 @@ fn v2_document_paths_and_operations() {
         json!([
             "application/json-patch+json",
             "application/merge-patch+json",
-            "application/strategic-merge-patch+json"
+            "application/strategic-merge-patch+json",
+            "application/apply-patch+yaml"
         ])
     );
     assert_eq!(
@@ -748,6 +749,7 @@ fn v3_group_version_document() {
     assert_eq!(
         media,
         [
+            "application/apply-patch+yaml",
             "application/json-patch+json",
             "application/merge-patch+json",
             "application/strategic-merge-patch+json"
