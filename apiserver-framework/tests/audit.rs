@@ -533,3 +533,59 @@ async fn impersonation_is_authorized_and_audited() {
         )
     );
 }
+
+#[tokio::test]
+async fn local_mode_takes_the_audit_flags() {
+    use apiserver_framework::cli::local::{self, LocalOptions};
+    install_crypto_provider();
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(&policy, POLICY).unwrap();
+    let log = dir.path().join("audit.log");
+    let opts = LocalOptions {
+        secure_port: 0,
+        cert_dir: dir.path().join("certs"),
+        audit: AuditOptions {
+            audit_policy_file: Some(policy),
+            audit_log_path: Some(log.display().to_string()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let server = GenericApiServer::builder("local-audit")
+        .group(Group::new("wardle.example.com").resource::<Flunder>())
+        .build();
+    let server = local::start("local-audit", Arc::new(server), &opts)
+        .await
+        .unwrap();
+    let http = reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(server.ca_pem.as_bytes()).unwrap())
+        .build()
+        .unwrap();
+    let res = http
+        .get(format!("{}{}", server.url, flunders("default")))
+        .bearer_auth(&server.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let id = res.headers()["audit-id"].to_str().unwrap().to_string();
+    let text = std::fs::read_to_string(&log).unwrap();
+    let events: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["auditID"] == id.as_str())
+        .collect();
+    assert_eq!(stages(&events), ["RequestReceived", "ResponseComplete"]);
+    assert_eq!(events[1]["user"]["username"], "local-admin");
+    assert_eq!(events[1]["verb"], "list");
+
+    // A policy that does not parse stops the start.
+    std::fs::write(dir.path().join("policy.yaml"), "kind: Policy\n").unwrap();
+    let server = GenericApiServer::builder("local-audit").build();
+    assert!(
+        local::start("local-audit", Arc::new(server), &opts)
+            .await
+            .is_err()
+    );
+}
