@@ -177,10 +177,13 @@ impl Auditor {
         };
         ctx.emit(Stage::RequestReceived);
 
-        // The request body: kept for levels Request and up, and read for creates and
-        // updates to complete the object reference from the object's metadata.
-        let is_write = parts.method == Method::POST || parts.method == Method::PUT;
-        let keep = config.level >= Level::Request && (is_write || parts.method == Method::PATCH);
+        // The body of a resource request: kept for levels Request and up, and read for
+        // creates and updates to complete the object reference from the object's metadata
+        // (bodies past the server's 3 MiB limit are refused here with its 413).
+        let resource = matches!(attrs.request, AuthzRequest::Resource(_));
+        let is_write = resource && (parts.method == Method::POST || parts.method == Method::PUT);
+        let keep = config.level >= Level::Request
+            && (is_write || resource && parts.method == Method::PATCH);
         let body = if keep || is_write {
             match crate::endpoints::handlers::read_body(Request::new(body)).await {
                 Ok(bytes) => {
