@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use rand::Rng;
 
+use crate::audit::{AuditError, AuditOptions};
 use crate::auth::{StaticTokenAuthenticator, UserInfo};
 use crate::authz::AllowAll;
 use crate::cli::kubeconfig;
@@ -43,6 +44,9 @@ pub struct LocalOptions {
     /// already has its storage).
     #[command(flatten)]
     pub storage: StorageOptions,
+    /// Auditing.
+    #[command(flatten)]
+    pub audit: AuditOptions,
 }
 
 impl Default for LocalOptions {
@@ -56,6 +60,7 @@ impl Default for LocalOptions {
             write_kubeconfig: None,
             token: None,
             storage: StorageOptions::default(),
+            audit: AuditOptions::default(),
         }
     }
 }
@@ -69,6 +74,9 @@ pub enum LocalError {
     /// The storage could not be opened.
     #[error("storage: {0}")]
     Storage(#[from] crate::storage::StorageError),
+    /// The audit policy or log is unusable.
+    #[error(transparent)]
+    Audit(#[from] AuditError),
     /// The address could not be bound, or the kubeconfig written.
     #[error("{0}")]
     Io(#[from] std::io::Error),
@@ -118,12 +126,15 @@ pub async fn start(
         tokio::net::TcpListener::bind(SocketAddr::new(opts.bind_address, opts.secure_port)).await?;
     let token = opts.token.clone().unwrap_or_else(|| random_token_of(40));
     let user = UserInfo::new("local-admin", &["system:masters", "system:authenticated"]);
-    let chain = Arc::new(HandlerChain::new(
+    let mut chain = HandlerChain::new(
         server,
         Arc::new(StaticTokenAuthenticator::new(token.clone(), user)),
         Arc::new(AllowAll),
-    ));
-    let running = serve::start(listener, tls, chain)?;
+    );
+    if let Some(auditor) = opts.audit.build()? {
+        chain = chain.with_audit(Arc::new(auditor));
+    }
+    let running = serve::start(listener, tls, Arc::new(chain))?;
     let host = match running.addr.ip() {
         IpAddr::V6(ip) => format!("[{ip}]"),
         IpAddr::V4(ip) => ip.to_string(),

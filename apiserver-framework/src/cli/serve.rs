@@ -33,6 +33,9 @@ pub enum ServeError {
     /// The authorization configuration is unusable.
     #[error(transparent)]
     Authorization(#[from] AuthorizationOptionsError),
+    /// The audit policy or log is unusable.
+    #[error(transparent)]
+    Audit(#[from] crate::audit::AuditError),
     /// The address could not be bound.
     #[error("{0}")]
     Io(#[from] std::io::Error),
@@ -122,9 +125,12 @@ pub async fn start(
     let listener =
         tokio::net::TcpListener::bind(SocketAddr::new(serving.bind_address, serving.secure_port))
             .await?;
-    let chain = HandlerChain::new(server, Arc::new(authenticator), Arc::new(authorizer))
+    let mut chain = HandlerChain::new(server, Arc::new(authenticator), Arc::new(authorizer))
         .with_anonymous_paths(anonymous_paths)
         .with_request_header_config(setup.config);
+    if let Some(auditor) = opts.audit.build()? {
+        chain = chain.with_audit(Arc::new(auditor));
+    }
     let running = serve::start(listener, tls, Arc::new(chain))?;
     let host = match running.addr.ip() {
         IpAddr::V6(ip) => format!("[{ip}]"),

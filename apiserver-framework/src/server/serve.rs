@@ -13,6 +13,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 
+use crate::audit::{self, AuditId, Auditor};
 use crate::auth::{
     self, AuthSnapshot, Authenticated, Authenticator, DelegatedAuthConfig, PeerAddr,
     PeerCertificates, UserInfo,
@@ -28,6 +29,7 @@ pub struct HandlerChain {
     authorizer: Arc<dyn Authorizer>,
     anonymous_paths: PathAuthorizer,
     credentials: Option<Arc<DelegatedAuthConfig>>,
+    auditor: Option<Arc<Auditor>>,
 }
 
 impl HandlerChain {
@@ -45,6 +47,7 @@ impl HandlerChain {
             authorizer,
             anonymous_paths: PathAuthorizer::default_paths(),
             credentials: None,
+            auditor: None,
         }
     }
 
@@ -52,6 +55,13 @@ impl HandlerChain {
     /// `X-Remote-*` ones, always removed) from every request once it is authenticated.
     pub fn with_request_header_config(mut self, config: Arc<DelegatedAuthConfig>) -> Self {
         self.credentials = Some(config);
+        self
+    }
+
+    /// Records requests with `auditor` (after authentication, before impersonation and
+    /// authorization, as upstream).
+    pub fn with_audit(mut self, auditor: Arc<Auditor>) -> Self {
+        self.auditor = Some(auditor);
         self
     }
 
@@ -65,9 +75,12 @@ impl HandlerChain {
     /// Serves one request: recovers panics as 500 Status, authenticates (401 on failure,
     /// except for the anonymous paths), authorizes (403 Status when not allowed, plain-text
     /// 500 when the authorizer fails), then hands it to the server.
-    pub async fn call(&self, req: Request<Body>) -> Response<Body> {
+    pub async fn call(&self, mut req: Request<Body>) -> Response<Body> {
+        // Every response carries the request's audit id (upstream's `WithAuditInit`).
+        let audit_id = AuditId::of(req.headers());
+        req.extensions_mut().insert(audit_id.clone());
         let work = AssertUnwindSafe(self.serve(req)).catch_unwind();
-        match work.await {
+        let mut res = match work.await {
             Ok(res) => res,
             Err(_) => {
                 tracing::error!("handler panicked");
@@ -75,7 +88,11 @@ impl HandlerChain {
                     "the server panicked while handling the request",
                 ))
             }
+        };
+        if let Ok(v) = http::HeaderValue::from_str(&audit_id.0) {
+            res.headers_mut().insert(audit::AUDIT_ID_HEADER, v);
         }
+        res
     }
 
     async fn serve(&self, req: Request<Body>) -> Response<Body> {
@@ -87,16 +104,43 @@ impl HandlerChain {
             Authenticated::NoCredentials if self.anonymous_paths.allows(parts.uri.path()) => {
                 anonymous()
             }
-            _ => return axum::response::IntoResponse::into_response(ApiError::unauthorized()),
+            _ => {
+                if let Some(auditor) = &self.auditor {
+                    auditor.failed_authentication(&parts, 401);
+                }
+                return axum::response::IntoResponse::into_response(ApiError::unauthorized());
+            }
         };
         // Credentials are consumed here; nothing behind this point sees them.
         match &self.credentials {
             Some(config) => auth::strip_credentials(&mut parts.headers, &config.current()),
             None => auth::strip_credentials(&mut parts.headers, &AuthSnapshot::default()),
         }
+        match &self.auditor {
+            Some(auditor) => {
+                let next = |parts, body| self.authorize_and_handle(parts, body, user.clone());
+                auditor.serve(parts, body, &user, next).await
+            }
+            None => self.authorize_and_handle(parts, body, user).await,
+        }
+    }
+
+    /// Impersonation, then authorization, then the server.
+    async fn authorize_and_handle(
+        &self,
+        mut parts: http::request::Parts,
+        body: Body,
+        user: UserInfo,
+    ) -> Response<Body> {
+        let user = match auth::impersonate(self.authorizer.as_ref(), &mut parts, user).await {
+            Ok(user) => user,
+            Err(res) => return res,
+        };
         let attrs =
             Attributes::from_request(user, &parts.method, parts.uri.path(), parts.uri.query());
-        match self.authorizer.authorize(&attrs).await {
+        let decision = self.authorizer.authorize(&attrs).await;
+        audit::annotate_authorization(&parts.extensions, &decision);
+        match decision {
             Ok(Decision::Allow) => {}
             Ok(Decision::Deny(reason) | Decision::NoOpinion(reason)) => {
                 tracing::debug!(uri = %parts.uri, %reason, "forbidden");
