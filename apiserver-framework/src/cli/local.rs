@@ -10,6 +10,7 @@ use rand::Rng;
 use crate::auth::{StaticTokenAuthenticator, UserInfo};
 use crate::authz::AllowAll;
 use crate::cli::kubeconfig;
+use crate::cli::server_run_options::ServerRunOptions;
 use crate::cli::storage_options::StorageOptions;
 use crate::server::generic::GenericApiServer;
 use crate::server::serve::{self, HandlerChain, RunningServer};
@@ -43,6 +44,9 @@ pub struct LocalOptions {
     /// already has its storage).
     #[command(flatten)]
     pub storage: StorageOptions,
+    /// Request limits and the shutdown delay.
+    #[command(flatten)]
+    pub run: ServerRunOptions,
 }
 
 impl Default for LocalOptions {
@@ -56,6 +60,7 @@ impl Default for LocalOptions {
             write_kubeconfig: None,
             token: None,
             storage: StorageOptions::default(),
+            run: ServerRunOptions::default(),
         }
     }
 }
@@ -118,11 +123,15 @@ pub async fn start(
         tokio::net::TcpListener::bind(SocketAddr::new(opts.bind_address, opts.secure_port)).await?;
     let token = opts.token.clone().unwrap_or_else(|| random_token_of(40));
     let user = UserInfo::new("local-admin", &["system:masters", "system:authenticated"]);
-    let chain = Arc::new(HandlerChain::new(
-        server,
-        Arc::new(StaticTokenAuthenticator::new(token.clone(), user)),
-        Arc::new(AllowAll),
-    ));
+    let chain = Arc::new(
+        HandlerChain::new(
+            server,
+            Arc::new(StaticTokenAuthenticator::new(token.clone(), user)),
+            Arc::new(AllowAll),
+        )
+        .with_limits(opts.run.limits())
+        .with_shutdown(opts.run.shutdown()),
+    );
     let running = serve::start(listener, tls, chain)?;
     let host = match running.addr.ip() {
         IpAddr::V6(ip) => format!("[{ip}]"),

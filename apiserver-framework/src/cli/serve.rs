@@ -124,7 +124,9 @@ pub async fn start(
             .await?;
     let chain = HandlerChain::new(server, Arc::new(authenticator), Arc::new(authorizer))
         .with_anonymous_paths(anonymous_paths)
-        .with_request_header_config(setup.config);
+        .with_request_header_config(setup.config)
+        .with_limits(opts.run.limits())
+        .with_shutdown(opts.run.shutdown());
     let running = serve::start(listener, tls, Arc::new(chain))?;
     let host = match running.addr.ip() {
         IpAddr::V6(ip) => format!("[{ip}]"),

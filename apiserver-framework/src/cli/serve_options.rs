@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use crate::auth::options::AuthenticationOptions;
 use crate::authz::options::DelegatingAuthorizationOptions;
+use crate::cli::server_run_options::ServerRunOptions;
 use crate::cli::storage_options::StorageOptions;
 
 /// The minimum TLS version a server accepts (`--tls-min-version`).
@@ -83,6 +84,9 @@ pub struct ServeOptions {
     /// Where objects are stored.
     #[command(flatten)]
     pub storage: StorageOptions,
+    /// Request limits and the shutdown delay.
+    #[command(flatten)]
+    pub run: ServerRunOptions,
 }
 
 #[cfg(test)]
