@@ -153,9 +153,12 @@ async fn sigterm_drains_and_exits_zero() {
     );
 
     let outcomes = outcomes.lock().unwrap();
-    let broken: Vec<_> = outcomes
+    let broken: Vec<&str> = outcomes
         .iter()
-        .filter(|(_, o)| matches!(o, Outcome::Broken(_)))
+        .filter_map(|(_, o)| match o {
+            Outcome::Broken(e) => Some(e.as_str()),
+            _ => None,
+        })
         .collect();
     assert!(broken.is_empty(), "requests broken mid-way: {broken:?}");
     let completed_after_signal = outcomes
@@ -178,6 +181,12 @@ async fn sigterm_drains_and_exits_zero() {
     let unready_at = unready_at.expect("/readyz never reported the shutdown");
     let refused_at = refused_at.expect("the listener never closed");
     assert!(unready_at < refused_at);
+    eprintln!(
+        "{} requests, {completed_after_signal} completed after SIGTERM; unready after {:?}, refused after {:?}",
+        outcomes.len(),
+        unready_at.duration_since(sigterm),
+        refused_at.duration_since(sigterm)
+    );
     assert!(
         refused_at.duration_since(sigterm) >= Duration::from_millis(1900),
         "the listener closed {:?} after SIGTERM, before the 2 s delay",
@@ -185,4 +194,28 @@ async fn sigterm_drains_and_exits_zero() {
     );
     let watch_end = watch_task.await.unwrap().expect("the watch ends cleanly");
     assert!(watch_end > sigterm + Duration::from_millis(1900));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn second_signal_exits_at_once() {
+    let mut wardle = Wardle::start_with_args(&["--shutdown-delay-duration=60s"]);
+    let client = wardle.client();
+    wardle.signal("TERM");
+    // The first signal starts the delay: still serving, but unready.
+    let mut unready = false;
+    for _ in 0..50 {
+        let res = client.get(wardle.at("/readyz")).send().await.unwrap();
+        if res.status() == 500 {
+            unready = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(unready, "/readyz stayed ready after SIGTERM");
+    assert!(wardle.wait_exit(Duration::from_millis(200)).is_none());
+    wardle.signal("INT");
+    let status = tokio::task::spawn_blocking(move || wardle.wait_exit(Duration::from_secs(5)))
+        .await
+        .unwrap();
+    assert_eq!(status.and_then(|s| s.code()), Some(1), "{status:?}");
 }
