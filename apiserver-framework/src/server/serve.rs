@@ -143,8 +143,8 @@ impl HandlerChain {
                 parts.uri.path(),
                 parts.uri.query(),
             ) {
-                Ok(place) => Some(place),
-                Err(res) => return res,
+                Some(place) => Some(place),
+                None => return filters::max_inflight::too_many_requests(),
             },
         };
         // Credentials are consumed here; nothing behind this point sees them.

@@ -26,7 +26,7 @@ enum Outcome {
 
 async fn one_request(client: &reqwest::Client, wardle_url: &str, i: usize) -> Outcome {
     let url = format!("{wardle_url}{FLUNDERS}");
-    let req = if i % 2 == 0 {
+    let req = if i.is_multiple_of(2) {
         client.get(&url)
     } else {
         client.post(&url).json(&json!({
@@ -152,7 +152,7 @@ async fn sigterm_drains_and_exits_zero() {
         "exit status {status:?}; log:\n{log}"
     );
 
-    let outcomes = outcomes.lock().unwrap();
+    let outcomes = std::mem::take(&mut *outcomes.lock().unwrap());
     let broken: Vec<&str> = outcomes
         .iter()
         .filter_map(|(_, o)| match o {

@@ -37,29 +37,30 @@ impl MaxInFlight {
         }
     }
 
-    /// Takes a place for a request of `user` with this method, raw path and raw query, or
-    /// gives the `429` to answer. The caller skips long-running requests.
+    /// Takes a place for a request of `user` with this method, raw path and raw query;
+    /// `None` when there is none (answer [`too_many_requests`]). The caller skips
+    /// long-running requests.
     pub fn admit(
         &self,
         user: &UserInfo,
         method: &Method,
         path: &str,
         query: Option<&str>,
-    ) -> Result<InFlight, Response<Body>> {
+    ) -> Option<InFlight> {
         let pool = if is_mutating(method, path, query) {
             &self.mutating
         } else {
             &self.read
         };
         let Some(pool) = pool else {
-            return Ok(InFlight(None));
+            return Some(InFlight(None));
         };
         match pool.clone().try_acquire_owned() {
-            Ok(permit) => Ok(InFlight(Some(permit))),
-            Err(_) if user.groups.iter().any(|g| g == PRIVILEGED_GROUP) => Ok(InFlight(None)),
+            Ok(permit) => Some(InFlight(Some(permit))),
+            Err(_) if user.groups.iter().any(|g| g == PRIVILEGED_GROUP) => Some(InFlight(None)),
             Err(_) => {
                 tracing::debug!(%method, path, "too many requests in flight");
-                Err(too_many_requests())
+                None
             }
         }
     }
@@ -93,16 +94,17 @@ mod tests {
         let limit = MaxInFlight::new(1, 1);
         let user = UserInfo::new("u", &["system:authenticated"]);
         let read = limit.admit(&user, &Method::GET, P, None).unwrap();
-        assert!(limit.admit(&user, &Method::GET, P, None).is_err());
+        assert!(limit.admit(&user, &Method::GET, P, None).is_none());
         let write = limit.admit(&user, &Method::POST, P, None).unwrap();
-        let res = limit.admit(&user, &Method::DELETE, P, None).unwrap_err();
+        assert!(limit.admit(&user, &Method::DELETE, P, None).is_none());
+        let res = too_many_requests();
         assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(res.headers()[header::RETRY_AFTER], "1");
         let admin = UserInfo::new("a", &["system:masters"]);
-        assert!(limit.admit(&admin, &Method::GET, P, None).is_ok());
+        assert!(limit.admit(&admin, &Method::GET, P, None).is_some());
         drop((read, write));
-        assert!(limit.admit(&user, &Method::GET, P, None).is_ok());
-        assert!(limit.admit(&user, &Method::PUT, P, None).is_ok());
+        assert!(limit.admit(&user, &Method::GET, P, None).is_some());
+        assert!(limit.admit(&user, &Method::PUT, P, None).is_some());
     }
 
     #[test]
