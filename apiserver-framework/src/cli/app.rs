@@ -188,7 +188,7 @@ impl App {
                 let name = self.name.clone();
                 let server = self.start_serve(&opts).await?;
                 println!("{name} is serving on {}", server.url);
-                wait_for_signal().await;
+                wait_for_first_signal().await;
                 tracing::info!("shutting down");
                 server.shutdown().await;
                 Ok(())
@@ -223,7 +223,7 @@ impl App {
                 println!("{name} is serving on {}", server.url);
                 println!("kubeconfig written to {path}; try:");
                 println!("  kubectl --kubeconfig {path} api-resources");
-                wait_for_signal().await;
+                wait_for_first_signal().await;
                 tracing::info!("shutting down");
                 server.running.shutdown().await;
                 Ok(())
@@ -271,6 +271,17 @@ fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let _ = tracing_subscriber::fmt().with_env_filter(filter).try_init();
+}
+
+/// Waits for SIGINT or SIGTERM, then exits the process (code 1, as upstream) on a second one
+/// while the graceful shutdown runs.
+async fn wait_for_first_signal() {
+    wait_for_signal().await;
+    tokio::spawn(async {
+        wait_for_signal().await;
+        tracing::warn!("second signal; exiting at once");
+        std::process::exit(1);
+    });
 }
 
 async fn wait_for_signal() {

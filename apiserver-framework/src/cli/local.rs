@@ -11,6 +11,7 @@ use crate::audit::{AuditError, AuditOptions};
 use crate::auth::{StaticTokenAuthenticator, UserInfo};
 use crate::authz::AllowAll;
 use crate::cli::kubeconfig;
+use crate::cli::server_run_options::ServerRunOptions;
 use crate::cli::storage_options::StorageOptions;
 use crate::server::generic::GenericApiServer;
 use crate::server::serve::{self, HandlerChain, RunningServer};
@@ -47,6 +48,9 @@ pub struct LocalOptions {
     /// Auditing.
     #[command(flatten)]
     pub audit: AuditOptions,
+    /// Request limits and the shutdown delay.
+    #[command(flatten)]
+    pub run: ServerRunOptions,
 }
 
 impl Default for LocalOptions {
@@ -61,6 +65,7 @@ impl Default for LocalOptions {
             token: None,
             storage: StorageOptions::default(),
             audit: AuditOptions::default(),
+            run: ServerRunOptions::default(),
         }
     }
 }
@@ -130,7 +135,9 @@ pub async fn start(
         server,
         Arc::new(StaticTokenAuthenticator::new(token.clone(), user)),
         Arc::new(AllowAll),
-    );
+    )
+    .with_limits(opts.run.limits())
+    .with_shutdown(opts.run.shutdown());
     if let Some(auditor) = opts.audit.build()? {
         chain = chain.with_audit(Arc::new(auditor));
     }

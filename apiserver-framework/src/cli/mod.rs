@@ -12,6 +12,7 @@ pub mod local;
 pub mod manifests;
 pub mod serve;
 pub mod serve_options;
+pub mod server_run_options;
 pub mod storage_options;
 
 pub use app::App;

@@ -127,7 +127,9 @@ pub async fn start(
             .await?;
     let mut chain = HandlerChain::new(server, Arc::new(authenticator), Arc::new(authorizer))
         .with_anonymous_paths(anonymous_paths)
-        .with_request_header_config(setup.config);
+        .with_request_header_config(setup.config)
+        .with_limits(opts.run.limits())
+        .with_shutdown(opts.run.shutdown());
     if let Some(auditor) = opts.audit.build()? {
         chain = chain.with_audit(Arc::new(auditor));
     }

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use crate::audit::AuditOptions;
 use crate::auth::options::AuthenticationOptions;
 use crate::authz::options::DelegatingAuthorizationOptions;
+use crate::cli::server_run_options::ServerRunOptions;
 use crate::cli::storage_options::StorageOptions;
 
 /// The minimum TLS version a server accepts (`--tls-min-version`).
@@ -87,6 +88,9 @@ pub struct ServeOptions {
     /// Auditing.
     #[command(flatten)]
     pub audit: AuditOptions,
+    /// Request limits and the shutdown delay.
+    #[command(flatten)]
+    pub run: ServerRunOptions,
 }
 
 #[cfg(test)]

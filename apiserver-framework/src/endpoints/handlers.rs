@@ -100,12 +100,14 @@ async fn dispatch(
     }
     match (req.method().clone(), name) {
         (Method::GET, None) if watch => {
-            let opts = query.list_options(true)?;
+            let mut opts = query.list_options(true)?;
+            default_watch_timeout(&mut opts, &req);
             let stream = storage.watch(ctx, &opts).await?;
             Ok(watch_response(*output, info.clone(), stream))
         }
         (Method::GET, Some(n)) if watch && sub.is_none() => {
             let mut opts = query.list_options(true)?;
+            default_watch_timeout(&mut opts, &req);
             opts.field_selector
                 .requirements
                 .push(crate::registry::selector::FieldRequirement {
@@ -395,6 +397,18 @@ fn merge_delete_body(mut opts: DeleteOptions, body: &[u8]) -> Result<DeleteOptio
     }
     opts.validate()?;
     Ok(opts)
+}
+
+/// A watch without `timeoutSeconds` lasts as `--min-request-timeout` says (carried by the
+/// handler chain in the request's extensions).
+fn default_watch_timeout(opts: &mut crate::registry::options::ListOptions, req: &Request<Body>) {
+    if opts.timeout_seconds.is_none()
+        && let Some(min) = req
+            .extensions()
+            .get::<crate::server::filters::MinRequestTimeout>()
+    {
+        opts.timeout_seconds = Some(min.pick_seconds());
+    }
 }
 
 /// Streams watch events as newline-delimited JSON (`{"type":…,"object":…}`).

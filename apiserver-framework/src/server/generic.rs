@@ -5,6 +5,7 @@
 //! calls) also answers the documents that describe the whole chain: `/apis` discovery,
 //! OpenAPI, health and `/version`.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -24,6 +25,7 @@ use crate::registry::group::Group;
 use crate::registry::rest::RequestContext;
 use crate::registry::scheme::Registry;
 use crate::server::health::{HealthCheck, HealthChecks};
+use crate::server::lifecycle::Lifecycle;
 use crate::server::version::{self, VersionInfo};
 use crate::storage::Storage;
 use crate::storage::memory::MemoryStorage;
@@ -39,6 +41,7 @@ pub struct GenericApiServer {
     readyz: HealthChecks,
     version: VersionInfo,
     aggregator: Option<Arc<Aggregator>>,
+    lifecycle: Lifecycle,
     /// The documents and the aggregator generation they were computed at.
     documents: parking_lot::RwLock<Option<(u64, Arc<Documents>)>>,
 }
@@ -66,6 +69,7 @@ pub struct GenericApiServerBuilder {
     readiness_checks: Vec<Arc<dyn HealthCheck>>,
     version: VersionInfo,
     aggregator: Option<Arc<Aggregator>>,
+    lifecycle: Lifecycle,
 }
 
 impl GenericApiServer {
@@ -81,6 +85,22 @@ impl GenericApiServer {
             readiness_checks: Vec::new(),
             version: VersionInfo::for_kubernetes("1", "33"),
             aggregator: None,
+            lifecycle: Lifecycle::default(),
+        }
+    }
+
+    /// The server's hooks and its `shutdown` readiness check.
+    pub fn lifecycle(&self) -> &Lifecycle {
+        &self.lifecycle
+    }
+
+    /// Starts the post-start hooks of this server and of every delegate after it (their
+    /// checks are added to this server's `/readyz`).
+    pub fn start_post_start_hooks(&self) {
+        let mut server = Some(self);
+        while let Some(s) = server {
+            s.lifecycle.start_post_start_hooks(&self.readyz);
+            server = s.delegate.as_deref();
         }
     }
 
@@ -480,6 +500,29 @@ impl GenericApiServerBuilder {
         self
     }
 
+    /// Runs `hook` once the server listens; until it returns `Ok`, the `/readyz` check
+    /// `poststarthook/<name>` fails. A second hook of the same name is ignored.
+    pub fn post_start_hook<F, Fut>(mut self, name: &str, hook: F) -> Self
+    where
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = Result<(), String>> + Send + 'static,
+    {
+        if let Some(check) = self.lifecycle.add_post_start_hook(name, hook) {
+            self.readiness_checks.push(Arc::new(check));
+        }
+        self
+    }
+
+    /// Runs `hook` when shutdown begins, before the listener stops accepting.
+    pub fn pre_shutdown_hook<F, Fut>(self, name: &str, hook: F) -> Self
+    where
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = Result<(), String>> + Send + 'static,
+    {
+        self.lifecycle.add_pre_shutdown_hook(name, hook);
+        self
+    }
+
     /// Fronts the backends of `aggregator`'s APIServices (this server should also serve
     /// [`crate::aggregator::apiservice::group`]).
     pub fn aggregator(mut self, aggregator: Arc<Aggregator>) -> Self {
@@ -508,6 +551,7 @@ impl GenericApiServerBuilder {
         for c in self.readiness_checks {
             readyz.add(c);
         }
+        readyz.add(Arc::new(self.lifecycle.shutdown_check()));
         GenericApiServer {
             name: self.name,
             registry: Arc::new(Registry::new(resources)),
@@ -518,6 +562,7 @@ impl GenericApiServerBuilder {
             readyz,
             version: self.version,
             aggregator: self.aggregator,
+            lifecycle: self.lifecycle,
             documents: parking_lot::RwLock::new(None),
         }
     }

@@ -2,8 +2,10 @@
 //! HTTPS listener.
 
 pub mod cert_reload;
+pub mod filters;
 pub mod generic;
 pub mod health;
+pub mod lifecycle;
 pub mod serve;
 pub mod tls;
 pub mod version;

@@ -20,7 +20,9 @@ use crate::auth::{
 };
 use crate::authz::{self, Attributes, Authorizer, Decision, PathAuthorizer};
 use crate::error::ApiError;
+use crate::server::filters::{self, MaxInFlight, MinRequestTimeout, RequestLimits};
 use crate::server::generic::GenericApiServer;
+use crate::server::lifecycle::{self, ShutdownOptions};
 
 /// The filters in front of the first server of a chain.
 pub struct HandlerChain {
@@ -30,6 +32,9 @@ pub struct HandlerChain {
     anonymous_paths: PathAuthorizer,
     credentials: Option<Arc<DelegatedAuthConfig>>,
     auditor: Option<Arc<Auditor>>,
+    limits: RequestLimits,
+    in_flight: MaxInFlight,
+    shutdown: ShutdownOptions,
 }
 
 impl HandlerChain {
@@ -48,7 +53,26 @@ impl HandlerChain {
             anonymous_paths: PathAuthorizer::default_paths(),
             credentials: None,
             auditor: None,
+            limits: RequestLimits::default(),
+            in_flight: MaxInFlight::new(400, 200),
+            shutdown: ShutdownOptions::default(),
         }
+    }
+
+    /// Bounds requests as `limits` say (default: [`RequestLimits::default`]).
+    pub fn with_limits(mut self, limits: RequestLimits) -> Self {
+        self.in_flight = MaxInFlight::new(
+            limits.max_requests_inflight,
+            limits.max_mutating_requests_inflight,
+        );
+        self.limits = limits;
+        self
+    }
+
+    /// Stops as `shutdown` says (default: [`ShutdownOptions::default`]).
+    pub fn with_shutdown(mut self, shutdown: ShutdownOptions) -> Self {
+        self.shutdown = shutdown;
+        self
     }
 
     /// Also removes the front-proxy headers `config` names (besides the default
@@ -95,7 +119,29 @@ impl HandlerChain {
         res
     }
 
-    async fn serve(&self, req: Request<Body>) -> Response<Body> {
+    async fn serve(&self, mut req: Request<Body>) -> Response<Body> {
+        let long_running = filters::long_running::is_long_running(
+            req.method(),
+            req.uri().path(),
+            req.uri().query(),
+        );
+        req.extensions_mut()
+            .insert(MinRequestTimeout(self.limits.min_request_timeout));
+        if long_running {
+            return self.authenticated(req, true).await;
+        }
+        let deadline =
+            match filters::timeout::deadline(req.uri().query(), self.limits.request_timeout) {
+                Ok(d) => d,
+                Err(e) => return axum::response::IntoResponse::into_response(e),
+            };
+        match tokio::time::timeout(deadline, self.authenticated(req, false)).await {
+            Ok(res) => res,
+            Err(_) => filters::timeout::timed_out(),
+        }
+    }
+
+    async fn authenticated(&self, req: Request<Body>, long_running: bool) -> Response<Body> {
         let (mut parts, body) = req.into_parts();
         let user = match self.authenticator.authenticate(&parts).await {
             Authenticated::User(u) => u,
@@ -110,6 +156,18 @@ impl HandlerChain {
                 }
                 return axum::response::IntoResponse::into_response(ApiError::unauthorized());
             }
+        };
+        let _in_flight = match long_running {
+            true => None,
+            false => match self.in_flight.admit(
+                &user,
+                &parts.method,
+                parts.uri.path(),
+                parts.uri.query(),
+            ) {
+                Some(place) => Some(place),
+                None => return filters::max_inflight::too_many_requests(),
+            },
         };
         // Credentials are consumed here; nothing behind this point sees them.
         match &self.credentials {
@@ -175,11 +233,23 @@ pub struct RunningServer {
     pub addr: SocketAddr,
     stop: watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
+    chain: Arc<HandlerChain>,
 }
 
 impl RunningServer {
-    /// Stops accepting connections, lets open connections finish, and waits for the end.
+    /// Stops as upstream's graceful termination does: `/readyz` fails at once (its
+    /// `shutdown` check) and the pre-shutdown hooks run; once they are done and the shutdown
+    /// delay has passed, the listener stops accepting, watches end, and requests in flight
+    /// finish (within the drain timeout). Returns when all is done.
     pub async fn shutdown(self) {
+        let lifecycle = self.chain.server.lifecycle();
+        lifecycle.begin_shutdown();
+        tracing::info!(delay = ?self.chain.shutdown.delay, "shutdown initiated; /readyz fails from now on");
+        tokio::join!(
+            tokio::time::sleep(self.chain.shutdown.delay),
+            lifecycle.run_pre_shutdown_hooks()
+        );
+        tracing::info!("no longer accepting connections; draining requests in flight");
         let _ = self.stop.send(true);
         let _ = self.task.await;
     }
@@ -190,6 +260,10 @@ impl RunningServer {
     }
 }
 
+/// How long a connection accepted just before the server stops may take to send its first
+/// request.
+const FIRST_REQUEST_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Serves `chain` on `listener` with TLS `tls` in a background task.
 pub fn start(
     listener: TcpListener,
@@ -197,6 +271,8 @@ pub fn start(
     chain: Arc<HandlerChain>,
 ) -> std::io::Result<RunningServer> {
     let addr = listener.local_addr()?;
+    let drain = chain.shutdown.drain_timeout;
+    let running_chain = chain.clone();
     let (stop, mut stopped) = watch::channel(false);
     let acceptor = TlsAcceptor::from(tls);
     let task = tokio::spawn(async move {
@@ -210,6 +286,9 @@ pub fn start(
                     let acceptor = acceptor.clone();
                     let chain = chain.clone();
                     let mut stop_conn = stopped.clone();
+                    let stopped_body = stopped.clone();
+                    let first_request = Arc::new(tokio::sync::Notify::new());
+                    let request_seen = first_request.clone();
                     connections.spawn(async move {
                         let Ok(tls) = acceptor.accept(tcp).await else { return };
                         let certs = tls
@@ -220,13 +299,22 @@ pub fn start(
                             .map(|c| PeerCertificates(Arc::new(c.iter().map(|c| c.clone().into_owned()).collect())));
                         let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
                             let chain = chain.clone();
+                            let stopped_body = stopped_body.clone();
+                            request_seen.notify_one();
                             let mut req = req.map(Body::new);
                             req.extensions_mut().insert(PeerAddr(peer));
                             if let Some(certs) = &certs {
                                 req.extensions_mut().insert(certs.clone());
                             }
                             async move {
-                                Ok::<_, std::convert::Infallible>(chain.call(req).await)
+                                let long_running = filters::long_running::is_long_running(req.method(), req.uri().path(), req.uri().query());
+                                let res = chain.call(req).await;
+                                // Watches end cleanly when the server stops.
+                                let res = match long_running {
+                                    true => res.map(|b| lifecycle::until_stopped(b, stopped_body)),
+                                    false => res,
+                                };
+                                Ok::<_, std::convert::Infallible>(res)
                             }
                         });
                         let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
@@ -235,8 +323,16 @@ pub fn start(
                         tokio::select! {
                             _ = conn.as_mut() => {}
                             _ = stop_conn.changed() => {
+                                // A connection accepted just before the stop may not have sent
+                                // its first request yet: give it a moment to, so that it is
+                                // served rather than dropped.
+                                tokio::select! {
+                                    _ = conn.as_mut() => return,
+                                    _ = first_request.notified() => {}
+                                    _ = tokio::time::sleep(FIRST_REQUEST_GRACE) => {}
+                                }
                                 conn.as_mut().graceful_shutdown();
-                                let _ = tokio::time::timeout(std::time::Duration::from_secs(5), conn).await;
+                                let _ = tokio::time::timeout(drain, conn).await;
                             }
                         }
                     });
@@ -245,10 +341,16 @@ pub fn start(
             }
         }
         drop(listener);
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        let _ = tokio::time::timeout(drain + FIRST_REQUEST_GRACE, async {
             while connections.join_next().await.is_some() {}
         })
         .await;
     });
-    Ok(RunningServer { addr, stop, task })
+    running_chain.server.start_post_start_hooks();
+    Ok(RunningServer {
+        addr,
+        stop,
+        task,
+        chain: running_chain,
+    })
 }

@@ -1,0 +1,119 @@
+//! The in-flight limit (upstream's `WithMaxInFlightLimit`): at most so many non-mutating and
+//! so many mutating requests are served at once; beyond that a request is answered `429`
+//! at once, with `Retry-After: 1`. Long-running requests are not counted, and members of
+//! `system:masters` are never refused.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use http::{HeaderValue, Method, Response, StatusCode, header};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::auth::UserInfo;
+use crate::server::filters::long_running::is_mutating;
+
+/// The group whose members the limit never refuses (upstream's `SystemPrivilegedGroup`).
+const PRIVILEGED_GROUP: &str = "system:masters";
+
+/// Counts the requests in flight against the two limits.
+#[derive(Clone, Debug)]
+pub struct MaxInFlight {
+    read: Option<Arc<Semaphore>>,
+    mutating: Option<Arc<Semaphore>>,
+}
+
+/// A request's place among those in flight; dropping it frees the place.
+#[derive(Debug)]
+pub struct InFlight(#[allow(dead_code)] Option<OwnedSemaphorePermit>);
+
+impl MaxInFlight {
+    /// At most `max_read` non-mutating and `max_mutating` mutating requests at once; 0 means
+    /// no limit for that kind.
+    pub fn new(max_read: usize, max_mutating: usize) -> Self {
+        let limit = |n: usize| (n > 0).then(|| Arc::new(Semaphore::new(n)));
+        MaxInFlight {
+            read: limit(max_read),
+            mutating: limit(max_mutating),
+        }
+    }
+
+    /// Takes a place for a request of `user` with this method, raw path and raw query;
+    /// `None` when there is none (answer [`too_many_requests`]). The caller skips
+    /// long-running requests.
+    pub fn admit(
+        &self,
+        user: &UserInfo,
+        method: &Method,
+        path: &str,
+        query: Option<&str>,
+    ) -> Option<InFlight> {
+        let pool = if is_mutating(method, path, query) {
+            &self.mutating
+        } else {
+            &self.read
+        };
+        let Some(pool) = pool else {
+            return Some(InFlight(None));
+        };
+        match pool.clone().try_acquire_owned() {
+            Ok(permit) => Some(InFlight(Some(permit))),
+            Err(_) if user.groups.iter().any(|g| g == PRIVILEGED_GROUP) => Some(InFlight(None)),
+            Err(_) => {
+                tracing::debug!(%method, path, "too many requests in flight");
+                None
+            }
+        }
+    }
+}
+
+/// Upstream's answer beyond the limit: plain text written by Go's `http.Error`.
+pub fn too_many_requests() -> Response<Body> {
+    let mut res = Response::new(Body::from("Too many requests, please try again later.\n"));
+    *res.status_mut() = StatusCode::TOO_MANY_REQUESTS;
+    let headers = res.headers_mut();
+    headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const P: &str = "/apis/g/v1/namespaces/n/things";
+
+    #[test]
+    fn limits_each_kind_separately() {
+        let limit = MaxInFlight::new(1, 1);
+        let user = UserInfo::new("u", &["system:authenticated"]);
+        let read = limit.admit(&user, &Method::GET, P, None).unwrap();
+        assert!(limit.admit(&user, &Method::GET, P, None).is_none());
+        let write = limit.admit(&user, &Method::POST, P, None).unwrap();
+        assert!(limit.admit(&user, &Method::DELETE, P, None).is_none());
+        let res = too_many_requests();
+        assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(res.headers()[header::RETRY_AFTER], "1");
+        let admin = UserInfo::new("a", &["system:masters"]);
+        assert!(limit.admit(&admin, &Method::GET, P, None).is_some());
+        drop((read, write));
+        assert!(limit.admit(&user, &Method::GET, P, None).is_some());
+        assert!(limit.admit(&user, &Method::PUT, P, None).is_some());
+    }
+
+    #[test]
+    fn zero_means_unlimited() {
+        let limit = MaxInFlight::new(0, 0);
+        let user = UserInfo::new("u", &[]);
+        let held: Vec<_> = (0..1000)
+            .map(|_| limit.admit(&user, &Method::GET, P, None).unwrap())
+            .collect();
+        assert_eq!(held.len(), 1000);
+    }
+}

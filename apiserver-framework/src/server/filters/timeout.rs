@@ -1,0 +1,95 @@
+//! The request timeout (upstream's `WithRequestDeadline` and
+//! `WithTimeoutForNonLongRunningRequests`): a request other than a watch that is not answered
+//! within `--request-timeout` (or a shorter `?timeout=`) is answered `504`.
+
+use std::time::Duration;
+
+use axum::body::Body;
+use http::{HeaderValue, Response, StatusCode, header};
+
+use crate::cli::duration;
+use crate::endpoints::query::Query;
+use crate::error::ApiError;
+
+/// Upstream's `invalidTimeoutInURL`.
+const INVALID_TIMEOUT: &str = "invalid timeout specified in the request URL";
+
+/// How long a request with this raw query may take: `?timeout=` when it is positive and
+/// shorter than `default`, else `default`. An unparsable `?timeout=` is a `400`.
+pub fn deadline(query: Option<&str>, default: Duration) -> Result<Duration, ApiError> {
+    let query = Query::parse(query);
+    let Some(value) = query.get("timeout") else {
+        return Ok(default);
+    };
+    // Go accepts negative durations; upstream then keeps the default.
+    let (negative, magnitude) = match value.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, value),
+    };
+    let parsed = duration::parse(magnitude).map_err(|e| {
+        let e = e.replace(&format!("{magnitude:?}"), &format!("{value:?}"));
+        ApiError::bad_request(format!("{INVALID_TIMEOUT} - {e}"))
+    })?;
+    if negative || parsed.is_zero() || parsed >= default {
+        Ok(default)
+    } else {
+        Ok(parsed)
+    }
+}
+
+/// The answer to a request that ran out of time: as upstream's timeout filter writes it, the
+/// Status encoded without `kind` and `apiVersion`, then a newline.
+pub fn timed_out() -> Response<Body> {
+    let body = "{\"metadata\":{},\"status\":\"Failure\",\"message\":\"Timeout: request did not complete within the allotted timeout\",\"reason\":\"Timeout\",\"details\":{},\"code\":504}\n";
+    let mut res = Response::new(Body::from(body));
+    *res.status_mut() = StatusCode::GATEWAY_TIMEOUT;
+    res.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINUTE: Duration = Duration::from_secs(60);
+
+    #[test]
+    fn timeout_parameter() {
+        assert_eq!(deadline(None, MINUTE).unwrap(), MINUTE);
+        assert_eq!(deadline(Some("limit=1"), MINUTE).unwrap(), MINUTE);
+        assert_eq!(
+            deadline(Some("timeout=5s"), MINUTE).unwrap(),
+            Duration::from_secs(5)
+        );
+        assert_eq!(
+            deadline(Some("timeout=1m30s"), MINUTE).unwrap(),
+            MINUTE,
+            "longer than the default"
+        );
+        assert_eq!(deadline(Some("timeout=0s"), MINUTE).unwrap(), MINUTE);
+        assert_eq!(deadline(Some("timeout=-5s"), MINUTE).unwrap(), MINUTE);
+        let err = deadline(Some("timeout=soon"), MINUTE).unwrap_err();
+        assert_eq!(err.code, 400);
+        assert_eq!(
+            err.message,
+            "invalid timeout specified in the request URL - time: invalid duration \"soon\""
+        );
+        let err = deadline(Some("timeout=-x"), MINUTE).unwrap_err();
+        assert!(err.message.ends_with("\"-x\""), "{}", err.message);
+    }
+
+    #[tokio::test]
+    async fn timed_out_body() {
+        use http_body_util::BodyExt;
+        let res = timed_out();
+        assert_eq!(res.status(), StatusCode::GATEWAY_TIMEOUT);
+        let body = res.into_body().collect().await.unwrap().to_bytes();
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["reason"], "Timeout");
+        assert_eq!(v["code"], 504);
+        assert!(v.get("kind").is_none());
+    }
+}

@@ -1,0 +1,437 @@
+//! Request limits and lifecycle over real HTTPS: a resource whose storage sleeps gets `504`
+//! past the request timeout; the in-flight limit answers `429` while slow requests are in
+//! flight (watches not counted); a 4 MiB body is `413`; post-start hooks gate `/readyz`,
+//! which fails as soon as shutdown begins.
+
+use std::any::Any;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use apiserver_framework::auth::{StaticTokenAuthenticator, UserInfo};
+use apiserver_framework::authz::AllowAll;
+use apiserver_framework::prelude::*;
+use apiserver_framework::registry::options::{ListOptions, WriteOptions};
+use apiserver_framework::registry::rest::{EventStream, ObjectList, RequestContext, RestStorage};
+use apiserver_framework::registry::store::Store;
+use apiserver_framework::registry::strategy::DefaultStrategy;
+use apiserver_framework::server::filters::RequestLimits;
+use apiserver_framework::server::lifecycle::ShutdownOptions;
+use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
+use apiserver_framework::server::tls::{ServingCert, install_crypto_provider};
+use apiserver_framework::server::{GenericApiServer, GenericApiServerBuilder};
+use apiserver_framework::storage::memory::MemoryStorage;
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+/// A snail.
+#[derive(ApiResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[resource(group = "slow.example.com", version = "v1", kind = "Snail", namespaced)]
+pub struct SnailSpec {
+    /// Pace.
+    pub pace: String,
+}
+
+const SNAILS: &str = "/apis/slow.example.com/v1/namespaces/default/snails";
+const TOKEN: &str = "secret-token";
+
+/// The generic store of snails, each read and write delayed.
+struct Sleepy {
+    inner: Store<Snail>,
+    delay: Duration,
+}
+
+#[async_trait::async_trait]
+impl RestStorage for Sleepy {
+    fn info(&self) -> &ResourceInfo {
+        self.inner.info()
+    }
+    fn verbs(&self) -> Vec<&'static str> {
+        self.inner.verbs()
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    async fn get(&self, ctx: &RequestContext, name: &str) -> Result<Bytes, ApiError> {
+        tokio::time::sleep(self.delay).await;
+        self.inner.get(ctx, name).await
+    }
+    async fn list(&self, ctx: &RequestContext, opts: &ListOptions) -> Result<ObjectList, ApiError> {
+        tokio::time::sleep(self.delay).await;
+        self.inner.list(ctx, opts).await
+    }
+    async fn watch(
+        &self,
+        ctx: &RequestContext,
+        opts: &ListOptions,
+    ) -> Result<EventStream, ApiError> {
+        self.inner.watch(ctx, opts).await
+    }
+    async fn create(
+        &self,
+        ctx: &RequestContext,
+        body: Value,
+        opts: &WriteOptions,
+    ) -> Result<Bytes, ApiError> {
+        tokio::time::sleep(self.delay).await;
+        self.inner.create(ctx, body, opts).await
+    }
+}
+
+struct Served {
+    running: RunningServer,
+    url: String,
+    http: reqwest::Client,
+    _dir: tempfile::TempDir,
+}
+
+impl Served {
+    fn get(&self, path: &str) -> reqwest::RequestBuilder {
+        self.http
+            .get(format!("{}{path}", self.url))
+            .bearer_auth(TOKEN)
+    }
+
+    fn post(&self, path: &str, body: &Value) -> reqwest::RequestBuilder {
+        self.http
+            .post(format!("{}{path}", self.url))
+            .bearer_auth(TOKEN)
+            .json(body)
+    }
+}
+
+fn server_builder(delay: Duration) -> GenericApiServerBuilder {
+    let storage = Arc::new(MemoryStorage::new());
+    let store = Store::<Snail>::new(storage, Arc::new(DefaultStrategy));
+    let slow = Arc::new(Sleepy {
+        inner: store,
+        delay,
+    });
+    GenericApiServer::builder("limits").group(Group::new("slow.example.com").storage(slow))
+}
+
+async fn serve(
+    server: GenericApiServer,
+    limits: RequestLimits,
+    shutdown: ShutdownOptions,
+) -> Served {
+    install_crypto_provider();
+    let dir = tempfile::tempdir().unwrap();
+    let cert = ServingCert::self_signed(dir.path(), &["127.0.0.1".into()]).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    // Not in system:masters, which the in-flight limit never refuses.
+    let user = UserInfo::new("tester", &["system:authenticated"]);
+    let chain = HandlerChain::new(
+        Arc::new(server),
+        Arc::new(StaticTokenAuthenticator::new(TOKEN, user)),
+        Arc::new(AllowAll),
+    )
+    .with_limits(limits)
+    .with_shutdown(shutdown);
+    let running = serve::start(listener, cert.server_config().unwrap(), Arc::new(chain)).unwrap();
+    let url = format!("https://127.0.0.1:{}", running.addr.port());
+    let http = reqwest::Client::builder()
+        .use_rustls_tls()
+        .tls_built_in_root_certs(false)
+        .add_root_certificate(reqwest::Certificate::from_pem(cert.ca_pem.as_bytes()).unwrap())
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    Served {
+        running,
+        url,
+        http,
+        _dir: dir,
+    }
+}
+
+fn snail(name: &str) -> Value {
+    json!({"apiVersion": "slow.example.com/v1", "kind": "Snail",
+           "metadata": {"name": name}, "spec": {"pace": "slow"}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_past_the_timeout_get_504() {
+    let limits = RequestLimits {
+        request_timeout: Duration::from_secs(1),
+        ..Default::default()
+    };
+    let s = serve(
+        server_builder(Duration::from_secs(3)).build(),
+        limits,
+        ShutdownOptions::default(),
+    )
+    .await;
+
+    let started = Instant::now();
+    let res = s.get(SNAILS).send().await.unwrap();
+    let took = started.elapsed();
+    assert_eq!(res.status(), 504);
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_millis(2900),
+        "{took:?}"
+    );
+    let body: Value = serde_json::from_str(&res.text().await.unwrap()).unwrap();
+    assert_eq!(
+        body,
+        json!({"metadata": {}, "status": "Failure",
+               "message": "Timeout: request did not complete within the allotted timeout",
+               "reason": "Timeout", "details": {}, "code": 504})
+    );
+
+    // A shorter ?timeout= wins; a longer one does not.
+    let started = Instant::now();
+    let res = s
+        .get(&format!("{SNAILS}?timeout=200ms"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 504);
+    assert!(started.elapsed() < Duration::from_millis(900));
+    let started = Instant::now();
+    let res = s
+        .get(&format!("{SNAILS}?timeout=10s"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 504);
+    assert!(started.elapsed() < Duration::from_millis(2900));
+    let res = s
+        .get(&format!("{SNAILS}?timeout=soon"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 400);
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(
+        body["message"],
+        "invalid timeout specified in the request URL - time: invalid duration \"soon\""
+    );
+
+    // Mutations time out too.
+    let res = s.post(SNAILS, &snail("a")).send().await.unwrap();
+    assert_eq!(res.status(), 504);
+
+    // A watch is not bound by the request timeout.
+    let mut watch = s
+        .get(&format!("{SNAILS}?watch=true&timeoutSeconds=3"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(watch.status(), 200);
+    let started = Instant::now();
+    while watch.chunk().await.unwrap().is_some() {}
+    let lasted = started.elapsed();
+    assert!(lasted >= Duration::from_millis(2500), "{lasted:?}");
+    s.running.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watches_without_timeout_seconds_last_min_request_timeout() {
+    let limits = RequestLimits {
+        min_request_timeout: Duration::from_secs(1),
+        ..Default::default()
+    };
+    let s = serve(
+        server_builder(Duration::ZERO).build(),
+        limits,
+        ShutdownOptions::default(),
+    )
+    .await;
+    let started = Instant::now();
+    let mut watch = s.get(&format!("{SNAILS}?watch=true")).send().await.unwrap();
+    assert_eq!(watch.status(), 200);
+    while watch.chunk().await.unwrap().is_some() {}
+    let lasted = started.elapsed();
+    assert!(
+        lasted >= Duration::from_millis(900) && lasted < Duration::from_secs(5),
+        "a watch lasts [1 s, 2 s): {lasted:?}"
+    );
+    s.running.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn beyond_the_in_flight_limit_429() {
+    let limits = RequestLimits {
+        max_requests_inflight: 1,
+        max_mutating_requests_inflight: 1,
+        ..Default::default()
+    };
+    let s = Arc::new(
+        serve(
+            server_builder(Duration::from_secs(2)).build(),
+            limits,
+            ShutdownOptions::default(),
+        )
+        .await,
+    );
+    // Watches are not counted.
+    let watch1 = s.get(&format!("{SNAILS}?watch=true")).send().await.unwrap();
+    let watch2 = s.get(&format!("{SNAILS}?watch=1")).send().await.unwrap();
+    assert_eq!(
+        (watch1.status().as_u16(), watch2.status().as_u16()),
+        (200, 200)
+    );
+
+    let slow_read = {
+        let s = s.clone();
+        tokio::spawn(async move { s.get(SNAILS).send().await.unwrap().status() })
+    };
+    let slow_write = {
+        let s = s.clone();
+        tokio::spawn(async move { s.post(SNAILS, &snail("one")).send().await.unwrap().status() })
+    };
+    tokio::time::sleep(Duration::from_millis(700)).await;
+
+    let res = s.get(&format!("{SNAILS}/x")).send().await.unwrap();
+    assert_eq!(res.status(), 429);
+    assert_eq!(res.headers()["retry-after"], "1");
+    assert_eq!(res.headers()["content-type"], "text/plain; charset=utf-8");
+    assert_eq!(
+        res.text().await.unwrap(),
+        "Too many requests, please try again later.\n"
+    );
+    let res = s.post(SNAILS, &snail("two")).send().await.unwrap();
+    assert_eq!(res.status(), 429);
+    // Another watch is still served.
+    let watch3 = s
+        .get(&format!("{SNAILS}?watch=true&timeoutSeconds=1"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(watch3.status(), 200);
+
+    assert_eq!(slow_read.await.unwrap(), 200);
+    assert_eq!(slow_write.await.unwrap(), 201);
+    // The places are free again.
+    assert_eq!(
+        s.get(&format!("{SNAILS}/one"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    drop((watch1, watch2, watch3));
+    Arc::into_inner(s).unwrap().running.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_mib_body_is_413() {
+    let s = serve(
+        server_builder(Duration::ZERO).build(),
+        RequestLimits::default(),
+        ShutdownOptions::default(),
+    )
+    .await;
+    let mut body = snail("big");
+    body["spec"]["pace"] = "x".repeat(4 * 1024 * 1024).into();
+    let res = s.post(SNAILS, &body).send().await.unwrap();
+    assert_eq!(res.status(), 413);
+    let status: Value = res.json().await.unwrap();
+    assert_eq!(status["reason"], "RequestEntityTooLarge");
+    assert_eq!(
+        status["message"],
+        "Request entity too large: limit is 3145728"
+    );
+    s.running.shutdown().await;
+}
+
+async fn readyz(s: &Served) -> (u16, String) {
+    let res = s.get("/readyz?verbose").send().await.unwrap();
+    (res.status().as_u16(), res.text().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hooks_and_readiness_through_shutdown() {
+    let (go, wait) = tokio::sync::oneshot::channel::<()>();
+    let (hook_ran, mut pre_shutdown) = tokio::sync::mpsc::unbounded_channel::<Instant>();
+    let server = server_builder(Duration::ZERO)
+        .post_start_hook("wait-for-go", move || async move {
+            wait.await.map_err(|e| e.to_string())
+        })
+        .pre_shutdown_hook("note", move || async move {
+            hook_ran.send(Instant::now()).map_err(|e| e.to_string())
+        })
+        .build();
+    let s = serve(
+        server,
+        RequestLimits::default(),
+        ShutdownOptions {
+            delay: Duration::from_millis(1500),
+            drain_timeout: Duration::from_secs(5),
+        },
+    )
+    .await;
+
+    let (code, body) = readyz(&s).await;
+    assert_eq!(code, 500);
+    assert!(
+        body.contains("[-]poststarthook/wait-for-go failed: reason withheld\n"),
+        "{body}"
+    );
+    assert!(body.contains("[+]shutdown ok\n"), "{body}");
+    go.send(()).unwrap();
+    let mut ready = (0, String::new());
+    for _ in 0..100 {
+        ready = readyz(&s).await;
+        if ready.0 == 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(ready.0, 200, "{}", ready.1);
+    assert!(ready.1.contains("[+]poststarthook/wait-for-go ok\n"));
+    assert!(
+        ready.1.ends_with("[+]shutdown ok\nreadyz check passed\n"),
+        "{}",
+        ready.1
+    );
+
+    // Shutdown: /readyz fails at once while requests are still served; then the listener
+    // closes.
+    let url = s.url.clone();
+    let http = s.http.clone();
+    let began = Instant::now();
+    let stopping = tokio::spawn(s.running.shutdown());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let res = http
+        .get(format!("{url}/readyz"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 500);
+    assert!(
+        res.text()
+            .await
+            .unwrap()
+            .contains("[-]shutdown failed: reason withheld\n")
+    );
+    let res = http
+        .get(format!("{url}/livez"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let res = http
+        .get(format!("{url}{SNAILS}"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let hook_at = pre_shutdown.recv().await.unwrap();
+    assert!(hook_at.duration_since(began) < Duration::from_millis(1000));
+    stopping.await.unwrap();
+    assert!(began.elapsed() >= Duration::from_millis(1400));
+    let err = reqwest::Client::builder()
+        .danger_accept_invalid_certs(true)
+        .build()
+        .unwrap()
+        .get(format!("{url}/readyz"))
+        .send()
+        .await
+        .unwrap_err();
+    assert!(err.is_connect(), "{err:?}");
+}
