@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use rand::Rng;
 
+use crate::admission::options::AdmissionOptions;
 use crate::auth::{StaticTokenAuthenticator, UserInfo};
 use crate::authz::AllowAll;
 use crate::cli::kubeconfig;
@@ -43,6 +44,9 @@ pub struct LocalOptions {
     /// already has its storage).
     #[command(flatten)]
     pub storage: StorageOptions,
+    /// Which admission plugins run (used by [`crate::App`]).
+    #[command(flatten)]
+    pub admission: AdmissionOptions,
 }
 
 impl Default for LocalOptions {
@@ -56,6 +60,7 @@ impl Default for LocalOptions {
             write_kubeconfig: None,
             token: None,
             storage: StorageOptions::default(),
+            admission: AdmissionOptions::default(),
         }
     }
 }

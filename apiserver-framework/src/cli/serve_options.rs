@@ -4,6 +4,7 @@
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
 
+use crate::admission::options::AdmissionOptions;
 use crate::auth::options::AuthenticationOptions;
 use crate::authz::options::DelegatingAuthorizationOptions;
 use crate::cli::storage_options::StorageOptions;
@@ -83,6 +84,9 @@ pub struct ServeOptions {
     /// Where objects are stored.
     #[command(flatten)]
     pub storage: StorageOptions,
+    /// Which admission plugins run.
+    #[command(flatten)]
+    pub admission: AdmissionOptions,
 }
 
 #[cfg(test)]
