@@ -51,7 +51,7 @@ enum Command {
     Serve(Box<ServeOptions>),
     /// Serve on loopback for development: self-signed TLS, a generated token, allow-all
     /// authorization, and a kubeconfig for kubectl written once ready.
-    Local(LocalOptions),
+    Local(Box<LocalOptions>),
     /// Start a local stand-in for a host cluster (aggregator, TokenReview,
     /// SubjectAccessReview, the authentication ConfigMap) to run `serve` behind.
     DevHost(DevHostOptions),
