@@ -284,6 +284,48 @@ async fn webhooks_of_the_host_mutate_and_reject_flunders() {
     let (code, _) = create(&stack, "default", flunder("rejected", json!({}))).await;
     assert_eq!(code, 403, "a rejected Flunder is not stored");
 
+    // A webhook with side effects refuses dry runs it would be called for.
+    configure(
+        &stack,
+        "validatingwebhookconfigurations",
+        "side-effects",
+        vec![webhook(
+            "effects.wardle.test",
+            &format!("{base}/validate"),
+            &server.ca_pem,
+            json!({"sideEffects": "Some", "objectSelector": {"matchLabels": {"effects": "yes"}}}),
+        )],
+    )
+    .await;
+    let url = format!(
+        "{}/apis/wardle.example.com/v1alpha1/namespaces/default/flunders?dryRun=All",
+        stack.host_url()
+    );
+    let deadline = Instant::now() + TIMEOUT;
+    let (code, text) = loop {
+        let (code, text) = stack
+            .call(
+                &stack.client(),
+                Method::POST,
+                &url,
+                Some(&stack.token("alice")),
+                Some(flunder("dry", json!({"effects": "yes"}))),
+            )
+            .await;
+        if code != 201 || Instant::now() > deadline {
+            break (code, text);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert_eq!(code, 400, "{text}");
+    let body: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(
+        body["message"],
+        "admission webhook \"effects.wardle.test\" does not support dry run"
+    );
+    let (code, body) = create(&stack, "default", flunder("wet", json!({"effects": "yes"}))).await;
+    assert_eq!(code, 201, "without dry run it is called: {body}");
+
     let seen = server.seen.lock().unwrap().clone();
     let (_, review) = seen
         .iter()
