@@ -78,3 +78,24 @@ impl AdmissionPlugin for Filtered {
         self.plugin.validate(attrs).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::devhost::core::{ConfigMap, Namespace};
+    use crate::resource::ApiResource;
+
+    #[test]
+    fn filters_match_resources_and_operations() {
+        let cm = ConfigMap::resource_info();
+        let ns = Namespace::resource_info();
+        let f = ResourceFilter::new().resource("", "configmaps");
+        assert!(f.matches(&cm, Operation::Create) && f.matches(&cm, Operation::Delete));
+        assert!(!f.matches(&ns, Operation::Create));
+        let f = ResourceFilter::new()
+            .resource("*", "*")
+            .operation(Operation::Update);
+        assert!(f.matches(&ns, Operation::Update) && !f.matches(&ns, Operation::Create));
+        assert!(!ResourceFilter::new().matches(&cm, Operation::Create));
+    }
+}
