@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 
-use crate::admission::AdmissionPlugin;
+use crate::admission::{self, AdmissionPlugin};
+use crate::cli::host_client::host_client;
 use crate::cli::local::{self, LocalOptions, LocalServer};
 use crate::cli::manifests::{self, GroupVersion, ManifestsOptions};
 use crate::cli::serve::{self, ProductionServer, ServeError};
@@ -70,6 +71,9 @@ pub enum AppError {
     /// Starting the development host failed.
     #[error(transparent)]
     DevHost(#[from] DevHostError),
+    /// The admission flags are invalid.
+    #[error(transparent)]
+    Admission(#[from] crate::admission::options::AdmissionOptionsError),
     /// The storage could not be opened.
     #[error("storage: {0}")]
     Storage(#[from] crate::storage::StorageError),
@@ -146,7 +150,18 @@ impl App {
 
     /// Starts the server in production mode (see [`ServeOptions`]) on the storage its options
     /// choose, and returns once it listens.
-    pub async fn start_serve(self, opts: &ServeOptions) -> Result<ProductionServer, AppError> {
+    pub async fn start_serve(mut self, opts: &ServeOptions) -> Result<ProductionServer, AppError> {
+        let host = match &opts.kubeconfig {
+            Some(path) => Some(host_client(Some(path)).await.map_err(ServeError::from)?),
+            None => host_client(None).await.ok(),
+        };
+        let mut plugins = host
+            .map(admission::production::host_plugins)
+            .unwrap_or_default();
+        plugins.append(&mut self.admission);
+        self.admission = opts
+            .admission
+            .select(plugins, &admission::options::HOST_PLUGINS)?;
         let opened = opts.storage.open().await?;
         let mut builder = self.server_builder().storage(opened.storage);
         for check in opened.health_checks {
@@ -165,7 +180,11 @@ impl App {
 
     /// Starts the server in local mode (see [`LocalOptions`]) on the storage its options
     /// choose (the embedded store under `--data-dir` by default) and returns once it listens.
-    pub async fn start_local(self, opts: &LocalOptions) -> Result<LocalServer, AppError> {
+    pub async fn start_local(mut self, opts: &LocalOptions) -> Result<LocalServer, AppError> {
+        let plugins = std::mem::take(&mut self.admission);
+        self.admission = opts
+            .admission
+            .select(plugins, &admission::options::HOST_PLUGINS)?;
         let name = self.name.clone();
         let opened = opts.storage.open().await.map_err(local::LocalError::from)?;
         let mut builder = self.server_builder().storage(opened.storage);

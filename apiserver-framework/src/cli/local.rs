@@ -8,6 +8,7 @@ use std::sync::Arc;
 use rand::Rng;
 
 use crate::audit::{AuditError, AuditOptions};
+use crate::admission::options::AdmissionOptions;
 use crate::auth::{StaticTokenAuthenticator, UserInfo};
 use crate::authz::AllowAll;
 use crate::cli::kubeconfig;
@@ -51,6 +52,9 @@ pub struct LocalOptions {
     /// Request limits and the shutdown delay.
     #[command(flatten)]
     pub run: ServerRunOptions,
+    /// Which admission plugins run (used by [`crate::App`]).
+    #[command(flatten)]
+    pub admission: AdmissionOptions,
 }
 
 impl Default for LocalOptions {
@@ -66,6 +70,7 @@ impl Default for LocalOptions {
             storage: StorageOptions::default(),
             audit: AuditOptions::default(),
             run: ServerRunOptions::default(),
+            admission: AdmissionOptions::default(),
         }
     }
 }

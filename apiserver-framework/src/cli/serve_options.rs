@@ -5,6 +5,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
 
 use crate::audit::AuditOptions;
+use crate::admission::options::AdmissionOptions;
 use crate::auth::options::AuthenticationOptions;
 use crate::authz::options::DelegatingAuthorizationOptions;
 use crate::cli::server_run_options::ServerRunOptions;
@@ -91,6 +92,9 @@ pub struct ServeOptions {
     /// Request limits and the shutdown delay.
     #[command(flatten)]
     pub run: ServerRunOptions,
+    /// Which admission plugins run.
+    #[command(flatten)]
+    pub admission: AdmissionOptions,
 }
 
 #[cfg(test)]

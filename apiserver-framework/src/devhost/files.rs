@@ -119,6 +119,11 @@ rules:
   verbs: ["get", "list", "watch"]
   apiGroups: [""]
   resources: ["namespaces"]
+# ... and reads the webhook configurations (its admission webhooks).
+- users: ["{identity}"]
+  verbs: ["get", "list", "watch"]
+  apiGroups: ["admissionregistration.k8s.io"]
+  resources: ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"]
 "#
     )
 }

@@ -22,6 +22,9 @@ use crate::devhost::options::DevHostOptions;
 use crate::devhost::reviews::{ReviewLog, SubjectAccessReviews, TokenReviews};
 use crate::devhost::rules::{RulesFile, RulesFileError};
 use crate::devhost::tokens::{TokenFile, TokenFileError};
+use crate::devhost::webhooks::{
+    self, MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
 use crate::error::ApiError;
 use crate::registry::group::Group;
 use crate::registry::options::WriteOptions;
@@ -209,6 +212,11 @@ pub async fn start(extension: &Extension, opts: &DevHostOptions) -> Result<DevHo
             Group::new("")
                 .resource::<Namespace>()
                 .resource::<ConfigMap>(),
+        )
+        .group(
+            Group::new(webhooks::GROUP)
+                .resource::<MutatingWebhookConfiguration>()
+                .resource::<ValidatingWebhookConfiguration>(),
         )
         .group(
             Group::new("authentication.k8s.io").storage(Arc::new(TokenReviews::new(

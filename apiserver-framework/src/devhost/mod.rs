@@ -15,6 +15,7 @@ pub mod pki;
 pub mod reviews;
 pub mod rules;
 pub mod tokens;
+pub mod webhooks;
 
 pub use host::{DevHost, DevHostError, Extension, start};
 pub use options::DevHostOptions;

@@ -2,6 +2,7 @@
 //! delegated authentication and authorization, the front proxy, review caches, the
 //! aggregator's availability, the authentication ConfigMap and certificate reloads.
 
+mod admission;
 mod stack;
 
 use std::io::{BufRead, BufReader};

@@ -5,6 +5,13 @@
 //! refuses a request returns an [`ApiError`]; [`AdmissionAttributes::forbidden`] builds the
 //! upstream `403 Forbidden` shape (`<resource> "<name>" is forbidden: <reason>`).
 
+pub mod filter;
+pub mod host;
+pub mod lifecycle;
+pub mod options;
+pub mod production;
+pub mod webhook;
+
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -72,6 +79,13 @@ pub trait AdmissionPlugin: Send + Sync + 'static {
     /// The plugin's name (used to enable or disable it).
     fn name(&self) -> &str;
 
+    /// Whether the plugin runs unless `--disable-admission-plugins` names it (upstream's
+    /// default-on plugins); a default-off plugin runs only when `--enable-admission-plugins`
+    /// names it.
+    fn enabled_by_default(&self) -> bool {
+        true
+    }
+
     /// Whether the plugin wants to see this request. Defaults to every request.
     fn handles(&self, _resource: &ResourceInfo, _operation: Operation) -> bool {
         true
@@ -103,6 +117,11 @@ impl AdmissionChain {
     /// Adds a plugin at the end.
     pub fn push(&mut self, plugin: Arc<dyn AdmissionPlugin>) {
         self.plugins.push(plugin);
+    }
+
+    /// The names of the plugins, in order.
+    pub fn names(&self) -> Vec<String> {
+        self.plugins.iter().map(|p| p.name().to_string()).collect()
     }
 
     /// Whether no plugin is registered.

@@ -1,0 +1,257 @@
+//! `MutatingAdmissionWebhook` and `ValidatingAdmissionWebhook`: the host cluster's
+//! `admissionregistration.k8s.io/v1` webhook configurations applied to this server's writes
+//! (upstream's `pkg/admission/plugin/webhook`).
+//!
+//! Configurations run in name order, webhooks in their order inside one. A webhook is called
+//! when one of its `rules` and both selectors match; its `failurePolicy` (default `Fail`)
+//! decides what a failed call means; `sideEffects` other than `None`/`NoneOnDryRun` refuse dry
+//! runs. Not supported yet: `matchPolicy: Equivalent` (only the exact resource matches),
+//! `matchConditions` (ignored) and `reinvocationPolicy` (never reinvoked).
+
+pub mod client;
+pub mod matching;
+pub mod review;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::admissionregistration::v1 as reg;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+
+use crate::admission::host::{HostObjects, wait_synced};
+use crate::admission::lifecycle::namespace_not_found;
+use crate::admission::{AdmissionAttributes, AdmissionPlugin};
+use crate::aggregator::resolver::ServiceResolver;
+use crate::error::ApiError;
+
+/// The name of the mutating webhook plugin.
+pub const MUTATING_NAME: &str = "MutatingAdmissionWebhook";
+/// The name of the validating webhook plugin.
+pub const VALIDATING_NAME: &str = "ValidatingAdmissionWebhook";
+
+/// The fields of a mutating or validating webhook that calling it needs.
+struct Hook {
+    name: String,
+    client_config: reg::WebhookClientConfig,
+    rules: Vec<reg::RuleWithOperations>,
+    namespace_selector: Option<LabelSelector>,
+    object_selector: Option<LabelSelector>,
+    side_effects: String,
+    timeout: Duration,
+    ignore_failures: bool,
+}
+
+impl Hook {
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        name: &str,
+        client_config: &reg::WebhookClientConfig,
+        rules: &Option<Vec<reg::RuleWithOperations>>,
+        namespace_selector: &Option<LabelSelector>,
+        object_selector: &Option<LabelSelector>,
+        side_effects: &str,
+        timeout_seconds: Option<i32>,
+        failure_policy: Option<&str>,
+    ) -> Self {
+        Hook {
+            name: name.to_string(),
+            client_config: client_config.clone(),
+            rules: rules.clone().unwrap_or_default(),
+            namespace_selector: namespace_selector.clone(),
+            object_selector: object_selector.clone(),
+            side_effects: side_effects.to_string(),
+            timeout: Duration::from_secs(timeout_seconds.unwrap_or(10).clamp(1, 30) as u64),
+            ignore_failures: failure_policy == Some("Ignore"),
+        }
+    }
+}
+
+fn mutating_hooks(host: &HostObjects) -> Vec<Hook> {
+    let mut configs = host.mutating.state();
+    configs.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    configs
+        .iter()
+        .flat_map(|c| c.webhooks.iter().flatten())
+        .map(|w| {
+            Hook::new(
+                &w.name,
+                &w.client_config,
+                &w.rules,
+                &w.namespace_selector,
+                &w.object_selector,
+                &w.side_effects,
+                w.timeout_seconds,
+                w.failure_policy.as_deref(),
+            )
+        })
+        .collect()
+}
+
+fn validating_hooks(host: &HostObjects) -> Vec<Hook> {
+    let mut configs = host.validating.state();
+    configs.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    configs
+        .iter()
+        .flat_map(|c| c.webhooks.iter().flatten())
+        .map(|w| {
+            Hook::new(
+                &w.name,
+                &w.client_config,
+                &w.rules,
+                &w.namespace_selector,
+                &w.object_selector,
+                &w.side_effects,
+                w.timeout_seconds,
+                w.failure_policy.as_deref(),
+            )
+        })
+        .collect()
+}
+
+/// What both plugins share: the host's objects and how services are reached.
+struct Dispatcher {
+    host: HostObjects,
+    resolver: Arc<dyn ServiceResolver>,
+}
+
+impl Dispatcher {
+    /// Whether `hook` wants the request (an error refuses it).
+    async fn should_call(
+        &self,
+        hook: &Hook,
+        attrs: &AdmissionAttributes<'_>,
+    ) -> Result<bool, ApiError> {
+        if !hook.rules.iter().any(|r| matching::rule_matches(r, attrs)) {
+            return Ok(false);
+        }
+        let namespace = attrs.namespace.unwrap_or_default();
+        let is_namespace = attrs.resource.group.is_empty() && attrs.resource.plural == "namespaces";
+        if !namespace.is_empty()
+            && !is_namespace
+            && !matching::selector_is_empty(&hook.namespace_selector)
+            && let Some(selector) = &hook.namespace_selector
+        {
+            let Some(ns) = self.host.namespace(namespace).await? else {
+                return Err(namespace_not_found(namespace));
+            };
+            let labels = ns.metadata.labels.unwrap_or_default();
+            if !matching::selector_matches(selector, &labels).map_err(ApiError::internal)? {
+                return Ok(false);
+            }
+        }
+        if !matching::object_selected(&hook.object_selector, attrs)? {
+            return Ok(false);
+        }
+        if attrs.dry_run && !matches!(hook.side_effects.as_str(), "None" | "NoneOnDryRun") {
+            return Err(ApiError::bad_request(format!(
+                "admission webhook {:?} does not support dry run",
+                hook.name
+            )));
+        }
+        Ok(true)
+    }
+
+    /// Calls `hook`; `Ok(None)` when the call failed and the hook's failures are ignored.
+    async fn call(
+        &self,
+        hook: &Hook,
+        attrs: &AdmissionAttributes<'_>,
+        mutating: bool,
+    ) -> Result<Option<review::Verdict>, ApiError> {
+        let uid = uuid::Uuid::new_v4().to_string();
+        let body = review::request(attrs, &uid).to_string().into_bytes();
+        let result = client::post(&hook.client_config, &*self.resolver, hook.timeout, body)
+            .await
+            .and_then(|body| {
+                review::verdict(&body, &uid, mutating)
+                    .map_err(|e| format!("received invalid webhook response: {e}"))
+            });
+        match result {
+            Ok(verdict) => Ok(Some(verdict)),
+            Err(reason) => {
+                let err = format!("failed calling webhook {:?}: {reason}", hook.name);
+                if hook.ignore_failures {
+                    tracing::warn!("admission: {err} (failurePolicy Ignore)");
+                    Ok(None)
+                } else {
+                    Err(ApiError::internal(err))
+                }
+            }
+        }
+    }
+}
+
+/// Calls the host's mutating webhooks and applies their JSON patches.
+pub struct MutatingAdmissionWebhook(Dispatcher);
+
+impl MutatingAdmissionWebhook {
+    /// The plugin reading configurations from `host`, reaching services through `resolver`.
+    pub fn new(host: HostObjects, resolver: Arc<dyn ServiceResolver>) -> Self {
+        MutatingAdmissionWebhook(Dispatcher { host, resolver })
+    }
+}
+
+#[async_trait::async_trait]
+impl AdmissionPlugin for MutatingAdmissionWebhook {
+    fn name(&self) -> &str {
+        MUTATING_NAME
+    }
+
+    async fn mutate(&self, attrs: &mut AdmissionAttributes<'_>) -> Result<(), ApiError> {
+        let d = &self.0;
+        wait_synced(&d.host.mutating, attrs).await?;
+        for hook in mutating_hooks(&d.host) {
+            if !d.should_call(&hook, attrs).await? {
+                continue;
+            }
+            let Some(verdict) = d.call(&hook, attrs, true).await? else {
+                continue;
+            };
+            if !verdict.allowed {
+                return Err(review::denied(&hook.name, &verdict.status));
+            }
+            if let (Some(patch), Some(object)) = (verdict.patch, attrs.object.as_deref_mut()) {
+                json_patch::patch(object, &patch).map_err(|e| {
+                    ApiError::internal(format!(
+                        "failed calling webhook {:?}: JSONPatch: {e}",
+                        hook.name
+                    ))
+                })?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Calls the host's validating webhooks.
+pub struct ValidatingAdmissionWebhook(Dispatcher);
+
+impl ValidatingAdmissionWebhook {
+    /// The plugin reading configurations from `host`, reaching services through `resolver`.
+    pub fn new(host: HostObjects, resolver: Arc<dyn ServiceResolver>) -> Self {
+        ValidatingAdmissionWebhook(Dispatcher { host, resolver })
+    }
+}
+
+#[async_trait::async_trait]
+impl AdmissionPlugin for ValidatingAdmissionWebhook {
+    fn name(&self) -> &str {
+        VALIDATING_NAME
+    }
+
+    async fn validate(&self, attrs: &AdmissionAttributes<'_>) -> Result<(), ApiError> {
+        let d = &self.0;
+        wait_synced(&d.host.validating, attrs).await?;
+        for hook in validating_hooks(&d.host) {
+            if !d.should_call(&hook, attrs).await? {
+                continue;
+            }
+            if let Some(verdict) = d.call(&hook, attrs, false).await?
+                && !verdict.allowed
+            {
+                return Err(review::denied(&hook.name, &verdict.status));
+            }
+        }
+        Ok(())
+    }
+}

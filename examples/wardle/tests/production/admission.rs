@@ -1,0 +1,482 @@
+//! Admission in production mode: the host's webhook configurations (a webhook server over TLS
+//! with its own CA that labels and rejects Flunders), `failurePolicy` with the webhook down,
+//! and `NamespaceLifecycle` against the host's namespaces.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use base64::Engine as _;
+use http_body_util::{BodyExt, Full};
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+use reqwest::Method;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use serde_json::{Value, json};
+
+use crate::stack::{Stack, TIMEOUT};
+
+/// The reviews a webhook server received: `(path, review)`.
+type Seen = Arc<Mutex<Vec<(String, Value)>>>;
+
+/// A webhook server on loopback: `/mutate` labels every object `admitted-by: webhook`
+/// (JSONPatch), `/validate` denies objects named `rejected`.
+struct WebhookServer {
+    addr: SocketAddr,
+    ca_pem: String,
+    seen: Seen,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for WebhookServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn answer(path: &str, review: &Value) -> Value {
+    let request = &review["request"];
+    let uid = request["uid"].clone();
+    let response = match path {
+        "/mutate" => {
+            let has_labels = request["object"]["metadata"]["labels"].is_object();
+            let patch = if has_labels {
+                json!([{"op": "add", "path": "/metadata/labels/admitted-by", "value": "webhook"}])
+            } else {
+                json!([{"op": "add", "path": "/metadata/labels", "value": {"admitted-by": "webhook"}}])
+            };
+            let patch = base64::engine::general_purpose::STANDARD.encode(patch.to_string());
+            json!({"uid": uid, "allowed": true, "patchType": "JSONPatch", "patch": patch})
+        }
+        _ if request["name"] == "rejected" => json!({
+            "uid": uid, "allowed": false,
+            "status": {"message": "flunder name rejected", "code": 403}
+        }),
+        _ => json!({"uid": uid, "allowed": true}),
+    };
+    json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
+}
+
+async fn start_webhook_server() -> WebhookServer {
+    apiserver_framework::server::tls::install_crypto_provider();
+    let ca_key = KeyPair::generate().expect("key");
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("params");
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "webhook-test-ca");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_cert = ca_params.self_signed(&ca_key).expect("CA");
+    let issuer = Issuer::new(ca_params, ca_key);
+    let key = KeyPair::generate().expect("key");
+    let params = CertificateParams::new(vec!["127.0.0.1".to_string()]).expect("params");
+    let cert = params.signed_by(&key, &issuer).expect("sign");
+    let config = rustls::ServerConfig::builder()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![CertificateDer::from(cert.der().to_vec())],
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+        )
+        .expect("a TLS configuration");
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("address");
+    let seen: Seen = Arc::default();
+    let recorded = seen.clone();
+    let task = tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else {
+                return;
+            };
+            let acceptor = acceptor.clone();
+            let seen = recorded.clone();
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                    let seen = seen.clone();
+                    async move {
+                        let path = req.uri().path().to_string();
+                        let body = req.into_body().collect().await.map(|b| b.to_bytes());
+                        let review: Value = body
+                            .ok()
+                            .and_then(|b| serde_json::from_slice(&b).ok())
+                            .unwrap_or(Value::Null);
+                        let reply = answer(&path, &review);
+                        seen.lock().unwrap().push((path, review));
+                        Ok::<_, Infallible>(
+                            hyper::Response::builder()
+                                .header("content-type", "application/json")
+                                .body(Full::new(bytes::Bytes::from(reply.to_string())))
+                                .unwrap(),
+                        )
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(tls), service)
+                    .await;
+            });
+        }
+    });
+    WebhookServer {
+        addr,
+        ca_pem: ca_cert.pem(),
+        seen,
+        task,
+    }
+}
+
+fn flunder(name: &str, labels: Value) -> Value {
+    json!({
+        "apiVersion": "wardle.example.com/v1alpha1",
+        "kind": "Flunder",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"reference": "x", "referenceType": "Fischer"}
+    })
+}
+
+fn webhook(name: &str, url: &str, ca_pem: &str, extra: Value) -> Value {
+    let mut hook = json!({
+        "name": name,
+        "clientConfig": {
+            "url": url,
+            "caBundle": base64::engine::general_purpose::STANDARD.encode(ca_pem),
+        },
+        "rules": [{
+            "operations": ["CREATE"],
+            "apiGroups": ["wardle.example.com"],
+            "apiVersions": ["v1alpha1"],
+            "resources": ["flunders"],
+        }],
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+    });
+    if let (Some(h), Some(e)) = (hook.as_object_mut(), extra.as_object()) {
+        h.extend(e.clone());
+    }
+    hook
+}
+
+/// Creates a webhook configuration on the host as its admin.
+async fn configure(stack: &Stack, plural: &str, name: &str, webhooks: Vec<Value>) {
+    let kind = if plural.starts_with("mutating") {
+        "MutatingWebhookConfiguration"
+    } else {
+        "ValidatingWebhookConfiguration"
+    };
+    let body = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": kind,
+        "metadata": {"name": name},
+        "webhooks": webhooks,
+    });
+    let url = format!(
+        "{}/apis/admissionregistration.k8s.io/v1/{plural}",
+        stack.host_url()
+    );
+    let (code, text) = stack
+        .call(
+            &stack.client(),
+            Method::POST,
+            &url,
+            Some(&stack.token("admin")),
+            Some(body),
+        )
+        .await;
+    assert_eq!(code, 201, "{text}");
+}
+
+/// Creates a Flunder in `namespace` through the host as alice.
+async fn create(stack: &Stack, namespace: &str, body: Value) -> (u16, Value) {
+    let url = format!(
+        "{}/apis/wardle.example.com/v1alpha1/namespaces/{namespace}/flunders",
+        stack.host_url()
+    );
+    let (code, text) = stack
+        .call(
+            &stack.client(),
+            Method::POST,
+            &url,
+            Some(&stack.token("alice")),
+            Some(body),
+        )
+        .await;
+    let value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
+    (code, value)
+}
+
+/// Creates `probe-<n>` Flunders until `done` accepts the answer (wardle has seen the host's
+/// change); returns that answer.
+async fn until(stack: &Stack, labels: Value, done: impl Fn(u16, &Value) -> bool) -> (u16, Value) {
+    let deadline = Instant::now() + TIMEOUT;
+    for n in 0.. {
+        let (code, body) = create(
+            stack,
+            "default",
+            flunder(&format!("probe-{n}"), labels.clone()),
+        )
+        .await;
+        if done(code, &body) {
+            return (code, body);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "wardle never saw the change: {code} {body}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    unreachable!()
+}
+
+/// A mutating webhook labels Flunders through a JSON patch; a validating one rejects a Flunder
+/// by name with upstream's message; both see the caller and the request as upstream sends it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webhooks_of_the_host_mutate_and_reject_flunders() {
+    let server = start_webhook_server().await;
+    let stack = Stack::start(&[]).await;
+    let base = format!("https://{}", server.addr);
+    configure(
+        &stack,
+        "mutatingwebhookconfigurations",
+        "label-flunders",
+        vec![webhook(
+            "label.wardle.test",
+            &format!("{base}/mutate"),
+            &server.ca_pem,
+            json!({}),
+        )],
+    )
+    .await;
+    configure(
+        &stack,
+        "validatingwebhookconfigurations",
+        "deny-flunders",
+        vec![webhook(
+            "deny.wardle.test",
+            &format!("{base}/validate"),
+            &server.ca_pem,
+            json!({}),
+        )],
+    )
+    .await;
+    until(&stack, json!({}), |code, b| {
+        code == 201 && b["metadata"]["labels"]["admitted-by"] == "webhook"
+    })
+    .await;
+
+    let (code, body) = create(&stack, "default", flunder("one", json!({"keep": "me"}))).await;
+    assert_eq!(code, 201, "{body}");
+    assert_eq!(
+        body["metadata"]["labels"],
+        json!({"keep": "me", "admitted-by": "webhook"})
+    );
+
+    let (code, body) = create(&stack, "default", flunder("rejected", json!({}))).await;
+    assert_eq!(code, 403, "{body}");
+    assert_eq!(
+        body["message"],
+        "admission webhook \"deny.wardle.test\" denied the request: flunder name rejected"
+    );
+    let (code, _) = create(&stack, "default", flunder("rejected", json!({}))).await;
+    assert_eq!(code, 403, "a rejected Flunder is not stored");
+
+    // A webhook with side effects refuses dry runs it would be called for.
+    configure(
+        &stack,
+        "validatingwebhookconfigurations",
+        "side-effects",
+        vec![webhook(
+            "effects.wardle.test",
+            &format!("{base}/validate"),
+            &server.ca_pem,
+            json!({"sideEffects": "Some", "objectSelector": {"matchLabels": {"effects": "yes"}}}),
+        )],
+    )
+    .await;
+    let url = format!(
+        "{}/apis/wardle.example.com/v1alpha1/namespaces/default/flunders?dryRun=All",
+        stack.host_url()
+    );
+    let deadline = Instant::now() + TIMEOUT;
+    let (code, text) = loop {
+        let (code, text) = stack
+            .call(
+                &stack.client(),
+                Method::POST,
+                &url,
+                Some(&stack.token("alice")),
+                Some(flunder("dry", json!({"effects": "yes"}))),
+            )
+            .await;
+        if code != 201 || Instant::now() > deadline {
+            break (code, text);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert_eq!(code, 400, "{text}");
+    let body: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(
+        body["message"],
+        "admission webhook \"effects.wardle.test\" does not support dry run"
+    );
+    let (code, body) = create(&stack, "default", flunder("wet", json!({"effects": "yes"}))).await;
+    assert_eq!(code, 201, "without dry run it is called: {body}");
+
+    let seen = server.seen.lock().unwrap().clone();
+    let (_, review) = seen
+        .iter()
+        .find(|(path, r)| path == "/validate" && r["request"]["name"] == "one")
+        .expect("the validating webhook saw Flunder one");
+    let request = &review["request"];
+    assert_eq!(review["apiVersion"], "admission.k8s.io/v1");
+    assert_eq!(review["kind"], "AdmissionReview");
+    assert_eq!(request["operation"], "CREATE");
+    assert_eq!(request["namespace"], "default");
+    assert_eq!(
+        request["resource"],
+        json!({"group": "wardle.example.com", "version": "v1alpha1", "resource": "flunders"})
+    );
+    assert_eq!(request["kind"]["kind"], "Flunder");
+    assert_eq!(request["userInfo"]["username"], "alice");
+    assert_eq!(
+        request["object"]["metadata"]["labels"]["admitted-by"], "webhook",
+        "validating webhooks see the mutated object"
+    );
+    assert!(
+        seen.iter()
+            .all(|(_, r)| r["request"]["uid"].as_str().is_some_and(|u| !u.is_empty()))
+    );
+}
+
+/// With its webhook down, `failurePolicy: Fail` refuses the request and `Ignore` admits it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failure_policy_decides_when_the_webhook_is_down() {
+    let stack = Stack::start(&[]).await;
+    let down = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("https://{}/validate", down.local_addr().expect("address"));
+    drop(down);
+    let ca = &stack.host.files.ca_pem;
+    configure(
+        &stack,
+        "validatingwebhookconfigurations",
+        "down",
+        vec![
+            webhook("fail.wardle.test", &url, ca, json!({
+                "failurePolicy": "Fail",
+                "objectSelector": {"matchLabels": {"policy": "fail"}},
+            })),
+            webhook("ignore.wardle.test", &url, ca, json!({
+                "failurePolicy": "Ignore",
+                "timeoutSeconds": 2,
+                "objectSelector": {"matchExpressions": [{"key": "policy", "operator": "In", "values": ["ignore"]}]},
+            })),
+        ],
+    )
+    .await;
+    let (code, body) = until(&stack, json!({"policy": "fail"}), |code, _| code != 201).await;
+    assert_eq!(code, 500, "{body}");
+    let message = body["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("Internal error occurred: failed calling webhook \"fail.wardle.test\": failed to call webhook: Post "),
+        "{message}"
+    );
+    let (code, body) = create(
+        &stack,
+        "default",
+        flunder("ignored", json!({"policy": "ignore"})),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = create(&stack, "default", flunder("unselected", json!({}))).await;
+    assert_eq!(code, 201, "{body}");
+}
+
+/// Creating a Flunder in a namespace the host lacks is refused with upstream's 404; once the
+/// host has it, the create succeeds; a terminating namespace refuses new content with 403.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn namespace_lifecycle_follows_the_host() {
+    let stack = Stack::start(&[]).await;
+    let (code, body) = create(&stack, "nowhere", flunder("lost", json!({}))).await;
+    assert_eq!(code, 404, "{body}");
+    assert_eq!(body["message"], "namespaces \"nowhere\" not found");
+    assert_eq!(body["reason"], "NotFound");
+    assert_eq!(body["details"]["kind"], "namespaces");
+
+    let admin = stack.token("admin");
+    let client = stack.client();
+    let namespaces = format!("{}/api/v1/namespaces", stack.host_url());
+    for ns in ["nowhere", "ending"] {
+        let (code, text) = stack
+            .call(
+                &client,
+                Method::POST,
+                &namespaces,
+                Some(&admin),
+                Some(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})),
+            )
+            .await;
+        assert_eq!(code, 201, "{text}");
+    }
+    let (code, body) = create(&stack, "nowhere", flunder("found", json!({}))).await;
+    assert_eq!(code, 201, "{body}");
+
+    let (code, text) = stack
+        .call(
+            &client,
+            Method::GET,
+            &format!("{namespaces}/ending"),
+            Some(&admin),
+            None,
+        )
+        .await;
+    assert_eq!(code, 200, "{text}");
+    let mut ns: Value = serde_json::from_str(&text).expect("JSON");
+    ns["status"] = json!({"phase": "Terminating"});
+    let (code, text) = stack
+        .call(
+            &client,
+            Method::PUT,
+            &format!("{namespaces}/ending/status"),
+            Some(&admin),
+            Some(ns),
+        )
+        .await;
+    assert_eq!(code, 200, "{text}");
+    let deadline = Instant::now() + TIMEOUT;
+    let (code, body) = loop {
+        let (code, body) = create(&stack, "ending", flunder("late", json!({}))).await;
+        if code != 201 || Instant::now() > deadline {
+            break (code, body);
+        }
+        let url = format!(
+            "{}/apis/wardle.example.com/v1alpha1/namespaces/ending/flunders/late",
+            stack.host_url()
+        );
+        stack
+            .call(&client, Method::DELETE, &url, Some(&admin), None)
+            .await;
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert_eq!(code, 403, "{body}");
+    assert_eq!(
+        body["message"],
+        "flunders.wardle.example.com \"late\" is forbidden: unable to create new content in namespace ending because it is being terminated"
+    );
+    assert_eq!(
+        body["details"]["causes"][0]["reason"],
+        "NamespaceTerminating"
+    );
+}
+
+/// `--disable-admission-plugins` turns a plugin off: without NamespaceLifecycle a Flunder may
+/// be created in a namespace the host lacks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disabled_plugins_do_not_run() {
+    let stack = Stack::start(&["--disable-admission-plugins=NamespaceLifecycle"]).await;
+    let (code, body) = create(&stack, "nowhere", flunder("lost", json!({}))).await;
+    assert_eq!(code, 201, "{body}");
+}
