@@ -79,7 +79,13 @@ impl HandlerChain {
     }
 
     async fn serve(&self, req: Request<Body>) -> Response<Body> {
-        let (mut parts, body) = req.into_parts();
+        let (parts, body) = req.into_parts();
+        let recorder = crate::metrics::RequestRecorder::start(&parts);
+        let res = self.serve_parts(parts, body).await;
+        recorder.finish(&self.server, res)
+    }
+
+    async fn serve_parts(&self, mut parts: http::request::Parts, body: Body) -> Response<Body> {
         let user = match self.authenticator.authenticate(&parts).await {
             Authenticated::User(u) => u,
             // As upstream: invalid credentials are refused everywhere; a caller without any
