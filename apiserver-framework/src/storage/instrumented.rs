@@ -6,8 +6,8 @@
 //! The group and resource are read from the key: `/<group>/<resource>/…` when the first
 //! segment holds a dot (API groups served through aggregation are DNS subdomains), else
 //! `/<resource>/…` for the core group. An object count starts from one listing of the
-//! resource's keys, the first time the resource is touched; creates and deletes after that
-//! listing's revision move it.
+//! resource's keys, started in the background the first time the resource is touched; creates
+//! and deletes after that listing's revision move it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -15,7 +15,6 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use parking_lot::Mutex;
-use tokio::sync::OnceCell;
 
 use crate::metrics::{Metrics, global};
 use crate::storage::{KeyValue, ListPage, ListRequest, Storage, StorageError, WatchStream};
@@ -27,11 +26,23 @@ pub struct InstrumentedStorage {
     counts: Mutex<HashMap<(String, String), Arc<ObjectCount>>>,
 }
 
-/// The objects of one resource, counted from a listing at `base` revision.
-#[derive(Default)]
+/// The object count of one resource.
 struct ObjectCount {
-    /// The revision of the initial listing, once it is done.
-    base: OnceCell<u64>,
+    group: String,
+    resource: String,
+    /// The `resource` label of `apiserver_storage_objects`: `<resource>.<group>`.
+    label: String,
+    state: Mutex<CountState>,
+}
+
+#[derive(Default)]
+struct CountState {
+    /// The revision of the listing the count started from, once it is done.
+    base: Option<u64>,
+    count: i64,
+    /// Creates (+1) and deletes (-1) seen before the listing was done, with their revisions.
+    pending: Vec<(u64, i64)>,
+    listing: bool,
 }
 
 impl InstrumentedStorage {
@@ -51,82 +62,123 @@ impl InstrumentedStorage {
         call: impl Future<Output = Result<T, StorageError>>,
     ) -> Result<T, StorageError> {
         let (group, resource) = group_resource(key);
-        let labels = [operation, group, resource];
-        let started = Instant::now();
-        let result = call.await;
-        self.metrics
-            .storage_duration
-            .with_label_values(&labels)
-            .observe(started.elapsed().as_secs_f64());
-        self.metrics
-            .storage_requests
-            .with_label_values(&labels)
-            .inc();
-        if let Err(e) = &result
-            && is_failure(e)
-        {
-            self.metrics.storage_errors.with_label_values(&labels).inc();
-        }
-        result
+        timed(self.metrics, [operation, group, resource], call).await
     }
 
-    /// Makes sure the object count of `key`'s resource has been initialized; returns the
-    /// label value and the revision the count starts from.
-    async fn count_of(&self, key: &str) -> Option<(String, u64)> {
+    /// The object count of `key`'s resource; the first time (and after a failed listing),
+    /// starts listing the resource in the background to learn where the count starts.
+    fn count_of(&self, key: &str) -> Option<Arc<ObjectCount>> {
         let (group, resource) = group_resource(key);
         if resource.is_empty() {
             return None;
         }
-        let entry = self
+        let count = self
             .counts
             .lock()
             .entry((group.to_string(), resource.to_string()))
-            .or_default()
-            .clone();
-        let label = if group.is_empty() {
-            resource.to_string()
-        } else {
-            format!("{resource}.{group}")
-        };
-        let prefix = if group.is_empty() {
-            format!("/{resource}/")
-        } else {
-            format!("/{group}/{resource}/")
-        };
-        let base = entry
-            .base
-            .get_or_try_init(|| async {
-                let page = self
-                    .timed(
-                        "list",
-                        &prefix,
-                        self.inner.list(ListRequest {
-                            prefix: prefix.clone(),
-                            ..Default::default()
-                        }),
-                    )
-                    .await?;
-                self.metrics
-                    .storage_objects
-                    .with_label_values(&[&label])
-                    .set(page.items.len() as i64);
-                Ok::<_, StorageError>(page.revision)
+            .or_insert_with(|| {
+                Arc::new(ObjectCount {
+                    group: group.to_string(),
+                    resource: resource.to_string(),
+                    label: if group.is_empty() {
+                        resource.to_string()
+                    } else {
+                        format!("{resource}.{group}")
+                    },
+                    state: Mutex::new(CountState::default()),
+                })
             })
-            .await
-            .ok()?;
-        Some((label, *base))
+            .clone();
+        let start = {
+            let mut state = count.state.lock();
+            let start = state.base.is_none() && !state.listing;
+            state.listing |= start;
+            start
+        };
+        if start {
+            match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => {
+                    runtime.spawn(list_count(self.inner.clone(), self.metrics, count.clone()));
+                }
+                Err(_) => count.state.lock().listing = false,
+            }
+        }
+        Some(count)
     }
 
-    fn moved(&self, counted: Option<(String, u64)>, revision: u64, delta: i64) {
-        if let Some((label, base)) = counted
-            && revision > base
-        {
-            self.metrics
-                .storage_objects
-                .with_label_values(&[&label])
-                .add(delta);
+    /// Moves the count by `delta` for a change at `revision`.
+    fn moved(&self, count: Option<Arc<ObjectCount>>, revision: u64, delta: i64) {
+        let Some(count) = count else { return };
+        let mut state = count.state.lock();
+        match state.base {
+            Some(base) if revision > base => {
+                state.count += delta;
+                self.metrics
+                    .storage_objects
+                    .with_label_values(&[&count.label])
+                    .set(state.count);
+            }
+            Some(_) => {}
+            None => state.pending.push((revision, delta)),
         }
     }
+}
+
+/// Runs `call`, recording its latency, and whether it failed, under `labels`.
+async fn timed<T>(
+    metrics: &Metrics,
+    labels: [&str; 3],
+    call: impl Future<Output = Result<T, StorageError>>,
+) -> Result<T, StorageError> {
+    let started = Instant::now();
+    let result = call.await;
+    metrics
+        .storage_duration
+        .with_label_values(&labels)
+        .observe(started.elapsed().as_secs_f64());
+    metrics.storage_requests.with_label_values(&labels).inc();
+    if let Err(e) = &result
+        && is_failure(e)
+    {
+        metrics.storage_errors.with_label_values(&labels).inc();
+    }
+    result
+}
+
+/// Lists the keys of `count`'s resource and starts the count from them (and the changes seen
+/// meanwhile that the listing did not include).
+async fn list_count(inner: Arc<dyn Storage>, metrics: &'static Metrics, count: Arc<ObjectCount>) {
+    let prefix = if count.group.is_empty() {
+        format!("/{}/", count.resource)
+    } else {
+        format!("/{}/{}/", count.group, count.resource)
+    };
+    let labels = ["list", count.group.as_str(), count.resource.as_str()];
+    let listed = timed(
+        metrics,
+        labels,
+        inner.list(ListRequest {
+            prefix,
+            ..Default::default()
+        }),
+    )
+    .await;
+    let mut state = count.state.lock();
+    state.listing = false;
+    let Ok(page) = listed else { return };
+    let later: i64 = state
+        .pending
+        .iter()
+        .filter(|(revision, _)| *revision > page.revision)
+        .map(|(_, delta)| delta)
+        .sum();
+    state.pending.clear();
+    state.base = Some(page.revision);
+    state.count = page.items.len() as i64 + later;
+    metrics
+        .storage_objects
+        .with_label_values(&[&count.label])
+        .set(state.count);
 }
 
 /// Whether a storage error is a failure of the store (not an answer such as "not found" or
@@ -158,7 +210,7 @@ impl Storage for InstrumentedStorage {
     }
 
     async fn create(&self, key: &str, value: Bytes) -> Result<u64, StorageError> {
-        let counted = self.count_of(key).await;
+        let counted = self.count_of(key);
         let revision = self
             .timed("create", key, self.inner.create(key, value))
             .await?;
@@ -176,7 +228,7 @@ impl Storage for InstrumentedStorage {
         key: &str,
         expected: Option<u64>,
     ) -> Result<(u64, KeyValue), StorageError> {
-        let counted = self.count_of(key).await;
+        let counted = self.count_of(key);
         let (revision, kv) = self
             .timed("delete", key, self.inner.delete(key, expected))
             .await?;
@@ -186,7 +238,7 @@ impl Storage for InstrumentedStorage {
 
     async fn watch(&self, prefix: &str, after: u64) -> Result<WatchStream, StorageError> {
         // Touching a resource starts its object count, so that it is known before any write.
-        let _ = self.count_of(prefix).await;
+        let _ = self.count_of(prefix);
         self.timed("watch", prefix, self.inner.watch(prefix, after))
             .await
     }
@@ -254,6 +306,13 @@ mod tests {
         )
         .await
         .unwrap();
+        // The count starts from a listing in the background.
+        for _ in 0..100 {
+            if objects() == 2 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
         assert_eq!(objects(), 2);
         assert_eq!(creates(), 1);
         assert!(
