@@ -256,6 +256,7 @@ impl GenericApiServer {
             "/apis",
             "/healthz",
             "/livez",
+            "/metrics",
             "/openapi/v2",
             "/openapi/v3",
             "/readyz",

@@ -148,6 +148,23 @@ async fn metrics_move_with_requests_and_watches() {
         .unwrap();
     assert_eq!(anonymous.status(), 401);
 
+    // The root index lists it, as upstream's.
+    let index: Value = client
+        .get(w.at("/"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        index["paths"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("/metrics")),
+        "{index}"
+    );
+
     let before = scrape(&w, &client).await;
     let total = "apiserver_request_total";
 
