@@ -72,8 +72,8 @@ pub struct OpenedStorage {
 }
 
 impl StorageOptions {
-    /// Opens the configured storage, records its calls in the metrics, starts its compactor and, with `--watch-cache`, puts
-    /// the watch cache in front of it.
+    /// Opens the configured storage, records its calls in the metrics, starts its compactor
+    /// and, with `--watch-cache`, puts the watch cache in front of it.
     pub async fn open(&self) -> Result<OpenedStorage, StorageError> {
         let mut opened = if self.etcd_servers.is_empty() {
             OpenedStorage {
