@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 use crate::admission::{self, AdmissionPlugin};
 use crate::cli::host_client::host_client;
 use crate::cli::local::{self, LocalOptions, LocalServer};
+use crate::cli::logging::LoggingOptions;
 use crate::cli::manifests::{self, GroupVersion, ManifestsOptions};
 use crate::cli::serve::{self, ProductionServer, ServeError};
 use crate::cli::serve_options::ServeOptions;
@@ -42,6 +43,8 @@ struct Cli {
     /// Without a command, the server runs in production mode (`serve`).
     #[command(flatten)]
     serve: Box<ServeOptions>,
+    #[command(flatten)]
+    logging: LoggingOptions,
 }
 
 #[derive(Subcommand, Debug)]
@@ -200,8 +203,8 @@ impl App {
     /// Parses the process's command line and runs the chosen command until it is stopped
     /// (SIGINT or SIGTERM).
     pub async fn run(self) -> Result<(), AppError> {
-        init_tracing();
         let cli = Cli::parse();
+        cli.logging.init();
         match cli.command.unwrap_or(Command::Serve(cli.serve)) {
             Command::Serve(opts) => {
                 let name = self.name.clone();
@@ -285,13 +288,6 @@ fn print_dev_host_instructions(name: &str, host: &DevHost, opts: &DevHostOptions
     );
 }
 
-/// Installs a tracing subscriber (honouring `RUST_LOG`) unless one is installed already.
-fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).try_init();
-}
-
 /// Waits for SIGINT or SIGTERM, then exits the process (code 1, as upstream) on a second one
 /// while the graceful shutdown runs.
 async fn wait_for_first_signal() {
@@ -319,5 +315,23 @@ async fn wait_for_signal() {
     #[cfg(not(unix))]
     {
         let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn logging_flags_go_with_every_command() {
+        let cli =
+            Cli::try_parse_from(["x", "local", "-v", "4", "--logging-format", "json"]).unwrap();
+        assert_eq!(cli.logging.verbosity, 4);
+        assert!(matches!(cli.command, Some(Command::Local(_))));
+        let cli = Cli::try_parse_from(["x", "serve", "--v=3"]).unwrap();
+        assert_eq!(cli.logging.verbosity, 3);
+        let cli = Cli::try_parse_from(["x", "--v=5"]).unwrap();
+        assert_eq!(cli.logging.verbosity, 5);
+        assert!(cli.command.is_none());
     }
 }

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use rand::Rng;
 
-use crate::audit::{AuditError, AuditOptions};
 use crate::admission::options::AdmissionOptions;
+use crate::audit::{AuditError, AuditOptions};
 use crate::auth::{StaticTokenAuthenticator, UserInfo};
 use crate::authz::AllowAll;
 use crate::cli::kubeconfig;

@@ -9,6 +9,7 @@ pub mod duration;
 pub mod host_client;
 pub mod kubeconfig;
 pub mod local;
+pub mod logging;
 pub mod manifests;
 pub mod serve;
 pub mod serve_options;

@@ -4,8 +4,8 @@
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
 
-use crate::audit::AuditOptions;
 use crate::admission::options::AdmissionOptions;
+use crate::audit::AuditOptions;
 use crate::auth::options::AuthenticationOptions;
 use crate::authz::options::DelegatingAuthorizationOptions;
 use crate::cli::server_run_options::ServerRunOptions;

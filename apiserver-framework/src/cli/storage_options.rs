@@ -9,6 +9,7 @@ use crate::cli::duration::GoDuration;
 use crate::server::health::HealthCheck;
 use crate::storage::cache::{CacheOptions, CachedStorage};
 use crate::storage::embedded::EmbeddedStorage;
+use crate::storage::instrumented::InstrumentedStorage;
 use crate::storage::{Storage, StorageError, compactor};
 
 /// Storage flags, with kube-apiserver's names for the etcd ones.
@@ -71,8 +72,8 @@ pub struct OpenedStorage {
 }
 
 impl StorageOptions {
-    /// Opens the configured storage, starts its compactor and, with `--watch-cache`, puts
-    /// the watch cache in front of it.
+    /// Opens the configured storage, records its calls in the metrics, starts its compactor
+    /// and, with `--watch-cache`, puts the watch cache in front of it.
     pub async fn open(&self) -> Result<OpenedStorage, StorageError> {
         let mut opened = if self.etcd_servers.is_empty() {
             OpenedStorage {
@@ -83,6 +84,7 @@ impl StorageOptions {
         } else {
             self.open_etcd().await?
         };
+        opened.storage = InstrumentedStorage::wrap(opened.storage);
         if !self.compaction_interval.0.is_zero() {
             compactor::spawn_compactor(opened.storage.clone(), self.compaction_interval.0);
         }

@@ -167,6 +167,7 @@ impl GenericApiServer {
                     .await;
             }
             "/version" | "/version/" => return version::respond(&self.version),
+            "/metrics" => return crate::metrics::global().respond(&req),
             "/" => return self.index(StatusCode::OK),
             "/openapi/v2" => return self.openapi_v2(&req),
             "/openapi/v3" | "/openapi/v3/" => return self.openapi_v3_root(),
@@ -275,6 +276,7 @@ impl GenericApiServer {
             "/apis",
             "/healthz",
             "/livez",
+            "/metrics",
             "/openapi/v2",
             "/openapi/v3",
             "/readyz",

@@ -119,7 +119,16 @@ impl HandlerChain {
         res
     }
 
-    async fn serve(&self, mut req: Request<Body>) -> Response<Body> {
+    /// Records the request's metrics around everything else.
+    async fn serve(&self, req: Request<Body>) -> Response<Body> {
+        let (parts, body) = req.into_parts();
+        let recorder = crate::metrics::RequestRecorder::start(&parts);
+        let res = self.limited(Request::from_parts(parts, body)).await;
+        recorder.finish(&self.server, res)
+    }
+
+    /// The request timeout (long-running requests have none), then the rest.
+    async fn limited(&self, mut req: Request<Body>) -> Response<Body> {
         let long_running = filters::long_running::is_long_running(
             req.method(),
             req.uri().path(),

@@ -10,6 +10,7 @@ pub mod conformance;
 pub mod embedded;
 #[cfg(feature = "etcd")]
 pub mod etcd;
+pub mod instrumented;
 pub mod memory;
 
 use bytes::Bytes;

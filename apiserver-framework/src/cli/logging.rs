@@ -1,0 +1,122 @@
+//! Logging flags: klog's `-v`/`--v` verbosity and `--logging-format text|json`, and the
+//! tracing subscriber they install.
+//!
+//! Verbosity maps to tracing levels: 0–2 `info`, 3–5 `debug` (request logs, as upstream's
+//! `httplog` logs at `V(3)`), 6 and up `trace`. `RUST_LOG`, when set, decides instead.
+
+use tracing_subscriber::EnvFilter;
+
+/// Crates logging connection-level detail, kept at `info` below verbosity 6.
+const WIRE_CRATES: &[&str] = &[
+    "h2",
+    "hyper",
+    "hyper_util",
+    "rustls",
+    "tokio_rustls",
+    "reqwest",
+    "tower",
+    "kube_client",
+    "redb",
+];
+
+/// The format of log lines.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LoggingFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Logging flags, accepted by every command.
+#[derive(Clone, Debug, Default, clap::Args)]
+pub struct LoggingOptions {
+    /// Log verbosity, 0–10 as klog's: 3 and up logs every request, 6 and up traces.
+    #[arg(
+        short = 'v',
+        long = "v",
+        global = true,
+        default_value_t = 0,
+        value_parser = clap::value_parser!(u8).range(0..=10)
+    )]
+    pub verbosity: u8,
+    /// The format of log lines.
+    #[arg(long, global = true, value_enum, default_value_t = LoggingFormat::Text)]
+    pub logging_format: LoggingFormat,
+}
+
+impl LoggingOptions {
+    /// The tracing level of the verbosity.
+    pub fn level(&self) -> &'static str {
+        match self.verbosity {
+            0..=2 => "info",
+            3..=5 => "debug",
+            _ => "trace",
+        }
+    }
+
+    /// The filter directives of the verbosity: its level, with the connection-level crates
+    /// (HTTP/2, TLS, the HTTP client) kept at `info` below verbosity 6.
+    pub fn directives(&self) -> String {
+        let level = self.level();
+        if self.verbosity >= 6 || level == "info" {
+            return level.to_string();
+        }
+        let quiet = WIRE_CRATES.iter().map(|c| format!(",{c}=info"));
+        std::iter::once(level.to_string()).chain(quiet).collect()
+    }
+
+    /// The filter: `RUST_LOG` when set, else the verbosity's directives.
+    pub fn filter(&self) -> EnvFilter {
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(self.directives()))
+    }
+
+    /// Installs a subscriber logging as these options say, unless one is installed already.
+    pub fn init(&self) {
+        let builder = tracing_subscriber::fmt().with_env_filter(self.filter());
+        let _ = match self.logging_format {
+            LoggingFormat::Text => builder.try_init(),
+            LoggingFormat::Json => builder.json().try_init(),
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        logging: LoggingOptions,
+    }
+
+    fn parse(args: &[&str]) -> Result<LoggingOptions, clap::Error> {
+        Cli::try_parse_from(std::iter::once("x").chain(args.iter().copied())).map(|c| c.logging)
+    }
+
+    #[test]
+    fn verbosity_maps_to_levels() {
+        assert_eq!(parse(&[]).unwrap().level(), "info");
+        assert_eq!(parse(&["-v", "2"]).unwrap().level(), "info");
+        assert_eq!(parse(&["--v=3"]).unwrap().level(), "debug");
+        assert_eq!(parse(&["-v=6"]).unwrap().level(), "trace");
+        assert!(parse(&["--v=11"]).is_err());
+        assert_eq!(parse(&[]).unwrap().directives(), "info");
+        let debug = parse(&["-v", "4"]).unwrap().directives();
+        assert!(debug.starts_with("debug,h2=info,"), "{debug}");
+        assert_eq!(parse(&["--v=7"]).unwrap().directives(), "trace");
+    }
+
+    #[test]
+    fn formats_parse() {
+        assert_eq!(parse(&[]).unwrap().logging_format, LoggingFormat::Text);
+        assert_eq!(
+            parse(&["--logging-format", "json"]).unwrap().logging_format,
+            LoggingFormat::Json
+        );
+        assert!(parse(&["--logging-format", "yaml"]).is_err());
+    }
+}

@@ -1,0 +1,382 @@
+//! The labels a request is recorded under, read as upstream's `MonitorRequest` reads them:
+//! the upper-case HTTP method made canonical (`GET` of a collection is `LIST`, a `watch`
+//! query or the legacy `/watch/` prefix is `WATCH`, an apply patch is `APPLY`, connect
+//! subresources are `CONNECT`, anything else unknown is `other`), the scope
+//! (`resource|namespace|cluster`, empty for non-resource requests) and `dry_run`.
+//!
+//! Non-resource requests have empty group, version and resource and their path as
+//! subresource (as upstream's health checks are recorded).
+
+use http::request::Parts;
+use http::{HeaderMap, Method, header};
+
+use crate::authz::{self, Request as AuthzRequest};
+
+/// The component label of resource requests.
+pub const COMPONENT: &str = "apiserver";
+
+/// Upstream's `validRequestMethods`: the verbs reported as they are.
+const VALID_VERBS: &[&str] = &[
+    "APPLY",
+    "CONNECT",
+    "CREATE",
+    "DELETE",
+    "DELETECOLLECTION",
+    "GET",
+    "LIST",
+    "PATCH",
+    "POST",
+    "PROXY",
+    "PUT",
+    "UPDATE",
+    "WATCH",
+    "WATCHLIST",
+];
+
+/// Subresources reported as `CONNECT` (upstream's `validConnectRequests`).
+const CONNECT_SUBRESOURCES: &[&str] = &["log", "exec", "portforward", "attach", "proxy"];
+
+/// Subresources whose requests are long-running (upstream's default `LongRunningFunc`).
+const LONG_RUNNING_SUBRESOURCES: &[&str] = &["attach", "exec", "proxy", "log", "portforward"];
+
+/// The verbs of read-only requests (upstream's `nonMutatingRequestVerbs`).
+const READ_ONLY_VERBS: &[&str] = &["get", "list", "watch"];
+
+/// What a request is recorded as.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RequestLabels {
+    /// The reported verb, e.g. `LIST`, `POST`, `WATCH`, `APPLY`.
+    pub verb: String,
+    /// The `dryRun` values, sorted and deduplicated (`All`), `invalid`, or empty.
+    pub dry_run: String,
+    /// The API group (empty for the core group and non-resource requests).
+    pub group: String,
+    /// The API version (empty for non-resource requests).
+    pub version: String,
+    /// The resource (empty for non-resource requests).
+    pub resource: String,
+    /// The subresource; for non-resource requests, the path.
+    pub subresource: String,
+    /// `resource`, `namespace`, `cluster`, or empty for non-resource requests.
+    pub scope: String,
+    /// `apiserver` for resource requests, empty for non-resource ones.
+    pub component: String,
+    /// The request's verb in authorization terms (`get`, `list`, `create`, …).
+    pub request_verb: String,
+    /// Whether this is a resource request.
+    pub is_resource: bool,
+    /// Whether the request is long-running (watch, proxy, connect subresources).
+    pub long_running: bool,
+}
+
+impl RequestLabels {
+    /// The labels of a request with these parts.
+    pub fn of(parts: &Parts) -> Self {
+        Self::from_request(
+            &parts.method,
+            parts.uri.path(),
+            parts.uri.query(),
+            &parts.headers,
+        )
+    }
+
+    /// The labels of a request with this method, raw path, raw query and headers.
+    pub fn from_request(
+        method: &Method,
+        path: &str,
+        query: Option<&str>,
+        headers: &HeaderMap,
+    ) -> Self {
+        let upper = method.as_str().to_ascii_uppercase();
+        let dry_run = clean_dry_run(query);
+        match authz::request_of(method, path, query) {
+            AuthzRequest::Resource(a) => {
+                let scope = if !a.name.is_empty() || a.verb == "create" {
+                    "resource"
+                } else if !a.namespace.is_empty() {
+                    "namespace"
+                } else {
+                    "cluster"
+                };
+                let mut verb = canonical_verb(&upper, scope);
+                if a.verb == "watch" || watch_query(&upper, query) {
+                    verb = "WATCH".into();
+                }
+                if verb == "WATCHLIST" {
+                    verb = "WATCH".into();
+                }
+                if verb == "PATCH" && content_type(headers) == Some("application/apply-patch+yaml")
+                {
+                    verb = "APPLY".into();
+                }
+                if CONNECT_SUBRESOURCES.contains(&a.subresource.as_str()) {
+                    verb = "CONNECT".into();
+                }
+                let long_running = ["watch", "proxy"].contains(&a.verb.as_str())
+                    || LONG_RUNNING_SUBRESOURCES.contains(&a.subresource.as_str());
+                RequestLabels {
+                    verb: clean(verb),
+                    dry_run,
+                    group: a.group,
+                    version: a.version,
+                    resource: a.resource,
+                    subresource: a.subresource,
+                    scope: scope.into(),
+                    component: COMPONENT.into(),
+                    request_verb: a.verb,
+                    is_resource: true,
+                    long_running,
+                }
+            }
+            AuthzRequest::NonResource(n) => RequestLabels {
+                verb: clean(canonical_verb(&upper, "")),
+                dry_run,
+                subresource: n.path,
+                request_verb: n.verb,
+                ..Default::default()
+            },
+        }
+    }
+
+    /// `readOnly` or `mutating`, the `request_kind` of `apiserver_current_inflight_requests`.
+    pub fn request_kind(&self) -> &'static str {
+        if READ_ONLY_VERBS.contains(&self.request_verb.as_str()) {
+            "readOnly"
+        } else {
+            "mutating"
+        }
+    }
+
+    /// The values of `apiserver_request_duration_seconds`'s labels, in order.
+    pub fn duration_values(&self) -> [&str; 8] {
+        [
+            &self.verb,
+            &self.dry_run,
+            &self.group,
+            &self.version,
+            &self.resource,
+            &self.subresource,
+            &self.scope,
+            &self.component,
+        ]
+    }
+
+    /// The values of `apiserver_longrunning_requests`'s labels, in order.
+    pub fn longrunning_values(&self) -> [&str; 7] {
+        [
+            &self.verb,
+            &self.group,
+            &self.version,
+            &self.resource,
+            &self.subresource,
+            &self.scope,
+            &self.component,
+        ]
+    }
+
+    /// These labels without the path parts (for requests no route of the server matched,
+    /// so that arbitrary paths do not make new series).
+    pub fn unrouted(mut self) -> Self {
+        self.group.clear();
+        self.version.clear();
+        self.resource.clear();
+        self.subresource.clear();
+        self
+    }
+}
+
+/// Upstream's `CanonicalVerb`: `GET` and `HEAD` of anything but one object are `LIST`.
+fn canonical_verb(upper: &str, scope: &str) -> String {
+    match upper {
+        "GET" | "HEAD" if scope != "resource" && !scope.is_empty() => "LIST".into(),
+        "GET" | "HEAD" => "GET".into(),
+        other => other.into(),
+    }
+}
+
+/// Unknown verbs are reported as `other`.
+fn clean(verb: String) -> String {
+    if VALID_VERBS.contains(&verb.as_str()) {
+        verb
+    } else {
+        "other".into()
+    }
+}
+
+/// Upstream's `getVerbIfWatch`: a `GET` whose first `watch` value is neither `0` nor `false`.
+fn watch_query(upper: &str, query: Option<&str>) -> bool {
+    if upper != "GET" && upper != "LIST" {
+        return false;
+    }
+    form_urlencoded::parse(query.unwrap_or("").as_bytes())
+        .find(|(k, _)| k == "watch")
+        .is_some_and(|(_, v)| {
+            let v = v.to_ascii_lowercase();
+            v != "0" && v != "false"
+        })
+}
+
+/// Upstream's `cleanDryRun`: the sorted, deduplicated `dryRun` values, `invalid` when any is
+/// not `All`.
+fn clean_dry_run(query: Option<&str>) -> String {
+    let Some(query) = query.filter(|q| q.contains("dryRun")) else {
+        return String::new();
+    };
+    let mut values: Vec<String> = form_urlencoded::parse(query.as_bytes())
+        .filter(|(k, _)| k == "dryRun")
+        .map(|(_, v)| v.into_owned())
+        .collect();
+    if values.iter().any(|v| v != "All") {
+        return "invalid".into();
+    }
+    values.sort();
+    values.dedup();
+    values.join(",")
+}
+
+fn content_type(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(method: Method, uri: &str) -> RequestLabels {
+        labels_with(method, uri, HeaderMap::new())
+    }
+
+    fn labels_with(method: Method, uri: &str, headers: HeaderMap) -> RequestLabels {
+        let uri: http::Uri = uri.parse().unwrap();
+        RequestLabels::from_request(&method, uri.path(), uri.query(), &headers)
+    }
+
+    const NS: &str = "/apis/wardle.example.com/v1alpha1/namespaces/ns1/flunders";
+
+    #[test]
+    fn verbs_and_scopes_follow_upstream() {
+        let cases = [
+            (Method::POST, NS.to_string(), "POST", "resource"),
+            (Method::GET, NS.to_string(), "LIST", "namespace"),
+            (
+                Method::GET,
+                format!("{NS}?watch=true"),
+                "WATCH",
+                "namespace",
+            ),
+            (
+                Method::GET,
+                format!("{NS}?watch=false"),
+                "LIST",
+                "namespace",
+            ),
+            (Method::GET, format!("{NS}/f1"), "GET", "resource"),
+            (Method::HEAD, format!("{NS}/f1"), "GET", "resource"),
+            (Method::PUT, format!("{NS}/f1"), "PUT", "resource"),
+            (Method::PATCH, format!("{NS}/f1"), "PATCH", "resource"),
+            (Method::DELETE, format!("{NS}/f1"), "DELETE", "resource"),
+            (Method::DELETE, NS.to_string(), "DELETE", "namespace"),
+            (Method::OPTIONS, NS.to_string(), "other", "namespace"),
+            (
+                Method::GET,
+                "/apis/wardle.example.com/v1alpha1/flunders".to_string(),
+                "LIST",
+                "cluster",
+            ),
+            (
+                Method::GET,
+                "/apis/wardle.example.com/v1alpha1/watch/namespaces/ns1/flunders".to_string(),
+                "WATCH",
+                "namespace",
+            ),
+            (
+                Method::GET,
+                "/api/v1/namespaces/ns1/pods/p/log".to_string(),
+                "CONNECT",
+                "resource",
+            ),
+        ];
+        for (method, uri, verb, scope) in cases {
+            let l = labels(method.clone(), &uri);
+            assert_eq!(
+                (l.verb.as_str(), l.scope.as_str()),
+                (verb, scope),
+                "{method} {uri}"
+            );
+            assert_eq!(l.component, "apiserver");
+        }
+    }
+
+    #[test]
+    fn resource_parts_are_labels() {
+        let l = labels(Method::PUT, &format!("{NS}/f1/status"));
+        assert_eq!(l.group, "wardle.example.com");
+        assert_eq!(l.version, "v1alpha1");
+        assert_eq!(l.resource, "flunders");
+        assert_eq!(l.subresource, "status");
+        assert_eq!(l.request_kind(), "mutating");
+        assert!(!l.long_running);
+        let core = labels(Method::GET, "/api/v1/namespaces/ns1/configmaps/c");
+        assert_eq!(
+            (core.group.as_str(), core.resource.as_str()),
+            ("", "configmaps")
+        );
+        assert_eq!(core.request_kind(), "readOnly");
+    }
+
+    #[test]
+    fn apply_patches_are_apply() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::CONTENT_TYPE,
+            "application/apply-patch+yaml".parse().unwrap(),
+        );
+        let l = labels_with(Method::PATCH, &format!("{NS}/f1"), headers);
+        assert_eq!(l.verb, "APPLY");
+    }
+
+    #[test]
+    fn watches_are_long_running_and_read_only() {
+        let l = labels(Method::GET, &format!("{NS}?watch=1"));
+        assert!(l.long_running);
+        assert_eq!(l.request_kind(), "readOnly");
+        assert!(!labels(Method::GET, NS).long_running);
+    }
+
+    #[test]
+    fn dry_run_is_cleaned() {
+        assert_eq!(labels(Method::POST, NS).dry_run, "");
+        assert_eq!(
+            labels(Method::POST, &format!("{NS}?dryRun=All")).dry_run,
+            "All"
+        );
+        assert_eq!(
+            labels(Method::POST, &format!("{NS}?dryRun=All&dryRun=All")).dry_run,
+            "All"
+        );
+        assert_eq!(
+            labels(Method::POST, &format!("{NS}?dryRun=Some")).dry_run,
+            "invalid"
+        );
+    }
+
+    #[test]
+    fn non_resource_requests_have_their_path_as_subresource() {
+        let l = labels(Method::GET, "/healthz");
+        assert_eq!(l.verb, "GET");
+        assert_eq!(l.scope, "");
+        assert_eq!(l.component, "");
+        assert_eq!(
+            (l.group.as_str(), l.version.as_str(), l.resource.as_str()),
+            ("", "", "")
+        );
+        assert_eq!(l.subresource, "/healthz");
+        assert!(!l.is_resource);
+        let discovery = labels(Method::GET, "/apis/wardle.example.com/v1alpha1");
+        assert_eq!(discovery.subresource, "/apis/wardle.example.com/v1alpha1");
+        assert_eq!(discovery.verb, "GET");
+        assert_eq!(labels(Method::POST, "/metrics").verb, "POST");
+    }
+}

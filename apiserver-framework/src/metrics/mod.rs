@@ -1,0 +1,193 @@
+//! The server's Prometheus metrics, served at `/metrics` in the text exposition format
+//! (version 0.0.4), with upstream's names, labels and buckets
+//! (`k8s.io/apiserver/pkg/endpoints/metrics` and `k8s.io/apiserver/pkg/storage/etcd3/metrics`).
+//!
+//! As upstream's `legacyregistry`, the metrics are process-wide: [`global`] holds them, the
+//! handler chain ([`RequestRecorder`]) and [`crate::storage::instrumented::InstrumentedStorage`]
+//! record into them, and every chain of the process serves them.
+
+pub mod labels;
+pub mod recorder;
+
+use std::sync::OnceLock;
+
+use axum::body::Body;
+use http::{HeaderValue, Method, Request, Response, StatusCode, header};
+use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry};
+
+pub use labels::RequestLabels;
+pub use recorder::RequestRecorder;
+
+/// The content type of `/metrics`: the Prometheus text exposition format 0.0.4.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Upstream's buckets of `apiserver_request_duration_seconds` and `etcd_request_duration_seconds`.
+const DURATION_BUCKETS: &[f64] = &[
+    0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0,
+    10.0, 15.0, 20.0, 30.0, 45.0, 60.0,
+];
+
+/// The labels of `apiserver_request_total`.
+const REQUEST_LABELS: &[&str] = &[
+    "verb",
+    "dry_run",
+    "group",
+    "version",
+    "resource",
+    "subresource",
+    "scope",
+    "component",
+    "code",
+];
+
+/// The labels of `apiserver_longrunning_requests`.
+const LONGRUNNING_LABELS: &[&str] = &[
+    "verb",
+    "group",
+    "version",
+    "resource",
+    "subresource",
+    "scope",
+    "component",
+];
+
+/// Every metric family the framework records, in one registry.
+pub struct Metrics {
+    registry: Registry,
+    /// `apiserver_request_total`: requests by verb, dry run, group, version, resource,
+    /// subresource, scope, component and response code.
+    pub requests: IntCounterVec,
+    /// `apiserver_request_duration_seconds`: time to produce the response, same labels less
+    /// the code.
+    pub request_duration: HistogramVec,
+    /// `apiserver_current_inflight_requests{request_kind}`: requests being served that are
+    /// not long-running, `readOnly` or `mutating`.
+    pub inflight: IntGaugeVec,
+    /// `apiserver_longrunning_requests`: open long-running requests (watches, proxies, …).
+    pub longrunning: IntGaugeVec,
+    /// `apiserver_registered_watchers{group,version,kind}`: open watches.
+    pub watchers: IntGaugeVec,
+    /// `etcd_request_duration_seconds{operation,group,resource}`: storage call latencies.
+    pub storage_duration: HistogramVec,
+    /// `etcd_requests_total{operation,group,resource}`: storage calls.
+    pub storage_requests: IntCounterVec,
+    /// `etcd_request_errors_total{operation,group,resource}`: storage calls that failed.
+    pub storage_errors: IntCounterVec,
+    /// `apiserver_storage_objects{resource}`: stored objects by `<resource>.<group>`.
+    pub storage_objects: IntGaugeVec,
+}
+
+/// The process's metrics.
+pub fn global() -> &'static Metrics {
+    static METRICS: OnceLock<Metrics> = OnceLock::new();
+    METRICS.get_or_init(Metrics::new)
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    /// A new, empty set of the framework's metric families.
+    pub fn new() -> Self {
+        let registry = Registry::new();
+        let counter = |name: &str, help: &str, labels: &[&str]| {
+            let c = IntCounterVec::new(Opts::new(name, help), labels).expect("valid counter");
+            registry
+                .register(Box::new(c.clone()))
+                .expect("unique metric");
+            c
+        };
+        let gauge = |name: &str, help: &str, labels: &[&str]| {
+            let g = IntGaugeVec::new(Opts::new(name, help), labels).expect("valid gauge");
+            registry
+                .register(Box::new(g.clone()))
+                .expect("unique metric");
+            g
+        };
+        let histogram = |name: &str, help: &str, labels: &[&str]| {
+            let opts = HistogramOpts::new(name, help).buckets(DURATION_BUCKETS.to_vec());
+            let h = HistogramVec::new(opts, labels).expect("valid histogram");
+            registry
+                .register(Box::new(h.clone()))
+                .expect("unique metric");
+            h
+        };
+        Metrics {
+            requests: counter(
+                "apiserver_request_total",
+                "Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.",
+                REQUEST_LABELS,
+            ),
+            request_duration: histogram(
+                "apiserver_request_duration_seconds",
+                "Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.",
+                &REQUEST_LABELS[..REQUEST_LABELS.len() - 1],
+            ),
+            inflight: gauge(
+                "apiserver_current_inflight_requests",
+                "Number of requests currently being served by this apiserver per request kind (long-running requests excluded).",
+                &["request_kind"],
+            ),
+            longrunning: gauge(
+                "apiserver_longrunning_requests",
+                "Gauge of all active long-running apiserver requests broken out by verb, group, version, resource, scope and component. Not all requests are tracked this way.",
+                LONGRUNNING_LABELS,
+            ),
+            watchers: gauge(
+                "apiserver_registered_watchers",
+                "Number of currently registered watchers for a given resources",
+                &["group", "version", "kind"],
+            ),
+            storage_duration: histogram(
+                "etcd_request_duration_seconds",
+                "Etcd request latency in seconds for each operation and object type.",
+                &["operation", "group", "resource"],
+            ),
+            storage_requests: counter(
+                "etcd_requests_total",
+                "Etcd request counts for each operation and object type.",
+                &["operation", "group", "resource"],
+            ),
+            storage_errors: counter(
+                "etcd_request_errors_total",
+                "Etcd failed request counts for each operation and object type.",
+                &["operation", "group", "resource"],
+            ),
+            storage_objects: gauge(
+                "apiserver_storage_objects",
+                "Number of stored objects at the time of last check split by kind.",
+                &["resource"],
+            ),
+            registry,
+        }
+    }
+
+    /// The metrics in the text exposition format.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Encoding only fails on malformed families, which the constructors rule out.
+        if let Err(e) =
+            prometheus::TextEncoder::new().encode_utf8(&self.registry.gather(), &mut out)
+        {
+            tracing::error!(error = %e, "encoding metrics failed");
+        }
+        out
+    }
+
+    /// The metrics as a response to `req` (`GET`/`HEAD` only; others answer 405).
+    pub fn respond(&self, req: &Request<Body>) -> Response<Body> {
+        if req.method() != Method::GET && req.method() != Method::HEAD {
+            return axum::response::IntoResponse::into_response(
+                crate::error::ApiError::method_not_allowed(),
+            );
+        }
+        let mut res = Response::new(Body::from(self.encode()));
+        *res.status_mut() = StatusCode::OK;
+        res.headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
+        res
+    }
+}

@@ -1,0 +1,382 @@
+//! `/metrics` of the real `wardle local` binary over HTTPS: the Prometheus text format,
+//! request counters and durations with upstream's labels, the in-flight, long-running and
+//! watcher gauges while a watch is open, the storage metrics, authentication in front of it,
+//! and request logs as JSON lines at `-v=3 --logging-format json`.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::{FLUNDERS, Wardle};
+
+/// One sample: the metric name and its labels, sorted.
+type Series = (String, BTreeMap<String, String>);
+
+/// Parses the text exposition format (0.0.4): comments, blank lines and samples
+/// `name{label="value",…} value [timestamp]`, with `\\`, `\"` and `\n` escapes in values.
+fn parse(text: &str) -> BTreeMap<Series, f64> {
+    let mut samples = BTreeMap::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let name_end = line
+            .find(['{', ' '])
+            .unwrap_or_else(|| panic!("no value on line {line:?}"));
+        let name = line[..name_end].to_string();
+        let mut labels = BTreeMap::new();
+        let mut rest = &line[name_end..];
+        if let Some(after) = rest.strip_prefix('{') {
+            let mut chars = after.char_indices().peekable();
+            let end = loop {
+                // Skip separators, then read `key="value"` or the closing brace.
+                while let Some((_, c)) = chars.peek() {
+                    if *c == ',' || *c == ' ' {
+                        chars.next();
+                    } else {
+                        break;
+                    }
+                }
+                let Some((i, c)) = chars.next() else {
+                    panic!("unterminated labels on line {line:?}")
+                };
+                if c == '}' {
+                    break i + 1;
+                }
+                let mut key = String::from(c);
+                for (_, c) in chars.by_ref() {
+                    if c == '=' {
+                        break;
+                    }
+                    key.push(c);
+                }
+                assert_eq!(chars.next().map(|x| x.1), Some('"'), "line {line:?}");
+                let mut value = String::new();
+                loop {
+                    match chars.next().map(|x| x.1) {
+                        Some('"') => break,
+                        Some('\\') => match chars.next().map(|x| x.1) {
+                            Some('n') => value.push('\n'),
+                            Some(c) => value.push(c),
+                            None => panic!("bad escape on line {line:?}"),
+                        },
+                        Some(c) => value.push(c),
+                        None => panic!("unterminated value on line {line:?}"),
+                    }
+                }
+                labels.insert(key, value);
+            };
+            rest = &after[end..];
+        }
+        let value = rest
+            .split_whitespace()
+            .next()
+            .unwrap_or_else(|| panic!("no value on line {line:?}"));
+        let value: f64 = match value {
+            "+Inf" => f64::INFINITY,
+            "-Inf" => f64::NEG_INFINITY,
+            v => v
+                .parse()
+                .unwrap_or_else(|_| panic!("bad value on line {line:?}")),
+        };
+        assert!(
+            samples.insert((name, labels), value).is_none(),
+            "duplicate series on line {line:?}"
+        );
+    }
+    samples
+}
+
+/// The value of the series `name{labels}` (exactly these labels), 0 when absent.
+fn value(samples: &BTreeMap<Series, f64>, name: &str, labels: &[(&str, &str)]) -> f64 {
+    let labels = labels
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    samples
+        .get(&(name.to_string(), labels))
+        .copied()
+        .unwrap_or(0.0)
+}
+
+/// The labels of a wardle `flunders` request in namespace `default`.
+fn flunders<'a>(verb: &'a str, scope: &'a str) -> Vec<(&'a str, &'a str)> {
+    vec![
+        ("verb", verb),
+        ("dry_run", ""),
+        ("group", "wardle.example.com"),
+        ("version", "v1alpha1"),
+        ("resource", "flunders"),
+        ("subresource", ""),
+        ("scope", scope),
+        ("component", "apiserver"),
+    ]
+}
+
+fn with<'a>(
+    mut labels: Vec<(&'a str, &'a str)>,
+    more: &[(&'a str, &'a str)],
+) -> Vec<(&'a str, &'a str)> {
+    labels.extend_from_slice(more);
+    labels
+}
+
+async fn scrape(w: &Wardle, client: &reqwest::Client) -> BTreeMap<Series, f64> {
+    let res = client.get(w.at("/metrics")).send().await.expect("scrape");
+    assert_eq!(res.status(), 200);
+    assert_eq!(
+        res.headers()["content-type"],
+        "text/plain; version=0.0.4; charset=utf-8"
+    );
+    parse(&res.text().await.expect("metrics body"))
+}
+
+#[tokio::test]
+async fn metrics_move_with_requests_and_watches() {
+    let w = Wardle::start_with_args(&["-v", "3", "--logging-format", "json"]);
+    let client = w.client();
+
+    // Behind authentication: no credentials, no metrics.
+    let anonymous = w
+        .anonymous_client()
+        .get(w.at("/metrics"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), 401);
+
+    // The root index lists it, as upstream's.
+    let index: Value = client
+        .get(w.at("/"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        index["paths"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("/metrics")),
+        "{index}"
+    );
+
+    let before = scrape(&w, &client).await;
+    let total = "apiserver_request_total";
+
+    let created = client
+        .post(w.at(FLUNDERS))
+        .json(&json!({
+            "apiVersion": "wardle.example.com/v1alpha1",
+            "kind": "Flunder",
+            "metadata": {"name": "m1"},
+            "spec": {"reference": "r", "referenceType": "Flunder"},
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    let got = client
+        .get(w.at(&format!("{FLUNDERS}/m1")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(got.status(), 200);
+    let missing = client
+        .get(w.at(&format!("{FLUNDERS}/nope")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 404);
+    let listed = client.get(w.at(FLUNDERS)).send().await.unwrap();
+    assert_eq!(listed.status(), 200);
+    let dry = client
+        .post(w.at(&format!("{FLUNDERS}?dryRun=All")))
+        .json(&json!({
+            "apiVersion": "wardle.example.com/v1alpha1",
+            "kind": "Flunder",
+            "metadata": {"name": "dry"},
+            "spec": {"reference": "r", "referenceType": "Flunder"},
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(dry.status(), 201);
+    let unrouted = client
+        .get(w.at("/apis/nothing.example.com/v1/things"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unrouted.status(), 404);
+    let watch = client
+        .get(w.at(&format!("{FLUNDERS}?watch=true")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(watch.status(), 200);
+
+    let during = scrape(&w, &client).await;
+    let moved = |name: &str, labels: &[(&str, &str)]| {
+        value(&during, name, labels) - value(&before, name, labels)
+    };
+    let cases: [(&str, &str, &str); 5] = [
+        ("POST", "resource", "201"),
+        ("GET", "resource", "200"),
+        ("GET", "resource", "404"),
+        ("LIST", "namespace", "200"),
+        ("WATCH", "namespace", "200"),
+    ];
+    for (verb, scope, code) in cases {
+        assert_eq!(
+            moved(total, &with(flunders(verb, scope), &[("code", code)])),
+            1.0,
+            "{verb} {scope} {code}"
+        );
+    }
+    let dry_labels = [
+        ("verb", "POST"),
+        ("dry_run", "All"),
+        ("group", "wardle.example.com"),
+        ("version", "v1alpha1"),
+        ("resource", "flunders"),
+        ("subresource", ""),
+        ("scope", "resource"),
+        ("component", "apiserver"),
+        ("code", "201"),
+    ];
+    assert_eq!(moved(total, &dry_labels), 1.0);
+    // A path no server routes is counted without its path parts.
+    let unrouted_labels = [
+        ("verb", "LIST"),
+        ("dry_run", ""),
+        ("group", ""),
+        ("version", ""),
+        ("resource", ""),
+        ("subresource", ""),
+        ("scope", "cluster"),
+        ("component", "apiserver"),
+        ("code", "404"),
+    ];
+    assert_eq!(moved(total, &unrouted_labels), 1.0);
+    // The first scrape was recorded once answered: a non-resource request with its path.
+    let scrape_labels = [
+        ("verb", "GET"),
+        ("dry_run", ""),
+        ("group", ""),
+        ("version", ""),
+        ("resource", ""),
+        ("subresource", "/metrics"),
+        ("scope", ""),
+        ("component", ""),
+        ("code", "200"),
+    ];
+    assert_eq!(moved(total, &scrape_labels), 1.0);
+    // The unauthenticated scrape was refused and counted as such.
+    assert!(
+        value(
+            &during,
+            total,
+            &with(scrape_labels[..8].to_vec(), &[("code", "401")])
+        ) >= 1.0
+    );
+
+    // Durations: one observation per request, in upstream's buckets.
+    let duration = "apiserver_request_duration_seconds_count";
+    assert_eq!(moved(duration, &flunders("POST", "resource")), 1.0);
+    assert_eq!(moved(duration, &flunders("GET", "resource")), 2.0);
+    let bucket = with(flunders("POST", "resource"), &[("le", "60")]);
+    assert_eq!(
+        moved("apiserver_request_duration_seconds_bucket", &bucket),
+        1.0
+    );
+    let first_bucket = with(flunders("POST", "resource"), &[("le", "0.005")]);
+    assert!(
+        during.contains_key(&(
+            "apiserver_request_duration_seconds_bucket".to_string(),
+            first_bucket
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        ))
+    );
+
+    // Gauges while the watch is open; the scrape itself is the one read-only request in
+    // flight (watches are long-running, not in flight).
+    let watch_labels: Vec<(&str, &str)> = flunders("WATCH", "namespace")
+        .into_iter()
+        .filter(|(k, _)| *k != "dry_run")
+        .collect();
+    assert_eq!(
+        value(&during, "apiserver_longrunning_requests", &watch_labels),
+        1.0
+    );
+    let watcher = [
+        ("group", "wardle.example.com"),
+        ("version", "v1alpha1"),
+        ("kind", "Flunder"),
+    ];
+    assert_eq!(
+        value(&during, "apiserver_registered_watchers", &watcher),
+        1.0
+    );
+    let inflight = "apiserver_current_inflight_requests";
+    assert_eq!(
+        value(&during, inflight, &[("request_kind", "readOnly")]),
+        1.0
+    );
+    assert_eq!(
+        value(&during, inflight, &[("request_kind", "mutating")]),
+        0.0
+    );
+
+    // Storage: the create reached the store, and the object is counted.
+    let storage = [
+        ("operation", "create"),
+        ("group", "wardle.example.com"),
+        ("resource", "flunders"),
+    ];
+    assert!(moved("etcd_requests_total", &storage) >= 1.0);
+    assert!(moved("etcd_request_duration_seconds_count", &storage) >= 1.0);
+    assert_eq!(
+        value(
+            &during,
+            "apiserver_storage_objects",
+            &[("resource", "flunders.wardle.example.com")]
+        ),
+        1.0
+    );
+
+    // Closing the watch brings the gauges down.
+    drop(watch);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let after = scrape(&w, &client).await;
+        let open = value(&after, "apiserver_longrunning_requests", &watch_labels)
+            + value(&after, "apiserver_registered_watchers", &watcher);
+        if open == 0.0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "watch gauges stayed up: {open}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // -v=3 logs every request; --logging-format json makes them JSON lines.
+    let log = w.log();
+    let lines: Vec<Value> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .collect();
+    assert!(!lines.is_empty(), "no JSON log lines:\n{log}");
+    let created_log = lines.iter().find(|l| {
+        l["target"] == "apiserver_framework::httplog"
+            && l["fields"]["verb"] == "POST"
+            && l["fields"]["resp"] == 201
+    });
+    let created_log = created_log.unwrap_or_else(|| panic!("no request log of the create:\n{log}"));
+    assert_eq!(created_log["fields"]["uri"], FLUNDERS);
+    assert_eq!(created_log["level"], "DEBUG");
+}

@@ -1,0 +1,62 @@
+//! `/metrics` of wardle in production mode: like upstream, it is no always-allowed path, so
+//! wardle asks the host (SubjectAccessReview) whether the caller may `get` it.
+
+#![allow(dead_code)]
+
+#[path = "production/stack.rs"]
+mod stack;
+
+use reqwest::Method;
+use stack::Stack;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_are_authorized_by_the_host() {
+    let stack = Stack::start(&[]).await;
+    let client = stack.client();
+    let url = format!("{}/metrics", stack.wardle_url());
+
+    // No credentials: as upstream, production mode lets anonymous requests through
+    // authentication, and the host does not authorize system:anonymous to read /metrics.
+    let (code, body) = stack.call(&client, Method::GET, &url, None, None).await;
+    assert_eq!(code, 403, "{body}");
+    assert!(
+        body.contains(r#"forbidden: User \"system:anonymous\" cannot get path \"/metrics\""#),
+        "{body}"
+    );
+
+    // bob may read wardle's resources and discovery, but the host grants him no /metrics.
+    let (code, body) = stack
+        .call(&client, Method::GET, &url, Some(&stack.token("bob")), None)
+        .await;
+    assert_eq!(code, 403, "{body}");
+    assert!(
+        body.contains(r#"forbidden: User \"bob\" cannot get path \"/metrics\""#),
+        "{body}"
+    );
+
+    // The host's admin (system:masters) may.
+    let res = client
+        .get(&url)
+        .bearer_auth(stack.token("admin"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    assert_eq!(
+        res.headers()["content-type"],
+        "text/plain; version=0.0.4; charset=utf-8"
+    );
+    let text = res.text().await.unwrap();
+    assert!(
+        text.contains("# TYPE apiserver_request_total counter"),
+        "{text}"
+    );
+    // bob's refused scrape was counted.
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("apiserver_request_total{")
+                && l.contains(r#"code="403""#)
+                && l.contains(r#"subresource="/metrics""#)),
+        "{text}"
+    );
+}
