@@ -417,17 +417,7 @@ pub(crate) fn unavailable() -> Response<Body> {
 
 /// A plain-text response, as Go's `http.Error` writes it.
 fn plain(code: StatusCode, body: String) -> Response<Body> {
-    let mut res = Response::new(Body::from(body));
-    *res.status_mut() = code;
-    res.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    res.headers_mut().insert(
-        HeaderName::from_static("x-content-type-options"),
-        HeaderValue::from_static("nosniff"),
-    );
-    res
+    crate::endpoints::response::plain_text(code, body)
 }
 
 #[cfg(test)]

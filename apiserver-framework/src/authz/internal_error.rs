@@ -2,7 +2,7 @@
 //! a plain-text `500` reading `Internal Server Error: "<request URI>": <error>`.
 
 use axum::body::Body;
-use http::{HeaderValue, Response, StatusCode, header};
+use http::{Response, StatusCode};
 
 use super::forbidden::sanitize;
 use crate::quote::go_quote;
@@ -16,18 +16,10 @@ pub fn internal_error_text(request_uri: &str, err: &str) -> String {
 
 /// The plain-text 500 for a request whose authorization failed with `err`.
 pub fn internal_error_response(request_uri: &str, err: &str) -> Response<Body> {
-    let mut res = Response::new(Body::from(internal_error_text(request_uri, err)));
-    *res.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
-    let headers = res.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    res
+    crate::endpoints::response::plain_text(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        internal_error_text(request_uri, err),
+    )
 }
 
 #[cfg(test)]

@@ -147,11 +147,7 @@ pub async fn start(
         chain = chain.with_audit(Arc::new(auditor));
     }
     let running = serve::start(listener, tls, Arc::new(chain))?;
-    let host = match running.addr.ip() {
-        IpAddr::V6(ip) => format!("[{ip}]"),
-        IpAddr::V4(ip) => ip.to_string(),
-    };
-    let url = format!("https://{host}:{}", running.addr.port());
+    let url = running.url();
     let kubeconfig = kubeconfig::render(name, &url, &cert.ca_pem, &token);
     if let Some(path) = &opts.write_kubeconfig {
         kubeconfig::write(path, &kubeconfig)?;

@@ -2,7 +2,7 @@
 //! required to present) certificates, authentication and authorization delegated to the host
 //! cluster, behind its aggregation layer.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use rustls::server::ResolvesServerCert;
@@ -134,11 +134,7 @@ pub async fn start(
         chain = chain.with_audit(Arc::new(auditor));
     }
     let running = serve::start(listener, tls, Arc::new(chain))?;
-    let host = match running.addr.ip() {
-        IpAddr::V6(ip) => format!("[{ip}]"),
-        IpAddr::V4(ip) => ip.to_string(),
-    };
-    let url = format!("https://{host}:{}", running.addr.port());
+    let url = running.url();
     Ok(ProductionServer {
         running,
         url,

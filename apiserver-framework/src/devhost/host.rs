@@ -2,7 +2,7 @@
 //! seeded with namespaces, the authentication ConfigMap and one APIService per group-version
 //! of the extension server.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -305,11 +305,7 @@ pub async fn start(extension: &Extension, opts: &DevHostOptions) -> Result<DevHo
         authorizer,
     ));
     let running = serve::start(listener, tls, chain)?;
-    let host = match running.addr.ip() {
-        IpAddr::V6(ip) => format!("[{ip}]"),
-        IpAddr::V4(ip) => ip.to_string(),
-    };
-    let url = format!("https://{host}:{}", running.addr.port());
+    let url = running.url();
     for user in [
         files::users::ADMIN.to_string(),
         files::users::ALICE.to_string(),

@@ -20,6 +20,17 @@ pub fn raw(code: StatusCode, content_type: &'static str, body: impl Into<Body>) 
     res
 }
 
+/// A plain-text answer as Go's `http.Error` writes it: `text/plain; charset=utf-8` and
+/// `X-Content-Type-Options: nosniff` (upstream's filters answer this way, not with a Status).
+pub fn plain_text(code: StatusCode, body: impl Into<Body>) -> Response<Body> {
+    let mut res = raw(code, "text/plain; charset=utf-8", body);
+    res.headers_mut().insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    res
+}
+
 fn parse(bytes: &[u8]) -> Result<Value, ApiError> {
     serde_json::from_slice(bytes).map_err(ApiError::internal)
 }

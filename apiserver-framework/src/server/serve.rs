@@ -246,6 +246,14 @@ pub struct RunningServer {
 }
 
 impl RunningServer {
+    /// `https://<address>:<port>` of the listener (IPv6 addresses in brackets).
+    pub fn url(&self) -> String {
+        match self.addr.ip() {
+            std::net::IpAddr::V6(ip) => format!("https://[{ip}]:{}", self.addr.port()),
+            std::net::IpAddr::V4(ip) => format!("https://{ip}:{}", self.addr.port()),
+        }
+    }
+
     /// Stops as upstream's graceful termination does: `/readyz` fails at once (its
     /// `shutdown` check) and the pre-shutdown hooks run; once they are done and the shutdown
     /// delay has passed, the listener stops accepting, watches end, and requests in flight

@@ -68,18 +68,12 @@ impl MaxInFlight {
 
 /// Upstream's answer beyond the limit: plain text written by Go's `http.Error`.
 pub fn too_many_requests() -> Response<Body> {
-    let mut res = Response::new(Body::from("Too many requests, please try again later.\n"));
-    *res.status_mut() = StatusCode::TOO_MANY_REQUESTS;
-    let headers = res.headers_mut();
-    headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
+    let mut res = crate::endpoints::response::plain_text(
+        StatusCode::TOO_MANY_REQUESTS,
+        "Too many requests, please try again later.\n",
     );
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
+    res.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     res
 }
 
