@@ -156,7 +156,15 @@ impl App {
     pub async fn start_serve(mut self, opts: &ServeOptions) -> Result<ProductionServer, AppError> {
         let host = match &opts.kubeconfig {
             Some(path) => Some(host_client(Some(path)).await.map_err(ServeError::from)?),
-            None => host_client(None).await.ok(),
+            None => match host_client(None).await {
+                Ok(client) => Some(client),
+                Err(e) => {
+                    tracing::warn!(
+                        "{e}: NamespaceLifecycle and the admission webhooks are off (they read the host through --kubeconfig)"
+                    );
+                    None
+                }
+            },
         };
         let mut plugins = host
             .map(admission::production::host_plugins)
