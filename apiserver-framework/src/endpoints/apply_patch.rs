@@ -160,7 +160,7 @@ pub async fn apply(
             "the name of the object ({n}) does not match the name on the URL ({name})"
         )));
     }
-    let schema = apply::Schema::from_openapi(&info.schema);
+    let schema = storage.apply_schema();
     let opts = WriteOptions {
         apply: true,
         ..opts.clone()
@@ -211,7 +211,7 @@ pub async fn apply_scale(
         .pointer("/metadata/resourceVersion")
         .and_then(Value::as_str)
         .map(str::to_string);
-    let schema = apply::Schema::from_openapi(&info.schema);
+    let schema = storage.apply_schema();
     let opts = WriteOptions {
         apply: true,
         ..opts.clone()

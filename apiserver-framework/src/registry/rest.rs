@@ -106,6 +106,12 @@ pub trait RestStorage: Send + Sync + 'static {
     /// Itself as `Any`, for typed access through [`Registry`].
     fn as_any(&self) -> &dyn Any;
 
+    /// The schema server-side apply follows, built once per resource. The default builds it
+    /// from [`ResourceInfo::schema`] at each call; stores keep theirs.
+    fn apply_schema(&self) -> Arc<crate::apply::Schema> {
+        Arc::new(crate::apply::Schema::from_openapi(&self.info().schema))
+    }
+
     /// Reads one object.
     async fn get(&self, ctx: &RequestContext, name: &str) -> Result<Bytes, ApiError> {
         let _ = (ctx, name);

@@ -696,6 +696,10 @@ impl<T: ApiResource> RestStorage for Store<T> {
         self
     }
 
+    fn apply_schema(&self) -> Arc<apply::Schema> {
+        self.apply_schema.clone()
+    }
+
     async fn get(&self, ctx: &RequestContext, name: &str) -> Result<Bytes, ApiError> {
         let namespace = self.namespace(ctx)?;
         let kv = self.current(namespace, name).await?;
