@@ -59,19 +59,30 @@ struct Gated {
     down: watch::Sender<bool>,
     lists: AtomicUsize,
     watches: AtomicUsize,
+    gets: AtomicUsize,
+    revisions: AtomicUsize,
     /// Watches ended by `down`.
     cuts: Arc<AtomicUsize>,
+    /// What `local_revision` answers: a local store (embedded, memory) or a remote one (etcd).
+    local: bool,
 }
 
 impl Gated {
     fn new(inner: MemoryStorage, delay: Duration) -> Arc<Self> {
+        Self::with_locality(inner, delay, false)
+    }
+
+    fn with_locality(inner: MemoryStorage, delay: Duration, local: bool) -> Arc<Self> {
         Arc::new(Gated {
             inner,
             delay,
             down: watch::channel(false).0,
             lists: AtomicUsize::new(0),
             watches: AtomicUsize::new(0),
+            gets: AtomicUsize::new(0),
+            revisions: AtomicUsize::new(0),
             cuts: Arc::default(),
+            local,
         })
     }
 }
@@ -79,6 +90,7 @@ impl Gated {
 #[async_trait::async_trait]
 impl Storage for Gated {
     async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
+        self.gets.fetch_add(1, Ordering::SeqCst);
         self.inner.get(key).await
     }
     async fn list(&self, req: ListRequest) -> Result<ListPage, StorageError> {
@@ -134,7 +146,11 @@ impl Storage for Gated {
         Ok(stream.boxed())
     }
     async fn current_revision(&self) -> Result<u64, StorageError> {
+        self.revisions.fetch_add(1, Ordering::SeqCst);
         self.inner.current_revision().await
+    }
+    fn local_revision(&self) -> bool {
+        self.local
     }
     async fn compact(&self, revision: u64) -> Result<(), StorageError> {
         self.inner.compact(revision).await
@@ -432,4 +448,77 @@ async fn dropping_the_cache_stops_it() {
         Arc::strong_count(&backend) == 1
     })
     .await;
+}
+
+/// In front of a local store (whose current revision costs nothing), a get is served from
+/// memory, after the cache has caught up with the store: a write is seen by the next get even
+/// while the cache's watch lags.
+#[tokio::test]
+async fn gets_of_a_local_store_come_from_memory_once_caught_up() {
+    let backend = Gated::with_locality(MemoryStorage::new(), Duration::from_millis(100), true);
+    let cache = CachedStorage::new(backend.clone(), CacheOptions::default())
+        .await
+        .unwrap();
+    let rev = cache.create("/g/a", b("one")).await.unwrap();
+    let got = cache
+        .get("/g/a")
+        .await
+        .unwrap()
+        .expect("the write is visible");
+    assert_eq!((got.value, got.mod_revision), (b("one"), rev));
+    assert!(cache.get("/g/missing").await.unwrap().is_none());
+    assert_eq!(backend.gets.load(Ordering::SeqCst), 0, "served from memory");
+}
+
+/// In front of a remote store (etcd), where learning the current revision is a round trip, a
+/// get goes to the store.
+#[tokio::test]
+async fn gets_of_a_remote_store_pass_through() {
+    let backend = Gated::new(MemoryStorage::new(), Duration::ZERO);
+    let cache = CachedStorage::new(backend.clone(), CacheOptions::default())
+        .await
+        .unwrap();
+    cache.create("/g/a", b("one")).await.unwrap();
+    assert!(cache.get("/g/a").await.unwrap().is_some());
+    assert_eq!(backend.gets.load(Ordering::SeqCst), 1);
+}
+
+/// A `from_cache` list asks the backend nothing, and still sees every write made through the
+/// cache, even while the cache's watch lags behind.
+#[tokio::test]
+async fn cached_lists_ask_the_backend_nothing_and_see_their_own_writes() {
+    let backend = Gated::new(MemoryStorage::new(), Duration::from_millis(100));
+    let cache = CachedStorage::new(backend.clone(), CacheOptions::default())
+        .await
+        .unwrap();
+    let (lists, revisions) = (
+        backend.lists.load(Ordering::SeqCst),
+        backend.revisions.load(Ordering::SeqCst),
+    );
+    cache.create("/c/a", b("one")).await.unwrap();
+    let rev = cache.create("/c/b", b("two")).await.unwrap();
+    let page = cache
+        .list(ListRequest {
+            prefix: "/c/".into(),
+            from_cache: true,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let keys: Vec<&str> = page.items.iter().map(|kv| kv.key.as_str()).collect();
+    assert_eq!(keys, ["/c/a", "/c/b"]);
+    assert!(page.revision >= rev);
+    assert_eq!(
+        backend.lists.load(Ordering::SeqCst),
+        lists,
+        "no backend list"
+    );
+    assert_eq!(
+        backend.revisions.load(Ordering::SeqCst),
+        revisions,
+        "no current-revision round trip"
+    );
+    // A latest list without `from_cache` asks for the current revision.
+    cache.list(latest("/c/")).await.unwrap();
+    assert_eq!(backend.revisions.load(Ordering::SeqCst), revisions + 1);
 }

@@ -142,6 +142,7 @@ async fn paged_lists_at_a_fixed_revision() {
             start_after: Some(first.items[1].key.clone()),
             limit: 2,
             revision: Some(first.revision),
+            from_cache: false,
         })
         .await
         .unwrap();

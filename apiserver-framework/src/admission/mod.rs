@@ -129,6 +129,11 @@ impl AdmissionChain {
         self.plugins.is_empty()
     }
 
+    /// Whether any plugin wants to see this request ([`AdmissionPlugin::handles`]).
+    pub fn handles(&self, resource: &ResourceInfo, operation: Operation) -> bool {
+        self.plugins.iter().any(|p| p.handles(resource, operation))
+    }
+
     /// Runs every mutating plugin (before the store's defaulting and validation, as upstream).
     pub async fn mutate(&self, attrs: &mut AdmissionAttributes<'_>) -> Result<(), ApiError> {
         for p in &self.plugins {

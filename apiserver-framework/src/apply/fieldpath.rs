@@ -320,6 +320,38 @@ impl Set {
         Set { members, children }
     }
 
+    /// [`difference`](Self::difference) in place: removes the paths of `other`.
+    pub fn remove_all(&mut self, other: &Set) {
+        if other.is_empty() {
+            return;
+        }
+        self.members.retain(|m| !other.members.contains(m));
+        self.children.retain(|pe, child| {
+            if let Some(theirs) = other.children.get(pe) {
+                child.remove_all(theirs);
+            }
+            !child.is_empty()
+        });
+    }
+
+    /// [`recursive_difference`](Self::recursive_difference) in place: removes the paths of
+    /// `other` and every path below its members.
+    pub fn remove_recursive(&mut self, other: &Set) {
+        if other.is_empty() {
+            return;
+        }
+        self.members.retain(|m| !other.members.contains(m));
+        self.children.retain(|pe, child| {
+            if other.members.contains(pe) {
+                return false;
+            }
+            if let Some(theirs) = other.children.get(pe) {
+                child.remove_recursive(theirs);
+            }
+            !child.is_empty()
+        });
+    }
+
     /// Paths of this set that neither are in `other` nor lie below a member of `other`.
     pub fn recursive_difference(&self, other: &Set) -> Set {
         let members = self.members.difference(&other.members).cloned().collect();
@@ -440,6 +472,35 @@ impl Set {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn in_place_differences_match_the_copying_ones() {
+        let set = |v: serde_json::Value| Set::from_fields_v1(&v).unwrap();
+        let a = set(json!({
+            "f:metadata": {"f:labels": {".": {}, "f:app": {}, "f:tier": {}}},
+            "f:spec": {".": {}, "f:replicas": {}, "f:toppings": {"k:{\"name\":\"x\"}": {".": {}, "f:amount": {}}}},
+            "f:status": {"f:replicas": {}}
+        }));
+        for other in [
+            json!({}),
+            json!({"f:status": {}}),
+            json!({"f:spec": {"f:toppings": {}}}),
+            json!({"f:metadata": {"f:labels": {"f:app": {}}}, "f:spec": {".": {}}}),
+            json!({"f:spec": {"f:replicas": {}, "f:toppings": {"k:{\"name\":\"x\"}": {"f:amount": {}}}}}),
+        ] {
+            let other = set(other);
+            let mut plain = a.clone();
+            plain.remove_all(&other);
+            assert_eq!(plain, a.difference(&other), "difference by {other:?}");
+            let mut recursive = a.clone();
+            recursive.remove_recursive(&other);
+            assert_eq!(
+                recursive,
+                a.recursive_difference(&other),
+                "recursive difference by {other:?}"
+            );
+        }
+    }
 
     #[test]
     fn fields_v1_round_trips_deployment_shaped_entry() {

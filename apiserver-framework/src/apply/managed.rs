@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry, Time};
 use serde_json::{Map, Value, json};
 
 use super::fieldpath::Set;
@@ -70,6 +71,31 @@ impl Entry {
         }
         out.push('}');
         out
+    }
+
+    /// The typed form of `metadata.managedFields`, equal to [`to_json`](Self::to_json) read
+    /// back, without the trip through JSON.
+    pub fn to_typed(&self) -> ManagedFieldsEntry {
+        let text = |s: &str| (!s.is_empty()).then(|| s.to_string());
+        ManagedFieldsEntry {
+            api_version: text(&self.api_version),
+            fields_type: Some("FieldsV1".into()),
+            fields_v1: Some(FieldsV1(self.fields.to_fields_v1())),
+            manager: text(&self.manager),
+            operation: Some(self.operation.as_str().into()),
+            subresource: text(&self.subresource),
+            // Whole seconds, as the JSON form carries them.
+            time: self.time.map(|t| {
+                Time(
+                    t.round(
+                        jiff::TimestampRound::new()
+                            .smallest(jiff::Unit::Second)
+                            .mode(jiff::RoundMode::Trunc),
+                    )
+                    .unwrap_or(t),
+                )
+            }),
+        }
     }
 
     /// The JSON form (keys omitted when empty, `fieldsType: FieldsV1`).
@@ -262,6 +288,15 @@ impl ManagedFields {
             Ok(m) if !m.is_empty() => m,
             _ => from_live(),
         }
+    }
+
+    /// The entries in their typed form, in [`encode`](Self::encode)'s order; `None` when there
+    /// are none.
+    pub fn encode_typed(&self) -> Option<Vec<ManagedFieldsEntry>> {
+        if self.entries.is_empty() {
+            return None;
+        }
+        Some(self.entries().into_iter().map(Entry::to_typed).collect())
     }
 
     /// The JSON list for `metadata.managedFields`, or `None` when there is no manager (the

@@ -85,8 +85,13 @@ pub fn reset_fields(subresource: Option<&str>, status_subresource: bool) -> Set 
     }
 }
 
-/// Fields never owned by anybody (upstream's `stripMetaManager`).
-fn strip_set() -> Set {
+/// Fields never owned by anybody (upstream's `stripMetaManager`), built once.
+fn strip_set() -> &'static Set {
+    static STRIP: std::sync::OnceLock<Set> = std::sync::OnceLock::new();
+    STRIP.get_or_init(build_strip_set)
+}
+
+fn build_strip_set() -> Set {
     let mut set = Set::from_paths([Path::fields(&["apiVersion"]), Path::fields(&["kind"])]);
     set.insert(&Path::fields(&["metadata"]));
     for f in [
@@ -159,21 +164,24 @@ fn tracked_update(
     managed: &mut ManagedFields,
 ) -> Result<(), ApplyError> {
     let comparison = compare(old, new, ctx.schema.root())?.exclude(&ctx.reset_fields);
+    // A create (or a write that only adds) has nothing modified: the added set is the change.
+    let mut changed = if comparison.modified.is_empty() {
+        comparison.added
+    } else {
+        comparison.modified.union(&comparison.added)
+    };
     let map = managed.map_mut();
     for entry in map.values_mut() {
-        let changed = comparison.modified.union(&comparison.added);
         entry.fields = entry
             .fields
             .difference(&entry.fields.intersection(&changed))
             .difference(&comparison.removed);
     }
     map.retain(|_, e| !e.fields.is_empty());
-    let current = comparison
-        .modified
-        .union(&comparison.added)
-        .difference(&comparison.removed)
-        .recursive_difference(&ctx.reset_fields)
-        .difference(&strip_set());
+    // `changed` is already outside the reset fields (`exclude`).
+    changed.remove_all(strip_set());
+    changed.remove_all(&comparison.removed);
+    let current = changed;
     if current.is_empty() {
         return Ok(());
     }
@@ -325,7 +333,7 @@ pub fn apply(
                 .difference(&entry.fields.intersection(&changed))
                 .difference(&comparison.removed);
         } else {
-            entry.fields = entry.fields.difference(&strip_set());
+            entry.fields = entry.fields.difference(strip_set());
             // A no-op apply leaves the object, and so the entry's time, as it was.
             if values_equal(&live, &new) {
                 entry.time = previous.as_ref().and_then(|p| p.time);

@@ -705,6 +705,10 @@ fn managed_fields_decode_errors_and_encoding_order() {
     ]);
     let managed = ManagedFields::decode(Some(&stored)).unwrap();
     let encoded = managed.encode().unwrap();
+    // The typed form is the JSON form read back.
+    let typed: Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry> =
+        serde_json::from_value(encoded.clone()).unwrap();
+    assert_eq!(managed.encode_typed().unwrap(), typed);
     let order: Vec<&str> = encoded
         .as_array()
         .unwrap()

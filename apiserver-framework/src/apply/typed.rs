@@ -207,12 +207,11 @@ pub struct Comparison {
 
 impl Comparison {
     /// Drops the paths at or below members of `ignored` (reset fields).
-    pub fn exclude(&self, ignored: &Set) -> Comparison {
-        Comparison {
-            added: self.added.recursive_difference(ignored),
-            modified: self.modified.recursive_difference(ignored),
-            removed: self.removed.recursive_difference(ignored),
-        }
+    pub fn exclude(mut self, ignored: &Set) -> Comparison {
+        self.added.remove_recursive(ignored);
+        self.modified.remove_recursive(ignored);
+        self.removed.remove_recursive(ignored);
+        self
     }
 }
 

@@ -1,5 +1,6 @@
-//! Where objects are stored: the embedded store under `--data-dir` (the default), or etcd when
-//! `--etcd-servers` is given; with compaction and the storage health checks.
+//! Where objects are stored: the embedded store under `--data-dir` (the default), etcd when
+//! `--etcd-servers` is given, or memory with `--storage-backend memory`; with compaction and the
+//! storage health checks.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -10,11 +11,28 @@ use crate::server::health::HealthCheck;
 use crate::storage::cache::{CacheOptions, CachedStorage};
 use crate::storage::embedded::EmbeddedStorage;
 use crate::storage::instrumented::InstrumentedStorage;
+use crate::storage::memory::MemoryStorage;
 use crate::storage::{Storage, StorageError, compactor};
+
+/// The kinds of store `--storage-backend` chooses between.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum StorageBackend {
+    /// The durable embedded store under `--data-dir`.
+    Embedded,
+    /// etcd v3 at `--etcd-servers` (kube-apiserver's name for it).
+    Etcd3,
+    /// A non-durable store in this process's memory: every object is lost on exit. For tests,
+    /// demos and benchmarks.
+    Memory,
+}
 
 /// Storage flags, with kube-apiserver's names for the etcd ones.
 #[derive(Clone, Debug, clap::Args)]
 pub struct StorageOptions {
+    /// The store: `embedded` (the default), `etcd3` (the default when --etcd-servers is given)
+    /// or `memory`.
+    #[arg(long, value_enum)]
+    pub storage_backend: Option<StorageBackend>,
     /// The directory of the embedded store, used when no --etcd-servers is given.
     #[arg(long, default_value = "apiserver.local.config/data")]
     pub data_dir: PathBuf,
@@ -48,6 +66,7 @@ pub struct StorageOptions {
 impl Default for StorageOptions {
     fn default() -> Self {
         StorageOptions {
+            storage_backend: None,
             data_dir: PathBuf::from("apiserver.local.config/data"),
             compaction_interval: GoDuration(Duration::from_secs(300)),
             etcd_servers: Vec::new(),
@@ -72,17 +91,33 @@ pub struct OpenedStorage {
 }
 
 impl StorageOptions {
+    /// The store these flags choose: `--storage-backend`, or else etcd when `--etcd-servers`
+    /// is given and the embedded store otherwise.
+    pub fn backend(&self) -> StorageBackend {
+        match self.storage_backend {
+            Some(backend) => backend,
+            None if self.etcd_servers.is_empty() => StorageBackend::Embedded,
+            None => StorageBackend::Etcd3,
+        }
+    }
+
     /// Opens the configured storage, records its calls in the metrics, starts its compactor
     /// and, with `--watch-cache`, puts the watch cache in front of it.
     pub async fn open(&self) -> Result<OpenedStorage, StorageError> {
-        let mut opened = if self.etcd_servers.is_empty() {
-            OpenedStorage {
-                storage: Arc::new(EmbeddedStorage::open(&self.data_dir)?),
-                health_checks: Vec::new(),
-                readiness_checks: Vec::new(),
+        let local = |storage: Arc<dyn Storage>| OpenedStorage {
+            storage,
+            health_checks: Vec::new(),
+            readiness_checks: Vec::new(),
+        };
+        let mut opened = match self.backend() {
+            StorageBackend::Embedded => local(Arc::new(EmbeddedStorage::open(&self.data_dir)?)),
+            StorageBackend::Memory => local(Arc::new(MemoryStorage::new())),
+            StorageBackend::Etcd3 if self.etcd_servers.is_empty() => {
+                return Err(StorageError::Unavailable(
+                    "--storage-backend etcd3 needs --etcd-servers".into(),
+                ));
             }
-        } else {
-            self.open_etcd().await?
+            StorageBackend::Etcd3 => self.open_etcd().await?,
         };
         opened.storage = InstrumentedStorage::wrap(opened.storage);
         if !self.compaction_interval.0.is_zero() {
@@ -152,5 +187,68 @@ impl HealthCheck for EtcdHealthCheck {
 
     async fn check(&self) -> Result<(), String> {
         self.etcd.check_health().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        storage: StorageOptions,
+    }
+
+    fn backend(args: &[&str]) -> StorageBackend {
+        Flags::try_parse_from(std::iter::once("test").chain(args.iter().copied()))
+            .unwrap()
+            .storage
+            .backend()
+    }
+
+    #[test]
+    fn the_backend_follows_the_flags() {
+        assert_eq!(backend(&[]), StorageBackend::Embedded);
+        assert_eq!(
+            backend(&["--etcd-servers", "http://127.0.0.1:2379"]),
+            StorageBackend::Etcd3
+        );
+        assert_eq!(
+            backend(&["--storage-backend", "memory"]),
+            StorageBackend::Memory
+        );
+        assert!(Flags::try_parse_from(["test", "--storage-backend", "sqlite"]).is_err());
+    }
+
+    #[tokio::test]
+    async fn etcd3_without_servers_is_refused() {
+        let opts = StorageOptions {
+            storage_backend: Some(StorageBackend::Etcd3),
+            ..Default::default()
+        };
+        let err = opts.open().await.err().expect("no etcd servers");
+        assert!(err.to_string().contains("needs --etcd-servers"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn memory_stores_nothing_on_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = StorageOptions {
+            storage_backend: Some(StorageBackend::Memory),
+            data_dir: dir.path().join("data"),
+            watch_cache: false,
+            compaction_interval: GoDuration(Duration::ZERO),
+            ..Default::default()
+        };
+        let opened = opts.open().await.unwrap();
+        opened
+            .storage
+            .create("/k", bytes::Bytes::from_static(b"v"))
+            .await
+            .unwrap();
+        assert!(opened.storage.get("/k").await.unwrap().is_some());
+        assert!(!dir.path().join("data").exists());
     }
 }

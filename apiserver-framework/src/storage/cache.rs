@@ -9,8 +9,9 @@
 //! | operation | served by |
 //! |---|---|
 //! | `create`, `update`, `delete`, `compact`, `current_revision` | the backend |
-//! | `get` | the backend (a consistent read of one key is as cheap there as here) |
+//! | `get` | memory, once the cache has caught up with the backend's current revision, when the backend knows that revision without a round trip ([`Storage::local_revision`]: the embedded and memory stores); the backend otherwise (for etcd a consistent read of one key costs as much as learning the current revision) |
 //! | `list` with `revision: None` | memory, once the cache has caught up with the backend's current revision (consistent read); the backend if it does not within [`CacheOptions::consistency_timeout`] |
+//! | `list` with `from_cache` | memory, once the cache has applied every write made through it (no round trip to the backend) |
 //! | `list` at an explicit revision | the backend (the cache keeps only the present) |
 //! | `watch` | memory: the event window, then live events |
 //!
@@ -184,6 +185,8 @@ pub struct CachedStorage {
     backend: Arc<dyn Storage>,
     shared: Arc<Shared>,
     consistency_timeout: Duration,
+    /// The highest revision a write through this cache was acknowledged at.
+    written: AtomicU64,
     task: JoinHandle<()>,
 }
 
@@ -225,6 +228,7 @@ impl CachedStorage {
             backend,
             shared,
             consistency_timeout: options.consistency_timeout,
+            written: AtomicU64::new(0),
             task,
         }))
     }
@@ -241,6 +245,9 @@ impl CachedStorage {
 
     /// Waits until the cache has applied `revision`, at most `timeout`; whether it did.
     async fn wait_for(&self, revision: u64, timeout: Duration) -> bool {
+        if *self.shared.applied.borrow() >= revision {
+            return true;
+        }
         let mut rx = self.shared.applied.subscribe();
         matches!(
             tokio::time::timeout(timeout, rx.wait_for(|r| *r >= revision)).await,
@@ -308,14 +315,26 @@ async fn resync(
 #[async_trait::async_trait]
 impl Storage for CachedStorage {
     async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
-        self.backend.get(key).await
+        if !self.backend.local_revision() {
+            return self.backend.get(key).await;
+        }
+        let target = self.backend.current_revision().await?;
+        if self.wait_for(target, self.consistency_timeout).await {
+            Ok(self.shared.state.lock().data.get(key).cloned())
+        } else {
+            self.backend.get(key).await
+        }
     }
 
     async fn list(&self, req: ListRequest) -> Result<ListPage, StorageError> {
         if req.revision.is_some() {
             return self.backend.list(req).await;
         }
-        let target = self.backend.current_revision().await?;
+        let target = if req.from_cache {
+            self.written.load(Ordering::Acquire)
+        } else {
+            self.backend.current_revision().await?
+        };
         if self.wait_for(target, self.consistency_timeout).await {
             Ok(self.shared.list(&req))
         } else {
@@ -324,11 +343,15 @@ impl Storage for CachedStorage {
     }
 
     async fn create(&self, key: &str, value: Bytes) -> Result<u64, StorageError> {
-        self.backend.create(key, value).await
+        let revision = self.backend.create(key, value).await?;
+        self.written.fetch_max(revision, Ordering::AcqRel);
+        Ok(revision)
     }
 
     async fn update(&self, key: &str, value: Bytes, expected: u64) -> Result<u64, StorageError> {
-        self.backend.update(key, value, expected).await
+        let revision = self.backend.update(key, value, expected).await?;
+        self.written.fetch_max(revision, Ordering::AcqRel);
+        Ok(revision)
     }
 
     async fn delete(
@@ -336,7 +359,9 @@ impl Storage for CachedStorage {
         key: &str,
         expected: Option<u64>,
     ) -> Result<(u64, KeyValue), StorageError> {
-        self.backend.delete(key, expected).await
+        let (revision, last) = self.backend.delete(key, expected).await?;
+        self.written.fetch_max(revision, Ordering::AcqRel);
+        Ok((revision, last))
     }
 
     async fn watch(&self, prefix: &str, after: u64) -> Result<WatchStream, StorageError> {
@@ -409,6 +434,10 @@ impl Storage for CachedStorage {
 
     async fn current_revision(&self) -> Result<u64, StorageError> {
         self.backend.current_revision().await
+    }
+
+    fn local_revision(&self) -> bool {
+        self.backend.local_revision()
     }
 
     async fn compact(&self, revision: u64) -> Result<(), StorageError> {

@@ -262,6 +262,10 @@ impl Storage for MemoryStorage {
         Ok(self.state.lock().revision)
     }
 
+    fn local_revision(&self) -> bool {
+        true
+    }
+
     async fn compact(&self, revision: u64) -> Result<(), StorageError> {
         let mut state = self.state.lock();
         if revision > state.revision {

@@ -75,6 +75,11 @@ pub struct ListRequest {
     pub limit: usize,
     /// Read at this revision (None = the latest). Older than the compacted revision → `Compacted`.
     pub revision: Option<u64>,
+    /// With `revision: None`: what a watch cache holds once it has applied every write made
+    /// through it, without asking the backend for its current revision (upstream's
+    /// `resourceVersion=0` and informer listers). It may miss other servers' latest writes,
+    /// never this server's. Stores without a cache read the latest regardless.
+    pub from_cache: bool,
 }
 
 /// Errors of a storage backend.
@@ -145,4 +150,11 @@ pub trait Storage: Send + Sync + 'static {
     async fn current_revision(&self) -> Result<u64, StorageError>;
     /// Forgets history up to and including `revision`.
     async fn compact(&self, revision: u64) -> Result<(), StorageError>;
+    /// Whether [`current_revision`](Storage::current_revision) is answered in this process,
+    /// without a round trip. A watch cache in front of such a store serves consistent reads of
+    /// single keys from memory; in front of a remote one (etcd) it passes them through, since
+    /// learning the current revision costs as much as the read.
+    fn local_revision(&self) -> bool {
+        false
+    }
 }

@@ -147,7 +147,7 @@ impl AdmissionPlugin for BanFlunder {
             return Ok(());
         };
         let banned = fischers
-            .list_objects(None)
+            .cached_objects(None)
             .await?
             .into_iter()
             .any(|f| f.spec.disallowed_flunders.iter().any(|n| n == attrs.name));

@@ -81,6 +81,7 @@ pub async fn list_pages_at_a_fixed_revision(factory: &Factory) {
         start_after: start_after.map(str::to_string),
         limit,
         revision,
+        from_cache: false,
     };
 
     let first = list(s, page(None, 3, None)).await;
@@ -206,6 +207,7 @@ pub async fn list_at_old_revisions(factory: &Factory) {
                     start_after: start_after.clone(),
                     limit: 2,
                     revision: Some(*rev),
+                    from_cache: false,
                 },
             )
             .await;

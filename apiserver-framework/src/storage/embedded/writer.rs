@@ -154,6 +154,9 @@ impl Writer {
             Ok((outcomes, events)) => {
                 if let Some(last) = events.last() {
                     self.revision = last.kv.mod_revision;
+                    self.shared
+                        .committed
+                        .store(self.revision, std::sync::atomic::Ordering::Release);
                 }
                 for event in events {
                     // No receiver is fine: nobody watches.
