@@ -26,7 +26,7 @@ use super::backend::AuditBackend;
 use super::event::{Event, EventUser, Level, ObjectReference, ResponseStatus, Stage, micro_time};
 use super::policy::Policy;
 use crate::auth::{PeerAddr, UserInfo};
-use crate::authz::{self, Attributes, Request as AuthzRequest};
+use crate::authz::{self, Attributes, ParsedRequest, Request as AuthzRequest};
 
 /// The request header carrying a caller's audit id, and the response header echoing it.
 pub const AUDIT_ID_HEADER: &str = "audit-id";
@@ -158,12 +158,10 @@ impl Auditor {
         F: FnOnce(Parts, Body) -> Fut,
         Fut: Future<Output = Response<Body>>,
     {
-        let attrs = Attributes::from_request(
-            user.clone(),
-            &parts.method,
-            parts.uri.path(),
-            parts.uri.query(),
-        );
+        let attrs = Attributes {
+            user: user.clone(),
+            request: ParsedRequest::of_parts(&parts).0.as_ref().clone(),
+        };
         let config = self.policy.evaluate(&attrs);
         if config.level == Level::None {
             return next(parts, body).await;

@@ -48,14 +48,21 @@ pub use user::UserInfo;
 pub fn strip_credentials(headers: &mut http::HeaderMap, config: &AuthSnapshot) {
     headers.remove(http::header::AUTHORIZATION);
     request_header::clear_request_headers(headers, &config.request_header);
-    request_header::clear_request_headers(headers, &default_request_headers());
+    request_header::clear_request_headers(headers, default_request_headers());
 }
 
-fn default_request_headers() -> RequestHeaderConfig {
-    RequestHeaderConfig {
+/// [`strip_credentials`] when no request-header configuration is in use (local mode).
+pub fn strip_default_credentials(headers: &mut http::HeaderMap) {
+    static NONE: std::sync::OnceLock<AuthSnapshot> = std::sync::OnceLock::new();
+    strip_credentials(headers, NONE.get_or_init(AuthSnapshot::default));
+}
+
+fn default_request_headers() -> &'static RequestHeaderConfig {
+    static DEFAULT: std::sync::OnceLock<RequestHeaderConfig> = std::sync::OnceLock::new();
+    DEFAULT.get_or_init(|| RequestHeaderConfig {
         uid_headers: vec![http::HeaderName::from_static(delegated::DEFAULT_UID_HEADER)],
         ..RequestHeaderConfig::default()
-    }
+    })
 }
 
 #[cfg(test)]

@@ -10,6 +10,8 @@
 //! skipped, exactly as the server's router reads them, so that the request authorized is the
 //! request served.
 
+use std::sync::Arc;
+
 use http::Method;
 
 use super::{Attributes, NonResourceAttributes, Request, ResourceAttributes, SelectorRequirement};
@@ -27,6 +29,28 @@ impl Attributes {
             user,
             request: request_of(method, path, query),
         }
+    }
+}
+
+/// What a request asks to do ([`request_of`]), read once when it arrives and kept in its
+/// extensions, so that the filters (long-running, in-flight, metrics) and the authorizer share
+/// one reading.
+#[derive(Clone, Debug)]
+pub struct ParsedRequest(pub Arc<Request>);
+
+impl ParsedRequest {
+    /// Reads a request with this method, raw path and raw query string.
+    pub fn of(method: &Method, path: &str, query: Option<&str>) -> Self {
+        ParsedRequest(Arc::new(request_of(method, path, query)))
+    }
+
+    /// The reading kept in a request's extensions, or a new one when it has none.
+    pub fn of_parts(parts: &http::request::Parts) -> Self {
+        parts
+            .extensions
+            .get::<ParsedRequest>()
+            .cloned()
+            .unwrap_or_else(|| Self::of(&parts.method, parts.uri.path(), parts.uri.query()))
     }
 }
 

@@ -22,7 +22,7 @@ pub mod union;
 pub mod webhook;
 
 pub use allow_all::AllowAll;
-pub use attributes::request_of;
+pub use attributes::{ParsedRequest, request_of};
 pub use delegating::DelegatingAuthorizerConfig;
 pub use forbidden::{forbidden, forbidden_response};
 pub use internal_error::internal_error_response;

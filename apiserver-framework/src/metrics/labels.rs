@@ -72,11 +72,11 @@ pub struct RequestLabels {
 impl RequestLabels {
     /// The labels of a request with these parts.
     pub fn of(parts: &Parts) -> Self {
-        Self::from_request(
+        Self::from_parsed(
             &parts.method,
-            parts.uri.path(),
             parts.uri.query(),
             &parts.headers,
+            &authz::ParsedRequest::of_parts(parts).0,
         )
     }
 
@@ -87,9 +87,24 @@ impl RequestLabels {
         query: Option<&str>,
         headers: &HeaderMap,
     ) -> Self {
+        Self::from_parsed(
+            method,
+            query,
+            headers,
+            &authz::request_of(method, path, query),
+        )
+    }
+
+    /// The labels of a request already read ([`authz::request_of`]).
+    pub fn from_parsed(
+        method: &Method,
+        query: Option<&str>,
+        headers: &HeaderMap,
+        request: &AuthzRequest,
+    ) -> Self {
         let upper = method.as_str().to_ascii_uppercase();
         let dry_run = clean_dry_run(query);
-        match authz::request_of(method, path, query) {
+        match request {
             AuthzRequest::Resource(a) => {
                 let scope = if !a.name.is_empty() || a.verb == "create" {
                     "resource"
@@ -117,13 +132,13 @@ impl RequestLabels {
                 RequestLabels {
                     verb: clean(verb),
                     dry_run,
-                    group: a.group,
-                    version: a.version,
-                    resource: a.resource,
-                    subresource: a.subresource,
+                    group: a.group.clone(),
+                    version: a.version.clone(),
+                    resource: a.resource.clone(),
+                    subresource: a.subresource.clone(),
                     scope: scope.into(),
                     component: COMPONENT.into(),
-                    request_verb: a.verb,
+                    request_verb: a.verb.clone(),
                     is_resource: true,
                     long_running,
                 }
@@ -131,8 +146,8 @@ impl RequestLabels {
             AuthzRequest::NonResource(n) => RequestLabels {
                 verb: clean(canonical_verb(&upper, "")),
                 dry_run,
-                subresource: n.path,
-                request_verb: n.verb,
+                subresource: n.path.clone(),
+                request_verb: n.verb.clone(),
                 ..Default::default()
             },
         }

@@ -25,9 +25,9 @@ pub struct RequestRecorder {
     labels: RequestLabels,
     started: Instant,
     inflight: Option<IntGauge>,
-    method: String,
-    uri: String,
-    user_agent: String,
+    method: http::Method,
+    uri: http::Uri,
+    user_agent: Option<http::HeaderValue>,
     peer: Option<PeerAddr>,
 }
 
@@ -47,14 +47,10 @@ impl RequestRecorder {
             labels,
             started: Instant::now(),
             inflight,
-            method: parts.method.to_string(),
-            uri: parts.uri.to_string(),
-            user_agent: parts
-                .headers
-                .get(header::USER_AGENT)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or_default()
-                .to_string(),
+            // Cheap clones (shared bytes), formatted only when the request log is on.
+            method: parts.method.clone(),
+            uri: parts.uri.clone(),
+            user_agent: parts.headers.get(header::USER_AGENT).cloned(),
             peer: parts.extensions.get::<PeerAddr>().copied(),
         }
     }
@@ -62,19 +58,20 @@ impl RequestRecorder {
     /// Records the response `res` the chain starting at `server` produced, and returns it (for
     /// long-running requests, with a body that keeps the long-running and watcher gauges up
     /// until it ends).
-    pub fn finish(self, server: &Arc<GenericApiServer>, res: Response<Body>) -> Response<Body> {
+    pub fn finish(mut self, server: &Arc<GenericApiServer>, res: Response<Body>) -> Response<Body> {
         let status = res.status();
         let routed = resolve(server, &self.labels);
+        let labels = std::mem::take(&mut self.labels);
         let labels = if status == StatusCode::NOT_FOUND && routed.is_none() {
-            self.labels.clone().unrouted()
+            labels.unrouted()
         } else {
-            self.labels.clone()
+            labels
         };
-        let code = status.as_u16().to_string();
         let elapsed = self.started.elapsed();
         let values = labels.duration_values();
-        let mut with_code = values.to_vec();
-        with_code.push(&code);
+        let mut with_code = [""; 9];
+        with_code[..8].copy_from_slice(&values);
+        with_code[8] = status.as_str();
         self.metrics.requests.with_label_values(&with_code).inc();
         self.metrics
             .request_duration
@@ -85,7 +82,11 @@ impl RequestRecorder {
             verb = %self.method,
             uri = %self.uri,
             latency = ?elapsed,
-            user_agent = %self.user_agent,
+            user_agent = self
+                .user_agent
+                .as_ref()
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default(),
             src_ip = ?self.peer.map(|p| p.0.ip()),
             resp = status.as_u16(),
             "HTTP"

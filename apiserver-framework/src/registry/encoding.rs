@@ -20,7 +20,7 @@ pub fn with_resource_version(object: &[u8], rv: u64) -> Bytes {
         let mut out = BytesMut::with_capacity(object.len() + 32);
         out.put_slice(&object[..insert_at]);
         out.put_slice(b"\"resourceVersion\":\"");
-        out.put_slice(itoa_u64(rv).as_bytes());
+        let _ = std::fmt::Write::write_fmt(&mut out, format_args!("{rv}"));
         out.put_u8(b'"');
         if object.get(insert_at) != Some(&b'}') {
             out.put_u8(b',');
@@ -29,10 +29,6 @@ pub fn with_resource_version(object: &[u8], rv: u64) -> Bytes {
         return out.freeze();
     }
     slow_path(object, rv)
-}
-
-fn itoa_u64(v: u64) -> String {
-    v.to_string()
 }
 
 /// Finds `"metadata":{` at the root level, when the object starts with the derive's layout

@@ -15,10 +15,9 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::audit::{self, AuditId, Auditor};
 use crate::auth::{
-    self, AuthSnapshot, Authenticated, Authenticator, DelegatedAuthConfig, PeerAddr,
-    PeerCertificates, UserInfo,
+    self, Authenticated, Authenticator, DelegatedAuthConfig, PeerAddr, PeerCertificates, UserInfo,
 };
-use crate::authz::{self, Attributes, Authorizer, Decision, PathAuthorizer};
+use crate::authz::{self, Attributes, Authorizer, Decision, ParsedRequest, PathAuthorizer};
 use crate::error::ApiError;
 use crate::server::filters::{self, MaxInFlight, MinRequestTimeout, RequestLimits};
 use crate::server::generic::GenericApiServer;
@@ -103,6 +102,10 @@ impl HandlerChain {
         // Every response carries the request's audit id (upstream's `WithAuditInit`).
         let audit_id = AuditId::of(req.headers());
         req.extensions_mut().insert(audit_id.clone());
+        if req.extensions().get::<ParsedRequest>().is_none() {
+            let parsed = ParsedRequest::of(req.method(), req.uri().path(), req.uri().query());
+            req.extensions_mut().insert(parsed);
+        }
         let work = AssertUnwindSafe(self.serve(req)).catch_unwind();
         let mut res = match work.await {
             Ok(res) => res,
@@ -129,11 +132,10 @@ impl HandlerChain {
 
     /// The request timeout (long-running requests have none), then the rest.
     async fn limited(&self, mut req: Request<Body>) -> Response<Body> {
-        let long_running = filters::long_running::is_long_running(
-            req.method(),
-            req.uri().path(),
-            req.uri().query(),
-        );
+        let long_running = req
+            .extensions()
+            .get::<ParsedRequest>()
+            .is_some_and(|p| filters::long_running::is_long_running_request(&p.0));
         req.extensions_mut()
             .insert(MinRequestTimeout(self.limits.min_request_timeout));
         if long_running {
@@ -168,12 +170,10 @@ impl HandlerChain {
         };
         let _in_flight = match long_running {
             true => None,
-            false => match self.in_flight.admit(
-                &user,
-                &parts.method,
-                parts.uri.path(),
-                parts.uri.query(),
-            ) {
+            false => match self
+                .in_flight
+                .admit_request(&user, &ParsedRequest::of_parts(&parts).0)
+            {
                 Some(place) => Some(place),
                 None => return filters::max_inflight::too_many_requests(),
             },
@@ -181,7 +181,7 @@ impl HandlerChain {
         // Credentials are consumed here; nothing behind this point sees them.
         match &self.credentials {
             Some(config) => auth::strip_credentials(&mut parts.headers, &config.current()),
-            None => auth::strip_credentials(&mut parts.headers, &AuthSnapshot::default()),
+            None => auth::strip_default_credentials(&mut parts.headers),
         }
         match &self.auditor {
             Some(auditor) => {
@@ -203,8 +203,10 @@ impl HandlerChain {
             Ok(user) => user,
             Err(res) => return res,
         };
-        let attrs =
-            Attributes::from_request(user, &parts.method, parts.uri.path(), parts.uri.query());
+        let attrs = Attributes {
+            user,
+            request: ParsedRequest::of_parts(&parts).0.as_ref().clone(),
+        };
         let decision = self.authorizer.authorize(&attrs).await;
         audit::annotate_authorization(&parts.extensions, &decision);
         match decision {
@@ -323,8 +325,10 @@ pub fn start(
                             if let Some(certs) = &certs {
                                 req.extensions_mut().insert(certs.clone());
                             }
+                            let parsed = ParsedRequest::of(req.method(), req.uri().path(), req.uri().query());
+                            let long_running = filters::long_running::is_long_running_request(&parsed.0);
+                            req.extensions_mut().insert(parsed);
                             async move {
-                                let long_running = filters::long_running::is_long_running(req.method(), req.uri().path(), req.uri().query());
                                 let res = chain.call(req).await;
                                 // Watches end cleanly when the server stops.
                                 let res = match long_running {

@@ -8,7 +8,12 @@ use crate::authz::{Request, request_of};
 /// (`?watch=true`, or the legacy `/watch/` path), as upstream's default
 /// `BasicLongRunningRequestCheck` of generic servers, which names only the `watch` verb.
 pub fn is_long_running(method: &Method, path: &str, query: Option<&str>) -> bool {
-    match request_of(method, path, query) {
+    is_long_running_request(&request_of(method, path, query))
+}
+
+/// [`is_long_running`] of a request already read.
+pub fn is_long_running_request(request: &Request) -> bool {
+    match request {
         Request::Resource(attrs) => attrs.verb == "watch",
         Request::NonResource(_) => false,
     }
@@ -17,9 +22,14 @@ pub fn is_long_running(method: &Method, path: &str, query: Option<&str>) -> bool
 /// Whether a request's verb (as [`request_of`] reads it) changes state: anything but `get`,
 /// `list` and `watch`, as upstream's max-in-flight filter decides.
 pub fn is_mutating(method: &Method, path: &str, query: Option<&str>) -> bool {
-    let verb = match request_of(method, path, query) {
-        Request::Resource(attrs) => attrs.verb,
-        Request::NonResource(attrs) => attrs.verb,
+    is_mutating_request(&request_of(method, path, query))
+}
+
+/// [`is_mutating`] of a request already read.
+pub fn is_mutating_request(request: &Request) -> bool {
+    let verb = match request {
+        Request::Resource(attrs) => &attrs.verb,
+        Request::NonResource(attrs) => &attrs.verb,
     };
     !matches!(verb.as_str(), "get" | "list" | "watch")
 }

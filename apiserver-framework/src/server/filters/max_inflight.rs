@@ -10,7 +10,8 @@ use http::{HeaderValue, Method, Response, StatusCode, header};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::auth::UserInfo;
-use crate::server::filters::long_running::is_mutating;
+use crate::authz::{Request, request_of};
+use crate::server::filters::long_running::is_mutating_request;
 
 /// The group whose members the limit never refuses (upstream's `SystemPrivilegedGroup`).
 const PRIVILEGED_GROUP: &str = "system:masters";
@@ -47,7 +48,12 @@ impl MaxInFlight {
         path: &str,
         query: Option<&str>,
     ) -> Option<InFlight> {
-        let pool = if is_mutating(method, path, query) {
+        self.admit_request(user, &request_of(method, path, query))
+    }
+
+    /// [`admit`](Self::admit) for a request already read.
+    pub fn admit_request(&self, user: &UserInfo, request: &Request) -> Option<InFlight> {
+        let pool = if is_mutating_request(request) {
             &self.mutating
         } else {
             &self.read
@@ -59,7 +65,7 @@ impl MaxInFlight {
             Ok(permit) => Some(InFlight(Some(permit))),
             Err(_) if user.groups.iter().any(|g| g == PRIVILEGED_GROUP) => Some(InFlight(None)),
             Err(_) => {
-                tracing::debug!(%method, path, "too many requests in flight");
+                tracing::debug!(?request, "too many requests in flight");
                 None
             }
         }
