@@ -1,0 +1,200 @@
+//! The server processes of a run: spawning them, and what `/proc` says of their CPU time and
+//! resident memory.
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use http::{Method, StatusCode};
+
+use crate::client::{self, Target};
+
+/// The environment variable that makes the bench binary run a server instead of the bench.
+pub const ROLE_ENV: &str = "APISERVER_BENCH_ROLE";
+
+/// `/proc/<pid>/stat` counts CPU time in clock ticks of `USER_HZ`, 100 on Linux.
+const TICKS_PER_SECOND: f64 = 100.0;
+
+/// A child process, killed when dropped.
+pub struct Proc {
+    child: Child,
+    /// Its process id.
+    pub pid: u32,
+    /// When it was spawned.
+    pub spawned: Instant,
+}
+
+impl Proc {
+    /// Runs this binary again as `role` (`wardle` or `baseline`) with `args`, in `dir`, its
+    /// output appended to `log`.
+    pub fn role(role: &str, args: &[String], dir: &Path, log: &Path) -> std::io::Result<Self> {
+        let exe = std::env::current_exe()?;
+        let mut command = Command::new(exe);
+        command.env(ROLE_ENV, role);
+        Self::spawn(command, args, dir, log)
+    }
+
+    /// Runs `command` with `args` in `dir`, its output appended to `log`.
+    pub fn spawn(
+        mut command: Command,
+        args: &[String],
+        dir: &Path,
+        log: &Path,
+    ) -> std::io::Result<Self> {
+        let out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)?;
+        command
+            .args(args)
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stdout(out.try_clone()?)
+            .stderr(out);
+        let spawned = Instant::now();
+        let child = command.spawn()?;
+        Ok(Proc {
+            pid: child.id(),
+            child,
+            spawned,
+        })
+    }
+
+    /// Whether it has exited, and how.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// Waits until `/readyz` answers 200 on `target`, polling every millisecond, and returns the
+    /// time since the spawn.
+    pub async fn wait_ready(
+        &mut self,
+        target: &Target,
+        within: Duration,
+    ) -> Result<Duration, String> {
+        let deadline = self.spawned + within;
+        loop {
+            if let Some(status) = self.exited() {
+                return Err(format!("the server exited ({status}) before it was ready"));
+            }
+            if let Ok(mut sender) = target.connect().await {
+                let request = target.request(Method::GET, "/readyz", Default::default());
+                if let Ok((StatusCode::OK, _)) = client::send(&mut sender, request).await {
+                    return Ok(self.spawned.elapsed());
+                }
+            }
+            if Instant::now() > deadline {
+                return Err(format!("not ready within {within:?}"));
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A loopback address whose port was free a moment ago.
+pub fn free_addr() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free loopback port")
+}
+
+/// The user plus system CPU time of process `pid` and all its threads, in seconds.
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0.0;
+    };
+    // Fields after the command name, which is in parentheses and may hold spaces: state is the
+    // first, utime the 12th, stime the 13th.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    (ticks(11) + ticks(12)) as f64 / TICKS_PER_SECOND
+}
+
+/// The resident set size of process `pid` in bytes (`VmRSS`).
+pub fn rss_bytes(pid: u32) -> u64 {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return 0;
+    };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kib| kib * 1024)
+}
+
+/// CPU time and peak resident memory of some processes over a window of time.
+pub struct Probe {
+    pids: Vec<u32>,
+    cpu_at_start: f64,
+    stop: Arc<AtomicBool>,
+    peak: Arc<AtomicU64>,
+    sampler: Option<JoinHandle<()>>,
+}
+
+/// What a [`Probe`] saw.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Usage {
+    /// CPU seconds of all the processes together.
+    pub cpu_seconds: f64,
+    /// The highest resident memory of the first process, in bytes, sampled every 10 ms.
+    pub peak_rss: u64,
+}
+
+impl Probe {
+    /// Starts watching `pids`; the first one's memory is sampled.
+    pub fn start(pids: &[u32]) -> Self {
+        let pids = pids.to_vec();
+        let cpu_at_start = pids.iter().map(|p| cpu_seconds(*p)).sum();
+        let stop = Arc::new(AtomicBool::new(false));
+        let peak = Arc::new(AtomicU64::new(pids.first().map_or(0, |p| rss_bytes(*p))));
+        let sampler = pids.first().copied().map(|pid| {
+            let (stop, peak) = (stop.clone(), peak.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    peak.fetch_max(rss_bytes(pid), Ordering::Relaxed);
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            })
+        });
+        Probe {
+            pids,
+            cpu_at_start,
+            stop,
+            peak,
+            sampler,
+        }
+    }
+
+    /// Stops watching and returns what was seen.
+    pub fn finish(mut self) -> Usage {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(sampler) = self.sampler.take() {
+            let _ = sampler.join();
+        }
+        let cpu: f64 = self.pids.iter().map(|p| cpu_seconds(*p)).sum();
+        if let Some(pid) = self.pids.first() {
+            self.peak.fetch_max(rss_bytes(*pid), Ordering::Relaxed);
+        }
+        Usage {
+            cpu_seconds: cpu - self.cpu_at_start,
+            peak_rss: self.peak.load(Ordering::Relaxed),
+        }
+    }
+}

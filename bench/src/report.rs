@@ -1,0 +1,219 @@
+//! The results of a run: one row per scenario, framework against baseline, written as a
+//! markdown table and as JSON.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use crate::process::Usage;
+
+/// The figures of one server in one scenario; a figure that does not apply is `None`.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Measurement {
+    /// Successful requests (or watch deliveries) per second.
+    pub requests_per_second: Option<f64>,
+    /// Median latency in milliseconds (for start-up: the median time to ready).
+    pub p50_ms: Option<f64>,
+    /// 99th-percentile latency in milliseconds (for start-up: the slowest start).
+    pub p99_ms: Option<f64>,
+    /// CPU seconds of the server processes over the measured time.
+    pub cpu_seconds: Option<f64>,
+    /// The server's highest resident memory over the measured time, in MiB.
+    pub peak_rss_mib: Option<f64>,
+    /// Successful requests, deliveries or runs.
+    pub count: u64,
+    /// Failed ones.
+    pub errors: u64,
+    /// The first failure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_error: Option<String>,
+}
+
+impl Measurement {
+    /// From a count over a time and a histogram of latencies in microseconds.
+    pub fn of_latencies(
+        count: u64,
+        errors: u64,
+        elapsed: Duration,
+        latencies: &Histogram<u64>,
+        usage: Usage,
+    ) -> Self {
+        let ms = |q: f64| {
+            (!latencies.is_empty()).then(|| latencies.value_at_quantile(q) as f64 / 1000.0)
+        };
+        Measurement {
+            requests_per_second: (elapsed > Duration::ZERO)
+                .then(|| count as f64 / elapsed.as_secs_f64()),
+            p50_ms: ms(0.50),
+            p99_ms: ms(0.99),
+            cpu_seconds: Some(usage.cpu_seconds),
+            peak_rss_mib: Some(mib(usage.peak_rss)),
+            count,
+            errors,
+            first_error: None,
+        }
+    }
+
+    /// With the first failure recorded.
+    pub fn with_error(mut self, error: Option<String>) -> Self {
+        self.first_error = error;
+        self
+    }
+}
+
+/// Bytes in MiB.
+pub fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
+
+/// One scenario's result.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    /// What was measured.
+    pub scenario: String,
+    /// wardle's figures.
+    pub framework: Measurement,
+    /// What wardle is compared with.
+    pub baseline_name: String,
+    /// Its figures.
+    pub baseline: Measurement,
+    /// The figure the ratio compares, and which way is better.
+    pub compared: String,
+    /// wardle's figure divided by the baseline's.
+    pub ratio: Option<f64>,
+    /// The target for this scenario, if it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<Target>,
+    /// Extra figures (object counts, sizes).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// A target and whether it was met.
+#[derive(Clone, Debug, Serialize)]
+pub struct Target {
+    /// The target, e.g. `ratio ≥ 0.7`.
+    pub text: String,
+    /// Whether this run met it.
+    pub met: bool,
+}
+
+impl Target {
+    /// `value ≥ min`.
+    pub fn at_least(what: &str, value: Option<f64>, min: f64) -> Self {
+        Target {
+            text: format!("{what} ≥ {min}"),
+            met: value.is_some_and(|v| v >= min),
+        }
+    }
+
+    /// `value ≤ max`.
+    pub fn at_most(what: &str, value: Option<f64>, max: f64) -> Self {
+        Target {
+            text: format!("{what} ≤ {max}"),
+            met: value.is_some_and(|v| v <= max),
+        }
+    }
+}
+
+/// A whole run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// `full` or `smoke`.
+    pub mode: String,
+    /// The machine: CPU model, cores, memory, kernel.
+    pub machine: String,
+    /// Connections of the closed-loop scenarios.
+    pub concurrency: usize,
+    /// Seconds the whole run took.
+    pub run_seconds: f64,
+    /// The scenarios.
+    pub rows: Vec<Row>,
+}
+
+fn figure(v: Option<f64>) -> String {
+    match v {
+        None => "–".into(),
+        Some(v) if v >= 1000.0 => format!("{v:.0}"),
+        Some(v) if v >= 10.0 => format!("{v:.1}"),
+        Some(v) => format!("{v:.2}"),
+    }
+}
+
+impl Report {
+    /// The markdown table: two lines a scenario, wardle then its baseline.
+    pub fn markdown(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "| scenario | server | req/s | p50 ms | p99 ms | CPU s | peak RSS MiB | errors | ratio | target |"
+        );
+        let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---|---|");
+        for row in &self.rows {
+            let target = row.target.as_ref().map_or("–".to_string(), |t| {
+                format!("{} {}", t.text, if t.met { "✅ met" } else { "❌ missed" })
+            });
+            let ratio = format!("{} ({})", figure(row.ratio), row.compared);
+            for (server, m, ratio, target) in [
+                ("wardle", &row.framework, ratio.as_str(), target.as_str()),
+                (row.baseline_name.as_str(), &row.baseline, "", ""),
+            ] {
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    if server == "wardle" {
+                        row.scenario.as_str()
+                    } else {
+                        ""
+                    },
+                    server,
+                    figure(m.requests_per_second),
+                    figure(m.p50_ms),
+                    figure(m.p99_ms),
+                    figure(m.cpu_seconds),
+                    figure(m.peak_rss_mib),
+                    m.errors,
+                    ratio,
+                    target,
+                );
+            }
+        }
+        let notes: Vec<String> = self
+            .rows
+            .iter()
+            .flat_map(|r| {
+                r.notes
+                    .iter()
+                    .map(move |n| format!("- {}: {n}", r.scenario))
+            })
+            .collect();
+        if !notes.is_empty() {
+            let _ = writeln!(out, "\n{}", notes.join("\n"));
+        }
+        out
+    }
+}
+
+/// What this machine is, from `/proc`.
+pub fn machine() -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .map(|m| m.trim_start_matches([' ', '\t', ':']).to_string())
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let mem_gib = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(0.0, |kib| kib / 1024.0 / 1024.0);
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    format!(
+        "{model}, {cores} cores, {mem_gib:.0} GiB, Linux {}",
+        kernel.trim()
+    )
+}

@@ -1,0 +1,116 @@
+//! Starting the servers under test: wardle (this binary running wardle's `main`) and the
+//! baseline, both on the benchmark's certificate.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::client::{Error, Target};
+use crate::process::{Proc, free_addr};
+use crate::tls::Pki;
+
+/// The bearer token of wardle's local mode in every run.
+pub const TOKEN: &str = "bench-token";
+
+/// How long a server may take to become ready.
+const READY_WITHIN: Duration = Duration::from_secs(60);
+
+/// A running server and how to reach it.
+pub struct Server {
+    /// The process.
+    pub proc: Proc,
+    /// Its address, TLS and token.
+    pub target: Target,
+    /// How long it took from spawn to `/readyz` 200.
+    pub ready_after: Duration,
+}
+
+impl Server {
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.proc.pid
+    }
+}
+
+/// A fresh directory `name` under `work`.
+fn fresh_dir(work: &Path, name: &str) -> Result<PathBuf, Error> {
+    let dir = work.join(name);
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)?;
+    }
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+/// Starts `wardle local` in a fresh directory `work/name`, with `extra` flags (the storage
+/// backend), and waits until it is ready.
+pub async fn wardle(work: &Path, name: &str, pki: &Pki, extra: &[String]) -> Result<Server, Error> {
+    let dir = fresh_dir(work, name)?;
+    let addr = free_addr();
+    let path = |p: &Path| p.display().to_string();
+    let mut args: Vec<String> = ["local", "--bind-address", "127.0.0.1", "--token", TOKEN]
+        .map(String::from)
+        .to_vec();
+    args.extend([
+        "--secure-port".into(),
+        addr.port().to_string(),
+        "--tls-cert-file".into(),
+        path(&pki.cert_file),
+        "--tls-private-key-file".into(),
+        path(&pki.key_file),
+        "--data-dir".into(),
+        path(&dir.join("data")),
+        "--cert-dir".into(),
+        path(&dir.join("certificates")),
+        "--write-kubeconfig".into(),
+        path(&dir.join("wardle.kubeconfig")),
+    ]);
+    args.extend(extra.iter().cloned());
+    let proc = Proc::role("wardle", &args, &dir, &dir.join("wardle.log"))?;
+    ready(proc, addr, pki, &dir.join("wardle.log")).await
+}
+
+/// Starts the baseline in a fresh directory `work/name`, answering from `recordings`.
+pub async fn baseline(
+    work: &Path,
+    name: &str,
+    pki: &Pki,
+    recordings: &Path,
+) -> Result<Server, Error> {
+    let dir = fresh_dir(work, name)?;
+    let addr = free_addr();
+    let path = |p: &Path| p.display().to_string();
+    let args = vec![
+        addr.port().to_string(),
+        path(&pki.cert_file),
+        path(&pki.key_file),
+        path(recordings),
+    ];
+    let proc = Proc::role("baseline", &args, &dir, &dir.join("baseline.log"))?;
+    ready(proc, addr, pki, &dir.join("baseline.log")).await
+}
+
+async fn ready(
+    mut proc: Proc,
+    addr: std::net::SocketAddr,
+    pki: &Pki,
+    log: &Path,
+) -> Result<Server, Error> {
+    let target = Target {
+        addr,
+        tls: pki.client.clone(),
+        token: TOKEN.into(),
+    };
+    match proc.wait_ready(&target, READY_WITHIN).await {
+        Ok(ready_after) => Ok(Server {
+            proc,
+            target,
+            ready_after,
+        }),
+        Err(e) => {
+            let log = std::fs::read_to_string(log).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(20).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            Err(format!("{e}; its log ends:\n{}", tail.join("\n")).into())
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! The watch fan-out: many watchers on one collection, one writer creating objects at a steady
+//! rate, and the delay from each create's acknowledgement to each watcher's receipt of its event.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{Method, StatusCode};
+use http_body_util::BodyExt;
+use tokio::sync::Semaphore;
+
+use crate::client::{self, Error, Target};
+use crate::load::histogram;
+use crate::process::Probe;
+use crate::report::Measurement;
+
+/// The shape of a fan-out.
+#[derive(Clone, Copy, Debug)]
+pub struct FanOut {
+    /// Watch connections.
+    pub watchers: usize,
+    /// Objects created, each one event to every watcher.
+    pub events: usize,
+    /// Creates per second.
+    pub rate: f64,
+}
+
+/// Events carry objects named `w-<index>`.
+pub fn object_name(index: usize) -> String {
+    format!("w-{index}")
+}
+
+/// The index of the object an event line is about: the digits after its first `"name":"w-`.
+fn event_index(line: &[u8]) -> Option<usize> {
+    const NEEDLE: &[u8] = br#""name":"w-"#;
+    let at = line.windows(NEEDLE.len()).position(|w| w == NEEDLE)? + NEEDLE.len();
+    let digits = line[at..].iter().take_while(|b| b.is_ascii_digit()).count();
+    std::str::from_utf8(&line[at..at + digits])
+        .ok()?
+        .parse()
+        .ok()
+}
+
+/// Runs a fan-out against `target`: watchers of `watch_path`, creates made by `create`.
+pub async fn run(
+    target: &Target,
+    shape: FanOut,
+    watch_path: &str,
+    create: impl Fn(&Target, usize) -> http::Request<http_body_util::Full<Bytes>>,
+    pids: &[u32],
+) -> Result<Measurement, Error> {
+    let origin = Instant::now();
+    let nanos = move || origin.elapsed().as_nanos() as u64;
+    // Open every watch first (a few handshakes at a time) and wait for each one's head.
+    let handshakes = Arc::new(Semaphore::new(32));
+    let mut opening = Vec::with_capacity(shape.watchers);
+    for _ in 0..shape.watchers {
+        let (target, handshakes) = (target.clone(), handshakes.clone());
+        let path = watch_path.to_string();
+        opening.push(tokio::spawn(async move {
+            let _permit = handshakes.acquire().await;
+            let mut sender = target.connect().await?;
+            let request = target.request(Method::GET, &path, Bytes::new());
+            let response = client::start(&mut sender, request).await?;
+            if response.status() != StatusCode::OK {
+                return Err(Error::from(format!("watch answered {}", response.status())));
+            }
+            Ok::<_, Error>((sender, response.into_body()))
+        }));
+    }
+    let mut bodies = Vec::with_capacity(shape.watchers);
+    for task in opening {
+        bodies.push(task.await??);
+    }
+    let events = shape.events;
+    let deadline = Duration::from_secs_f64(events as f64 / shape.rate + 30.0);
+    let mut watchers = Vec::with_capacity(bodies.len());
+    for (sender, mut body) in bodies {
+        watchers.push(tokio::spawn(async move {
+            let _keep = sender;
+            let mut received = vec![u64::MAX; events];
+            let (mut count, mut pending) = (0usize, Vec::<u8>::new());
+            let end = tokio::time::Instant::now() + deadline;
+            while count < events {
+                let frame = match tokio::time::timeout_at(end, body.frame()).await {
+                    Ok(Some(Ok(frame))) => frame,
+                    _ => break,
+                };
+                let Ok(data) = frame.into_data() else {
+                    continue;
+                };
+                let at = nanos();
+                pending.extend_from_slice(&data);
+                while let Some(newline) = pending.iter().position(|b| *b == b'\n') {
+                    if let Some(i) = event_index(&pending[..newline])
+                        && i < events
+                        && received[i] == u64::MAX
+                    {
+                        received[i] = at;
+                        count += 1;
+                    }
+                    pending.drain(..=newline);
+                }
+            }
+            received
+        }));
+    }
+
+    let probe = Probe::start(pids);
+    let started = Instant::now();
+    let mut writer = target.connect().await?;
+    let mut acked = vec![u64::MAX; events];
+    let mut ticks = tokio::time::interval(Duration::from_secs_f64(1.0 / shape.rate));
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut write_errors = 0u64;
+    let mut first_error = None;
+    for (i, ack) in acked.iter_mut().enumerate() {
+        ticks.tick().await;
+        match client::send(&mut writer, create(target, i)).await {
+            Ok((StatusCode::CREATED, _)) => *ack = nanos(),
+            Ok((status, body)) => {
+                write_errors += 1;
+                first_error.get_or_insert(format!(
+                    "create: {status}: {}",
+                    String::from_utf8_lossy(&body)
+                ));
+            }
+            Err(e) => {
+                write_errors += 1;
+                first_error.get_or_insert(format!("create: {e}"));
+            }
+        }
+    }
+
+    let mut latencies = histogram();
+    let (mut delivered, mut missed) = (0u64, 0u64);
+    let mut last = 0u64;
+    for watcher in watchers {
+        let received = watcher.await?;
+        for (r, a) in received.iter().zip(&acked) {
+            if *a == u64::MAX {
+                continue;
+            }
+            if *r == u64::MAX {
+                missed += 1;
+                continue;
+            }
+            delivered += 1;
+            last = last.max(*r);
+            // An event may arrive before its create's answer: that is a delay of zero.
+            latencies.saturating_record((r.saturating_sub(*a) / 1000).max(1));
+        }
+    }
+    let usage = probe.finish();
+    let elapsed = Duration::from_nanos(last).saturating_sub(started - origin);
+    if missed > 0 {
+        first_error.get_or_insert(format!("{missed} events never arrived"));
+    }
+    Ok(
+        Measurement::of_latencies(delivered, missed + write_errors, elapsed, &latencies, usage)
+            .with_error(first_error),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_index_of_an_event() {
+        let line = br#"{"type":"ADDED","object":{"kind":"Flunder","metadata":{"name":"w-42","namespace":"x"}}}"#;
+        assert_eq!(event_index(line), Some(42));
+        assert_eq!(event_index(br#"{"type":"BOOKMARK"}"#), None);
+    }
+}
