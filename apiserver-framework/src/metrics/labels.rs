@@ -80,21 +80,6 @@ impl RequestLabels {
         )
     }
 
-    /// The labels of a request with this method, raw path, raw query and headers.
-    pub fn from_request(
-        method: &Method,
-        path: &str,
-        query: Option<&str>,
-        headers: &HeaderMap,
-    ) -> Self {
-        Self::from_parsed(
-            method,
-            query,
-            headers,
-            &authz::request_of(method, path, query),
-        )
-    }
-
     /// The labels of a request already read ([`authz::request_of`]).
     pub fn from_parsed(
         method: &Method,
@@ -265,7 +250,8 @@ mod tests {
 
     fn labels_with(method: Method, uri: &str, headers: HeaderMap) -> RequestLabels {
         let uri: http::Uri = uri.parse().unwrap();
-        RequestLabels::from_request(&method, uri.path(), uri.query(), &headers)
+        let request = authz::request_of(&method, uri.path(), uri.query());
+        RequestLabels::from_parsed(&method, uri.query(), &headers, &request)
     }
 
     const NS: &str = "/apis/wardle.example.com/v1alpha1/namespaces/ns1/flunders";

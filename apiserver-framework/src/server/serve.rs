@@ -135,7 +135,7 @@ impl HandlerChain {
         let long_running = req
             .extensions()
             .get::<ParsedRequest>()
-            .is_some_and(|p| filters::long_running::is_long_running_request(&p.0));
+            .is_some_and(|p| filters::long_running::is_long_running(&p.0));
         req.extensions_mut()
             .insert(MinRequestTimeout(self.limits.min_request_timeout));
         if long_running {
@@ -172,7 +172,7 @@ impl HandlerChain {
             true => None,
             false => match self
                 .in_flight
-                .admit_request(&user, &ParsedRequest::of_parts(&parts).0)
+                .admit(&user, &ParsedRequest::of_parts(&parts).0)
             {
                 Some(place) => Some(place),
                 None => return filters::max_inflight::too_many_requests(),
@@ -326,7 +326,7 @@ pub fn start(
                                 req.extensions_mut().insert(certs.clone());
                             }
                             let parsed = ParsedRequest::of(req.method(), req.uri().path(), req.uri().query());
-                            let long_running = filters::long_running::is_long_running_request(&parsed.0);
+                            let long_running = filters::long_running::is_long_running(&parsed.0);
                             req.extensions_mut().insert(parsed);
                             async move {
                                 let res = chain.call(req).await;

@@ -66,46 +66,37 @@ impl Hook {
     }
 }
 
+/// The hooks of the host's configurations of one kind, by configuration name. Mutating and
+/// validating webhooks have these fields alike but are distinct types.
+macro_rules! hooks_of {
+    ($configs:expr) => {{
+        let mut configs = $configs;
+        configs.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        configs
+            .iter()
+            .flat_map(|c| c.webhooks.iter().flatten())
+            .map(|w| {
+                Hook::new(
+                    &w.name,
+                    &w.client_config,
+                    &w.rules,
+                    &w.namespace_selector,
+                    &w.object_selector,
+                    &w.side_effects,
+                    w.timeout_seconds,
+                    w.failure_policy.as_deref(),
+                )
+            })
+            .collect()
+    }};
+}
+
 fn mutating_hooks(host: &HostObjects) -> Vec<Hook> {
-    let mut configs = host.mutating.state();
-    configs.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-    configs
-        .iter()
-        .flat_map(|c| c.webhooks.iter().flatten())
-        .map(|w| {
-            Hook::new(
-                &w.name,
-                &w.client_config,
-                &w.rules,
-                &w.namespace_selector,
-                &w.object_selector,
-                &w.side_effects,
-                w.timeout_seconds,
-                w.failure_policy.as_deref(),
-            )
-        })
-        .collect()
+    hooks_of!(host.mutating.state())
 }
 
 fn validating_hooks(host: &HostObjects) -> Vec<Hook> {
-    let mut configs = host.validating.state();
-    configs.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-    configs
-        .iter()
-        .flat_map(|c| c.webhooks.iter().flatten())
-        .map(|w| {
-            Hook::new(
-                &w.name,
-                &w.client_config,
-                &w.rules,
-                &w.namespace_selector,
-                &w.object_selector,
-                &w.side_effects,
-                w.timeout_seconds,
-                w.failure_policy.as_deref(),
-            )
-        })
-        .collect()
+    hooks_of!(host.validating.state())
 }
 
 /// What both plugins share: the host's objects and how services are reached.

@@ -1,32 +1,20 @@
 //! Which requests are long-running: exempt from the in-flight limit and the request timeout.
 
-use http::Method;
+use crate::authz::Request;
 
-use crate::authz::{Request, request_of};
-
-/// Whether a request with this method, raw path and raw query is long-running: a watch
+/// Whether a request (as [`crate::authz::request_of`] reads it) is long-running: a watch
 /// (`?watch=true`, or the legacy `/watch/` path), as upstream's default
 /// `BasicLongRunningRequestCheck` of generic servers, which names only the `watch` verb.
-pub fn is_long_running(method: &Method, path: &str, query: Option<&str>) -> bool {
-    is_long_running_request(&request_of(method, path, query))
-}
-
-/// [`is_long_running`] of a request already read.
-pub fn is_long_running_request(request: &Request) -> bool {
+pub fn is_long_running(request: &Request) -> bool {
     match request {
         Request::Resource(attrs) => attrs.verb == "watch",
         Request::NonResource(_) => false,
     }
 }
 
-/// Whether a request's verb (as [`request_of`] reads it) changes state: anything but `get`,
-/// `list` and `watch`, as upstream's max-in-flight filter decides.
-pub fn is_mutating(method: &Method, path: &str, query: Option<&str>) -> bool {
-    is_mutating_request(&request_of(method, path, query))
-}
-
-/// [`is_mutating`] of a request already read.
-pub fn is_mutating_request(request: &Request) -> bool {
+/// Whether a request's verb (as [`crate::authz::request_of`] reads it) changes state: anything
+/// but `get`, `list` and `watch`, as upstream's max-in-flight filter decides.
+pub fn is_mutating(request: &Request) -> bool {
     let verb = match request {
         Request::Resource(attrs) => &attrs.verb,
         Request::NonResource(attrs) => &attrs.verb,
@@ -36,7 +24,16 @@ pub fn is_mutating_request(request: &Request) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::authz::request_of;
+    use http::Method;
+
+    fn is_long_running(method: &Method, path: &str, query: Option<&str>) -> bool {
+        super::is_long_running(&request_of(method, path, query))
+    }
+
+    fn is_mutating(method: &Method, path: &str, query: Option<&str>) -> bool {
+        super::is_mutating(&request_of(method, path, query))
+    }
 
     #[test]
     fn watches_are_long_running() {

@@ -6,12 +6,12 @@
 use std::sync::Arc;
 
 use axum::body::Body;
-use http::{HeaderValue, Method, Response, StatusCode, header};
+use http::{HeaderValue, Response, StatusCode, header};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::auth::UserInfo;
-use crate::authz::{Request, request_of};
-use crate::server::filters::long_running::is_mutating_request;
+use crate::authz::Request;
+use crate::server::filters::long_running::is_mutating;
 
 /// The group whose members the limit never refuses (upstream's `SystemPrivilegedGroup`).
 const PRIVILEGED_GROUP: &str = "system:masters";
@@ -38,22 +38,11 @@ impl MaxInFlight {
         }
     }
 
-    /// Takes a place for a request of `user` with this method, raw path and raw query;
+    /// Takes a place for `request` (as [`crate::authz::request_of`] reads it) of `user`;
     /// `None` when there is none (answer [`too_many_requests`]). The caller skips
     /// long-running requests.
-    pub fn admit(
-        &self,
-        user: &UserInfo,
-        method: &Method,
-        path: &str,
-        query: Option<&str>,
-    ) -> Option<InFlight> {
-        self.admit_request(user, &request_of(method, path, query))
-    }
-
-    /// [`admit`](Self::admit) for a request already read.
-    pub fn admit_request(&self, user: &UserInfo, request: &Request) -> Option<InFlight> {
-        let pool = if is_mutating_request(request) {
+    pub fn admit(&self, user: &UserInfo, request: &Request) -> Option<InFlight> {
+        let pool = if is_mutating(request) {
             &self.mutating
         } else {
             &self.read
@@ -86,6 +75,8 @@ pub fn too_many_requests() -> Response<Body> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::authz::request_of;
+    use http::Method;
 
     const P: &str = "/apis/g/v1/namespaces/n/things";
 
@@ -93,18 +84,42 @@ mod tests {
     fn limits_each_kind_separately() {
         let limit = MaxInFlight::new(1, 1);
         let user = UserInfo::new("u", &["system:authenticated"]);
-        let read = limit.admit(&user, &Method::GET, P, None).unwrap();
-        assert!(limit.admit(&user, &Method::GET, P, None).is_none());
-        let write = limit.admit(&user, &Method::POST, P, None).unwrap();
-        assert!(limit.admit(&user, &Method::DELETE, P, None).is_none());
+        let read = limit
+            .admit(&user, &request_of(&Method::GET, P, None))
+            .unwrap();
+        assert!(
+            limit
+                .admit(&user, &request_of(&Method::GET, P, None))
+                .is_none()
+        );
+        let write = limit
+            .admit(&user, &request_of(&Method::POST, P, None))
+            .unwrap();
+        assert!(
+            limit
+                .admit(&user, &request_of(&Method::DELETE, P, None))
+                .is_none()
+        );
         let res = too_many_requests();
         assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(res.headers()[header::RETRY_AFTER], "1");
         let admin = UserInfo::new("a", &["system:masters"]);
-        assert!(limit.admit(&admin, &Method::GET, P, None).is_some());
+        assert!(
+            limit
+                .admit(&admin, &request_of(&Method::GET, P, None))
+                .is_some()
+        );
         drop((read, write));
-        assert!(limit.admit(&user, &Method::GET, P, None).is_some());
-        assert!(limit.admit(&user, &Method::PUT, P, None).is_some());
+        assert!(
+            limit
+                .admit(&user, &request_of(&Method::GET, P, None))
+                .is_some()
+        );
+        assert!(
+            limit
+                .admit(&user, &request_of(&Method::PUT, P, None))
+                .is_some()
+        );
     }
 
     #[test]
@@ -112,7 +127,11 @@ mod tests {
         let limit = MaxInFlight::new(0, 0);
         let user = UserInfo::new("u", &[]);
         let held: Vec<_> = (0..1000)
-            .map(|_| limit.admit(&user, &Method::GET, P, None).unwrap())
+            .map(|_| {
+                limit
+                    .admit(&user, &request_of(&Method::GET, P, None))
+                    .unwrap()
+            })
             .collect();
         assert_eq!(held.len(), 1000);
     }
