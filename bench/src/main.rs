@@ -3,7 +3,7 @@
 //! markdown table and JSON.
 //!
 //! ```sh
-//! ./scripts/bench            # the full run (release build), about three minutes
+//! ./scripts/bench            # release build, then the full run (about two minutes)
 //! ./scripts/bench --smoke    # every scenario, tiny, in seconds (what CI runs)
 //! ```
 //!
