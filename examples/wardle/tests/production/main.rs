@@ -4,6 +4,7 @@
 
 mod admission;
 mod stack;
+mod watch_prefix;
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
