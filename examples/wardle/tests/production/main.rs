@@ -3,6 +3,7 @@
 //! aggregator's availability, the authentication ConfigMap and certificate reloads.
 
 mod admission;
+mod aggregator_routing;
 mod stack;
 mod watch_prefix;
 
