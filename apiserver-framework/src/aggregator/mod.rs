@@ -27,6 +27,7 @@ use parking_lot::RwLock;
 use serde_json::Value;
 
 use crate::auth::UserInfo;
+use crate::endpoints::request_info::{self, ApiPath};
 use crate::registry::scheme::Registry;
 use crate::server::generic::GenericApiServer;
 use apiservice::APIService;
@@ -103,36 +104,45 @@ impl Aggregator {
     /// Serves `req` if it is for a group-version registered by a remote APIService (proxied,
     /// or 503 when unavailable) or for a group only remote APIServices serve; otherwise hands
     /// the request back.
+    ///
+    /// The path is read as the router and the authorizer read it
+    /// ([`request_info::parse`]), and a group-version is the APIService's only when both its
+    /// group and its version are the path's: `/apis/example.com/v1alpha1.wardle/…` is not
+    /// `v1alpha1.wardle.example.com`'s, though the names join alike.
     pub async fn handle(
         &self,
         req: Request<Body>,
         user: &UserInfo,
     ) -> Result<Response<Body>, Request<Body>> {
-        let segments: Vec<&str> = req.uri().path().split('/').collect();
-        match segments.as_slice() {
-            ["", "apis", group, version, ..] if !group.is_empty() && !version.is_empty() => {
-                let name = format!("{version}.{group}");
-                match self.current(&name).await {
-                    Some(service) if service.is_remote() => {
-                        Ok(self.proxy(&service, req, user).await)
-                    }
-                    _ => Err(req),
-                }
-            }
-            ["", "apis", group] | ["", "apis", group, ""] if !group.is_empty() => {
-                match discovery::api_group(&self.state.read().services, group) {
+        let (group, version) = match request_info::parse(req.uri().path()) {
+            Some(ApiPath::Group(group)) => {
+                return match discovery::api_group(&self.state.read().services, &group) {
                     Some(doc) => Ok(discovery::json(&doc)),
                     None => Err(req),
-                }
+                };
             }
+            Some(ApiPath::GroupVersion(g, v) | ApiPath::Unknown(g, v)) => (g, v),
+            Some(ApiPath::Resource(r)) => (r.group, r.version),
+            _ => return Err(req),
+        };
+        if group.is_empty() {
+            // The core group is never aggregated.
+            return Err(req);
+        }
+        match self.current(&group, &version).await {
+            Some(service) if service.is_remote() => Ok(self.proxy(&service, req, user).await),
             _ => Err(req),
         }
     }
 
-    /// The stored APIService `name`.
-    async fn current(&self, name: &str) -> Option<APIService> {
+    /// The stored APIService of `group` and `version`.
+    async fn current(&self, group: &str, version: &str) -> Option<APIService> {
         let store = self.registry.get()?.store::<APIService>()?;
-        store.get_object(None, name).await.ok()
+        let service = store
+            .get_object(None, &format!("{version}.{group}"))
+            .await
+            .ok()?;
+        (service.spec.group == group && service.spec.version == version).then_some(service)
     }
 
     async fn proxy(

@@ -196,10 +196,49 @@ impl rustls::client::danger::ServerCertVerifier for NoVerification {
     }
 }
 
-/// Replaces the caller-identity headers with `user`'s: removes `Authorization` and every
-/// incoming `X-Remote-*` identity header, then sets `X-Remote-User`, `X-Remote-Uid` (when
-/// non-empty), one `X-Remote-Group` per group and one `X-Remote-Extra-<key>` per value.
-pub fn set_identity_headers(headers: &mut HeaderMap, user: &UserInfo) {
+/// A user's name, uid, group or extra value that no HTTP header can carry (a control
+/// character); the request is refused rather than sent with less of the user's identity.
+#[derive(Debug, thiserror::Error)]
+#[error("net/http: invalid header field value for {0:?}")]
+pub struct InvalidIdentityHeader(pub String);
+
+/// Replaces the caller-identity headers with `user`'s, as upstream's `SetAuthProxyHeaders`
+/// (client-go `transport/round_trippers.go`): removes `Authorization` and every incoming
+/// `X-Remote-*` identity header, then sets `X-Remote-User`, `X-Remote-Uid` (when non-empty),
+/// one `X-Remote-Group` per group and one `X-Remote-Extra-<key>` per value.
+///
+/// Values go as they are, UTF-8 bytes included (`jürgen` is sent as its UTF-8 bytes, which
+/// HTTP allows in a header value and the receiving authenticator reads back); only the extra
+/// keys, which are part of a header name, are %-escaped ([`escape_extra_key`]). A value with a
+/// control character cannot be sent: nothing is dropped, the whole call fails, as Go's
+/// transport refuses such a header.
+pub fn set_identity_headers(
+    headers: &mut HeaderMap,
+    user: &UserInfo,
+) -> Result<(), InvalidIdentityHeader> {
+    let value = |header: &str, text: &str| {
+        HeaderValue::from_bytes(text.as_bytes())
+            .map_err(|_| InvalidIdentityHeader(canonical(header)))
+    };
+    let user_value = value(REMOTE_USER, &user.username)?;
+    let uid_value = match user.uid.is_empty() {
+        true => None,
+        false => Some(value(REMOTE_UID, &user.uid)?),
+    };
+    let group_values = user
+        .groups
+        .iter()
+        .map(|g| value(REMOTE_GROUP, g))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut extra_values = Vec::new();
+    for (key, values) in &user.extra {
+        let name = format!("{REMOTE_EXTRA_PREFIX}{}", escape_extra_key(key));
+        let header = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| InvalidIdentityHeader(canonical(&name)))?;
+        for v in values {
+            extra_values.push((header.clone(), value(&name, v)?));
+        }
+    }
     headers.remove(header::AUTHORIZATION);
     let forged: Vec<HeaderName> = headers
         .keys()
@@ -215,35 +254,35 @@ pub fn set_identity_headers(headers: &mut HeaderMap, user: &UserInfo) {
     for name in forged {
         headers.remove(name);
     }
-    if let Ok(v) = HeaderValue::from_str(&user.username) {
-        headers.insert(REMOTE_USER, v);
-    }
-    if !user.uid.is_empty()
-        && let Ok(v) = HeaderValue::from_str(&user.uid)
-    {
+    headers.insert(REMOTE_USER, user_value);
+    if let Some(v) = uid_value {
         headers.insert(REMOTE_UID, v);
     }
-    for group in &user.groups {
-        if let Ok(v) = HeaderValue::from_str(group) {
-            headers.append(REMOTE_GROUP, v);
-        }
+    for v in group_values {
+        headers.append(REMOTE_GROUP, v);
     }
-    for (key, values) in &user.extra {
-        let Ok(name) = HeaderName::from_bytes(
-            format!("{REMOTE_EXTRA_PREFIX}{}", escape_extra_key(key)).as_bytes(),
-        ) else {
-            continue;
-        };
-        for value in values {
-            if let Ok(v) = HeaderValue::from_str(value) {
-                headers.append(name.clone(), v);
-            }
-        }
+    for (name, v) in extra_values {
+        headers.append(name, v);
     }
+    Ok(())
 }
 
-/// Escapes an extra key for a header name: bytes outside the RFC 7230 token set, and `%`,
-/// become upper-case `%XX`.
+/// A header name as Go writes it in messages (`X-Remote-User`).
+fn canonical(name: &str) -> String {
+    name.split('-')
+        .map(|part| {
+            let mut chars = part.chars();
+            match chars.next() {
+                Some(first) => first.to_ascii_uppercase().to_string() + chars.as_str(),
+                None => String::new(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+/// Escapes an extra key for a header name as upstream's `headerKeyEscape`: bytes outside the
+/// RFC 7230 token set, and `%`, become upper-case `%XX`.
 pub fn escape_extra_key(key: &str) -> String {
     let mut out = String::with_capacity(key.len());
     for b in key.bytes() {
@@ -257,17 +296,51 @@ pub fn escape_extra_key(key: &str) -> String {
     out
 }
 
-/// Headers meaningful only for one connection, not forwarded.
+/// Headers meaningful only for one connection, never forwarded: Go's reverse proxy's list
+/// (RFC 7230 section 6.1 and the common non-standard `Proxy-Connection`).
 const HOP_BY_HOP: &[&str] = &[
     "connection",
-    "keep-alive",
     "proxy-connection",
-    "transfer-encoding",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
     "te",
     "trailer",
+    "transfer-encoding",
     "upgrade",
-    "host",
 ];
+
+/// Removes the hop-by-hop headers, as Go's reverse proxy does: first every header the
+/// `Connection` headers name, then [`HOP_BY_HOP`].
+pub fn remove_hop_by_hop(headers: &mut HeaderMap) {
+    let named: Vec<HeaderName> = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
+        .collect();
+    for name in named {
+        headers.remove(name);
+    }
+    for h in HOP_BY_HOP {
+        headers.remove(*h);
+    }
+}
+
+/// Whether the `TE` headers name `trailers`.
+fn accepts_trailers(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::TE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|t| {
+            t.split(';')
+                .next()
+                .is_some_and(|t| t.trim().eq_ignore_ascii_case("trailers"))
+        })
+}
 
 /// Forwards `req` to `endpoint` as `user`, streaming both bodies; a transport failure is a
 /// plain-text 503 with the error, as kube-aggregator's proxy answers.
@@ -289,17 +362,24 @@ pub(crate) async fn forward(
     };
     parts.uri = uri;
     parts.version = http::Version::HTTP_11;
-    for h in HOP_BY_HOP {
-        parts.headers.remove(*h);
+    let trailers = accepts_trailers(&parts.headers);
+    remove_hop_by_hop(&mut parts.headers);
+    parts.headers.remove(header::HOST);
+    if trailers {
+        // As Go's reverse proxy: the backend may know that trailers are understood.
+        parts
+            .headers
+            .insert(header::TE, HeaderValue::from_static("trailers"));
     }
-    set_identity_headers(&mut parts.headers, user);
+    if let Err(e) = set_identity_headers(&mut parts.headers, user) {
+        tracing::warn!(error = %e, "cannot tell {} who the caller is", endpoint.authority);
+        return plain(StatusCode::SERVICE_UNAVAILABLE, format!("{e}\n"));
+    }
     parts.extensions = http::Extensions::new();
     match client.request(Request::from_parts(parts, body)).await {
         Ok(res) => {
             let (mut parts, body) = res.into_parts();
-            for h in HOP_BY_HOP {
-                parts.headers.remove(*h);
-            }
+            remove_hop_by_hop(&mut parts.headers);
             Response::from_parts(parts, Body::new(body))
         }
         Err(e) => {
@@ -352,7 +432,10 @@ pub(crate) async fn get(
     let url = format!("https://{}{path}", endpoint.authority);
     let mut req = Request::get(&url);
     if let Some(h) = req.headers_mut() {
-        set_identity_headers(h, user);
+        set_identity_headers(h, user).map_err(|e| FetchError::Transport {
+            url: url.clone(),
+            error: e.to_string(),
+        })?;
         if let Ok(v) = HeaderValue::from_str(accept) {
             h.insert(header::ACCEPT, v);
         }
@@ -434,7 +517,7 @@ mod tests {
         let mut user = UserInfo::new("alice", &["dev", "system:authenticated"]);
         user.extra
             .insert("example.com/scopes".into(), vec!["a".into(), "b".into()]);
-        set_identity_headers(&mut h, &user);
+        set_identity_headers(&mut h, &user).unwrap();
         assert_eq!(h.get("x-remote-user").unwrap(), "alice");
         let groups: Vec<_> = h.get_all("x-remote-group").iter().collect();
         assert_eq!(groups, ["dev", "system:authenticated"]);
@@ -446,6 +529,98 @@ mod tests {
             .iter()
             .collect();
         assert_eq!(extra, ["a", "b"]);
+    }
+
+    #[test]
+    fn non_ascii_identities_are_sent_as_utf8_and_read_back() {
+        let mut h = HeaderMap::new();
+        let mut user = UserInfo::new("jürgen", &["équipe", "system:authenticated"]);
+        user.uid = "ユーザー-1".into();
+        user.extra
+            .insert("example.com/rôle".into(), vec!["chef ✓".into()]);
+        set_identity_headers(&mut h, &user).unwrap();
+        assert_eq!(
+            h.get("x-remote-user").unwrap().as_bytes(),
+            "jürgen".as_bytes()
+        );
+        assert_eq!(
+            h.get("x-remote-extra-example.com%2fr%c3%b4le")
+                .unwrap()
+                .as_bytes(),
+            "chef ✓".as_bytes()
+        );
+        // The front-proxy authenticator reads exactly this user back.
+        let settings = crate::auth::delegated::RequestHeaderConfig {
+            uid_headers: vec![HeaderName::from_static("x-remote-uid")],
+            ..Default::default()
+        };
+        let seen = crate::auth::request_header::user_from_headers(&h, &settings)
+            .unwrap()
+            .unwrap();
+        assert_eq!(seen, user);
+    }
+
+    #[test]
+    fn an_identity_no_header_can_carry_fails_whole() {
+        for user in [
+            UserInfo::new("eve\nX-Remote-Group: system:masters", &[]),
+            UserInfo::new("eve", &["ok", "bad\r"]),
+        ] {
+            let mut h = HeaderMap::new();
+            h.insert("x-remote-user", HeaderValue::from_static("mallory"));
+            h.insert("authorization", HeaderValue::from_static("Bearer x"));
+            let e = set_identity_headers(&mut h, &user).unwrap_err();
+            assert!(
+                e.to_string()
+                    .starts_with("net/http: invalid header field value for \"X-Remote-"),
+                "{e}"
+            );
+            // Nothing was half-written.
+            assert_eq!(h.get("x-remote-user").unwrap(), "mallory");
+            assert!(h.get("x-remote-group").is_none());
+        }
+        let mut user = UserInfo::new("eve", &[]);
+        user.extra.insert("k".into(), vec!["\u{7f}".into()]);
+        let e = set_identity_headers(&mut HeaderMap::new(), &user).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "net/http: invalid header field value for \"X-Remote-Extra-K\""
+        );
+    }
+
+    #[test]
+    fn hop_by_hop_headers_are_removed_like_go_reverse_proxy() {
+        let mut h = HeaderMap::new();
+        h.append(
+            "connection",
+            HeaderValue::from_static("keep-alive, X-Secret"),
+        );
+        h.append("connection", HeaderValue::from_static(" x-other ,close"));
+        for name in [
+            "x-secret",
+            "x-other",
+            "keep-alive",
+            "proxy-connection",
+            "proxy-authenticate",
+            "proxy-authorization",
+            "te",
+            "trailer",
+            "transfer-encoding",
+            "upgrade",
+            "accept",
+            "x-kept",
+        ] {
+            h.insert(name, HeaderValue::from_static("v"));
+        }
+        remove_hop_by_hop(&mut h);
+        let mut left: Vec<_> = h.keys().map(|k| k.as_str()).collect();
+        left.sort();
+        assert_eq!(left, ["accept", "x-kept"]);
+        let mut te = HeaderMap::new();
+        te.insert("te", HeaderValue::from_static("gzip, Trailers;q=1"));
+        assert!(accepts_trailers(&te));
+        te.insert("te", HeaderValue::from_static("gzip"));
+        assert!(!accepts_trailers(&te));
     }
 
     #[test]

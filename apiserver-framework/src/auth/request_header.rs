@@ -66,38 +66,64 @@ impl Authenticator for RequestHeaderAuthenticator {
             return Authenticated::Invalid;
         }
         match user_from_headers(&parts.headers, settings) {
-            Some(user) => Authenticated::User(user),
-            None => Authenticated::NoCredentials,
+            Ok(Some(user)) => Authenticated::User(user),
+            Ok(None) => Authenticated::NoCredentials,
+            Err(e) => {
+                tracing::debug!("front-proxy headers refused: {e}");
+                Authenticated::Invalid
+            }
         }
     }
 }
 
-fn text(value: &http::HeaderValue) -> Option<&str> {
-    std::str::from_utf8(value.as_bytes()).ok()
+/// A front-proxy identity header whose value is not UTF-8 text.
+#[derive(Debug, thiserror::Error)]
+#[error("the value of the {0} header is not UTF-8")]
+pub struct NotUtf8(pub String);
+
+/// A header value as text. The front proxy sends names as they are, UTF-8 included (upstream's
+/// `SetAuthProxyHeaders`), and upstream reads the bytes back as they are; a value that is not
+/// UTF-8 cannot be a name here, and is refused rather than skipped (skipping would make the
+/// caller someone else: anonymous, or a user without that group).
+fn text<'a>(name: &http::HeaderName, value: &'a http::HeaderValue) -> Result<&'a str, NotUtf8> {
+    std::str::from_utf8(value.as_bytes()).map_err(|_| NotUtf8(name.to_string()))
 }
 
-/// The user the headers name (from a trusted proxy): the first non-empty username header
-/// (each header's first line), the first non-empty uid header, every non-empty line of every
-/// group header, and extra attributes from headers starting with an extra prefix (key: the
-/// rest of the name, lower-cased then %-unescaped, raw when the escape is invalid). `None`
-/// when no username header is set.
-pub fn user_from_headers(headers: &HeaderMap, settings: &RequestHeaderConfig) -> Option<UserInfo> {
-    let first_value = |names: &[http::HeaderName]| {
-        names
-            .iter()
-            .filter_map(|n| headers.get(n).and_then(text))
-            .find(|v| !v.is_empty())
-            .map(str::to_owned)
+/// The user the headers name (from a trusted proxy), read as upstream's `headerrequest`
+/// reads them: the first non-empty username header (each header's first value), the first
+/// non-empty uid header, every non-empty value of every group header, and extra attributes
+/// from headers starting with an extra prefix (key: the rest of the name, lower-cased then
+/// %-unescaped, raw when the escape is invalid). Values are UTF-8 text as sent, `jürgen` as
+/// `jürgen`. `Ok(None)` when no username header is set; an error when a value read is not
+/// UTF-8.
+pub fn user_from_headers(
+    headers: &HeaderMap,
+    settings: &RequestHeaderConfig,
+) -> Result<Option<UserInfo>, NotUtf8> {
+    let first_value = |names: &[http::HeaderName]| -> Result<Option<String>, NotUtf8> {
+        for n in names {
+            if let Some(v) = headers.get(n) {
+                let v = text(n, v)?;
+                if !v.is_empty() {
+                    return Ok(Some(v.to_owned()));
+                }
+            }
+        }
+        Ok(None)
     };
-    let username = first_value(&settings.username_headers)?;
-    let uid = first_value(&settings.uid_headers).unwrap_or_default();
-    let groups = settings
-        .group_headers
-        .iter()
-        .flat_map(|n| headers.get_all(n).iter().filter_map(text))
-        .filter(|v| !v.is_empty())
-        .map(str::to_owned)
-        .collect();
+    let Some(username) = first_value(&settings.username_headers)? else {
+        return Ok(None);
+    };
+    let uid = first_value(&settings.uid_headers)?.unwrap_or_default();
+    let mut groups = Vec::new();
+    for n in &settings.group_headers {
+        for v in headers.get_all(n) {
+            let v = text(n, v)?;
+            if !v.is_empty() {
+                groups.push(v.to_owned());
+            }
+        }
+    }
     let mut extra: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for prefix in &settings.extra_headers_prefixes {
         for name in headers.keys() {
@@ -105,20 +131,18 @@ pub fn user_from_headers(headers: &HeaderMap, settings: &RequestHeaderConfig) ->
                 continue;
             };
             let key = unescape_extra_key(&suffix.to_ascii_lowercase());
-            let values = headers
-                .get_all(name)
-                .iter()
-                .filter_map(text)
-                .map(str::to_owned);
-            extra.entry(key).or_default().extend(values);
+            let values = extra.entry(key).or_default();
+            for v in headers.get_all(name) {
+                values.push(text(name, v)?.to_owned());
+            }
         }
     }
-    Some(UserInfo {
+    Ok(Some(UserInfo {
         username,
         uid,
         groups,
         extra,
-    })
+    }))
 }
 
 fn strip_prefix_ignore_case<'a>(name: &'a str, prefix: &str) -> Option<&'a str> {
@@ -216,7 +240,7 @@ mod tests {
             ("X-Remote-Group", ""),
             ("X-Remote-Group", "system:masters"),
         ]);
-        let user = user_from_headers(&h, &settings()).unwrap();
+        let user = user_from_headers(&h, &settings()).unwrap().unwrap();
         assert_eq!(user.username, "alice");
         assert_eq!(user.uid, "u-1");
         assert_eq!(user.groups, vec!["dev,ops", "system:masters"]);
@@ -231,9 +255,17 @@ mod tests {
             HeaderName::from_static("x-remote-user"),
         ];
         let h = headers(&[("X-First", ""), ("X-Remote-User", "bob")]);
-        assert_eq!(user_from_headers(&h, &s).unwrap().username, "bob");
-        assert!(user_from_headers(&headers(&[("X-First", "")]), &s).is_none());
-        assert!(user_from_headers(&headers(&[("X-Remote-Group", "g")]), &s).is_none());
+        assert_eq!(user_from_headers(&h, &s).unwrap().unwrap().username, "bob");
+        assert!(
+            user_from_headers(&headers(&[("X-First", "")]), &s)
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            user_from_headers(&headers(&[("X-Remote-Group", "g")]), &s)
+                .unwrap()
+                .is_none()
+        );
     }
 
     #[test]
@@ -246,11 +278,55 @@ mod tests {
             ("X-Remote-Extra-Reason", "a"),
             ("X-Remote-Extra-Reason", "b"),
         ]);
-        let user = user_from_headers(&h, &settings()).unwrap();
+        let user = user_from_headers(&h, &settings()).unwrap().unwrap();
         assert_eq!(user.extra["example.com/scopes"], vec!["read", "write"]);
         assert_eq!(user.extra["bad%zzkey"], vec!["v"]);
         assert_eq!(user.extra["reason"], vec!["a", "b"]);
         assert_eq!(user.extra.len(), 3);
+    }
+
+    /// Values as raw bytes, as a proxy sends a name with non-ASCII letters.
+    fn raw_headers(pairs: &[(&str, &[u8])]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (k, v) in pairs {
+            map.append(
+                HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                HeaderValue::from_bytes(v).unwrap(),
+            );
+        }
+        map
+    }
+
+    #[test]
+    fn utf8_values_are_read_as_sent() {
+        let h = raw_headers(&[
+            ("X-Remote-User", "jürgen".as_bytes()),
+            ("X-Remote-Uid", "ユーザー".as_bytes()),
+            ("X-Remote-Group", "équipe".as_bytes()),
+            ("X-Remote-Extra-R%C3%B4le", "chef ✓".as_bytes()),
+        ]);
+        let user = user_from_headers(&h, &settings()).unwrap().unwrap();
+        assert_eq!(user.username, "jürgen");
+        assert_eq!(user.uid, "ユーザー");
+        assert_eq!(user.groups, ["équipe"]);
+        assert_eq!(user.extra["rôle"], ["chef ✓"]);
+    }
+
+    #[test]
+    fn values_that_are_not_utf8_are_refused_not_skipped() {
+        for (name, bad) in [
+            ("X-Remote-User", "X-Remote-User"),
+            ("X-Remote-Group", "X-Remote-Group"),
+            ("X-Remote-Extra-K", "X-Remote-Extra-K"),
+        ] {
+            let mut h = raw_headers(&[("X-Remote-User", b"alice"), ("X-Remote-Group", b"g")]);
+            h.insert(
+                HeaderName::from_bytes(bad.as_bytes()).unwrap(),
+                HeaderValue::from_bytes(b"j\xfcrgen").unwrap(),
+            );
+            let e = user_from_headers(&h, &settings()).unwrap_err();
+            assert_eq!(e.0, name.to_ascii_lowercase());
+        }
     }
 
     #[test]

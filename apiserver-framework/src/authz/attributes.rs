@@ -33,15 +33,37 @@ impl Attributes {
 }
 
 /// What a request asks to do ([`request_of`]), read once when it arrives and kept in its
-/// extensions, so that the filters (long-running, in-flight, metrics) and the authorizer share
-/// one reading.
+/// extensions, so that the filters (long-running, in-flight, metrics), the authorizer, the
+/// audit and the handlers share one reading: the verb authorized is the verb served.
+///
+/// It also keeps the request's method, which the verb alone does not tell (a `watch` read
+/// from the legacy `/watch/` prefix may come with any method, and only a GET is served).
 #[derive(Clone, Debug)]
-pub struct ParsedRequest(pub Arc<Request>);
+pub struct ParsedRequest(pub Arc<Request>, Method);
 
 impl ParsedRequest {
     /// Reads a request with this method, raw path and raw query string.
     pub fn of(method: &Method, path: &str, query: Option<&str>) -> Self {
-        ParsedRequest(Arc::new(request_of(method, path, query)))
+        ParsedRequest(Arc::new(request_of(method, path, query)), method.clone())
+    }
+
+    /// What the request asks to do.
+    pub fn request(&self) -> &Request {
+        &self.0
+    }
+
+    /// The request's HTTP method.
+    pub fn method(&self) -> &Method {
+        &self.1
+    }
+
+    /// The verb of a resource request (`get`, `list`, `watch`, `create`, …; empty for a
+    /// method with no verb), or `None` for a non-resource request.
+    pub fn resource_verb(&self) -> Option<&str> {
+        match self.request() {
+            Request::Resource(attrs) => Some(&attrs.verb),
+            Request::NonResource(_) => None,
+        }
     }
 
     /// The reading kept in a request's extensions, or a new one when it has none.
@@ -51,6 +73,14 @@ impl ParsedRequest {
             .get::<ParsedRequest>()
             .cloned()
             .unwrap_or_else(|| Self::of(&parts.method, parts.uri.path(), parts.uri.query()))
+    }
+
+    /// Like [`ParsedRequest::of_parts`], for a whole request.
+    pub fn of_request<B>(req: &http::Request<B>) -> Self {
+        req.extensions()
+            .get::<ParsedRequest>()
+            .cloned()
+            .unwrap_or_else(|| Self::of(req.method(), req.uri().path(), req.uri().query()))
     }
 }
 
@@ -76,7 +106,10 @@ pub fn request_of(method: &Method, path: &str, query: Option<&str>) -> Request {
         version: version.to_string(),
         ..Default::default()
     };
-    // The special verbs `watch` and `proxy` come first: `/watch/<resource>…`.
+    // The special verbs `watch` and `proxy` come first: `/watch/<resource>…`. As upstream,
+    // the prefix is the verb whatever the method: a write sent there is authorized as a
+    // `watch`, and the handlers, which dispatch on this same verb, answer it 405 (only a GET
+    // is served under the prefix), so it never writes.
     let mut parts = rest;
     let mut verb_in_path = false;
     match parts {
@@ -459,6 +492,27 @@ mod tests {
                 "/apis/wardle.example.com/v1alpha1/watch",
                 None,
                 res("", G, "v1alpha1", "", "watch", "", ""),
+            ),
+            // Under the legacy prefix the verb is `watch` whatever the method, as upstream
+            // reads it (the handlers serve only a GET there).
+            (
+                Method::POST,
+                "/apis/wardle.example.com/v1alpha1/watch/namespaces/ns/flunders",
+                None,
+                res("watch", G, "v1alpha1", "ns", "flunders", "", ""),
+            ),
+            (
+                Method::DELETE,
+                "/apis/wardle.example.com/v1alpha1/watch/namespaces/ns/flunders/f1",
+                None,
+                res("watch", G, "v1alpha1", "ns", "flunders", "f1", ""),
+            ),
+            // A named GET is a `get`, whatever its query says.
+            (
+                get.clone(),
+                "/apis/wardle.example.com/v1alpha1/namespaces/ns/flunders/f1",
+                Some("watch=true"),
+                res("get", G, "v1alpha1", "ns", "flunders", "f1", ""),
             ),
             // A name from the field selector of a list or watch.
             (

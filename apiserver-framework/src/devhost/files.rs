@@ -102,6 +102,11 @@ rules:
   verbs: ["get", "list", "watch"]
   apiGroups: {groups}
   resources: ["*"]
+# Getters may get one at a time, but neither list nor watch them.
+- groups: ["getters"]
+  verbs: ["get"]
+  apiGroups: {groups}
+  resources: ["*"]
 # The extension server delegates authentication and authorization to the host
 # (system:auth-delegator) ...
 - users: ["{identity}"]

@@ -223,7 +223,7 @@ pub async fn apply_scale(
         }
         Ok(object)
     };
-    storage.patch(ctx, name, None, &write, &opts).await
+    storage.patch(ctx, name, Some("scale"), &write, &opts).await
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use crate::endpoints::field_manager;
 use crate::endpoints::negotiation::{self, BodyFormat, Output};
 use crate::endpoints::patch;
 use crate::endpoints::query::Query;
-use crate::endpoints::request_info::ResourcePath;
+use crate::endpoints::request_info::{ResourcePath, Verb};
 use crate::endpoints::response;
 use crate::endpoints::scale;
 use crate::endpoints::warning;
@@ -26,12 +26,14 @@ use crate::registry::rest::{DeleteOutcome, RequestContext, RestStorage, WatchEve
 /// The largest request body accepted (3 MiB, as upstream).
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 
-/// Serves one request to a resource path.
+/// Serves one request to a resource path, doing what `verb` says: the verb the request was
+/// authorized for (see [`Verb`]), never one read again from the method or the query.
 pub async fn handle(
     storage: Arc<dyn RestStorage>,
     mut ctx: RequestContext,
     req: Request<Body>,
     path: ResourcePath,
+    verb: Verb,
 ) -> Response<Body> {
     let query = Query::parse(req.uri().query());
     let accept = req
@@ -51,7 +53,8 @@ pub async fn handle(
         return error_response(ApiError::route_not_found());
     }
     let warnings = body_checks::Collected::default();
-    let mut res = match dispatch(&storage, &ctx, req, &path, &query, &output, &warnings).await {
+    let mut res = match dispatch(&storage, &ctx, req, &path, verb, &query, &output, &warnings).await
+    {
         Ok(res) => res,
         Err(e) => response::error(&output, &e),
     };
@@ -65,11 +68,13 @@ fn error_response(e: ApiError) -> Response<Body> {
     axum::response::IntoResponse::into_response(e)
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn dispatch(
     storage: &Arc<dyn RestStorage>,
     ctx: &RequestContext,
     req: Request<Body>,
     path: &ResourcePath,
+    verb: Verb,
     query: &Query,
     output: &Output,
     warnings: &body_checks::Collected,
@@ -84,7 +89,23 @@ async fn dispatch(
         return Err(ApiError::route_not_found());
     }
     let collection_allowed = info.namespaced() && path.namespace.is_some() || !info.namespaced();
-    let watch = path.legacy_watch || query.is_watch()?;
+    let watch = verb == Verb::Watch;
+    if watch && sub.is_some() {
+        // No subresource is watched (upstream has no such route).
+        return Err(ApiError::route_not_found());
+    }
+    // Reads are GETs (upstream registers no HEAD), and the legacy `/watch/` prefix serves
+    // nothing but a GET watch of a collection or an object: any other method there is
+    // authorized as a `watch` (as upstream reads it) and refused here, as upstream's router
+    // refuses it.
+    if matches!(verb, Verb::Get | Verb::List | Verb::Watch) && req.method() != Method::GET {
+        return Err(ApiError::method_not_allowed());
+    }
+    if path.legacy_watch && !watch {
+        // The authorizer read the prefix as the verb; a reading that disagrees is served
+        // nothing.
+        return Err(ApiError::method_not_allowed());
+    }
     if watch && matches!(output, Output::Yaml) {
         // Watch streams are JSON only.
         return Err(ApiError::not_acceptable(
@@ -96,16 +117,16 @@ async fn dispatch(
         return Err(negotiation::partial_metadata_mismatch(info, true));
     }
     if let (Some("scale"), Some(n), Some(paths)) = (sub, name, info.scale.as_ref()) {
-        return scale(storage, ctx, req, n, paths, query, output).await;
+        return scale(storage, ctx, req, verb, n, paths, query, output).await;
     }
-    match (req.method().clone(), name) {
-        (Method::GET, None) if watch => {
+    match (verb, name) {
+        (Verb::Watch, None) => {
             let mut opts = query.list_options(true)?;
             default_watch_timeout(&mut opts, &req);
             let stream = storage.watch(ctx, &opts).await?;
             Ok(watch_response(*output, info.clone(), stream))
         }
-        (Method::GET, Some(n)) if watch && sub.is_none() => {
+        (Verb::Watch, Some(n)) if path.legacy_watch => {
             let mut opts = query.list_options(true)?;
             default_watch_timeout(&mut opts, &req);
             opts.field_selector
@@ -118,30 +139,30 @@ async fn dispatch(
             let stream = storage.watch(ctx, &opts).await?;
             Ok(watch_response(*output, info.clone(), stream))
         }
-        (Method::GET, None) => {
+        (Verb::List, None) => {
             let opts = query.list_options(false)?;
             let list = storage.list(ctx, &opts).await?;
             response::list(output, info, &list)
         }
-        (Method::GET, Some(n)) => {
+        (Verb::Get, Some(n)) => {
             let obj = storage.get(ctx, n).await?;
             response::object(StatusCode::OK, output, info, obj)
         }
-        (Method::POST, None) if collection_allowed => {
+        (Verb::Create, None) if collection_allowed => {
             let mut opts = query.write_options()?;
             field_manager::check_write("CreateOptions", &mut opts, user_agent(&req))?;
             let body = read_checked_object(req, info, &opts, warnings).await?;
             let obj = storage.create(ctx, body, &opts).await?;
             response::object(StatusCode::CREATED, output, info, obj)
         }
-        (Method::PUT, Some(n)) => {
+        (Verb::Update, Some(n)) => {
             let mut opts = query.write_options()?;
             field_manager::check_write("UpdateOptions", &mut opts, user_agent(&req))?;
             let body = read_checked_object(req, info, &opts, warnings).await?;
             let obj = storage.update(ctx, n, sub, body, &opts).await?;
             response::object(StatusCode::OK, output, info, obj)
         }
-        (Method::PATCH, Some(n)) => {
+        (Verb::Patch, Some(n)) => {
             let mut opts = query.write_options()?;
             let kind = patch::PatchKind::from_content_type(&content_type(&req))?;
             field_manager::check_patch(kind, &mut opts, user_agent(&req))?;
@@ -167,7 +188,7 @@ async fn dispatch(
             let obj = storage.patch(ctx, n, sub, &apply, &opts).await?;
             response::object(StatusCode::OK, output, info, obj)
         }
-        (Method::DELETE, Some(n)) if sub.is_none() => {
+        (Verb::Delete, Some(n)) if sub.is_none() => {
             let (query_opts, body) = (query.delete_options()?, read_body(req).await?);
             let opts = merge_delete_body(query_opts, &body)?;
             match storage.delete(ctx, n, &opts).await? {
@@ -177,7 +198,7 @@ async fn dispatch(
                 DeleteOutcome::Pending(obj) => response::object(StatusCode::OK, output, info, obj),
             }
         }
-        (Method::DELETE, None) if collection_allowed => {
+        (Verb::DeleteCollection, None) if collection_allowed => {
             let list_opts = query.list_options(false)?;
             let (query_opts, body) = (query.delete_options()?, read_body(req).await?);
             let opts = merge_delete_body(query_opts, &body)?;
@@ -189,10 +210,12 @@ async fn dispatch(
 }
 
 /// Serves the `scale` subresource: the object read and written as an `autoscaling/v1 Scale`.
+#[allow(clippy::too_many_arguments)]
 async fn scale(
     storage: &Arc<dyn RestStorage>,
     ctx: &RequestContext,
     req: Request<Body>,
+    verb: Verb,
     name: &str,
     paths: &crate::resource::ScaleSubresource,
     query: &Query,
@@ -206,20 +229,22 @@ async fn scale(
             serde_json::to_vec(&s).map_err(ApiError::internal)?,
         ))
     };
-    let updated = match req.method().clone() {
-        Method::GET => {
+    let updated = match verb {
+        Verb::Get => {
             let obj = storage.get(ctx, name).await?;
             return response::object(StatusCode::OK, output, &info, to_scale(&obj)?);
         }
-        Method::PUT => {
+        Verb::Update => {
             let mut opts = query.write_options()?;
             field_manager::check_write("UpdateOptions", &mut opts, user_agent(&req))?;
             let desired = read_object(req).await?;
             let write =
                 move |current: Value| scale::apply_to_object(paths, name, &desired, current);
-            storage.patch(ctx, name, None, &write, &opts).await?
+            storage
+                .patch(ctx, name, Some("scale"), &write, &opts)
+                .await?
         }
-        Method::PATCH => {
+        Verb::Patch => {
             let mut opts = query.write_options()?;
             let kind = patch::PatchKind::from_content_type(&content_type(&req))?;
             field_manager::check_patch(kind, &mut opts, user_agent(&req))?;
@@ -235,7 +260,9 @@ async fn scale(
                 let desired = doc.apply(scale::from_object(paths, &current)?)?;
                 scale::apply_to_object(paths, name, &desired, current)
             };
-            storage.patch(ctx, name, None, &write, &opts).await?
+            storage
+                .patch(ctx, name, Some("scale"), &write, &opts)
+                .await?
         }
         _ => return Err(ApiError::method_not_allowed()),
     };

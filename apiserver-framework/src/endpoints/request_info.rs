@@ -20,6 +20,52 @@ pub struct ResourcePath {
     pub legacy_watch: bool,
 }
 
+/// The verb of a resource request: what the authorizer was asked about, which is what the
+/// handlers do (upstream's `RequestInfo.Verb`, read from the method, the legacy `/watch/`
+/// prefix, whether the path names an object, and `?watch` on a collection).
+///
+/// The handlers dispatch on it rather than on the method and query again, so that what is
+/// authorized and what is served cannot differ: a named GET with `?watch=true` is a `get`
+/// and answers the object; a write under `/watch/` is a `watch` and answers 405.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verb {
+    /// `get`: read one object (or subresource).
+    Get,
+    /// `list`: read a collection.
+    List,
+    /// `watch`: stream the changes of a collection or (legacy prefix) of one object.
+    Watch,
+    /// `create`: POST to a collection.
+    Create,
+    /// `update`: PUT to an object.
+    Update,
+    /// `patch`: PATCH an object.
+    Patch,
+    /// `delete`: DELETE an object.
+    Delete,
+    /// `deletecollection`: DELETE a collection.
+    DeleteCollection,
+    /// Anything else (a method no verb stands for, or a verb the handlers do not serve).
+    Other,
+}
+
+impl Verb {
+    /// The verb named `name` (`get`, `list`, …), [`Verb::Other`] for any other name.
+    pub fn from_name(name: &str) -> Verb {
+        match name {
+            "get" => Verb::Get,
+            "list" => Verb::List,
+            "watch" => Verb::Watch,
+            "create" => Verb::Create,
+            "update" => Verb::Update,
+            "patch" => Verb::Patch,
+            "delete" => Verb::Delete,
+            "deletecollection" => Verb::DeleteCollection,
+            _ => Verb::Other,
+        }
+    }
+}
+
 /// What a path under `/apis` or `/api` addresses.
 ///
 /// Paths under `/api` name the core group, whose name is empty: `/api/v1` is

@@ -915,7 +915,9 @@ impl<T: ApiResource> RestStorage for Store<T> {
         patch: &(dyn Fn(Value) -> Result<Value, ApiError> + Send + Sync),
         opts: &WriteOptions,
     ) -> Result<Bytes, ApiError> {
-        if subresource.is_some() && (subresource != Some("status") || !T::has_status()) {
+        // A write through `scale` changes the object itself, admitted as a `scale` write.
+        let scale = subresource == Some("scale") && self.info.scale.is_some();
+        if subresource.is_some() && !scale && (subresource != Some("status") || !T::has_status()) {
             return Err(ApiError::route_not_found());
         }
         let namespace = self.namespace(ctx)?;

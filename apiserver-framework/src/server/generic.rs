@@ -15,9 +15,10 @@ use serde_json::{Value, json};
 use crate::admission::{AdmissionChain, AdmissionPlugin};
 use crate::aggregator::Aggregator;
 use crate::auth::UserInfo;
+use crate::authz::ParsedRequest;
 use crate::discovery::{ServedGroup, aggregated, legacy};
 use crate::endpoints::handlers;
-use crate::endpoints::request_info::{self, ApiPath};
+use crate::endpoints::request_info::{self, ApiPath, Verb};
 use crate::endpoints::response::raw;
 use crate::error::ApiError;
 use crate::openapi;
@@ -249,7 +250,12 @@ impl GenericApiServer {
                     admission: self.admission.clone(),
                     registry: self.registry.clone(),
                 };
-                handlers::handle(storage, ctx, req, path).await
+                // The handler does what the request was authorized for: the verb of the one
+                // reading the authorizer used.
+                let verb = ParsedRequest::of_request(&req)
+                    .resource_verb()
+                    .map_or(Verb::Other, Verb::from_name);
+                handlers::handle(storage, ctx, req, path, verb).await
             }
             _ => ApiError::route_not_found().into_response_now(),
         }

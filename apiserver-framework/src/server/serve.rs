@@ -135,7 +135,7 @@ impl HandlerChain {
         let long_running = req
             .extensions()
             .get::<ParsedRequest>()
-            .is_some_and(|p| filters::long_running::is_long_running(&p.0));
+            .is_some_and(filters::long_running::is_long_running);
         req.extensions_mut()
             .insert(MinRequestTimeout(self.limits.min_request_timeout));
         if long_running {
@@ -326,7 +326,7 @@ pub fn start(
                                 req.extensions_mut().insert(certs.clone());
                             }
                             let parsed = ParsedRequest::of(req.method(), req.uri().path(), req.uri().query());
-                            let long_running = filters::long_running::is_long_running(&parsed.0);
+                            let long_running = filters::long_running::is_long_running(&parsed);
                             req.extensions_mut().insert(parsed);
                             async move {
                                 let res = chain.call(req).await;

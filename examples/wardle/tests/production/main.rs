@@ -3,7 +3,9 @@
 //! aggregator's availability, the authentication ConfigMap and certificate reloads.
 
 mod admission;
+mod aggregator_routing;
 mod stack;
+mod watch_prefix;
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
