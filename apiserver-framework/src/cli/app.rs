@@ -198,7 +198,10 @@ impl App {
             .select(plugins, &admission::options::HOST_PLUGINS)?;
         let name = self.name.clone();
         let opened = opts.storage.open().await.map_err(local::LocalError::from)?;
-        let mut builder = self.server_builder().storage(opened.storage);
+        let mut builder = self
+            .server_builder()
+            .storage(opened.storage.clone())
+            .delegate_to(local::host(opened.storage));
         for check in opened.health_checks {
             builder = builder.health_check(check);
         }

@@ -14,9 +14,12 @@ use crate::authz::AllowAll;
 use crate::cli::kubeconfig;
 use crate::cli::server_run_options::ServerRunOptions;
 use crate::cli::storage_options::StorageOptions;
+use crate::devhost::local_host;
+use crate::devhost::self_reviews::AllowAllRules;
 use crate::server::generic::GenericApiServer;
 use crate::server::serve::{self, HandlerChain, RunningServer};
 use crate::server::tls::{ServingCert, TlsError, install_crypto_provider};
+use crate::storage::Storage;
 
 /// Options of `local` mode.
 #[derive(Clone, Debug, clap::Args)]
@@ -115,6 +118,14 @@ pub(crate) fn random_token_of(len: usize) -> String {
     (0..len)
         .map(|_| CHARS[rng.random_range(0..CHARS.len())] as char)
         .collect()
+}
+
+/// The local host on `storage`, to put last in a local chain
+/// (`builder.delegate_to(local::host(storage))`): it serves the core group's namespaces and
+/// answers the self reviews (`kubectl auth whoami`, `kubectl auth can-i`) with local mode's user
+/// and authorizer. [`crate::App`] adds it in `local` mode.
+pub fn host(storage: Arc<dyn Storage>) -> GenericApiServer {
+    local_host::server(storage, Arc::new(AllowAll), Arc::new(AllowAllRules))
 }
 
 /// Starts `server` in local mode. The kubeconfig is written once the listener is bound.
