@@ -234,11 +234,15 @@ mod tests {
     fn a_type_needs_a_reference_with_upstreams_messages() {
         assert_eq!(
             errors(&flunder(None, Some(ReferenceType::Flunder))),
-            [r#"spec.flunderReference: Invalid value: "": cannot be empty if referenceType is Flunder"#]
+            [
+                r#"spec.flunderReference: Invalid value: "": cannot be empty if referenceType is Flunder"#
+            ]
         );
         assert_eq!(
             errors(&flunder(Some(""), Some(ReferenceType::Fischer))),
-            [r#"spec.fischerReference: Invalid value: "": cannot be empty if referenceType is Fischer"#]
+            [
+                r#"spec.fischerReference: Invalid value: "": cannot be empty if referenceType is Fischer"#
+            ]
         );
         assert!(errors(&flunder(None, None)).is_empty());
         assert!(errors(&flunder(Some("x"), Some(ReferenceType::Fischer))).is_empty());
