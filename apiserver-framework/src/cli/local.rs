@@ -90,6 +90,9 @@ pub enum LocalError {
     /// The audit policy or log is unusable.
     #[error(transparent)]
     Audit(#[from] AuditError),
+    /// The local host's namespaces could not be created.
+    #[error("creating the local host's namespaces: {0}")]
+    LocalHost(String),
     /// The address could not be bound, or the kubeconfig written.
     #[error("{0}")]
     Io(#[from] std::io::Error),
@@ -121,11 +124,14 @@ pub(crate) fn random_token_of(len: usize) -> String {
 }
 
 /// The local host on `storage`, to put last in a local chain
-/// (`builder.delegate_to(local::host(storage))`): it serves the core group's namespaces and
-/// answers the self reviews (`kubectl auth whoami`, `kubectl auth can-i`) with local mode's user
-/// and authorizer. [`crate::App`] adds it in `local` mode.
-pub fn host(storage: Arc<dyn Storage>) -> GenericApiServer {
+/// (`builder.delegate_to(local::host(storage).await?)`): it serves the core group's namespaces
+/// (creating `default`, `kube-system` and `kube-public` if missing) and answers the self
+/// reviews (`kubectl auth whoami`, `kubectl auth can-i`) with local mode's user and authorizer.
+/// [`crate::App`] adds it in `local` mode.
+pub async fn host(storage: Arc<dyn Storage>) -> Result<GenericApiServer, LocalError> {
     local_host::server(storage, Arc::new(AllowAll), Arc::new(AllowAllRules))
+        .await
+        .map_err(|e| LocalError::LocalHost(e.message))
 }
 
 /// Starts `server` in local mode. The kubeconfig is written once the listener is bound.

@@ -24,6 +24,7 @@ use crate::devhost::core::Namespace;
 use crate::devhost::self_reviews::{
     AUTHENTICATION_GROUP, AUTHORIZATION_GROUP, RulesResolver, SelfReviews,
 };
+use crate::error::ApiError;
 use crate::registry::group::Group;
 use crate::registry::options::WriteOptions;
 use crate::registry::rest::{RequestContext, RestStorage};
@@ -41,16 +42,18 @@ pub const INITIAL_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-publi
 
 /// The local host on `storage` (the app's, so its namespaces last as long as its objects),
 /// answering self reviews with `authorizer` (the one the local chain's request filter asks) and
-/// `rules` (what that authorizer allows, for `can-i --list`).
-pub fn server(
+/// `rules` (what that authorizer allows, for `can-i --list`). The [`INITIAL_NAMESPACES`] are
+/// created (if missing) before it is returned, so the server is ready as soon as it listens.
+pub async fn server(
     storage: Arc<dyn Storage>,
     authorizer: Arc<dyn Authorizer>,
     rules: Arc<dyn RulesResolver>,
-) -> GenericApiServer {
+) -> Result<GenericApiServer, ApiError> {
     let namespaces = Arc::new(Store::<Namespace>::new(
         storage.clone(),
         Arc::new(DefaultStrategy),
     ));
+    create_initial_namespaces(namespaces.as_ref()).await?;
     let reviews = SelfReviews::new(authorizer, rules);
     let mut authentication = Group::new(AUTHENTICATION_GROUP);
     for storage in reviews.authentication {
@@ -60,19 +63,16 @@ pub fn server(
     for storage in reviews.authorization {
         authorization = authorization.storage(storage);
     }
-    GenericApiServer::builder(NAME)
+    Ok(GenericApiServer::builder(NAME)
         .storage(storage)
-        .group(Group::new("").storage(namespaces.clone()))
+        .group(Group::new("").storage(namespaces))
         .group(authentication)
         .group(authorization)
-        .post_start_hook("local-host-namespaces", move || async move {
-            create_initial_namespaces(namespaces.as_ref()).await
-        })
-        .build()
+        .build())
 }
 
 /// Creates the [`INITIAL_NAMESPACES`] that do not exist yet.
-async fn create_initial_namespaces(namespaces: &dyn RestStorage) -> Result<(), String> {
+async fn create_initial_namespaces(namespaces: &dyn RestStorage) -> Result<(), ApiError> {
     let ctx = RequestContext {
         namespace: None,
         user: UserInfo::new(NAME, &["system:masters", "system:authenticated"]),
@@ -88,7 +88,7 @@ async fn create_initial_namespaces(namespaces: &dyn RestStorage) -> Result<(), S
         {
             Ok(_) => {}
             Err(e) if e.code == 409 => {}
-            Err(e) => return Err(format!("creating namespace {name}: {}", e.message)),
+            Err(e) => return Err(e),
         }
     }
     Ok(())

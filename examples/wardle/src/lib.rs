@@ -49,7 +49,7 @@ pub struct FlunderSpec {
     /// The name of a Flunder or a Fischer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference: Option<String>,
-    /// The kind of the referenced object; defaults to `Flunder` when `reference` is set.
+    /// The kind of the referenced object. Defaults to `Flunder` when `reference` is set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference_type: Option<ReferenceType>,
     /// How many copies of this Flunder are wanted (the scale subresource's replicas).

@@ -195,7 +195,7 @@ fn resource_commands_work(k: &Kubectl, scratch: &Path) {
 
     let explained = k.ok(&["explain", "flunders.spec"]);
     assert!(
-        explained.contains("referenceType") && explained.contains("defaults to `Flunder`"),
+        explained.contains("referenceType") && explained.contains("Defaults to `Flunder`"),
         "kubectl 1.{minor} explain:\n{explained}"
     );
 }
