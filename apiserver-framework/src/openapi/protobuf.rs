@@ -129,6 +129,8 @@ struct ParametersItem {
     oneof: Option<parameters_item::Oneof>,
 }
 
+// The short-lived messages of one encoding hold their oneofs by value, as prost declares them.
+#[allow(clippy::large_enum_variant)]
 mod parameters_item {
     /// A parameter or a reference to one.
     #[derive(Clone, PartialEq, prost::Oneof)]
@@ -146,6 +148,8 @@ struct Parameter {
     oneof: Option<parameter::Oneof>,
 }
 
+// The short-lived messages of one encoding hold their oneofs by value, as prost declares them.
+#[allow(clippy::large_enum_variant)]
 mod parameter {
     /// A body parameter or another one.
     #[derive(Clone, PartialEq, prost::Oneof)]
@@ -256,6 +260,8 @@ struct ResponseValue {
     oneof: Option<response_value::Oneof>,
 }
 
+// The short-lived messages of one encoding hold their oneofs by value, as prost declares them.
+#[allow(clippy::large_enum_variant)]
 mod response_value {
     /// A response or a reference to one.
     #[derive(Clone, PartialEq, prost::Oneof)]
@@ -386,6 +392,8 @@ struct AdditionalPropertiesItem {
     oneof: Option<additional_properties_item::Oneof>,
 }
 
+// The short-lived messages of one encoding hold their oneofs by value, as prost declares them.
+#[allow(clippy::large_enum_variant)]
 mod additional_properties_item {
     /// A schema for the values, or whether other properties are allowed.
     #[derive(Clone, PartialEq, prost::Oneof)]
