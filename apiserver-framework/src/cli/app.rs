@@ -198,7 +198,11 @@ impl App {
             .select(plugins, &admission::options::HOST_PLUGINS)?;
         let name = self.name.clone();
         let opened = opts.storage.open().await.map_err(local::LocalError::from)?;
-        let mut builder = self.server_builder().storage(opened.storage);
+        let host = local::host(opened.storage.clone()).await?;
+        let mut builder = self
+            .server_builder()
+            .storage(opened.storage)
+            .delegate_to(host);
         for check in opened.health_checks {
             builder = builder.health_check(check);
         }

@@ -14,9 +14,12 @@ use crate::authz::AllowAll;
 use crate::cli::kubeconfig;
 use crate::cli::server_run_options::ServerRunOptions;
 use crate::cli::storage_options::StorageOptions;
+use crate::devhost::local_host;
+use crate::devhost::self_reviews::AllowAllRules;
 use crate::server::generic::GenericApiServer;
 use crate::server::serve::{self, HandlerChain, RunningServer};
 use crate::server::tls::{ServingCert, TlsError, install_crypto_provider};
+use crate::storage::Storage;
 
 /// Options of `local` mode.
 #[derive(Clone, Debug, clap::Args)]
@@ -87,6 +90,9 @@ pub enum LocalError {
     /// The audit policy or log is unusable.
     #[error(transparent)]
     Audit(#[from] AuditError),
+    /// The local host's namespaces could not be created.
+    #[error("creating the local host's namespaces: {0}")]
+    LocalHost(String),
     /// The address could not be bound, or the kubeconfig written.
     #[error("{0}")]
     Io(#[from] std::io::Error),
@@ -115,6 +121,17 @@ pub(crate) fn random_token_of(len: usize) -> String {
     (0..len)
         .map(|_| CHARS[rng.random_range(0..CHARS.len())] as char)
         .collect()
+}
+
+/// The local host on `storage`, to put last in a local chain
+/// (`builder.delegate_to(local::host(storage).await?)`): it serves the core group's namespaces
+/// (creating `default`, `kube-system` and `kube-public` if missing) and answers the self
+/// reviews (`kubectl auth whoami`, `kubectl auth can-i`) with local mode's user and authorizer.
+/// [`crate::App`] adds it in `local` mode.
+pub async fn host(storage: Arc<dyn Storage>) -> Result<GenericApiServer, LocalError> {
+    local_host::server(storage, Arc::new(AllowAll), Arc::new(AllowAllRules))
+        .await
+        .map_err(|e| LocalError::LocalHost(e.message))
 }
 
 /// Starts `server` in local mode. The kubeconfig is written once the listener is bound.

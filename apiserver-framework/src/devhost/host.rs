@@ -13,7 +13,7 @@ use crate::aggregator::resolver::StaticServiceResolver;
 use crate::aggregator::{Aggregator, AggregatorOptions};
 use crate::auth::UserInfo;
 use crate::authz::Authorizer;
-use crate::authz::privileged::PrivilegedGroups;
+use crate::authz::privileged::{PrivilegedGroups, SYSTEM_MASTERS};
 use crate::authz::union::{NamedAuthorizer, UnionAuthorizer};
 use crate::cli::kubeconfig;
 use crate::devhost::core::{ConfigMap, Namespace};
@@ -21,6 +21,9 @@ use crate::devhost::files::{self, HostFiles, SERVICE_NAME};
 use crate::devhost::options::DevHostOptions;
 use crate::devhost::reviews::{ReviewLog, SubjectAccessReviews, TokenReviews};
 use crate::devhost::rules::{RulesFile, RulesFileError};
+use crate::devhost::self_reviews::{
+    AUTHENTICATION_GROUP, AUTHORIZATION_GROUP, BasicUser, PrivilegedRules, SelfReviews,
+};
 use crate::devhost::tokens::{TokenFile, TokenFileError};
 use crate::devhost::webhooks::{
     self, MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
@@ -201,12 +204,30 @@ pub async fn start(extension: &Extension, opts: &DevHostOptions) -> Result<DevHo
     let files = HostFiles::prepare(&opts.dir, &extension.name, &group_names)?;
     let tokens = Arc::new(TokenFile::read(&files.tokens_path)?);
     let rules = Arc::new(RulesFile::read(&files.rules_path)?);
-    let authorizer: Arc<dyn Authorizer> = Arc::new(UnionAuthorizer::new(vec![
-        NamedAuthorizer::new("privileged", Arc::new(PrivilegedGroups::system_masters())),
-        NamedAuthorizer::new("rules", rules),
-    ]));
     let token_reviews = Arc::new(ReviewLog::default());
     let access_reviews = Arc::new(ReviewLog::default());
+    let authorizer: Arc<dyn Authorizer> = Arc::new(UnionAuthorizer::new(vec![
+        NamedAuthorizer::new("privileged", Arc::new(PrivilegedGroups::system_masters())),
+        NamedAuthorizer::new("basic-user", Arc::new(BasicUser)),
+        NamedAuthorizer::new("rules", rules),
+    ]));
+    let self_reviews = SelfReviews::new(
+        authorizer.clone(),
+        Arc::new(PrivilegedRules::new([SYSTEM_MASTERS])),
+    );
+    let mut authentication = Group::new(AUTHENTICATION_GROUP).storage(Arc::new(TokenReviews::new(
+        tokens.clone(),
+        token_reviews.clone(),
+    )));
+    for storage in self_reviews.authentication {
+        authentication = authentication.storage(storage);
+    }
+    let mut authorization = Group::new(AUTHORIZATION_GROUP).storage(Arc::new(
+        SubjectAccessReviews::new(authorizer.clone(), access_reviews.clone()),
+    ));
+    for storage in self_reviews.authorization {
+        authorization = authorization.storage(storage);
+    }
     let core = GenericApiServer::builder("dev-host-core")
         .group(
             Group::new("")
@@ -218,18 +239,8 @@ pub async fn start(extension: &Extension, opts: &DevHostOptions) -> Result<DevHo
                 .resource::<MutatingWebhookConfiguration>()
                 .resource::<ValidatingWebhookConfiguration>(),
         )
-        .group(
-            Group::new("authentication.k8s.io").storage(Arc::new(TokenReviews::new(
-                tokens.clone(),
-                token_reviews.clone(),
-            ))),
-        )
-        .group(
-            Group::new("authorization.k8s.io").storage(Arc::new(SubjectAccessReviews::new(
-                authorizer.clone(),
-                access_reviews.clone(),
-            ))),
-        )
+        .group(authentication)
+        .group(authorization)
         .build();
     let resolver = StaticServiceResolver::new().with(
         &extension.name,

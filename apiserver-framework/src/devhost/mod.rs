@@ -5,15 +5,21 @@
 //! front-proxy client certificate), `TokenReview` and `SubjectAccessReview` backed by a static
 //! token file and a rules file, and the `kube-system/extension-apiserver-authentication`
 //! ConfigMap, so an extension server in production mode can be driven with kubectl through
-//! the real delegated path on one machine.
+//! the real delegated path on one machine. Its users' self reviews (`kubectl auth whoami`,
+//! `kubectl auth can-i`) are answered as a cluster answers them.
+//!
+//! [`local_host`] is the smaller stand-in `local` mode puts behind an app's server: the core
+//! group's `/api` and the self reviews.
 
 pub mod core;
 pub mod files;
 pub mod host;
+pub mod local_host;
 pub mod options;
 pub mod pki;
 pub mod reviews;
 pub mod rules;
+pub mod self_reviews;
 pub mod tokens;
 pub mod webhooks;
 

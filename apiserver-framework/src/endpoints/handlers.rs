@@ -151,7 +151,10 @@ async fn dispatch(
         (Verb::Create, None) if collection_allowed => {
             let mut opts = query.write_options()?;
             field_manager::check_write("CreateOptions", &mut opts, user_agent(&req))?;
-            let body = read_checked_object(req, info, &opts, warnings).await?;
+            let body = match protobuf_decoder(storage.as_ref(), &req) {
+                Some(decode) => decode(&read_body(req).await?)?,
+                None => read_checked_object(req, info, &opts, warnings).await?,
+            };
             let obj = storage.create(ctx, body, &opts).await?;
             response::object(StatusCode::CREATED, output, info, obj)
         }
@@ -283,6 +286,20 @@ fn content_type(req: &Request<Body>) -> String {
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_string()
+}
+
+/// The storage's protobuf decoder, when the body is protobuf and the storage has one.
+fn protobuf_decoder(
+    storage: &dyn RestStorage,
+    req: &Request<Body>,
+) -> Option<crate::registry::rest::ProtobufDecoder> {
+    let content_type = req.headers().get(header::CONTENT_TYPE)?.to_str().ok()?;
+    let essence = content_type.split(';').next().unwrap_or("").trim();
+    if essence.eq_ignore_ascii_case(negotiation::PROTOBUF) {
+        storage.protobuf_decoder()
+    } else {
+        None
+    }
 }
 
 /// Reads the whole body, refusing more than [`MAX_BODY_BYTES`] with 413.

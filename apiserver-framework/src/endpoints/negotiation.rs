@@ -19,6 +19,9 @@ use crate::quote::go_quote;
 pub const JSON: &str = "application/json";
 /// `application/yaml`.
 pub const YAML: &str = "application/yaml";
+/// Kubernetes' protobuf encoding: accepted only as the create body of storages that decode it
+/// ([`crate::registry::rest::RestStorage::protobuf_decoder`]), never answered.
+pub const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 /// The media types responses can be encoded in, as listed by `406` errors.
 pub const SUPPORTED_MEDIA_TYPES: &[&str] = &[JSON, YAML];
 /// The media types request bodies can be encoded in, as listed by `415` errors.

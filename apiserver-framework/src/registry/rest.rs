@@ -90,6 +90,10 @@ pub enum DeleteOutcome {
     Pending(Bytes),
 }
 
+/// Decodes a whole protobuf request body (with its `k8s\0` envelope) into a JSON object; a
+/// body that does not decode is a 400.
+pub type ProtobufDecoder = fn(&[u8]) -> Result<Value, ApiError>;
+
 /// The REST operations of one resource, as the HTTP layer calls them.
 ///
 /// [`crate::registry::store::Store`] implements it for every `#[derive(ApiResource)]` type;
@@ -110,6 +114,15 @@ pub trait RestStorage: Send + Sync + 'static {
     /// from [`ResourceInfo::schema`] at each call; stores keep theirs.
     fn apply_schema(&self) -> Arc<crate::apply::Schema> {
         Arc::new(crate::apply::Schema::from_openapi(&self.info().schema))
+    }
+
+    /// How to decode a create body in Kubernetes' protobuf encoding
+    /// (`application/vnd.kubernetes.protobuf`) into the JSON object it stands for, for storages
+    /// of built-in kinds that clients send that way (kubectl 1.32 and later sends its
+    /// SelfSubjectReviews and SelfSubjectAccessReviews as protobuf). `None`, the default: a
+    /// protobuf body answers 415 like any other unsupported media type.
+    fn protobuf_decoder(&self) -> Option<ProtobufDecoder> {
+        None
     }
 
     /// Reads one object.

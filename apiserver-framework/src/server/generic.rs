@@ -55,6 +55,8 @@ struct Documents {
     group_list: Vec<u8>,
     openapi_v2: Vec<u8>,
     openapi_v2_etag: String,
+    /// The v2 document in protobuf and its ETag, encoded when first asked for.
+    openapi_v2_protobuf: std::sync::OnceLock<(Vec<u8>, String)>,
     openapi_v3: Vec<(String, Vec<u8>, String)>,
     openapi_v3_root: Vec<u8>,
 }
@@ -364,6 +366,7 @@ impl GenericApiServer {
                 group_list,
                 openapi_v2,
                 openapi_v2_etag,
+                openapi_v2_protobuf: std::sync::OnceLock::new(),
                 openapi_v3,
                 openapi_v3_root,
             }
@@ -407,6 +410,20 @@ impl GenericApiServer {
 
     fn openapi_v2(&self, req: &Request<Body>) -> Response<Body> {
         let docs = self.documents();
+        if openapi::wants_v2_protobuf(header_str(req, header::ACCEPT)) {
+            let (body, etag) = docs.openapi_v2_protobuf.get_or_init(|| {
+                let doc: Value = serde_json::from_slice(&docs.openapi_v2).unwrap_or(Value::Null);
+                let body = openapi::v2_protobuf(&doc);
+                let etag = format!("\"{}\"", openapi::spec_hash(&body));
+                (body, etag)
+            });
+            if header_str(req, header::IF_NONE_MATCH) == etag {
+                return not_modified(etag);
+            }
+            let mut res = raw(StatusCode::OK, openapi::V2_PROTOBUF, body.clone());
+            set_etag(&mut res, etag);
+            return res;
+        }
         if !accepts_json(header_str(req, header::ACCEPT)) {
             return raw(StatusCode::NOT_ACCEPTABLE, "text/plain", Vec::new());
         }

@@ -49,7 +49,7 @@ pub struct FlunderSpec {
     /// The name of a Flunder or a Fischer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference: Option<String>,
-    /// The kind of the referenced object.
+    /// The kind of the referenced object. Defaults to `Flunder` when `reference` is set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference_type: Option<ReferenceType>,
     /// How many copies of this Flunder are wanted (the scale subresource's replicas).
@@ -105,24 +105,45 @@ pub struct FischerSpec {
     pub disallowed_flunders: Vec<String>,
 }
 
-/// Keeps `referenceType` consistent with `reference`, as sample-apiserver validates.
+/// sample-apiserver's v1alpha1 Flunder rules: its defaulting (`SetDefaults_FlunderSpec`), its
+/// validation (`ValidateFlunder`) and its registry strategy, which validates creates only.
+///
+/// Upstream converts a v1alpha1 spec to an internal one with `flunderReference` or
+/// `fischerReference` set by `referenceType`, and validates that form: its field paths and
+/// messages are the ones below. Of its rules, only "a type needs a reference" can fail for a
+/// v1alpha1 object (the others relate two references, which v1alpha1 cannot carry, or an
+/// unknown type, which [`ReferenceType`] cannot hold).
 pub struct FlunderStrategy;
 
 impl Strategy<Flunder> for FlunderStrategy {
-    fn validate(&self, obj: &Flunder) -> Vec<FieldError> {
-        let mut errs = Vec::new();
-        match (&obj.spec.reference, &obj.spec.reference_type) {
-            (Some(r), None) if !r.is_empty() => errs.push(FieldError::required(
-                "spec.referenceType",
-                "referenceType is required when reference is set",
-            )),
-            (None, Some(_)) => errs.push(FieldError::required(
-                "spec.reference",
-                "reference is required when referenceType is set",
-            )),
-            _ => {}
+    /// A reference without a type refers to a Flunder.
+    fn default(&self, obj: &mut Flunder) {
+        let has_reference = obj.spec.reference.as_deref().is_some_and(|r| !r.is_empty());
+        if has_reference && obj.spec.reference_type.is_none() {
+            obj.spec.reference_type = Some(ReferenceType::Flunder);
         }
-        errs
+    }
+
+    fn validate(&self, obj: &Flunder) -> Vec<FieldError> {
+        let reference = obj.spec.reference.as_deref().unwrap_or("");
+        let (field, kind) = match obj.spec.reference_type {
+            Some(ReferenceType::Flunder) => ("spec.flunderReference", "Flunder"),
+            Some(ReferenceType::Fischer) => ("spec.fischerReference", "Fischer"),
+            None => return Vec::new(),
+        };
+        if reference.is_empty() {
+            return vec![FieldError::invalid(
+                field,
+                reference,
+                format!("cannot be empty if referenceType is {kind}"),
+            )];
+        }
+        Vec::new()
+    }
+
+    /// Upstream's Flunder strategy validates nothing on update.
+    fn validate_update(&self, _new: &Flunder, _old: &Flunder) -> Vec<FieldError> {
+        Vec::new()
     }
 }
 
@@ -169,4 +190,68 @@ pub fn app() -> App {
                 .resource::<Fischer>(),
         )
         .admission(BanFlunder)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flunder(reference: Option<&str>, reference_type: Option<ReferenceType>) -> Flunder {
+        let mut f = Flunder::new(
+            "f",
+            FlunderSpec {
+                reference: reference.map(str::to_string),
+                reference_type,
+                ..Default::default()
+            },
+        );
+        FlunderStrategy.default(&mut f);
+        f
+    }
+
+    fn errors(f: &Flunder) -> Vec<String> {
+        FlunderStrategy
+            .validate(f)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn a_reference_without_a_type_refers_to_a_flunder() {
+        let f = flunder(Some("other"), None);
+        assert_eq!(f.spec.reference_type, Some(ReferenceType::Flunder));
+        assert!(errors(&f).is_empty());
+        // Nothing to default without a reference.
+        assert_eq!(flunder(None, None).spec.reference_type, None);
+        assert_eq!(flunder(Some(""), None).spec.reference_type, None);
+        // A given type is kept.
+        let f = flunder(Some("other"), Some(ReferenceType::Fischer));
+        assert_eq!(f.spec.reference_type, Some(ReferenceType::Fischer));
+    }
+
+    #[test]
+    fn a_type_needs_a_reference_with_upstreams_messages() {
+        assert_eq!(
+            errors(&flunder(None, Some(ReferenceType::Flunder))),
+            [
+                r#"spec.flunderReference: Invalid value: "": cannot be empty if referenceType is Flunder"#
+            ]
+        );
+        assert_eq!(
+            errors(&flunder(Some(""), Some(ReferenceType::Fischer))),
+            [
+                r#"spec.fischerReference: Invalid value: "": cannot be empty if referenceType is Fischer"#
+            ]
+        );
+        assert!(errors(&flunder(None, None)).is_empty());
+        assert!(errors(&flunder(Some("x"), Some(ReferenceType::Fischer))).is_empty());
+    }
+
+    #[test]
+    fn updates_are_not_validated() {
+        let bad = flunder(None, Some(ReferenceType::Flunder));
+        assert!(!errors(&bad).is_empty());
+        assert!(FlunderStrategy.validate_update(&bad, &bad).is_empty());
+    }
 }

@@ -202,11 +202,11 @@ fn patch_types() {
         "p",
         "--type=merge",
         "-p",
-        r#"{"spec":{"referenceType":null}}"#,
+        r#"{"metadata":{"labels":{"not a key":"x"}}}"#,
     ]);
     assert!(!out.status.success());
     assert!(
-        stderr(&out).contains("spec.referenceType: Required value"),
+        stderr(&out).contains("metadata.labels: Invalid value: \"not a key\""),
         "{}",
         stderr(&out)
     );

@@ -203,22 +203,27 @@ async fn json_and_merge_patches() {
     assert_eq!(merged.spec.reference_type, Some(ReferenceType::Flunder));
     assert_eq!(merged.metadata.generation, Some(3));
 
-    // A merge patch that leaves a reference without its type is refused by validation.
-    let err = api_error(
-        api.patch(
+    // A merge patch that removes the type of a reference gets it back from defaulting, as
+    // sample-apiserver's v1alpha1 defaults it (and its strategy validates no update).
+    let retyped = api
+        .patch(
+            "p",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"referenceType": "Fischer"}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(retyped.spec.reference_type, Some(ReferenceType::Fischer));
+    let defaulted = api
+        .patch(
             "p",
             &PatchParams::default(),
             &Patch::Merge(json!({"spec": {"referenceType": null}})),
         )
         .await
-        .unwrap_err(),
-    );
-    assert_eq!(err.code, 422);
-    assert_eq!(err.reason, "Invalid");
-    assert_eq!(
-        err.message,
-        "Flunder.wardle.example.com \"p\" is invalid: spec.referenceType: Required value: referenceType is required when reference is set"
-    );
+        .unwrap();
+    assert_eq!(defaulted.spec.reference.as_deref(), Some("b"));
+    assert_eq!(defaulted.spec.reference_type, Some(ReferenceType::Flunder));
 
     // A merge patch carrying a stale resourceVersion conflicts.
     let err = api_error(
