@@ -183,6 +183,11 @@ impl Stack {
         }
     }
 
+    /// The process id of the running wardle.
+    pub fn wardle_pid(&self) -> u32 {
+        self.wardle.as_ref().expect("wardle is running").id()
+    }
+
     /// Kills wardle.
     pub fn stop_wardle(&mut self) {
         if let Some(mut child) = self.wardle.take() {
