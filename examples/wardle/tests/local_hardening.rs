@@ -1,14 +1,146 @@
-//! `wardle local` against what an attacker or a careless setup could do to it: a listening
-//! address off loopback, and the modes of the files and directories it creates.
+//! `wardle local` against what an attacker or a careless setup could do to it: metric labels
+//! that callers choose, a listening address off loopback, and the modes of the files and
+//! directories it creates.
 
 mod support;
 
+use std::collections::hash_map::RandomState;
+use std::collections::{BTreeMap, BTreeSet};
+use std::hash::{BuildHasher, Hasher};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::{Wardle, base64_decode};
+use futures::StreamExt;
+use reqwest::Method;
+use support::{FLUNDERS, Wardle, base64_decode};
+
+/// Random lower-case letters and digits (different on every call).
+fn random_name() -> String {
+    let mut h = RandomState::new().build_hasher();
+    h.write_u8(0);
+    format!("{:016x}", h.finish())
+}
+
+/// Sends every request, 16 at a time; returns how many got each status.
+async fn send_all(requests: Vec<reqwest::RequestBuilder>) -> BTreeMap<u16, usize> {
+    let codes: Vec<u16> = futures::stream::iter(requests)
+        .map(|r| async move { r.send().await.map(|r| r.status().as_u16()).unwrap_or(0) })
+        .buffer_unordered(16)
+        .collect()
+        .await;
+    let mut by_code = BTreeMap::new();
+    for c in codes {
+        *by_code.entry(c).or_insert(0) += 1;
+    }
+    by_code
+}
+
+/// The values of label `label` over the series of `metric` in a text exposition.
+fn label_values(text: &str, metric: &str, label: &str) -> BTreeSet<String> {
+    let prefix = format!("{metric}{{");
+    let key = format!("{label}=\"");
+    text.lines()
+        .filter_map(|l| l.strip_prefix(&prefix))
+        .filter_map(|l| {
+            let start = l.find(&key)? + key.len();
+            let end = l[start..].find('"')? + start;
+            Some(l[start..end].to_string())
+        })
+        .collect()
+}
+
+/// Callers choose paths, methods and query strings; the metrics must only name what the
+/// server serves, whatever they send, or `/metrics` grows with every new name.
+#[tokio::test]
+async fn metric_labels_name_only_what_is_served() {
+    let w = Wardle::start();
+    let anonymous = w.anonymous_client();
+    let client = w.client();
+    const MARK: &str = "zq";
+    let mut requests = Vec::new();
+    for _ in 0..100 {
+        let r = random_name();
+        // Unauthenticated (401), each with a path of its own.
+        let paths = [
+            format!("/apis/wardle.example.com/v1alpha1/namespaces/default/{MARK}{r}"),
+            format!("/apis/{MARK}{r}.example.com/v1/things"),
+            format!("{FLUNDERS}/f/{MARK}{r}"),
+            format!("/{MARK}{r}"),
+            format!("/healthz/{MARK}{r}"),
+        ];
+        for p in &paths {
+            requests.push(anonymous.get(w.at(p)));
+        }
+        // Authenticated: not found (404), or given up at once (504).
+        for p in &paths {
+            requests.push(client.get(w.at(p)));
+        }
+        requests.push(client.get(w.at(&format!("{}?timeout=1ns", paths[0]))));
+        requests.push(client.get(w.at(&format!("/{MARK}{r}/x?timeout=1ns"))));
+        let method =
+            Method::from_bytes(format!("{}{r}", MARK.to_uppercase()).as_bytes()).expect("a method");
+        requests.push(client.request(method, w.at(FLUNDERS)));
+        requests.push(client.post(w.at(&format!("{FLUNDERS}?dryRun={MARK}{r}"))));
+    }
+    let codes = send_all(requests).await;
+    assert!(!codes.contains_key(&0), "requests failed: {codes:?}");
+    assert!(
+        codes.contains_key(&401) && codes.contains_key(&404),
+        "{codes:?}"
+    );
+
+    let text = client
+        .get(w.at("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for metric in [
+        "apiserver_request_total",
+        "apiserver_request_duration_seconds_count",
+    ] {
+        let resources = label_values(&text, metric, "resource");
+        assert!(
+            resources
+                .iter()
+                .all(|r| ["", "flunders", "fischers"].contains(&r.as_str())),
+            "{metric}: resource values {resources:?}"
+        );
+        for label in [
+            "verb",
+            "dry_run",
+            "group",
+            "version",
+            "subresource",
+            "scope",
+        ] {
+            let values = label_values(&text, metric, label);
+            assert!(
+                values.len() <= 16,
+                "{metric}: {} values of {label}: {values:?}",
+                values.len()
+            );
+        }
+    }
+    let marked: Vec<&str> = text
+        .lines()
+        .filter(|l| l.to_lowercase().contains(MARK))
+        .take(5)
+        .collect();
+    assert!(
+        marked.is_empty(),
+        "caller-chosen names in /metrics: {marked:#?}"
+    );
+    assert!(
+        text.len() < 400 * 1024,
+        "/metrics is {} bytes after 1,200 requests",
+        text.len()
+    );
+}
 
 /// Runs `wardle local` with `args` in `dir` until it exits (at most 20 s); returns its exit
 /// status and stderr, or `None` if it was still running (and was killed).
