@@ -183,7 +183,8 @@ impl Stack {
         }
     }
 
-    /// The process id of the running wardle.
+    /// The process id of the running wardle (for `tests/attack_bounds.rs`).
+    #[allow(dead_code)]
     pub fn wardle_pid(&self) -> u32 {
         self.wardle.as_ref().expect("wardle is running").id()
     }
