@@ -18,6 +18,7 @@ pub mod devhost;
 pub mod discovery;
 pub mod endpoints;
 pub mod error;
+pub mod fs;
 pub mod metrics;
 pub mod openapi;
 pub mod quote;

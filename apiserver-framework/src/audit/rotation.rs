@@ -4,7 +4,7 @@
 //! new one started; the oldest backups beyond `max_backups` and those older than `max_age`
 //! are removed.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -33,7 +33,7 @@ impl RotatingFile {
         max_age_days: u64,
     ) -> io::Result<Self> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)?;
+            crate::fs::create_private_dir_all(dir)?;
         }
         let file = open_append(path)?;
         let size = file.metadata()?.len();
@@ -126,8 +126,10 @@ impl RotatingFile {
     }
 }
 
+/// Audit events may hold request details: the log is created readable by its owner only,
+/// as upstream's.
 fn open_append(path: &Path) -> io::Result<File> {
-    OpenOptions::new().create(true).append(true).open(path)
+    crate::fs::open_append(path, crate::fs::PRIVATE_FILE)
 }
 
 impl Write for RotatingFile {

@@ -2,6 +2,7 @@
 //! (`authentication.k8s.io/v1`), results cached for a while (upstream's webhook token
 //! authenticator behind its token cache).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -113,17 +114,62 @@ impl Default for TokenReviewOptions {
     }
 }
 
+/// The longest bearer token reviewed; longer ones are invalid without a review.
+///
+/// Upstream sets no limit of its own (only the 1 MiB header limit of Go's server). Real
+/// tokens are far shorter (service account tokens about 1 KiB, OIDC ID tokens a few KiB),
+/// and HTTP/2 clients cannot send a longer one to this server at all: its whole header list
+/// is limited to 16 KiB (hyper's default). Over HTTP/1.1 a client could send hundreds of
+/// kilobytes, each costing a review with the host; this bound makes HTTP/1.1 agree with
+/// HTTP/2 before any work is done.
+pub const MAX_TOKEN_BYTES: usize = 16 * 1024;
+
+/// How many distinct reviews may wait for the host at once and be shared by their callers;
+/// beyond that, each caller reviews on its own (and nothing is kept for it).
+const MAX_SHARED_REVIEWS: usize = 4096;
+
 type InFlight = Shared<BoxFuture<'static, TokenLookup>>;
 
+/// A review in flight and how many lookups wait for it.
+struct Waited {
+    review: InFlight,
+    waiters: usize,
+}
+
+type InFlightMap = Mutex<HashMap<CacheKey, Waited>>;
+
+/// A lookup's share of an in-flight review: when the last lookup waiting for it goes (done,
+/// or dropped because its request was abandoned), the entry goes, and with it the review.
+struct Waiter<'a> {
+    map: &'a InFlightMap,
+    key: CacheKey,
+    review: InFlight,
+}
+
+impl Drop for Waiter<'_> {
+    fn drop(&mut self) {
+        let mut map = self.map.lock();
+        if let Some(entry) = map.get_mut(&self.key)
+            && entry.review.ptr_eq(&self.review)
+        {
+            entry.waiters -= 1;
+            if entry.waiters == 0 {
+                map.remove(&self.key);
+            }
+        }
+    }
+}
+
 /// Authenticates bearer tokens with a [`TokenReviewer`]: no bearer token, no credentials;
-/// a token the reviewer rejects or cannot review, invalid. Answers are cached by a salted
-/// hash of the token (never the token itself); concurrent lookups of one token share one
-/// review.
+/// a token the reviewer rejects or cannot review, or one longer than [`MAX_TOKEN_BYTES`],
+/// invalid. Answers are cached by a salted hash of the token (never the token itself);
+/// concurrent lookups of one token share one review, which is dropped (cancelled) when no
+/// lookup waits for it any more.
 pub struct TokenReviewAuthenticator {
     reviewer: Arc<dyn TokenReviewer>,
     options: TokenReviewOptions,
     cache: TokenCache,
-    in_flight: Mutex<std::collections::HashMap<CacheKey, InFlight>>,
+    in_flight: InFlightMap,
 }
 
 impl TokenReviewAuthenticator {
@@ -133,49 +179,91 @@ impl TokenReviewAuthenticator {
             reviewer,
             cache: TokenCache::new(options.cache_ttl),
             options,
-            in_flight: Mutex::new(Default::default()),
+            in_flight: Mutex::new(HashMap::new()),
         }
+    }
+
+    fn review(&self, token: &str) -> InFlight {
+        let reviewer = self.reviewer.clone();
+        let token = token.to_owned();
+        let audiences = self.options.audiences.clone();
+        let timeout = self.options.timeout;
+        async move {
+            let review = reviewer.review(&token, &audiences);
+            match tokio::time::timeout(timeout, review).await {
+                Ok(Ok(status)) => lookup_from_status(status, &audiences),
+                Ok(Err(err)) => TokenLookup::Failed(err.to_string()),
+                Err(_) => TokenLookup::Failed("token review timed out".into()),
+            }
+        }
+        .boxed()
+        .shared()
     }
 
     /// Who `token` belongs to, from the cache or a review.
     pub async fn lookup(&self, token: &str) -> TokenLookup {
+        if token.len() > MAX_TOKEN_BYTES {
+            tracing::debug!(
+                bytes = token.len(),
+                "a bearer token longer than {MAX_TOKEN_BYTES} bytes is invalid"
+            );
+            return TokenLookup::Rejected;
+        }
         let key = self.cache.key(token);
         if let Some(hit) = self.cache.get(&key) {
             return hit;
         }
-        let review = {
+        let (review, _waiter) = {
             let mut in_flight = self.in_flight.lock();
-            in_flight
-                .entry(key)
-                .or_insert_with(|| {
-                    let reviewer = self.reviewer.clone();
-                    let token = token.to_owned();
-                    let audiences = self.options.audiences.clone();
-                    let timeout = self.options.timeout;
-                    async move {
-                        let review = reviewer.review(&token, &audiences);
-                        match tokio::time::timeout(timeout, review).await {
-                            Ok(Ok(status)) => lookup_from_status(status, &audiences),
-                            Ok(Err(err)) => TokenLookup::Failed(err.to_string()),
-                            Err(_) => TokenLookup::Failed("token review timed out".into()),
-                        }
-                    }
-                    .boxed()
-                    .shared()
-                })
-                .clone()
+            let full = in_flight.len() >= MAX_SHARED_REVIEWS;
+            let shared = match in_flight.get_mut(&key) {
+                Some(entry) => {
+                    entry.waiters += 1;
+                    Some(entry.review.clone())
+                }
+                None if full => None,
+                None => {
+                    let review = self.review(token);
+                    let entry = Waited {
+                        review: review.clone(),
+                        waiters: 1,
+                    };
+                    in_flight.insert(key, entry);
+                    Some(review)
+                }
+            };
+            match shared {
+                Some(review) => {
+                    let waiter = Waiter {
+                        map: &self.in_flight,
+                        key,
+                        review: review.clone(),
+                    };
+                    (review, Some(waiter))
+                }
+                None => (self.review(token), None),
+            }
         };
         let result = review.clone().await;
-        {
+        let finished_here = {
             let mut in_flight = self.in_flight.lock();
-            if in_flight.get(&key).is_some_and(|f| f.ptr_eq(&review)) {
+            let ours = in_flight
+                .get(&key)
+                .is_some_and(|f| f.review.ptr_eq(&review));
+            if ours {
                 in_flight.remove(&key);
-                if !matches!(result, TokenLookup::Failed(_)) {
-                    self.cache.insert(key, result.clone());
-                }
             }
+            ours || _waiter.is_none()
+        };
+        if finished_here && !matches!(result, TokenLookup::Failed(_)) {
+            self.cache.insert(key, result.clone());
         }
         result
+    }
+
+    /// How many reviews are in flight (shared by their waiting lookups).
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.lock().len()
     }
 }
 
@@ -287,6 +375,91 @@ mod tests {
         );
         assert_eq!(a, b);
         assert_eq!(b, c);
+        assert_eq!(reviewer.calls.load(Ordering::SeqCst), 1);
+    }
+
+    /// A reviewer whose reviews never end; counts those started and those dropped.
+    #[derive(Default)]
+    struct HangingTokenReviewer {
+        started: AtomicUsize,
+        dropped: Arc<AtomicUsize>,
+    }
+
+    struct CountDrop(Arc<AtomicUsize>);
+
+    impl Drop for CountDrop {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl TokenReviewer for HangingTokenReviewer {
+        async fn review(
+            &self,
+            _token: &str,
+            _audiences: &[String],
+        ) -> Result<TokenReviewStatus, TokenReviewError> {
+            self.started.fetch_add(1, Ordering::SeqCst);
+            let _dropped = CountDrop(self.dropped.clone());
+            std::future::pending().await
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn abandoned_lookups_leave_no_review_behind() {
+        let reviewer = Arc::new(HangingTokenReviewer::default());
+        let authn = TokenReviewAuthenticator::new(reviewer.clone(), TokenReviewOptions::default());
+        for i in 0..100 {
+            let token = format!("token-{i}");
+            let lookup = authn.lookup(&token);
+            assert!(
+                tokio::time::timeout(Duration::from_millis(1), lookup)
+                    .await
+                    .is_err()
+            );
+        }
+        assert_eq!(reviewer.started.load(Ordering::SeqCst), 100);
+        assert_eq!(
+            authn.in_flight(),
+            0,
+            "abandoned reviews are still in flight"
+        );
+        // The reviews themselves were dropped with their last waiter.
+        assert_eq!(reviewer.dropped.load(Ordering::SeqCst), 100);
+        assert_eq!(authn.cache.usage(), (0, 0));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_shared_review_goes_on_while_someone_waits() {
+        let reviewer = Arc::new(CountingTokenReviewer {
+            delay: Duration::from_millis(100),
+            ..Default::default()
+        });
+        let authn = authenticator(&reviewer);
+        let alice = TokenLookup::User(UserInfo::new("alice", &["dev"]));
+        let patient = authn.lookup("good");
+        let impatient = tokio::time::timeout(Duration::from_millis(10), authn.lookup("good"));
+        let (patient, impatient) = tokio::join!(patient, impatient);
+        assert!(impatient.is_err());
+        assert_eq!(patient, alice);
+        assert_eq!(reviewer.calls.load(Ordering::SeqCst), 1);
+        assert_eq!(authn.in_flight(), 0);
+        // The answer was cached by the lookup that saw it through.
+        assert_eq!(authn.lookup("good").await, alice);
+        assert_eq!(reviewer.calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn overlong_tokens_are_invalid_without_a_review() {
+        let reviewer = Arc::new(CountingTokenReviewer::default());
+        let authn = authenticator(&reviewer);
+        let long = "g".repeat(MAX_TOKEN_BYTES + 1);
+        assert_eq!(authn.lookup(&long).await, TokenLookup::Rejected);
+        assert_eq!(reviewer.calls.load(Ordering::SeqCst), 0);
+        // At the limit, a token is reviewed.
+        let at_limit = "g".repeat(MAX_TOKEN_BYTES);
+        assert_eq!(authn.lookup(&at_limit).await, TokenLookup::Rejected);
         assert_eq!(reviewer.calls.load(Ordering::SeqCst), 1);
     }
 

@@ -25,8 +25,13 @@ pub const DEFAULT_CACHE_TTL: Duration = Duration::from_secs(10);
 /// How many answers are cached at most (upstream's size).
 pub const CACHE_SIZE: usize = 8192;
 
-/// Requests whose attributes are longer than this together are not cached (upstream's
-/// `maxControlledAttrCacheSize`).
+/// How many bytes the cached answers may hold together, keys (the whole review spec)
+/// included. Ordinary answers weigh a few hundred bytes, so all [`CACHE_SIZE`] of them fit;
+/// the bound is for keys that clients make large.
+pub const CACHE_BYTES: usize = 16 << 20;
+
+/// Requests whose client-controlled attributes are longer than this together are not cached
+/// (upstream's `maxControlledAttrCacheSize`).
 const MAX_CACHED_ATTRIBUTES_SIZE: usize = 10000;
 
 /// The answer of a SubjectAccessReview (its `status`).
@@ -202,7 +207,7 @@ pub struct WebhookAuthorizer {
     reviewer: Arc<dyn SubjectAccessReviewer>,
     authorized_ttl: Duration,
     unauthorized_ttl: Duration,
-    cache: Mutex<ExpiringCache<ReviewStatus>>,
+    cache: Mutex<ExpiringCache<String, ReviewStatus>>,
 }
 
 impl WebhookAuthorizer {
@@ -232,15 +237,25 @@ impl WebhookAuthorizer {
             reviewer,
             authorized_ttl,
             unauthorized_ttl,
-            cache: Mutex::new(ExpiringCache::new(CACHE_SIZE, clock)),
+            cache: Mutex::new(ExpiringCache::new(CACHE_SIZE, CACHE_BYTES, clock)),
         }
     }
 }
 
-/// Upstream's `shouldCache`: the request-controlled attributes are not too long.
+/// Upstream's `shouldCache`: the attributes the client controls are not too long together.
+/// Unlike upstream, the selectors count too: a list's label and field selectors are part of
+/// the review, so of the cache key.
 fn should_cache(request: &Request) -> bool {
     let size = match request {
         Request::Resource(r) => {
+            let selectors: usize = r
+                .field_selector
+                .iter()
+                .chain(&r.label_selector)
+                .map(|q| {
+                    q.key.len() + q.operator.len() + q.values.iter().map(String::len).sum::<usize>()
+                })
+                .sum();
             r.namespace.len()
                 + r.verb.len()
                 + r.group.len()
@@ -248,10 +263,16 @@ fn should_cache(request: &Request) -> bool {
                 + r.resource.len()
                 + r.subresource.len()
                 + r.name.len()
+                + selectors
         }
         Request::NonResource(n) => n.verb.len() + n.path.len(),
     };
     size < MAX_CACHED_ATTRIBUTES_SIZE
+}
+
+/// The bytes a cached answer holds: its key and its strings.
+fn cached_size(key: &str, status: &ReviewStatus) -> usize {
+    key.len() + status.reason.len() + status.evaluation_error.len() + size_of::<ReviewStatus>()
 }
 
 #[async_trait::async_trait]
@@ -270,7 +291,8 @@ impl Authorizer for WebhookAuthorizer {
                     self.unauthorized_ttl
                 };
                 if should_cache(&attrs.request) && !ttl.is_zero() {
-                    self.cache.lock().insert(key, status.clone(), ttl);
+                    let size = cached_size(&key, &status);
+                    self.cache.lock().insert(key, status.clone(), ttl, size);
                 }
                 status
             }
@@ -514,6 +536,55 @@ mod tests {
         a.authorize(&long).await.unwrap();
         a.authorize(&long).await.unwrap();
         assert_eq!(reviewer.calls(), 2);
+    }
+
+    #[tokio::test]
+    async fn long_selectors_are_not_cached() {
+        let reviewer = CountingReviewer::new(by_user);
+        let (a, _) = authorizer(reviewer.clone(), 10, 10);
+        let list = |values: Vec<String>| {
+            let mut attrs = get("alice", "");
+            if let Request::Resource(r) = &mut attrs.request {
+                r.verb = "list".into();
+                r.label_selector = vec![crate::authz::SelectorRequirement {
+                    key: "app".into(),
+                    operator: "In".into(),
+                    values,
+                }];
+            }
+            attrs
+        };
+        let short = list(vec!["a".into()]);
+        a.authorize(&short).await.unwrap();
+        a.authorize(&short).await.unwrap();
+        assert_eq!(reviewer.calls(), 1);
+        let long = list((0..200).map(|i| format!("{i:063}")).collect());
+        a.authorize(&long).await.unwrap();
+        a.authorize(&long).await.unwrap();
+        assert_eq!(reviewer.calls(), 3);
+        assert_eq!(a.cache.lock().len(), 1);
+    }
+
+    /// An attack's worth of distinct answers, each as large as may be cached: the cache holds
+    /// at most its byte bound, and nothing once their time is up.
+    #[tokio::test]
+    async fn the_cache_is_bounded_in_bytes_and_empties_after_the_ttl() {
+        let reviewer = CountingReviewer::new(by_user);
+        let (a, clock) = authorizer(reviewer.clone(), 10, 10);
+        let mut largest = 0;
+        for i in 0..3000 {
+            // Just under the attribute limit, with the name making each unique.
+            let attrs = get("system:anonymous", &format!("{i:09}{}", "n".repeat(9_900)));
+            a.authorize(&attrs).await.unwrap();
+            largest = largest.max(a.cache.lock().bytes());
+        }
+        assert_eq!(reviewer.calls(), 3000);
+        assert!(largest <= CACHE_BYTES, "{largest} bytes cached");
+        assert!(largest > CACHE_BYTES / 2, "entries are counted: {largest}");
+        clock.advance(Duration::from_secs(10));
+        a.authorize(&get("alice", "x")).await.unwrap();
+        assert_eq!(a.cache.lock().len(), 1);
+        assert!(a.cache.lock().bytes() < 2048);
     }
 
     #[test]

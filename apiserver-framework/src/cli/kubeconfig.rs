@@ -21,20 +21,8 @@ pub fn render(name: &str, server_url: &str, ca_pem: &str, token: &str) -> String
     serde_yaml_ng::to_string(&doc).unwrap_or_default()
 }
 
-/// Writes the kubeconfig atomically (to a temporary file then renamed), readable only by the
-/// owner since it holds a credential.
+/// Writes the kubeconfig atomically (under a random temporary name, then renamed), created
+/// readable only by the owner since it holds a credential.
 pub fn write(path: &Path, contents: &str) -> std::io::Result<()> {
-    if let Some(dir) = path.parent()
-        && !dir.as_os_str().is_empty()
-    {
-        std::fs::create_dir_all(dir)?;
-    }
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, contents)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))?;
-    }
-    std::fs::rename(&tmp, path)
+    crate::fs::write_atomically(path, contents.as_bytes(), crate::fs::PRIVATE_FILE)
 }

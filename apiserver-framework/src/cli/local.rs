@@ -27,8 +27,9 @@ pub struct LocalOptions {
     /// The port to serve HTTPS on (0 picks a free port).
     #[arg(long, default_value_t = 8443)]
     pub secure_port: u16,
-    /// The loopback address to bind.
-    #[arg(long, default_value = "127.0.0.1")]
+    /// The loopback address to bind (local mode lets its token do anything, so it refuses
+    /// any other address).
+    #[arg(long, default_value = "127.0.0.1", value_parser = parse_loopback)]
     pub bind_address: IpAddr,
     /// Where the self-signed certificate is kept when no --tls-cert-file is given.
     #[arg(long, default_value = "apiserver.local.config/certificates")]
@@ -78,6 +79,26 @@ impl Default for LocalOptions {
     }
 }
 
+/// Why `address` may not be served on in local mode, if it may not.
+fn non_loopback(address: IpAddr) -> Option<String> {
+    (!address.to_canonical().is_loopback()).then(|| {
+        format!(
+            "{address} is not a loopback address: local mode grants every request with its \
+             token full access and serves only on loopback (127.0.0.1 or ::1); use `serve` \
+             to serve on other addresses"
+        )
+    })
+}
+
+/// Parses `--bind-address`, refusing anything but a loopback address.
+fn parse_loopback(text: &str) -> Result<IpAddr, String> {
+    let address: IpAddr = text.parse().map_err(|e| format!("{e}"))?;
+    match non_loopback(address) {
+        Some(why) => Err(why),
+        None => Ok(address),
+    }
+}
+
 /// Errors of starting a local server.
 #[derive(Debug, thiserror::Error)]
 pub enum LocalError {
@@ -93,6 +114,9 @@ pub enum LocalError {
     /// The local host's namespaces could not be created.
     #[error("creating the local host's namespaces: {0}")]
     LocalHost(String),
+    /// The address to bind is not a loopback address.
+    #[error("--bind-address {0}")]
+    NotLoopback(String),
     /// The address could not be bound, or the kubeconfig written.
     #[error("{0}")]
     Io(#[from] std::io::Error),
@@ -140,6 +164,9 @@ pub async fn start(
     server: Arc<GenericApiServer>,
     opts: &LocalOptions,
 ) -> Result<LocalServer, LocalError> {
+    if let Some(why) = non_loopback(opts.bind_address) {
+        return Err(LocalError::NotLoopback(why));
+    }
     install_crypto_provider();
     let cert = match (&opts.tls_cert_file, &opts.tls_private_key_file) {
         (Some(c), Some(k)) => ServingCert::from_files(c, k)?,
@@ -177,4 +204,55 @@ pub async fn start(
         kubeconfig_path: opts.write_kubeconfig.clone(),
         kubeconfig,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        local: LocalOptions,
+    }
+
+    #[test]
+    fn only_loopback_addresses_are_accepted() {
+        for ok in ["127.0.0.1", "127.0.0.2", "::1", "::ffff:127.0.0.1"] {
+            let cli = Cli::try_parse_from(["server", "--bind-address", ok]).unwrap();
+            assert_eq!(cli.local.bind_address, ok.parse::<IpAddr>().unwrap());
+        }
+        for bad in ["0.0.0.0", "::", "192.168.1.10", "10.0.0.1", "fd00::2"] {
+            let err = Cli::try_parse_from(["server", "--bind-address", bad])
+                .err()
+                .unwrap_or_else(|| panic!("{bad} accepted"))
+                .to_string();
+            assert!(
+                err.contains(bad) && err.contains("not a loopback address"),
+                "{bad}: {err}"
+            );
+        }
+        assert!(Cli::try_parse_from(["server", "--bind-address", "nope"]).is_err());
+        let defaults = Cli::try_parse_from(["server"]).unwrap();
+        assert_eq!(defaults.local.bind_address, IpAddr::V4(Ipv4Addr::LOCALHOST));
+    }
+
+    #[tokio::test]
+    async fn starting_on_another_address_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = LocalOptions {
+            bind_address: "0.0.0.0".parse().unwrap(),
+            secure_port: 0,
+            cert_dir: dir.path().join("certs"),
+            ..LocalOptions::default()
+        };
+        let server = Arc::new(GenericApiServer::builder("t").build());
+        match start("t", server, &opts).await {
+            Err(LocalError::NotLoopback(why)) => assert!(why.contains("0.0.0.0"), "{why}"),
+            Err(e) => panic!("unexpected error: {e}"),
+            Ok(_) => panic!("local mode served on 0.0.0.0"),
+        }
+        assert!(!dir.path().join("certs").exists());
+    }
 }

@@ -67,17 +67,12 @@ fn write_if_missing(path: &Path, contents: impl FnOnce() -> String) -> Result<()
     if path.exists() {
         return Ok(());
     }
-    let text = contents();
-    std::fs::write(path, text).map_err(|source| TlsError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
-    }
-    Ok(())
+    crate::fs::write_atomically(path, contents().as_bytes(), crate::fs::PRIVATE_FILE).map_err(
+        |source| TlsError::Io {
+            path: path.to_path_buf(),
+            source,
+        },
+    )
 }
 
 /// The default rules: discovery for everyone authenticated, editors and viewers of `groups`,
@@ -186,5 +181,42 @@ impl HostFiles {
     pub fn kubeconfig_path(&self, user: &str) -> PathBuf {
         let file = user.rsplit(':').next().unwrap_or(user);
         self.dir.join(format!("{file}.kubeconfig"))
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::symlink_metadata(path)
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o7777
+    }
+
+    #[test]
+    fn keys_and_tokens_are_created_private() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("dev-host");
+        let files = HostFiles::prepare(&dir, "wardle", &["wardle.example.com".into()]).unwrap();
+        assert_eq!(mode(&dir), crate::fs::PRIVATE_DIR);
+        let mut keys = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            assert!(!name.contains("tmp"), "left behind: {name}");
+            if name.ends_with(".crt") {
+                assert_eq!(mode(&path) & 0o022, 0, "{name}");
+            } else {
+                assert_eq!(mode(&path), crate::fs::PRIVATE_FILE, "{name}");
+                keys += name.ends_with(".key") as usize;
+            }
+        }
+        assert_eq!(keys, 5);
+        assert_eq!(mode(&files.tokens_path), crate::fs::PRIVATE_FILE);
+        assert_eq!(mode(&files.rules_path), crate::fs::PRIVATE_FILE);
     }
 }

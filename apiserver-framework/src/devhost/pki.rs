@@ -46,14 +46,8 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> TlsError + '_ {
     }
 }
 
-fn write_private(path: &Path, contents: &str) -> Result<(), TlsError> {
-    std::fs::write(path, contents).map_err(io(path))?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(io(path))?;
-    }
-    Ok(())
+fn write_file(path: &Path, contents: &str, mode: u32) -> Result<(), TlsError> {
+    crate::fs::write_atomically(path, contents.as_bytes(), mode).map_err(io(path))
 }
 
 fn read_pair(dir: &Path, name: &str) -> Option<(PathBuf, PathBuf, String, String)> {
@@ -67,7 +61,7 @@ fn read_pair(dir: &Path, name: &str) -> Option<(PathBuf, PathBuf, String, String
 impl Authority {
     /// Loads the CA `<dir>/<name>`, or creates it with common name `common_name`.
     pub fn load_or_create(dir: &Path, name: &str, common_name: &str) -> Result<Self, TlsError> {
-        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        crate::fs::create_private_dir_all(dir).map_err(io(dir))?;
         if let Some((_, _, cert_pem, key_pem)) = read_pair(dir, name) {
             let key = KeyPair::from_pem(&key_pem)?;
             let issuer = Issuer::from_ca_cert_pem(&cert_pem, key)?;
@@ -87,8 +81,12 @@ impl Authority {
         let cert = params.self_signed(&key)?;
         let cert_pem = cert.pem();
         let cert_path = dir.join(format!("{name}.crt"));
-        std::fs::write(&cert_path, &cert_pem).map_err(io(&cert_path))?;
-        write_private(&dir.join(format!("{name}.key")), &key.serialize_pem())?;
+        write_file(&cert_path, &cert_pem, crate::fs::PUBLIC_FILE)?;
+        write_file(
+            &dir.join(format!("{name}.key")),
+            &key.serialize_pem(),
+            crate::fs::PRIVATE_FILE,
+        )?;
         Ok(Authority {
             issuer: Issuer::new(params, key),
             cert_pem,
@@ -145,8 +143,8 @@ impl Authority {
         let key_path = dir.join(format!("{name}.key"));
         let cert_pem = cert.pem();
         let key_pem = key.serialize_pem();
-        std::fs::write(&cert_path, &cert_pem).map_err(io(&cert_path))?;
-        write_private(&key_path, &key_pem)?;
+        write_file(&cert_path, &cert_pem, crate::fs::PUBLIC_FILE)?;
+        write_file(&key_path, &key_pem, crate::fs::PRIVATE_FILE)?;
         Ok(IssuedCert {
             cert_path,
             key_path,

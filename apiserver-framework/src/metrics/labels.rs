@@ -5,7 +5,8 @@
 //! (`resource|namespace|cluster`, empty for non-resource requests) and `dry_run`.
 //!
 //! Non-resource requests have empty group, version and resource and their path as
-//! subresource (as upstream's health checks are recorded).
+//! subresource (as upstream's health checks are recorded). These are the labels as the
+//! request names them; the recorder keeps only those naming what the server serves.
 
 use http::request::Parts;
 use http::{HeaderMap, Method, header};
@@ -174,7 +175,7 @@ impl RequestLabels {
         ]
     }
 
-    /// These labels without the path parts (for requests no route of the server matched,
+    /// These labels without the path parts (for requests for no resource the server serves,
     /// so that arbitrary paths do not make new series).
     pub fn unrouted(mut self) -> Self {
         self.group.clear();

@@ -60,13 +60,7 @@ impl RequestRecorder {
     /// until it ends).
     pub fn finish(mut self, server: &Arc<GenericApiServer>, res: Response<Body>) -> Response<Body> {
         let status = res.status();
-        let routed = resolve(server, &self.labels);
-        let labels = std::mem::take(&mut self.labels);
-        let labels = if status == StatusCode::NOT_FOUND && routed.is_none() {
-            labels.unrouted()
-        } else {
-            labels
-        };
+        let (labels, routed) = served(server, std::mem::take(&mut self.labels), status);
         let elapsed = self.started.elapsed();
         let values = labels.duration_values();
         let mut with_code = [""; 9];
@@ -127,11 +121,25 @@ impl Drop for RequestRecorder {
     }
 }
 
-/// The kind of the resource the labels name, when some server of the chain serves it; for
-/// non-resource requests, `Some("")`.
-fn resolve(server: &Arc<GenericApiServer>, labels: &RequestLabels) -> Option<String> {
+/// The labels cut down to what the chain serves, and the kind of the resource they name
+/// (for non-resource requests, `Some("")`).
+///
+/// Label values must come from the server, never from the caller, or every new name a caller
+/// sends would add series to `/metrics` for good (upstream records the labels of the route a
+/// request reached, so only served resources appear). A resource request keeps its group,
+/// version and resource only when a server of the chain serves that resource, and its
+/// subresource only when the resource has it; a non-resource request keeps its path only when
+/// the path is one the server answers ([`served_path`]). Otherwise those labels are empty.
+fn served(
+    server: &Arc<GenericApiServer>,
+    mut labels: RequestLabels,
+    status: StatusCode,
+) -> (RequestLabels, Option<String>) {
     if !labels.is_resource {
-        return Some(String::new());
+        if !served_path(server, &labels.subresource, status) {
+            labels.subresource.clear();
+        }
+        return (labels, Some(String::new()));
     }
     let mut server = server;
     loop {
@@ -140,9 +148,72 @@ fn resolve(server: &Arc<GenericApiServer>, labels: &RequestLabels) -> Option<Str
                 .registry()
                 .find(&labels.group, &labels.version, &labels.resource)
         {
-            return Some(storage.info().kind.clone());
+            let info = storage.info();
+            if !labels.subresource.is_empty()
+                && !info.subresources().contains(&labels.subresource.as_str())
+            {
+                labels.subresource.clear();
+            }
+            return (labels, Some(info.kind.clone()));
         }
-        server = server.delegate()?;
+        match server.delegate() {
+            Some(next) => server = next,
+            None => return (labels.unrouted(), None),
+        }
+    }
+}
+
+/// Whether a server of the chain serves `group` (and `version`, if given).
+fn chain_serves(server: &Arc<GenericApiServer>, group: &str, version: Option<&str>) -> bool {
+    let mut server = server;
+    loop {
+        if server.registry().serves(group, version) {
+            return true;
+        }
+        match server.delegate() {
+            Some(next) => server = next,
+            None => return false,
+        }
+    }
+}
+
+/// Whether `path` is a non-resource path the server answers: the fixed ones (health,
+/// version, metrics, OpenAPI, the discovery roots), the discovery and OpenAPI v3 documents of
+/// served groups and versions, and a health check that answered as a check does (`200` or
+/// `500`; an unknown check is `404`).
+fn served_path(server: &Arc<GenericApiServer>, path: &str, status: StatusCode) -> bool {
+    const FIXED: &[&str] = &[
+        "/",
+        "/api",
+        "/apis",
+        "/healthz",
+        "/livez",
+        "/readyz",
+        "/version",
+        "/metrics",
+        "/openapi/v2",
+        "/openapi/v3",
+    ];
+    let trimmed = match path.strip_suffix('/') {
+        Some(p) if !p.is_empty() => p,
+        _ => path,
+    };
+    if FIXED.contains(&trimmed) {
+        return true;
+    }
+    let segments: Vec<&str> = trimmed.split('/').skip(1).collect();
+    match segments.as_slice() {
+        ["healthz" | "livez" | "readyz", _check] => {
+            status == StatusCode::OK || status == StatusCode::INTERNAL_SERVER_ERROR
+        }
+        ["api", version] | ["openapi", "v3", "api", version] => {
+            chain_serves(server, "", Some(version))
+        }
+        ["apis", group] => !group.is_empty() && chain_serves(server, group, None),
+        ["apis", group, version] | ["openapi", "v3", "apis", group, version] => {
+            !group.is_empty() && chain_serves(server, group, Some(version))
+        }
+        _ => false,
     }
 }
 
@@ -180,5 +251,151 @@ impl http_body::Body for TrackedBody {
 
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Group;
+    use crate::registry::rest::RestStorage;
+    use crate::resource::{ResourceInfo, Scope};
+
+    /// A storage that only describes itself: `widgets.example.com/v1`, with a status.
+    struct Widgets(ResourceInfo);
+
+    impl RestStorage for Widgets {
+        fn info(&self) -> &ResourceInfo {
+            &self.0
+        }
+        fn verbs(&self) -> Vec<&'static str> {
+            vec!["get"]
+        }
+        fn as_any(&self) -> &dyn std::any::Any {
+            self
+        }
+    }
+
+    fn server() -> Arc<GenericApiServer> {
+        let info = ResourceInfo {
+            group: "example.com".into(),
+            version: "v1".into(),
+            kind: "Widget".into(),
+            plural: "widgets".into(),
+            singular: "widget".into(),
+            scope: Scope::Namespaced,
+            short_names: Vec::new(),
+            categories: Vec::new(),
+            status_subresource: true,
+            printer_columns: Vec::new(),
+            selectable_fields: Vec::new(),
+            scale: None,
+            schema: Arc::new(serde_json::json!({"type": "object"})),
+        };
+        let backend = GenericApiServer::builder("backend")
+            .group(Group::new("example.com").storage(Arc::new(Widgets(info))))
+            .build();
+        Arc::new(
+            GenericApiServer::builder("front")
+                .build()
+                .delegate_to(backend),
+        )
+    }
+
+    fn labels(method: http::Method, uri: &str) -> RequestLabels {
+        let req = http::Request::builder()
+            .method(method)
+            .uri(uri)
+            .body(())
+            .unwrap();
+        RequestLabels::of(&req.into_parts().0)
+    }
+
+    fn served_labels(uri: &str, status: StatusCode) -> (RequestLabels, Option<String>) {
+        served(&server(), labels(http::Method::GET, uri), status)
+    }
+
+    #[test]
+    fn served_resources_keep_their_labels_through_the_chain() {
+        let (l, kind) = served_labels(
+            "/apis/example.com/v1/namespaces/ns/widgets/w/status",
+            StatusCode::FORBIDDEN,
+        );
+        assert_eq!(kind.as_deref(), Some("Widget"));
+        assert_eq!(
+            (l.group.as_str(), l.version.as_str(), l.resource.as_str()),
+            ("example.com", "v1", "widgets")
+        );
+        assert_eq!(l.subresource, "status");
+    }
+
+    #[test]
+    fn caller_chosen_names_are_dropped() {
+        for uri in [
+            "/apis/example.com/v1/namespaces/ns/gadgets",
+            "/apis/example.com/v2/widgets",
+            "/apis/other.example.com/v1/widgets",
+            "/api/v1/namespaces/ns/pods/p",
+        ] {
+            for status in [
+                StatusCode::OK,
+                StatusCode::UNAUTHORIZED,
+                StatusCode::NOT_FOUND,
+            ] {
+                let (l, kind) = served_labels(uri, status);
+                assert_eq!(kind, None, "{uri}");
+                assert_eq!(
+                    [l.group, l.version, l.resource, l.subresource],
+                    ["", "", "", ""].map(String::from),
+                    "{uri} {status}"
+                );
+            }
+        }
+        let (l, _) = served_labels(
+            "/apis/example.com/v1/namespaces/ns/widgets/w/anything",
+            StatusCode::NOT_FOUND,
+        );
+        assert_eq!(
+            (l.resource.as_str(), l.subresource.as_str()),
+            ("widgets", "")
+        );
+    }
+
+    #[test]
+    fn only_served_paths_are_labels() {
+        let kept = [
+            ("/healthz", StatusCode::OK),
+            ("/readyz", StatusCode::INTERNAL_SERVER_ERROR),
+            ("/healthz/ping", StatusCode::OK),
+            ("/livez/etcd", StatusCode::INTERNAL_SERVER_ERROR),
+            ("/metrics", StatusCode::FORBIDDEN),
+            ("/version/", StatusCode::OK),
+            ("/apis", StatusCode::OK),
+            ("/apis/example.com", StatusCode::OK),
+            ("/apis/example.com/v1", StatusCode::UNAUTHORIZED),
+            ("/openapi/v3/apis/example.com/v1", StatusCode::OK),
+            ("/openapi/v2", StatusCode::OK),
+        ];
+        for (path, status) in kept {
+            let (l, _) = served_labels(path, status);
+            assert_eq!(l.subresource, path, "{path} {status}");
+        }
+        let dropped = [
+            ("/healthz/nothing", StatusCode::NOT_FOUND),
+            ("/healthz/nothing", StatusCode::UNAUTHORIZED),
+            ("/apis/other.example.com", StatusCode::NOT_FOUND),
+            ("/apis/example.com/v9", StatusCode::FORBIDDEN),
+            (
+                "/openapi/v3/apis/other.example.com/v1",
+                StatusCode::NOT_FOUND,
+            ),
+            ("/api/v1", StatusCode::NOT_FOUND),
+            ("/random", StatusCode::FORBIDDEN),
+            ("/metrics/x", StatusCode::NOT_FOUND),
+        ];
+        for (path, status) in dropped {
+            let (l, _) = served_labels(path, status);
+            assert_eq!(l.subresource, "", "{path} {status}");
+        }
     }
 }

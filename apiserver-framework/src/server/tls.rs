@@ -49,22 +49,18 @@ fn read(path: &Path) -> Result<String, TlsError> {
     })
 }
 
+/// Writes a certificate (`private` false: mode 0644) or a key (mode 0600) with its final mode,
+/// its directory created private when missing (it holds the key).
 fn write(path: &Path, contents: &str, private: bool) -> Result<(), TlsError> {
-    let io = |source| TlsError::Io {
+    let mode = if private {
+        crate::fs::PRIVATE_FILE
+    } else {
+        crate::fs::PUBLIC_FILE
+    };
+    crate::fs::write_atomically(path, contents.as_bytes(), mode).map_err(|source| TlsError::Io {
         path: path.to_path_buf(),
         source,
-    };
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(io)?;
-    }
-    std::fs::write(path, contents).map_err(io)?;
-    #[cfg(unix)]
-    if private {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(io)?;
-    }
-    let _ = private;
-    Ok(())
+    })
 }
 
 impl ServingCert {

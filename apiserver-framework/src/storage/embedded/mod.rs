@@ -100,17 +100,26 @@ impl EmbeddedStorage {
     /// cannot be created, the file is damaged or not a store, or another store has it open.
     /// Opening blocks while redb checks the file.
     pub fn open_with(dir: &Path, options: EmbeddedOptions) -> Result<Self, StorageError> {
-        std::fs::create_dir_all(dir).map_err(|e| {
+        // The directory and the file hold every object: private to the server's user,
+        // created so rather than restricted afterwards.
+        crate::fs::create_private_dir_all(dir).map_err(|e| {
             StorageError::Unavailable(format!("embedded storage: creating {}: {e}", dir.display()))
         })?;
         let path = dir.join(FILE_NAME);
+        let opening = |e: &dyn std::fmt::Display| {
+            format!("embedded storage: opening {}: {e}", path.display())
+        };
+        let file = crate::fs::open_read_write(&path, crate::fs::PRIVATE_FILE)
+            .map_err(|e| StorageError::Unavailable(opening(&e)))?;
+        let backend = redb::backends::FileBackend::new(file)
+            .map_err(|e| StorageError::Unavailable(opening(&e)))?;
         let mut builder = Database::builder();
         if let Some(bytes) = options.cache_size {
             builder.set_cache_size(bytes);
         }
-        let db = builder.create(&path).map_err(|e| {
-            StorageError::Unavailable(format!("embedded storage: opening {}: {e}", path.display()))
-        })?;
+        let db = builder
+            .create_with_backend(backend)
+            .map_err(|e| StorageError::Unavailable(opening(&e)))?;
         let (revision, compacted) = initialize(&db)?;
         let (events, _) = broadcast::channel(options.watch_buffer.max(1));
         let shared = Arc::new(Shared {
@@ -293,5 +302,29 @@ impl Storage for EmbeddedStorage {
 
     async fn compact(&self, revision: u64) -> Result<(), StorageError> {
         self.write(Op::Compact { revision }).await.map(|_| ())
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+    }
+
+    #[test]
+    fn the_store_is_created_private() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("config/data");
+        let store = EmbeddedStorage::open(&dir).unwrap();
+        assert_eq!(mode(&root.path().join("config")), crate::fs::PRIVATE_DIR);
+        assert_eq!(mode(&dir), crate::fs::PRIVATE_DIR);
+        assert_eq!(mode(store.path()), crate::fs::PRIVATE_FILE);
+        drop(store);
+        // Reopened, the store still works and keeps its mode.
+        let store = EmbeddedStorage::open(&dir).unwrap();
+        assert_eq!(mode(store.path()), crate::fs::PRIVATE_FILE);
     }
 }

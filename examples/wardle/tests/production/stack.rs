@@ -183,6 +183,12 @@ impl Stack {
         }
     }
 
+    /// The process id of the running wardle (for `tests/attack_bounds.rs`).
+    #[allow(dead_code)]
+    pub fn wardle_pid(&self) -> u32 {
+        self.wardle.as_ref().expect("wardle is running").id()
+    }
+
     /// Kills wardle.
     pub fn stop_wardle(&mut self) {
         if let Some(mut child) = self.wardle.take() {
