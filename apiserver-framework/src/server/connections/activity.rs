@@ -17,6 +17,8 @@ pub struct Activity {
     /// Set by the first read after the connection became idle (a fast path for
     /// [`Activity::note_read`], which runs on every read).
     read_since_idle: AtomicBool,
+    /// Chosen to be closed (set under the [`OpenConnections`] lock); not chosen again.
+    evicting: AtomicBool,
     /// The listener wants this connection closed (to make room for a new one).
     evict: Notify,
     /// The connection became idle.
@@ -33,8 +35,6 @@ struct State {
     served: bool,
     /// When the first byte after `idle_since` was read, if one was.
     first_read: Option<Instant>,
-    /// Chosen to be closed; not chosen again.
-    evicting: bool,
 }
 
 impl Default for Activity {
@@ -45,9 +45,9 @@ impl Default for Activity {
                 idle_since: Instant::now(),
                 served: false,
                 first_read: None,
-                evicting: false,
             }),
             read_since_idle: AtomicBool::new(false),
+            evicting: AtomicBool::new(false),
             evict: Notify::new(),
             became_idle: Notify::new(),
         }
@@ -129,14 +129,11 @@ impl Activity {
     /// When the connection became idle, if it is idle (no request in flight) and not
     /// already chosen to be closed.
     fn idle_since(&self) -> Option<Instant> {
+        if self.evicting.load(Ordering::Relaxed) {
+            return None;
+        }
         let s = self.state.lock();
-        (s.in_flight == 0 && !s.evicting).then_some(s.idle_since)
-    }
-
-    /// Chooses this connection to be closed and tells its task.
-    fn evict(&self) {
-        self.state.lock().evicting = true;
-        self.evict.notify_one();
+        (s.in_flight == 0).then_some(s.idle_since)
     }
 
     /// Resolves once the listener wants this connection closed.
@@ -161,6 +158,17 @@ pub struct OpenConnections {
 struct Open {
     next_id: u64,
     connections: std::collections::HashMap<u64, Arc<Activity>>,
+    /// How many of them were chosen to be closed.
+    evicting: usize,
+}
+
+impl Open {
+    /// Chooses `activity` to be closed and tells its task.
+    fn evict(&mut self, activity: &Activity) {
+        activity.evicting.store(true, Ordering::Relaxed);
+        self.evicting += 1;
+        activity.evict.notify_one();
+    }
 }
 
 /// An open connection's place among the [`OpenConnections`]; dropping it frees the place.
@@ -174,7 +182,11 @@ pub struct Registered {
 
 impl Drop for Registered {
     fn drop(&mut self) {
-        self.set.open.lock().connections.remove(&self.id);
+        let mut open = self.set.open.lock();
+        open.connections.remove(&self.id);
+        if self.activity.evicting.load(Ordering::Relaxed) {
+            open.evicting -= 1;
+        }
     }
 }
 
@@ -201,14 +213,9 @@ impl OpenConnections {
     /// close first; when none is idle, there is no place (`None`).
     pub fn admit(self: &Arc<Self>) -> Option<Registered> {
         let mut open = self.open.lock();
-        let live = open
-            .connections
-            .values()
-            .filter(|a| !a.state.lock().evicting)
-            .count();
-        if live >= self.bound {
+        if open.connections.len() - open.evicting >= self.bound {
             let idlest = Self::idlest(&open)?;
-            idlest.evict();
+            open.evict(&idlest);
         }
         let id = open.next_id;
         open.next_id += 1;
@@ -224,10 +231,10 @@ impl OpenConnections {
     /// Tells the connection idle longest to close (when descriptors ran out); `false` when
     /// no connection is idle.
     pub fn evict_idlest(&self) -> bool {
-        let open = self.open.lock();
+        let mut open = self.open.lock();
         match Self::idlest(&open) {
             Some(a) => {
-                a.evict();
+                open.evict(&a);
                 true
             }
             None => false,
@@ -296,7 +303,7 @@ mod tests {
         let _busy = second.activity.request_started();
         // The first is idle and is chosen; the new one gets its place.
         let third = set.admit().unwrap();
-        assert!(first.activity.state.lock().evicting);
+        assert!(first.activity.evicting.load(Ordering::Relaxed));
         assert_eq!(set.len(), 3);
         drop(first);
         // Now every other connection is busy or new; the newest idle one goes next.

@@ -4,7 +4,7 @@
 //! Many answers come before the body is read: 401, 403, 404, 405, 415, 429, 504, and 413
 //! after the first 3 MiB. Were the rest of the body simply dropped:
 //! - HTTP/2 resets the stream as soon as the response is complete (`RST_STREAM`, `NO_ERROR`
-//!   as RFC 9113 §8.1 allows). A client still sending — curl up to 8.0 among them — reports a
+//!   as RFC 9113 §8.1 allows). A client still sending — curl 7.88 among them — reports a
 //!   stream error and never shows the answer.
 //! - HTTP/1.1 cannot reuse the connection and closes it with the body unread, which can
 //!   reset the TCP connection before the client has read the answer.
