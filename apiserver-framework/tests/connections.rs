@@ -2,7 +2,8 @@
 //! with short limits: a TCP connection without a TLS handshake, a TLS connection without a
 //! request and a request whose headers drip in are closed after their timeouts; a keep-alive
 //! connection is closed once idle too long (HTTP/1.1 and HTTP/2), but never while a request
-//! (a watch) is in flight; at the bound, the longest-idle connection makes room for a new one.
+//! (a watch) is in flight; at the bound, the longest-idle connection makes room for a new one;
+//! `--disable-http2-serving` leaves HTTP/1.1 alone in ALPN.
 
 mod support_serving;
 
@@ -248,5 +249,25 @@ async fn at_the_bound_the_longest_idle_connection_makes_room() {
         .unwrap();
     assert_eq!(res.status(), 200);
     drop(watches);
+    s.running.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http2_can_be_turned_off() {
+    let limits = RequestLimits {
+        connections: ConnectionLimits {
+            disable_http2: true,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let s = serve(limits, Duration::ZERO).await;
+    let tls = s.tls(&[b"h2", b"http/1.1"]).await;
+    assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"http/1.1"[..]));
+    s.running.shutdown().await;
+
+    let s = serve(RequestLimits::default(), Duration::ZERO).await;
+    let tls = s.tls(&[b"h2", b"http/1.1"]).await;
+    assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
     s.running.shutdown().await;
 }
