@@ -2,6 +2,7 @@
 //! HTTPS listener.
 
 pub mod cert_reload;
+pub mod connections;
 pub mod filters;
 pub mod generic;
 pub mod health;

@@ -1,5 +1,6 @@
-//! Serving a chain over HTTPS: the TLS listener, the handler chain in front of the first
-//! server (panic recovery, authentication, authorization) and graceful stop.
+//! Serving a chain over HTTPS: the handler chain in front of the first server (panic
+//! recovery, authentication, authorization), the listener (see [`crate::server::connections`])
+//! and graceful stop.
 
 use std::net::SocketAddr;
 use std::panic::AssertUnwindSafe;
@@ -8,20 +9,19 @@ use std::sync::Arc;
 use axum::body::Body;
 use futures::FutureExt;
 use http::{Request, Response};
-use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 
 use crate::audit::{self, AuditId, Auditor};
-use crate::auth::{
-    self, Authenticated, Authenticator, DelegatedAuthConfig, PeerAddr, PeerCertificates, UserInfo,
-};
+use crate::auth::{self, Authenticated, Authenticator, DelegatedAuthConfig, UserInfo};
 use crate::authz::{self, Attributes, Authorizer, Decision, ParsedRequest, PathAuthorizer};
 use crate::error::ApiError;
+use crate::server::connections::activity::OpenConnections;
+use crate::server::connections::{ConnectionServer, ServeRequest, listener};
 use crate::server::filters::{self, MaxInFlight, MinRequestTimeout, RequestLimits};
 use crate::server::generic::GenericApiServer;
-use crate::server::lifecycle::{self, ShutdownOptions};
+use crate::server::lifecycle::ShutdownOptions;
 
 /// The filters in front of the first server of a chain.
 pub struct HandlerChain {
@@ -279,99 +279,40 @@ impl RunningServer {
     }
 }
 
-/// How long a connection accepted just before the server stops may take to send its first
-/// request.
-const FIRST_REQUEST_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// Serves `chain` on `listener` with TLS `tls` in a background task.
+/// Serves `chain` on `listener` with TLS `tls` in a background task, within the connection
+/// limits of the chain's [`RequestLimits`](crate::server::filters::RequestLimits) (HTTP/2 is
+/// not offered when they disable it).
 pub fn start(
     listener: TcpListener,
     tls: Arc<rustls::ServerConfig>,
     chain: Arc<HandlerChain>,
 ) -> std::io::Result<RunningServer> {
     let addr = listener.local_addr()?;
-    let drain = chain.shutdown.drain_timeout;
-    let running_chain = chain.clone();
-    let (stop, mut stopped) = watch::channel(false);
-    let acceptor = TlsAcceptor::from(tls);
-    let task = tokio::spawn(async move {
-        let mut connections = tokio::task::JoinSet::new();
-        loop {
-            tokio::select! {
-                _ = stopped.changed() => break,
-                accepted = listener.accept() => {
-                    let Ok((tcp, peer)) = accepted else { continue };
-                    let _ = tcp.set_nodelay(true);
-                    let acceptor = acceptor.clone();
-                    let chain = chain.clone();
-                    let mut stop_conn = stopped.clone();
-                    let stopped_body = stopped.clone();
-                    let first_request = Arc::new(tokio::sync::Notify::new());
-                    let request_seen = first_request.clone();
-                    connections.spawn(async move {
-                        let Ok(tls) = acceptor.accept(tcp).await else { return };
-                        let certs = tls
-                            .get_ref()
-                            .1
-                            .peer_certificates()
-                            .filter(|c| !c.is_empty())
-                            .map(|c| PeerCertificates(Arc::new(c.iter().map(|c| c.clone().into_owned()).collect())));
-                        let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
-                            let chain = chain.clone();
-                            let stopped_body = stopped_body.clone();
-                            request_seen.notify_one();
-                            let mut req = req.map(Body::new);
-                            req.extensions_mut().insert(PeerAddr(peer));
-                            if let Some(certs) = &certs {
-                                req.extensions_mut().insert(certs.clone());
-                            }
-                            let parsed = ParsedRequest::of(req.method(), req.uri().path(), req.uri().query());
-                            let long_running = filters::long_running::is_long_running(&parsed);
-                            req.extensions_mut().insert(parsed);
-                            async move {
-                                let res = chain.call(req).await;
-                                // Watches end cleanly when the server stops.
-                                let res = match long_running {
-                                    true => res.map(|b| lifecycle::until_stopped(b, stopped_body)),
-                                    false => res,
-                                };
-                                Ok::<_, std::convert::Infallible>(res)
-                            }
-                        });
-                        let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-                        let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
-                        tokio::pin!(conn);
-                        tokio::select! {
-                            _ = conn.as_mut() => {}
-                            _ = stop_conn.changed() => {
-                                // A connection accepted just before the stop may not have sent
-                                // its first request yet: give it a moment to, so that it is
-                                // served rather than dropped.
-                                tokio::select! {
-                                    _ = conn.as_mut() => return,
-                                    _ = first_request.notified() => {}
-                                    _ = tokio::time::sleep(FIRST_REQUEST_GRACE) => {}
-                                }
-                                conn.as_mut().graceful_shutdown();
-                                let _ = tokio::time::timeout(drain, conn).await;
-                            }
-                        }
-                    });
-                }
-                Some(_) = connections.join_next(), if !connections.is_empty() => {}
-            }
-        }
-        drop(listener);
-        let _ = tokio::time::timeout(drain + FIRST_REQUEST_GRACE, async {
-            while connections.join_next().await.is_some() {}
-        })
-        .await;
-    });
-    running_chain.server.start_post_start_hooks();
+    let limits = chain.limits.connections;
+    let tls = match limits.disable_http2 {
+        true => crate::server::tls::without_http2(tls),
+        false => tls,
+    };
+    let (stop, stopped) = watch::channel(false);
+    let server = Arc::new(ConnectionServer::new(
+        TlsAcceptor::from(tls),
+        chain.clone(),
+        limits,
+        chain.shutdown.drain_timeout,
+    ));
+    let open = OpenConnections::new(limits.open_connections_bound());
+    let task = tokio::spawn(listener::run(listener, server, open, stopped));
+    chain.server.start_post_start_hooks();
     Ok(RunningServer {
         addr,
         stop,
         task,
-        chain: running_chain,
+        chain,
     })
+}
+
+impl ServeRequest for HandlerChain {
+    async fn serve(self: Arc<Self>, req: Request<Body>) -> Response<Body> {
+        self.call(req).await
+    }
 }

@@ -140,7 +140,7 @@ impl ServingCert {
             .with_safe_default_protocol_versions()?
             .with_no_client_auth()
             .with_single_cert(certs, key)?;
-        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        config.alpn_protocols = alpn_protocols(true);
         Ok(Arc::new(config))
     }
 
@@ -174,8 +174,23 @@ pub fn server_config_with(
     let mut config = builder
         .with_client_cert_verifier(client_auth)
         .with_cert_resolver(certs);
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    config.alpn_protocols = alpn_protocols(true);
     Ok(Arc::new(config))
+}
+
+/// The protocols offered through ALPN: HTTP/2 (unless `http2` is false) and HTTP/1.1.
+pub fn alpn_protocols(http2: bool) -> Vec<Vec<u8>> {
+    match http2 {
+        true => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+        false => vec![b"http/1.1".to_vec()],
+    }
+}
+
+/// `config`, offering HTTP/1.1 only (upstream's `--disable-http2-serving`).
+pub fn without_http2(config: Arc<rustls::ServerConfig>) -> Arc<rustls::ServerConfig> {
+    let mut config = Arc::unwrap_or_clone(config);
+    config.alpn_protocols = alpn_protocols(false);
+    Arc::new(config)
 }
 
 /// Parses every certificate of a PEM bundle (an error when there is none).

@@ -1,0 +1,291 @@
+//! Serving one accepted connection: the TLS handshake within its timeout, HTTP/1.1 or HTTP/2
+//! (by ALPN) with the connection's deadlines, and each request through the handler.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body::{Frame, SizeHint};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use tokio::net::TcpStream;
+use tokio::sync::{Notify, watch};
+use tokio_rustls::TlsAcceptor;
+
+use super::activity::{Activity, InFlight, Registered};
+use super::compression;
+use super::limits::ConnectionLimits;
+use super::tracked_io::TrackedIo;
+use super::unread_body::UnreadBody;
+use crate::auth::{PeerAddr, PeerCertificates};
+use crate::authz::ParsedRequest;
+use crate::server::filters;
+use crate::server::lifecycle;
+
+/// What answers the requests of a connection (the handler chain).
+pub trait ServeRequest: Send + Sync + 'static {
+    /// Answers `req`.
+    fn serve(
+        self: Arc<Self>,
+        req: Request<Body>,
+    ) -> impl Future<Output = Response<Body>> + Send + 'static;
+}
+
+/// How long a connection accepted just before the server stops may take to send its first
+/// request.
+pub const FIRST_REQUEST_GRACE: Duration = Duration::from_secs(1);
+
+/// How long an idle HTTP/2 connection being closed may take to send its `GOAWAY`.
+const GOAWAY_GRACE: Duration = Duration::from_secs(1);
+
+/// Serves connections with one handler, TLS configuration and set of limits.
+pub struct ConnectionServer<H> {
+    acceptor: TlsAcceptor,
+    handler: Arc<H>,
+    limits: ConnectionLimits,
+    /// How long requests in flight may take to finish once the server stops.
+    drain: Duration,
+    http: auto::Builder<TokioExecutor>,
+}
+
+impl<H: ServeRequest> ConnectionServer<H> {
+    /// Serves `handler` over TLS `acceptor` within `limits`; when the server stops, requests
+    /// in flight get `drain` to finish.
+    pub fn new(
+        acceptor: TlsAcceptor,
+        handler: Arc<H>,
+        limits: ConnectionLimits,
+        drain: Duration,
+    ) -> Self {
+        let mut http = auto::Builder::new(TokioExecutor::new());
+        http.http2()
+            .max_concurrent_streams(limits.http2_streams())
+            .timer(TokioTimer::new());
+        if !limits.http2_read_idle_timeout.is_zero() && !limits.http2_ping_timeout.is_zero() {
+            http.http2()
+                .keep_alive_interval(limits.http2_read_idle_timeout)
+                .keep_alive_timeout(limits.http2_ping_timeout);
+        }
+        if limits.disable_http2 {
+            http = http.http1_only();
+        }
+        ConnectionServer {
+            acceptor,
+            handler,
+            limits,
+            drain,
+            http,
+        }
+    }
+
+    /// How long requests in flight may take to finish once the server stops.
+    pub fn drain_timeout(&self) -> Duration {
+        self.drain
+    }
+
+    /// Serves one accepted connection until it ends, is closed for its deadlines, is evicted
+    /// to make room, or the server stops (`stop` turns true).
+    pub async fn serve(
+        self: Arc<Self>,
+        tcp: TcpStream,
+        peer: SocketAddr,
+        place: Registered,
+        mut stop: watch::Receiver<bool>,
+    ) {
+        let activity = place.activity.clone();
+        let handshake = async {
+            match self.limits.tls_handshake_timeout {
+                t if t.is_zero() => self.acceptor.accept(tcp).await.ok(),
+                t => tokio::time::timeout(t, self.acceptor.accept(tcp))
+                    .await
+                    .ok()
+                    .and_then(Result::ok),
+            }
+        };
+        tokio::pin!(handshake);
+        let tls = tokio::select! {
+            tls = &mut handshake => tls,
+            _ = activity.evicted() => return,
+            // Stopping: a handshake begun just before gets a moment to finish, so that its
+            // first request can still be served.
+            _ = stopped(&mut stop) => {
+                tokio::time::timeout(FIRST_REQUEST_GRACE, &mut handshake).await.ok().flatten()
+            }
+        };
+        let Some(tls) = tls else { return };
+        activity.handshake_done();
+        let tls_conn = tls.get_ref().1;
+        let http2 = tls_conn.alpn_protocol() == Some(b"h2".as_slice());
+        let certs = tls_conn
+            .peer_certificates()
+            .filter(|c| !c.is_empty())
+            .map(|c| {
+                PeerCertificates(Arc::new(c.iter().map(|c| c.clone().into_owned()).collect()))
+            });
+        let first_request = Arc::new(Notify::new());
+        let service = self.service(peer, certs, &activity, &first_request, &stop);
+        let io = TokioIo::new(TrackedIo::new(tls, activity.clone()));
+        let conn = self.http.serve_connection_with_upgrades(io, service);
+        tokio::pin!(conn);
+
+        let mut closing = false;
+        let mut goaway_deadline = None;
+        loop {
+            let deadline = match closing {
+                false => activity.deadline(&self.limits, http2),
+                true if activity.in_flight() == 0 => {
+                    Some(*goaway_deadline.get_or_insert_with(|| Instant::now() + GOAWAY_GRACE))
+                }
+                true => None,
+            };
+            let expired = async {
+                match deadline {
+                    Some(d) => tokio::time::sleep_until(d.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = conn.as_mut() => break,
+                _ = stopped(&mut stop) => {
+                    // A connection accepted just before the stop may not have sent its
+                    // first request yet: give it a moment to, so that it is served rather
+                    // than dropped.
+                    tokio::select! {
+                        _ = conn.as_mut() => break,
+                        _ = first_request.notified() => {}
+                        _ = tokio::time::sleep(FIRST_REQUEST_GRACE) => {}
+                    }
+                    conn.as_mut().graceful_shutdown();
+                    let _ = tokio::time::timeout(self.drain, conn.as_mut()).await;
+                    break;
+                }
+                _ = activity.evicted(), if !closing => {
+                    tracing::debug!(%peer, "closing an idle connection to make room for a new one");
+                    // HTTP/1.1 without a request in flight is simply dropped; HTTP/2 gets a
+                    // GOAWAY first, and a request that arrived meanwhile is answered.
+                    if !http2 && activity.in_flight() == 0 {
+                        break;
+                    }
+                    conn.as_mut().graceful_shutdown();
+                    closing = true;
+                }
+                _ = expired => {
+                    if closing {
+                        break;
+                    }
+                    let due = activity.deadline(&self.limits, http2);
+                    if due.is_some_and(|d| d <= Instant::now()) {
+                        tracing::debug!(%peer, "closing a connection past its header-read or idle timeout");
+                        if !http2 && activity.in_flight() == 0 {
+                            break;
+                        }
+                        conn.as_mut().graceful_shutdown();
+                        closing = true;
+                    }
+                }
+                _ = activity.idle() => {}
+            }
+        }
+        drop(place);
+    }
+
+    /// The hyper service of one connection.
+    fn service(
+        &self,
+        peer: SocketAddr,
+        certs: Option<PeerCertificates>,
+        activity: &Arc<Activity>,
+        first_request: &Arc<Notify>,
+        stop: &watch::Receiver<bool>,
+    ) -> impl hyper::service::Service<
+        Request<Incoming>,
+        Response = Response<Body>,
+        Error = Infallible,
+        Future = impl Future<Output = Result<Response<Body>, Infallible>> + Send + 'static,
+    > + Send
+    + 'static {
+        let handler = self.handler.clone();
+        let limits = self.limits;
+        let activity = activity.clone();
+        let first_request = first_request.clone();
+        let stopped = stop.clone();
+        let service = move |req: Request<Incoming>| {
+            first_request.notify_one();
+            let in_flight = activity.request_started();
+            let mut req = req.map(|incoming| {
+                Body::new(UnreadBody::new(
+                    incoming,
+                    limits.unread_body_drain_bytes,
+                    limits.unread_body_drain_timeout,
+                ))
+            });
+            req.extensions_mut().insert(PeerAddr(peer));
+            if let Some(certs) = &certs {
+                req.extensions_mut().insert(certs.clone());
+            }
+            let parsed = ParsedRequest::of(req.method(), req.uri().path(), req.uri().query());
+            let long_running = filters::long_running::is_long_running(&parsed);
+            req.extensions_mut().insert(parsed);
+            // Watches are never compressed.
+            let gzip = !long_running && compression::accepts_gzip(req.headers());
+            let handler = handler.clone();
+            let stopped = stopped.clone();
+            async move {
+                let res = match gzip {
+                    true => compression::compressed(req, move |req| handler.serve(req)).await,
+                    false => handler.serve(req).await,
+                };
+                // Watches end cleanly when the server stops.
+                let res = match long_running {
+                    true => res.map(|b| lifecycle::until_stopped(b, stopped)),
+                    false => res,
+                };
+                Ok::<_, Infallible>(res.map(|body| {
+                    Body::new(InFlightBody {
+                        body,
+                        _in_flight: in_flight,
+                    })
+                }))
+            }
+        };
+        hyper::service::service_fn(service)
+    }
+}
+
+/// Resolves once `stop` is (or already was) true, or its sender is gone.
+pub async fn stopped(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|stopped| *stopped).await;
+}
+
+/// A response body holding its request in flight until it is sent (or dropped).
+struct InFlightBody {
+    body: Body,
+    _in_flight: InFlight,
+}
+
+impl http_body::Body for InFlightBody {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}

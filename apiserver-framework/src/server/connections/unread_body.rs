@@ -1,0 +1,148 @@
+//! [`UnreadBody`]: a request body that, when the handler lets go of it unread, is read to its
+//! end (within bounds) and discarded, so that an answer given early reaches the client.
+//!
+//! Many answers come before the body is read: 401, 403, 404, 405, 415, 429, 504, and 413
+//! after the first 3 MiB. Were the rest of the body simply dropped:
+//! - HTTP/2 resets the stream as soon as the response is complete (`RST_STREAM`, `NO_ERROR`
+//!   as RFC 9113 §8.1 allows). A client still sending — curl 7.88 among them — reports a
+//!   stream error and never shows the answer.
+//! - HTTP/1.1 cannot reuse the connection and closes it with the body unread, which can
+//!   reset the TCP connection before the client has read the answer.
+//!
+//! Reading the rest instead lets the client finish sending and then read the answer, as
+//! Go's server does for HTTP/1.1 (it reads up to 256 KiB). The reading is bounded in bytes
+//! and time ([`ConnectionLimits`](super::ConnectionLimits)); past either, the body is dropped
+//! and the stream reset (`NO_ERROR` once the response is complete).
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use http_body_util::BodyExt;
+
+/// A request body read to its end in the background if dropped before that.
+#[derive(Debug)]
+pub struct UnreadBody<B: Body + Unpin + Send + 'static> {
+    inner: Option<B>,
+    max_bytes: u64,
+    timeout: Duration,
+}
+
+impl<B: Body + Unpin + Send + 'static> UnreadBody<B> {
+    /// `inner`, whose unread rest is read (at most `max_bytes`, for at most `timeout`) once
+    /// dropped.
+    pub fn new(inner: B, max_bytes: u64, timeout: Duration) -> Self {
+        UnreadBody {
+            inner: Some(inner),
+            max_bytes,
+            timeout,
+        }
+    }
+}
+
+impl<B> Body for UnreadBody<B>
+where
+    B: Body<Data = Bytes> + Unpin + Send + 'static,
+{
+    type Data = Bytes;
+    type Error = B::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
+        match self.inner.as_mut() {
+            Some(inner) => Pin::new(inner).poll_frame(cx),
+            None => Poll::Ready(None),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.as_ref().is_none_or(|b| b.is_end_stream())
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner
+            .as_ref()
+            .map_or_else(|| SizeHint::with_exact(0), |b| b.size_hint())
+    }
+}
+
+impl<B: Body + Unpin + Send + 'static> Drop for UnreadBody<B> {
+    fn drop(&mut self) {
+        let Some(body) = self.inner.take() else {
+            return;
+        };
+        if body.is_end_stream() || self.max_bytes == 0 || self.timeout.is_zero() {
+            return;
+        }
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(discard(body, self.max_bytes, self.timeout));
+        }
+    }
+}
+
+/// Reads `body` to its end, at most `max_bytes` of data for at most `timeout`.
+async fn discard<B: Body + Unpin>(mut body: B, max_bytes: u64, timeout: Duration) {
+    let read = async {
+        let mut total = 0u64;
+        while let Some(Ok(frame)) = body.frame().await {
+            if let Some(data) = frame.data_ref() {
+                total += bytes::Buf::remaining(data) as u64;
+                if total > max_bytes {
+                    break;
+                }
+            }
+        }
+    };
+    let _ = tokio::time::timeout(timeout, read).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::StreamBody;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A body of `chunks` 1 KiB frames, counting those read.
+    fn counted(
+        chunks: usize,
+        read: Arc<AtomicUsize>,
+    ) -> impl Body<Data = Bytes, Error = std::convert::Infallible> + Unpin + Send {
+        let frames = futures::stream::iter(0..chunks).map(move |_| {
+            read.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, std::convert::Infallible>(Frame::data(Bytes::from(vec![0u8; 1024])))
+        });
+        StreamBody::new(frames)
+    }
+
+    use futures::StreamExt;
+
+    #[tokio::test]
+    async fn a_dropped_body_is_read_to_its_end_within_bounds() {
+        let read = Arc::new(AtomicUsize::new(0));
+        let mut body = UnreadBody::new(counted(10, read.clone()), 1 << 20, Duration::from_secs(5));
+        body.frame().await.unwrap().unwrap();
+        drop(body);
+        for _ in 0..100 {
+            if read.load(Ordering::SeqCst) == 10 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(read.load(Ordering::SeqCst), 10);
+
+        // Beyond the byte bound, reading stops.
+        let read = Arc::new(AtomicUsize::new(0));
+        drop(UnreadBody::new(
+            counted(1000, read.clone()),
+            4096,
+            Duration::from_secs(5),
+        ));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(read.load(Ordering::SeqCst), 5);
+    }
+}

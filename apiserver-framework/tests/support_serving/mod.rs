@@ -1,0 +1,243 @@
+//! A framework server over real HTTPS on loopback for the connection tests, and raw clients
+//! for it: TCP, TLS with a chosen ALPN protocol, hyper HTTP/1.1 and HTTP/2 connections.
+
+#![allow(dead_code)]
+
+use std::any::Any;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use apiserver_framework::auth::{StaticTokenAuthenticator, UserInfo};
+use apiserver_framework::authz::{
+    Attributes, AuthorizationError, Authorizer, Decision, Request as AuthzRequest,
+};
+use apiserver_framework::prelude::*;
+use apiserver_framework::registry::options::{ListOptions, WriteOptions};
+use apiserver_framework::registry::rest::{EventStream, ObjectList, RequestContext, RestStorage};
+use apiserver_framework::registry::store::Store;
+use apiserver_framework::registry::strategy::DefaultStrategy;
+use apiserver_framework::server::GenericApiServer;
+use apiserver_framework::server::filters::RequestLimits;
+use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
+use apiserver_framework::server::tls::{ServingCert, install_crypto_provider};
+use apiserver_framework::storage::memory::MemoryStorage;
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use serde_json::Value;
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+
+/// A snail.
+#[derive(ApiResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[resource(group = "slow.example.com", version = "v1", kind = "Snail", namespaced)]
+pub struct SnailSpec {
+    /// Pace.
+    pub pace: String,
+}
+
+/// The snails of namespace `default`.
+pub const SNAILS: &str = "/apis/slow.example.com/v1/namespaces/default/snails";
+/// The bearer token of the test user (not in `system:masters`, so the in-flight limit
+/// applies to it).
+pub const TOKEN: &str = "secret-token";
+/// Creating in this namespace is forbidden.
+pub const LOCKED: &str = "locked";
+
+/// The generic store of snails, creates delayed.
+struct Sleepy {
+    inner: Store<Snail>,
+    create_delay: Duration,
+}
+
+#[async_trait::async_trait]
+impl RestStorage for Sleepy {
+    fn info(&self) -> &ResourceInfo {
+        self.inner.info()
+    }
+    fn verbs(&self) -> Vec<&'static str> {
+        self.inner.verbs()
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    async fn get(&self, ctx: &RequestContext, name: &str) -> Result<Bytes, ApiError> {
+        self.inner.get(ctx, name).await
+    }
+    async fn list(&self, ctx: &RequestContext, opts: &ListOptions) -> Result<ObjectList, ApiError> {
+        self.inner.list(ctx, opts).await
+    }
+    async fn watch(
+        &self,
+        ctx: &RequestContext,
+        opts: &ListOptions,
+    ) -> Result<EventStream, ApiError> {
+        self.inner.watch(ctx, opts).await
+    }
+    async fn create(
+        &self,
+        ctx: &RequestContext,
+        body: Value,
+        opts: &WriteOptions,
+    ) -> Result<Bytes, ApiError> {
+        tokio::time::sleep(self.create_delay).await;
+        self.inner.create(ctx, body, opts).await
+    }
+}
+
+/// Allows everything but creating in namespace [`LOCKED`].
+struct LockedNamespace;
+
+#[async_trait::async_trait]
+impl Authorizer for LockedNamespace {
+    async fn authorize(&self, attrs: &Attributes) -> Result<Decision, AuthorizationError> {
+        Ok(match &attrs.request {
+            AuthzRequest::Resource(r) if r.verb == "create" && r.namespace == LOCKED => {
+                Decision::Deny("the namespace is locked".into())
+            }
+            _ => Decision::Allow,
+        })
+    }
+}
+
+/// A running server and how to reach it.
+pub struct Served {
+    /// The listener.
+    pub running: RunningServer,
+    /// Its address.
+    pub addr: SocketAddr,
+    /// `https://127.0.0.1:<port>`.
+    pub url: String,
+    /// The CA certificate (PEM).
+    pub ca_pem: String,
+    /// Where the CA certificate is written (for curl).
+    pub ca_path: std::path::PathBuf,
+    /// An HTTP/1.1 client trusting the CA.
+    pub http: reqwest::Client,
+    /// The temporary directory (certificates, request bodies).
+    pub dir: tempfile::TempDir,
+}
+
+/// Serves snails (creates taking `create_delay`) within `limits`.
+pub async fn serve(limits: RequestLimits, create_delay: Duration) -> Served {
+    install_crypto_provider();
+    let dir = tempfile::tempdir().unwrap();
+    let cert = ServingCert::self_signed(&dir.path().join("certs"), &["127.0.0.1".into()]).unwrap();
+    let ca_path = dir.path().join("ca.pem");
+    std::fs::write(&ca_path, &cert.ca_pem).unwrap();
+    let store = Store::<Snail>::new(Arc::new(MemoryStorage::new()), Arc::new(DefaultStrategy));
+    let storage = Arc::new(Sleepy {
+        inner: store,
+        create_delay,
+    });
+    let server = GenericApiServer::builder("connections")
+        .group(Group::new("slow.example.com").storage(storage))
+        .build();
+    let user = UserInfo::new("tester", &["system:authenticated"]);
+    let chain = HandlerChain::new(
+        Arc::new(server),
+        Arc::new(StaticTokenAuthenticator::new(TOKEN, user)),
+        Arc::new(LockedNamespace),
+    )
+    .with_limits(limits);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let running = serve::start(listener, cert.server_config().unwrap(), Arc::new(chain)).unwrap();
+    let addr = running.addr;
+    let http = reqwest::Client::builder()
+        .use_rustls_tls()
+        .tls_built_in_root_certs(false)
+        .add_root_certificate(reqwest::Certificate::from_pem(cert.ca_pem.as_bytes()).unwrap())
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    Served {
+        running,
+        addr,
+        url: format!("https://127.0.0.1:{}", addr.port()),
+        ca_pem: cert.ca_pem,
+        ca_path,
+        http,
+        dir,
+    }
+}
+
+impl Served {
+    /// A TLS connection offering `alpn` (e.g. `h2`, `http/1.1`).
+    pub async fn tls(&self, alpn: &[&[u8]]) -> TlsStream<TcpStream> {
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in apiserver_framework::server::tls::parse_certs(&self.ca_pem).unwrap() {
+            roots.add(cert).unwrap();
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+        let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+        let tcp = TcpStream::connect(self.addr).await.unwrap();
+        let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+        connector.connect(name, tcp).await.unwrap()
+    }
+
+    /// An HTTP/2 connection (ALPN `h2`); the returned task ends when the connection does.
+    pub async fn h2(
+        &self,
+    ) -> (
+        hyper::client::conn::http2::SendRequest<Full<Bytes>>,
+        tokio::task::JoinHandle<()>,
+    ) {
+        let tls = self.tls(&[b"h2"]).await;
+        assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+        let (send, conn) =
+            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
+                .await
+                .unwrap();
+        let task = tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        (send, task)
+    }
+
+    /// An HTTP/1.1 connection; the returned task ends when the connection does.
+    pub async fn h1(
+        &self,
+    ) -> (
+        hyper::client::conn::http1::SendRequest<Full<Bytes>>,
+        tokio::task::JoinHandle<()>,
+    ) {
+        let tls = self.tls(&[b"http/1.1"]).await;
+        let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+            .await
+            .unwrap();
+        let task = tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        (send, task)
+    }
+
+    /// A request to `path` with the test user's token (HTTP/2 needs the full URI).
+    pub fn request(&self, method: &str, path: &str, body: Bytes) -> http::Request<Full<Bytes>> {
+        http::Request::builder()
+            .method(method)
+            .uri(format!("{}{path}", self.url))
+            .header("authorization", format!("Bearer {TOKEN}"))
+            .header("content-type", "application/json")
+            .body(Full::new(body))
+            .unwrap()
+    }
+}
+
+/// A snail named `name` whose JSON is about `size` bytes.
+pub fn snail_of_size(name: &str, size: usize) -> Bytes {
+    let pace = "x".repeat(size.saturating_sub(120));
+    Bytes::from(
+        serde_json::to_vec(&serde_json::json!({
+            "apiVersion": "slow.example.com/v1", "kind": "Snail",
+            "metadata": {"name": name}, "spec": {"pace": pace},
+        }))
+        .unwrap(),
+    )
+}
