@@ -1,10 +1,12 @@
 //! etcd for the etcd scenario: a single-member etcd from PATH on loopback ports with a data
-//! directory of its own, and the raw etcd-client put loop it is compared with.
+//! directory of its own, and the raw etcd put loop it is compared with (through the framework's
+//! etcd client, the one wardle's etcd store uses).
 
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use apiserver_framework::storage::etcd::{EtcdClient, EtcdOptions};
 use bytes::Bytes;
 
 use crate::client::Error;
@@ -22,9 +24,9 @@ pub struct Etcd {
 impl Etcd {
     /// Starts etcd in `dir` and waits until it answers.
     pub async fn start(dir: &Path) -> Result<Self, Error> {
-        let (client, peer) = (free_addr(), free_addr());
+        let (listen, peer) = (free_addr(), free_addr());
         let data = dir.join("etcd-data");
-        let url = format!("http://{client}");
+        let url = format!("http://{listen}");
         let peer_url = format!("http://{peer}");
         let args = [
             "--name=bench".to_string(),
@@ -38,6 +40,7 @@ impl Etcd {
         ];
         let mut proc = Proc::spawn(Command::new("etcd"), &args, dir, &dir.join("etcd.log"))
             .map_err(|e| format!("cannot start etcd (run scripts/install-test-deps): {e}"))?;
+        let client = client(&url).await?;
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             if let Some(status) = proc.exited() {
@@ -47,9 +50,7 @@ impl Etcd {
                 )
                 .into());
             }
-            if let Ok(mut c) = etcd_client::Client::connect([url.as_str()], None).await
-                && c.status().await.is_ok()
-            {
+            if client.status().await.is_ok() {
                 return Ok(Etcd { proc, url });
             }
             if Instant::now() > deadline {
@@ -60,10 +61,19 @@ impl Etcd {
     }
 }
 
-/// Puts of `value` under distinct keys, through etcd-client, as fast as etcd answers.
+/// A client of the etcd at `url`.
+pub async fn client(url: &str) -> Result<EtcdClient, Error> {
+    let opts = EtcdOptions {
+        servers: vec![url.to_string()],
+        ..Default::default()
+    };
+    Ok(EtcdClient::connect(&opts).await?)
+}
+
+/// Puts of `value` under distinct keys, through the etcd client, as fast as etcd answers.
 pub struct RawPuts {
-    /// A connected client (each connection of the load clones it).
-    pub client: etcd_client::Client,
+    /// A client (each connection of the load clones it; clones share its connection).
+    pub client: EtcdClient,
     /// The value of every put: the bytes wardle stores for one object.
     pub value: Bytes,
     /// The keys' prefix (one per round, so that every put creates a key).
@@ -71,19 +81,15 @@ pub struct RawPuts {
 }
 
 impl Work for RawPuts {
-    type Conn = etcd_client::Client;
+    type Conn = EtcdClient;
 
-    async fn connect(&self) -> Result<etcd_client::Client, Error> {
+    async fn connect(&self) -> Result<EtcdClient, Error> {
         Ok(self.client.clone())
     }
 
-    async fn call(&self, client: &mut etcd_client::Client, c: usize, i: u64) -> Result<(), Error> {
+    async fn call(&self, client: &mut EtcdClient, c: usize, i: u64) -> Result<(), Error> {
         client
-            .put(
-                format!("{}/{c}/{i}", self.prefix),
-                self.value.to_vec(),
-                None,
-            )
+            .put(format!("{}/{c}/{i}", self.prefix), self.value.clone())
             .await?;
         Ok(())
     }

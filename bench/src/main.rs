@@ -1,5 +1,5 @@
 //! `apiserver-bench`: measures wardle against a bare hyper + rustls baseline serving the same
-//! bytes, and against raw etcd-client puts, over loopback HTTPS with keep-alive, and writes a
+//! bytes, and against raw etcd puts, over loopback HTTPS with keep-alive, and writes a
 //! markdown table and JSON.
 //!
 //! ```sh

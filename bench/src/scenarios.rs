@@ -404,7 +404,7 @@ pub async fn run(plan: &Plan, work: &Path) -> Result<Report, Error> {
         let etcd_dir = work.join("etcd");
         std::fs::create_dir_all(&etcd_dir)?;
         let etcd = Etcd::start(&etcd_dir).await?;
-        let client = etcd_client::Client::connect([etcd.url.as_str()], None).await?;
+        let client = crate::etcd::client(&etcd.url).await?;
         let on_etcd = servers::wardle(
             work,
             "wardle-etcd",
@@ -428,7 +428,7 @@ pub async fn run(plan: &Plan, work: &Path) -> Result<Report, Error> {
             },
         )
         .await;
-        let mut row = throughput_row("CREATE, etcd", w, "etcd-client puts", b, Some(0.7));
+        let mut row = throughput_row("CREATE, etcd", w, "raw etcd puts", b, Some(0.7));
         row.notes.push(format!(
             "raw puts of {} bytes (wardle's create response) at the same concurrency; CPU counts etcd too",
             created.len()

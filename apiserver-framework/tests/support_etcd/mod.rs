@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use apiserver_framework::storage::etcd::{EtcdOptions, EtcdStorage};
+use apiserver_framework::storage::etcd::{EtcdClient, EtcdOptions, EtcdStorage};
 
 /// How long etcd may take to serve clients after it starts.
 const READY_WITHIN: Duration = Duration::from_secs(30);
@@ -410,19 +410,23 @@ impl Cluster {
                 ids.push(None);
                 continue;
             }
-            let opts = etcd_client::ConnectOptions::new()
-                .with_connect_timeout(Duration::from_secs(1))
-                .with_timeout(Duration::from_secs(1));
-            let mut client = etcd_client::Client::connect([member.url()], Some(opts))
+            // A member answers its status even while it has no leader: it says so (leader 0).
+            let opts = EtcdOptions {
+                servers: vec![member.url()],
+                dial_timeout: Duration::from_secs(1),
+                ..Default::default()
+            };
+            let client = EtcdClient::connect(&opts)
                 .await
-                .map_err(|e| format!("{}: {e}", member.name))?;
-            let status = client
-                .status()
+                .map_err(|e| format!("{}: {e}", member.name))?
+                .require_leader(false);
+            let status = tokio::time::timeout(Duration::from_secs(1), client.status())
                 .await
-                .map_err(|e| format!("{}: {e}", member.name))?;
-            let id = status.header().map(|h| h.member_id()).unwrap_or_default();
+                .map_err(|_| format!("{}: no status within 1 s", member.name))?
+                .map_err(|e| format!("{}: {}", member.name, e.message()))?;
+            let id = status.header.map(|h| h.member_id).unwrap_or_default();
             ids.push(Some(id));
-            leaders.push(status.leader());
+            leaders.push(status.leader);
         }
         let leader = leaders[0];
         if leader == 0 || leaders.iter().any(|&l| l != leader) {

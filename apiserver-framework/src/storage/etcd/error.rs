@@ -3,6 +3,9 @@
 use std::future::Future;
 use std::time::Duration;
 
+use tonic::Status;
+
+use super::channel::error_chain;
 use crate::storage::StorageError;
 
 /// Why a request to etcd failed.
@@ -30,30 +33,39 @@ impl Failure {
 }
 
 /// Sorts an etcd client error.
-pub(super) fn classify(what: &str, err: etcd_client::Error) -> Failure {
-    if let etcd_client::Error::GRpcStatus(status) = &err {
-        let msg = status.message();
-        if msg.contains("required revision has been compacted") {
-            return Failure::Compacted;
-        }
-        if msg.contains("required revision is a future revision") {
-            return Failure::Future;
+pub(super) fn classify(what: &str, status: Status) -> Failure {
+    let msg = status.message();
+    if msg.contains("required revision has been compacted") {
+        return Failure::Compacted;
+    }
+    if msg.contains("required revision is a future revision") {
+        return Failure::Future;
+    }
+    Failure::Other(StorageError::Unavailable(format!(
+        "etcd {what}: {}",
+        describe(&status)
+    )))
+}
+
+/// A status as text: its code, message and the errors behind it (for a connection that
+/// failed, the message alone says little).
+pub(super) fn describe(status: &Status) -> String {
+    let mut text = status.message().to_string();
+    if let Some(source) = std::error::Error::source(status) {
+        let chain = error_chain(source);
+        if !text.contains(&chain) {
+            text = format!("{text}: {chain}");
         }
     }
-    Failure::Other(StorageError::Unavailable(format!("etcd {what}: {err}")))
+    format!("{text} (gRPC {:?})", status.code())
 }
 
 /// Whether a request failed before it left the client: the endpoint it was sent to refused
 /// the connection (a member that is down). Such a request is safe to send again, even a
 /// transaction, and the client balances it to another endpoint.
-fn never_sent(err: &etcd_client::Error) -> bool {
-    match err {
-        etcd_client::Error::GRpcStatus(status) => {
-            let msg = status.message();
-            msg.contains("tcp connect error") || msg.contains("Connection refused")
-        }
-        _ => false,
-    }
+fn never_sent(status: &Status) -> bool {
+    let detail = describe(status);
+    detail.contains("tcp connect error") || detail.contains("Connection refused")
 }
 
 /// Runs an etcd request made by `request`, sending it again (with a short backoff) while it
@@ -65,7 +77,7 @@ pub(super) async fn bounded_retry<T, F, Fut>(
 ) -> Result<T, Failure>
 where
     F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, etcd_client::Error>>,
+    Fut: Future<Output = Result<T, Status>>,
 {
     let attempts = async {
         let mut backoff = Duration::from_millis(10);
@@ -86,7 +98,7 @@ where
 pub(super) async fn bounded<T>(
     limit: Duration,
     what: &str,
-    request: impl Future<Output = Result<T, etcd_client::Error>>,
+    request: impl Future<Output = Result<T, Status>>,
 ) -> Result<T, Failure> {
     match tokio::time::timeout(limit, request).await {
         Ok(Ok(v)) => Ok(v),
@@ -94,5 +106,35 @@ pub(super) async fn bounded<T>(
         Err(_) => Err(Failure::Other(StorageError::Unavailable(format!(
             "etcd {what}: no answer within {limit:?}"
         )))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::etcd::{EtcdClient, EtcdOptions};
+
+    /// A request to a member that refuses connections failed before it was sent: the one case
+    /// the backend sends again, to another member.
+    #[tokio::test]
+    async fn a_refused_connection_is_never_sent() {
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = closed.local_addr().unwrap();
+        drop(closed);
+        let opts = EtcdOptions {
+            servers: vec![format!("http://{addr}")],
+            ..Default::default()
+        };
+        let client = EtcdClient::connect(&opts).await.unwrap();
+        let status = client.status().await.unwrap_err();
+        assert!(never_sent(&status), "{}", describe(&status));
+        let failure = classify("status", status);
+        assert!(
+            matches!(&failure, Failure::Other(StorageError::Unavailable(m)) if m.contains("refused")),
+            "{failure:?}"
+        );
+        // An answer from etcd is not retried.
+        let answered = Status::failed_precondition("etcdserver: permission denied");
+        assert!(!never_sent(&answered));
     }
 }

@@ -1,7 +1,6 @@
 //! The mapping between storage keys and etcd keys: `<prefix><key>`.
 
-use bytes::Bytes;
-
+use super::proto;
 use crate::storage::KeyValue;
 
 /// The keys of one store inside etcd.
@@ -59,14 +58,12 @@ impl Keys {
     }
 
     /// A storage key-value from an etcd one.
-    pub(super) fn key_value(&self, kv: etcd_client::KeyValue) -> KeyValue {
-        let (create_revision, mod_revision) = (kv.create_revision(), kv.mod_revision());
-        let (key, value) = kv.into_key_value();
+    pub(super) fn key_value(&self, kv: proto::KeyValue) -> KeyValue {
         KeyValue {
-            key: self.strip(&key),
-            value: Bytes::from(value),
-            create_revision: revision(create_revision),
-            mod_revision: revision(mod_revision),
+            key: self.strip(&kv.key),
+            value: kv.value,
+            create_revision: revision(kv.create_revision),
+            mod_revision: revision(kv.mod_revision),
         }
     }
 }

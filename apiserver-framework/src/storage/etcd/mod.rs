@@ -22,33 +22,43 @@
 //! [`StorageError::Unavailable`], it never hangs a request. A watch ends with an `Err` when
 //! etcd cancels it or the connection breaks.
 //!
+//! # The client
+//!
+//! The backend talks to etcd through [`EtcdClient`], the framework's own client of etcd's v3
+//! gRPC API ([`client`]), with etcd's messages written by hand ([`proto`]): the etcd clients
+//! on crates.io need `protoc` at build time, this one builds with cargo alone. It balances
+//! requests over the members of [`EtcdOptions::servers`]; a request that could not reach a
+//! member (connection refused) is sent again, to another.
+//!
 //! # etcd configuration
 //!
 //! etcd refuses requests larger than its `--max-request-bytes` (1.5 MiB by default), which
 //! caps the size of one object; the server accepts request bodies up to 3 MiB, so give etcd
 //! `--max-request-bytes` of at least 4 MiB (`4194304`) to store any object the server admits.
 
+mod channel;
+pub mod client;
 mod error;
 mod keys;
 mod options;
+pub mod proto;
 mod watch;
 
-use etcd_client::{
-    Client, Compare, CompareOp, DeleteOptions, GetOptions, KvClient, Txn, TxnOp, TxnOpResponse,
-    TxnResponse, WatchClient, WatchOptions,
-};
-
+pub use client::{ConnectError, EtcdClient};
 pub use options::EtcdOptions;
 
 use self::error::{Failure, bounded, bounded_retry};
 use self::keys::{Keys, revision};
+use self::proto::{
+    Compare, CompareResult, OpResult, RangeRequest, RequestOp, ResponseHeader, TxnRequest,
+    TxnResponse, WatchCreateRequest,
+};
 use super::{KeyValue, ListPage, ListRequest, Storage, StorageError, WatchStream};
 
 /// A [`Storage`] on etcd. Cheap to share behind an `Arc`; requests run concurrently over one
 /// HTTP/2 connection per etcd member.
 pub struct EtcdStorage {
-    kv: KvClient,
-    watcher: WatchClient,
+    client: EtcdClient,
     keys: Keys,
     opts: EtcdOptions,
 }
@@ -68,22 +78,18 @@ impl EtcdStorage {
     /// Reads the TLS files and sets up the connections, which are made on first use (and
     /// made again after etcd comes back): an etcd that is down at start is no error here;
     /// requests answer `Unavailable` until it is up, and [`check_health`](Self::check_health)
-    /// tells. Fails for unreadable TLS files, a certificate without its key, no server, or a
-    /// server URL that does not parse (or is `http://` while TLS files are given).
+    /// tells. Fails for unreadable or invalid TLS files, a certificate without its key, no
+    /// server, or a server URL that does not parse (or is `http://` while TLS files are given,
+    /// or `https://` without a CA file).
     pub async fn connect(opts: EtcdOptions) -> Result<Self, StorageError> {
-        if opts.servers.is_empty() {
-            return Err(StorageError::Unavailable("no etcd servers given".into()));
-        }
-        let client = Client::connect(&opts.servers, Some(opts.connect_options()?))
+        // As upstream: requests require a member with a leader (the client's default), so a
+        // member cut off from the leader fails requests and watches instead of serving stale
+        // data.
+        let client = EtcdClient::connect(&opts)
             .await
-            .map_err(|e| StorageError::Unavailable(format!("etcd client: {e}")))?;
+            .map_err(|e| StorageError::Unavailable(e.to_string()))?;
         Ok(EtcdStorage {
-            kv: client
-                .kv_client()
-                .max_decoding_message_size(opts.max_response_bytes),
-            watcher: client
-                .watch_client()
-                .max_decoding_message_size(opts.max_response_bytes),
+            client,
             keys: Keys::new(opts.normalized_prefix()),
             opts,
         })
@@ -92,10 +98,7 @@ impl EtcdStorage {
     /// Whether etcd answers a read within [`EtcdOptions::health_timeout`]; the check behind
     /// the server's `etcd` health and `etcd-readiness` readiness checks. The error says why not.
     pub async fn check_health(&self) -> Result<(), String> {
-        let get = || {
-            let (mut kv, key) = (self.kv.clone(), self.keys.probe());
-            async move { kv.get(key, Some(GetOptions::new().with_count_only())).await }
-        };
+        let get = || self.client.range(count_only(self.keys.probe(), 0));
         match bounded_retry(self.opts.health_timeout, "health check", get).await {
             Ok(_) => Ok(()),
             // As upstream: a user allowed only its own prefix still proves etcd is serving.
@@ -108,7 +111,7 @@ impl EtcdStorage {
     async fn call_once<T>(
         &self,
         what: &str,
-        request: impl Future<Output = Result<T, etcd_client::Error>>,
+        request: impl Future<Output = Result<T, tonic::Status>>,
     ) -> Result<T, Failure> {
         bounded(self.opts.request_timeout, what, request).await
     }
@@ -118,19 +121,16 @@ impl EtcdStorage {
     async fn call<T, F, Fut>(&self, what: &str, make: F) -> Result<T, Failure>
     where
         F: FnMut() -> Fut,
-        Fut: Future<Output = Result<T, etcd_client::Error>>,
+        Fut: Future<Output = Result<T, tonic::Status>>,
     {
         bounded_retry(self.opts.request_timeout, what, make).await
     }
 
     /// Runs a transaction; any failure is `Unavailable`.
-    async fn txn(&self, what: &str, txn: Txn) -> Result<TxnResponse, StorageError> {
-        self.call(what, || {
-            let (mut kv, txn) = (self.kv.clone(), txn.clone());
-            async move { kv.txn(txn).await }
-        })
-        .await
-        .map_err(|e| e.into_storage(what))
+    async fn txn(&self, what: &str, txn: TxnRequest) -> Result<TxnResponse, StorageError> {
+        self.call(what, || self.client.txn(txn.clone()))
+            .await
+            .map_err(|e| e.into_storage(what))
     }
 
     /// The oldest revision etcd still has, given that `requested` is older: etcd's read error
@@ -139,17 +139,17 @@ impl EtcdStorage {
     async fn compacted_revision(&self, requested: u64) -> u64 {
         let start = i64::try_from(requested.max(1)).unwrap_or(i64::MAX);
         let probe = async {
-            let opts = WatchOptions::new().with_start_revision(start);
-            let mut watch = self
-                .watcher
-                .clone()
-                .watch(self.keys.probe(), Some(opts))
-                .await?;
+            let create = WatchCreateRequest {
+                key: self.keys.probe(),
+                start_revision: start,
+                ..Default::default()
+            };
+            let mut watch = self.client.watch(create).await?;
             while let Some(resp) = watch.message().await? {
-                if resp.compact_revision() > 0 {
-                    return Ok(revision(resp.compact_revision()));
+                if resp.compact_revision > 0 {
+                    return Ok(revision(resp.compact_revision));
                 }
-                if resp.canceled() {
+                if resp.canceled {
                     break;
                 }
             }
@@ -179,8 +179,8 @@ impl EtcdStorage {
     /// The current value of `key` from the `else` branch of a failed transaction: `NotFound`
     /// when absent, `Conflict` against `expected` when present.
     fn cas_failure(key: &str, expected: u64, resp: &TxnResponse) -> StorageError {
-        let actual = resp.op_responses().into_iter().find_map(|op| match op {
-            TxnOpResponse::Get(get) => Some(get.kvs().first().map(|kv| kv.mod_revision())),
+        let actual = resp.responses.iter().find_map(|op| match &op.response {
+            Some(OpResult::Range(get)) => Some(get.kvs.first().map(|kv| kv.mod_revision)),
             _ => None,
         });
         match actual.flatten() {
@@ -195,8 +195,19 @@ impl EtcdStorage {
 }
 
 /// The revision a response was served at.
-fn header_revision(header: Option<&etcd_client::ResponseHeader>) -> u64 {
-    header.map(|h| revision(h.revision())).unwrap_or(0)
+fn header_revision(header: Option<&ResponseHeader>) -> u64 {
+    header.map(|h| revision(h.revision)).unwrap_or(0)
+}
+
+/// A read of `key` that only counts (its response header and errors are what matter), at
+/// `revision` (0: the newest).
+fn count_only(key: Vec<u8>, revision: i64) -> RangeRequest {
+    RangeRequest {
+        key,
+        revision,
+        count_only: true,
+        ..Default::default()
+    }
 }
 
 /// A storage revision as etcd's signed revision.
@@ -207,37 +218,25 @@ fn etcd_revision(rev: u64) -> i64 {
 #[async_trait::async_trait]
 impl Storage for EtcdStorage {
     async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
-        let mut resp = self
-            .call("get", || {
-                let (mut kv, key) = (self.kv.clone(), self.keys.full(key));
-                async move { kv.get(key, None).await }
-            })
+        let key = self.keys.full(key);
+        let found = self
+            .call("get", || self.client.get(key.clone()))
             .await
             .map_err(|e| e.into_storage("get"))?;
-        Ok(resp
-            .take_kvs()
-            .into_iter()
-            .next()
-            .map(|kv| self.keys.key_value(kv)))
+        Ok(found.map(|kv| self.keys.key_value(kv)))
     }
 
     async fn list(&self, req: ListRequest) -> Result<ListPage, StorageError> {
         let (start, end) = self.keys.range(&req.prefix, req.start_after.as_deref());
-        let mut opts = GetOptions::new().with_range(end);
-        if req.limit > 0 {
-            opts = opts.with_limit(i64::try_from(req.limit).unwrap_or(i64::MAX));
-        }
         let at = req.revision.filter(|&r| r > 0);
-        if let Some(rev) = at {
-            opts = opts.with_revision(etcd_revision(rev));
-        }
-        let mut resp = match self
-            .call("list", || {
-                let (mut kv, start, opts) = (self.kv.clone(), start.clone(), opts.clone());
-                async move { kv.get(start, Some(opts)).await }
-            })
-            .await
-        {
+        let range = RangeRequest {
+            key: start,
+            range_end: end,
+            limit: i64::try_from(req.limit).unwrap_or(i64::MAX),
+            revision: at.map(etcd_revision).unwrap_or(0),
+            count_only: false,
+        };
+        let resp = match self.call("list", || self.client.range(range.clone())).await {
             Ok(resp) => resp,
             Err(Failure::Other(e)) => return Err(e),
             Err(failure) => {
@@ -245,11 +244,11 @@ impl Storage for EtcdStorage {
                 return Err(self.revision_error(requested, failure).await);
             }
         };
-        let revision = at.unwrap_or_else(|| header_revision(resp.header()));
-        let more = resp.more();
-        let count = u64::try_from(resp.count()).unwrap_or(0);
+        let revision = at.unwrap_or_else(|| header_revision(resp.header.as_ref()));
+        let more = resp.more;
+        let count = u64::try_from(resp.count).unwrap_or(0);
         let items: Vec<KeyValue> = resp
-            .take_kvs()
+            .kvs
             .into_iter()
             .map(|kv| self.keys.key_value(kv))
             .collect();
@@ -263,14 +262,16 @@ impl Storage for EtcdStorage {
 
     async fn create(&self, key: &str, value: bytes::Bytes) -> Result<u64, StorageError> {
         let k = self.keys.full(key);
-        let txn = Txn::new()
-            .when([Compare::create_revision(k.clone(), CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(k, value.to_vec(), None)]);
+        let txn = TxnRequest {
+            compare: vec![Compare::create_revision(k.clone(), CompareResult::Equal, 0)],
+            success: vec![RequestOp::put(k, value)],
+            failure: vec![],
+        };
         let resp = self.txn("create", txn).await?;
-        if !resp.succeeded() {
+        if !resp.succeeded {
             return Err(StorageError::AlreadyExists(key.to_string()));
         }
-        Ok(header_revision(resp.header()))
+        Ok(header_revision(resp.header.as_ref()))
     }
 
     async fn update(
@@ -280,18 +281,19 @@ impl Storage for EtcdStorage {
         expected: u64,
     ) -> Result<u64, StorageError> {
         let k = self.keys.full(key);
-        let txn = Txn::new()
-            .when([
-                Compare::create_revision(k.clone(), CompareOp::Greater, 0),
-                Compare::mod_revision(k.clone(), CompareOp::Equal, etcd_revision(expected)),
-            ])
-            .and_then([TxnOp::put(k.clone(), value.to_vec(), None)])
-            .or_else([TxnOp::get(k, None)]);
+        let txn = TxnRequest {
+            compare: vec![
+                Compare::create_revision(k.clone(), CompareResult::Greater, 0),
+                Compare::mod_revision(k.clone(), CompareResult::Equal, etcd_revision(expected)),
+            ],
+            success: vec![RequestOp::put(k.clone(), value)],
+            failure: vec![RequestOp::get(k)],
+        };
         let resp = self.txn("update", txn).await?;
-        if !resp.succeeded() {
+        if !resp.succeeded {
             return Err(Self::cas_failure(key, expected, &resp));
         }
-        Ok(header_revision(resp.header()))
+        Ok(header_revision(resp.header.as_ref()))
     }
 
     async fn delete(
@@ -300,78 +302,73 @@ impl Storage for EtcdStorage {
         expected: Option<u64>,
     ) -> Result<(u64, KeyValue), StorageError> {
         let k = self.keys.full(key);
-        let mut when = vec![Compare::create_revision(k.clone(), CompareOp::Greater, 0)];
+        let mut compare = vec![Compare::create_revision(
+            k.clone(),
+            CompareResult::Greater,
+            0,
+        )];
         if let Some(expected) = expected {
-            when.push(Compare::mod_revision(
+            compare.push(Compare::mod_revision(
                 k.clone(),
-                CompareOp::Equal,
+                CompareResult::Equal,
                 etcd_revision(expected),
             ));
         }
-        let txn = Txn::new()
-            .when(when)
-            .and_then([TxnOp::delete(
-                k.clone(),
-                Some(DeleteOptions::new().with_prev_key()),
-            )])
-            .or_else([TxnOp::get(k, None)]);
+        let txn = TxnRequest {
+            compare,
+            success: vec![RequestOp::delete_returning(k.clone())],
+            failure: vec![RequestOp::get(k)],
+        };
         let resp = self.txn("delete", txn).await?;
-        if !resp.succeeded() {
+        if !resp.succeeded {
             return Err(Self::cas_failure(key, expected.unwrap_or(0), &resp));
         }
-        let last = resp.op_responses().into_iter().find_map(|op| match op {
-            TxnOpResponse::Delete(mut del) => del.take_prev_kvs().into_iter().next(),
+        let at = header_revision(resp.header.as_ref());
+        let last = resp.responses.into_iter().find_map(|op| match op.response {
+            Some(OpResult::DeleteRange(del)) => del.prev_kvs.into_iter().next(),
             _ => None,
         });
         match last {
-            Some(last) => Ok((header_revision(resp.header()), self.keys.key_value(last))),
+            Some(last) => Ok((at, self.keys.key_value(last))),
             None => Err(StorageError::NotFound(key.to_string())),
         }
     }
 
     async fn watch(&self, prefix: &str, after: u64) -> Result<WatchStream, StorageError> {
-        let (start, end) = self.keys.range(prefix, None);
-        let mut opts = WatchOptions::new().with_range(end).with_prev_key();
+        let (key, range_end) = self.keys.range(prefix, None);
+        let mut create = WatchCreateRequest {
+            key,
+            range_end,
+            prev_kv: true,
+            ..Default::default()
+        };
         if after > 0 {
             // A read at `after` fails when etcd no longer has it: the same rule as `list`,
             // answered at once (a watch would be canceled only by etcd's next sync).
-            let check = GetOptions::new()
-                .with_revision(etcd_revision(after))
-                .with_count_only();
+            let check = count_only(self.keys.probe(), etcd_revision(after));
             match self
-                .call("watch", || {
-                    let (mut kv, key, check) = (self.kv.clone(), self.keys.probe(), check.clone());
-                    async move { kv.get(key, Some(check)).await }
-                })
+                .call("watch", || self.client.range(check.clone()))
                 .await
             {
                 Ok(_) | Err(Failure::Future) => {}
                 Err(failure) => return Err(self.revision_error(after, failure).await),
             }
-            opts = opts.with_start_revision(etcd_revision(after.saturating_add(1)));
+            create.start_revision = etcd_revision(after.saturating_add(1));
         }
-        let stream = self
-            .call("watch", || {
-                let (mut watcher, start, opts) =
-                    (self.watcher.clone(), start.clone(), opts.clone());
-                async move { watcher.watch(start, Some(opts)).await }
-            })
+        let watch = self
+            .call("watch", || self.client.watch(create.clone()))
             .await
             .map_err(|e| e.into_storage("watch"))?;
-        let (requests, responses) = stream.split();
-        Ok(watch::Feed::new(requests, responses, self.keys.clone(), after).into_stream())
+        Ok(watch::Feed::new(watch, self.keys.clone(), after).into_stream())
     }
 
     async fn current_revision(&self) -> Result<u64, StorageError> {
-        let opts = GetOptions::new().with_count_only();
+        let probe = count_only(self.keys.probe(), 0);
         let resp = self
-            .call("revision", || {
-                let (mut kv, key, opts) = (self.kv.clone(), self.keys.probe(), opts.clone());
-                async move { kv.get(key, Some(opts)).await }
-            })
+            .call("revision", || self.client.range(probe.clone()))
             .await
             .map_err(|e| e.into_storage("revision"))?;
-        Ok(header_revision(resp.header()))
+        Ok(header_revision(resp.header.as_ref()))
     }
 
     async fn compact(&self, revision: u64) -> Result<(), StorageError> {
@@ -379,10 +376,7 @@ impl Storage for EtcdStorage {
             return Ok(());
         }
         match self
-            .call("compact", || {
-                let mut kv = self.kv.clone();
-                async move { kv.compact(etcd_revision(revision), None).await }
-            })
+            .call("compact", || self.client.compact(etcd_revision(revision)))
             .await
         {
             // Already compacted at or past `revision`: nothing to forget.

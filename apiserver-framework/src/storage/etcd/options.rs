@@ -3,10 +3,6 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use etcd_client::{Certificate, ConnectOptions, Identity, TlsOptions};
-
-use crate::storage::StorageError;
-
 /// Where etcd is and how to talk to it; the counterpart of upstream's `--etcd-*` flags.
 ///
 /// ```
@@ -21,7 +17,8 @@ use crate::storage::StorageError;
 #[derive(Clone, Debug)]
 pub struct EtcdOptions {
     /// Client URLs of the etcd members (`--etcd-servers`), e.g. `http://127.0.0.1:2379` or
-    /// `https://etcd-0:2379`. `https://` needs `ca_file`.
+    /// `https://etcd-0:2379`. `https://` needs `ca_file`; a URL without a scheme is `https://`
+    /// when TLS files are given, `http://` otherwise.
     pub servers: Vec<String>,
     /// Prepended to every storage key (`--etcd-prefix`); a trailing `/` is dropped. With the
     /// default `/registry`, the framework's key `/<group>/<plural>/<namespace>/<name>` is stored
@@ -37,7 +34,8 @@ pub struct EtcdOptions {
     /// Bound on establishing a connection to one member.
     pub dial_timeout: Duration,
     /// Bound on every request, including opening a watch: past it the request fails with
-    /// [`StorageError::Unavailable`], so a dead etcd never hangs a caller.
+    /// [`StorageError::Unavailable`](crate::storage::StorageError::Unavailable), so a dead etcd
+    /// never hangs a caller.
     pub request_timeout: Duration,
     /// Bound on [`check_health`](super::EtcdStorage::check_health)
     /// (`--etcd-healthcheck-timeout`).
@@ -76,48 +74,4 @@ impl EtcdOptions {
     pub(super) fn normalized_prefix(&self) -> String {
         self.prefix.trim_end_matches('/').to_string()
     }
-
-    /// The etcd client's connection options, reading the TLS files.
-    pub(super) fn connect_options(&self) -> Result<ConnectOptions, StorageError> {
-        let mut opts = ConnectOptions::new()
-            .with_connect_timeout(self.dial_timeout)
-            .with_keep_alive(self.keep_alive_interval, self.keep_alive_timeout)
-            .with_keep_alive_while_idle(true)
-            // As upstream: a member cut off from the leader fails requests and watches
-            // instead of serving stale data.
-            .with_require_leader(true);
-        if let Some(tls) = self.tls()? {
-            opts = opts.with_tls(tls);
-        }
-        Ok(opts)
-    }
-
-    fn tls(&self) -> Result<Option<TlsOptions>, StorageError> {
-        let mut tls = TlsOptions::new();
-        let mut any = false;
-        if let Some(ca) = &self.ca_file {
-            tls = tls.ca_certificate(Certificate::from_pem(read(ca, "CA")?));
-            any = true;
-        }
-        match (&self.cert_file, &self.key_file) {
-            (Some(cert), Some(key)) => {
-                let identity = Identity::from_pem(read(cert, "certificate")?, read(key, "key")?);
-                tls = tls.identity(identity);
-                any = true;
-            }
-            (None, None) => {}
-            _ => {
-                return Err(StorageError::Unavailable(
-                    "etcd client certificate and key must be given together".into(),
-                ));
-            }
-        }
-        Ok(any.then_some(tls))
-    }
-}
-
-fn read(path: &PathBuf, what: &str) -> Result<Vec<u8>, StorageError> {
-    std::fs::read(path).map_err(|e| {
-        StorageError::Unavailable(format!("reading etcd {what} file {}: {e}", path.display()))
-    })
 }

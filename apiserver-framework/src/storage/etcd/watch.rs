@@ -5,17 +5,17 @@
 use std::collections::VecDeque;
 
 use bytes::Bytes;
-use etcd_client::{Event, EventType, WatchRequestSender, WatchResponseStream};
 use futures::StreamExt;
 
+use super::client::Watch;
+use super::error::describe;
 use super::keys::{Keys, revision};
+use super::proto::{Event, EventType};
 use crate::storage::{EventKind, KeyValue, StorageError, StorageEvent, WatchStream};
 
 /// An open etcd watch and the events received but not yet handed out.
 pub(super) struct Feed {
-    /// Kept so the watch stays open as long as the stream lives.
-    _requests: WatchRequestSender,
-    responses: WatchResponseStream,
+    watch: Watch,
     keys: Keys,
     /// The revision of the last event received (at first: the one watched after); a watch
     /// that etcd cancels for compaction needed the events after it.
@@ -25,15 +25,9 @@ pub(super) struct Feed {
 
 impl Feed {
     /// A feed of an etcd watch opened on `keys` for changes after revision `after`.
-    pub(super) fn new(
-        requests: WatchRequestSender,
-        responses: WatchResponseStream,
-        keys: Keys,
-        after: u64,
-    ) -> Self {
+    pub(super) fn new(watch: Watch, keys: Keys, after: u64) -> Self {
         Feed {
-            _requests: requests,
-            responses,
+            watch,
             keys,
             seen: after,
             pending: VecDeque::new(),
@@ -57,28 +51,34 @@ impl Feed {
             if let Some(ev) = self.pending.pop_front() {
                 return Ok(ev);
             }
-            let resp = match self.responses.message().await {
+            let resp = match self.watch.message().await {
                 Ok(Some(resp)) => resp,
                 Ok(None) => {
                     return Err(StorageError::Unavailable(
                         "etcd closed the watch stream".into(),
                     ));
                 }
-                Err(e) => return Err(StorageError::Unavailable(format!("etcd watch: {e}"))),
+                Err(e) => {
+                    return Err(StorageError::Unavailable(format!(
+                        "etcd watch: {}",
+                        describe(&e)
+                    )));
+                }
             };
-            if resp.compact_revision() > 0 {
+            if resp.compact_revision > 0 {
                 return Err(StorageError::Compacted {
                     requested: self.seen,
-                    compacted: revision(resp.compact_revision()),
+                    compacted: revision(resp.compact_revision),
                 });
             }
-            if resp.canceled() {
+            if resp.canceled {
                 return Err(StorageError::Unavailable(format!(
                     "etcd canceled the watch: {}",
-                    resp.cancel_reason()
+                    resp.cancel_reason
                 )));
             }
-            for ev in resp.events() {
+            // Creation and progress responses carry no events.
+            for ev in resp.events {
                 if let Some(ev) = storage_event(&self.keys, ev) {
                     self.seen = self.seen.max(ev.kv.mod_revision);
                     self.pending.push_back(ev);
@@ -89,12 +89,13 @@ impl Feed {
 }
 
 /// A storage event from an etcd event (watched with previous values).
-fn storage_event(keys: &Keys, ev: &Event) -> Option<StorageEvent> {
-    let kv = ev.kv()?;
-    let prev = ev.prev_kv().map(|p| keys.key_value(p.clone()));
-    Some(match ev.event_type() {
+fn storage_event(keys: &Keys, ev: Event) -> Option<StorageEvent> {
+    let kind = ev.r#type();
+    let kv = ev.kv?;
+    let prev = ev.prev_kv.map(|p| keys.key_value(p));
+    Some(match kind {
         EventType::Put => {
-            let kv = keys.key_value(kv.clone());
+            let kv = keys.key_value(kv);
             if kv.create_revision == kv.mod_revision {
                 StorageEvent {
                     kind: EventKind::Created,
@@ -112,9 +113,9 @@ fn storage_event(keys: &Keys, ev: &Event) -> Option<StorageEvent> {
         EventType::Delete => {
             // etcd reports the key with the deletion revision; the last value comes from the
             // previous key-value (absent only when compaction already removed it).
-            let deleted_at = revision(kv.mod_revision());
+            let deleted_at = revision(kv.mod_revision);
             let mut last = prev.clone().unwrap_or_else(|| KeyValue {
-                key: keys.strip(kv.key()),
+                key: keys.strip(&kv.key),
                 value: Bytes::new(),
                 create_revision: 0,
                 mod_revision: deleted_at,
