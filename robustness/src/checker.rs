@@ -32,13 +32,19 @@ pub struct CheckOptions {
     pub step_limit: u64,
     /// Checks allowed for minimizing one failing key history.
     pub minimize_budget: usize,
+    /// Search steps allowed per check while minimizing.
+    pub minimize_step_limit: u64,
+    /// Time allowed for minimizing one failing key history.
+    pub minimize_time: std::time::Duration,
 }
 
 impl Default for CheckOptions {
     fn default() -> Self {
         CheckOptions {
             step_limit: linearizability::DEFAULT_STEP_LIMIT,
-            minimize_budget: 400,
+            minimize_budget: 2000,
+            minimize_step_limit: 200_000,
+            minimize_time: std::time::Duration::from_secs(10),
         }
     }
 }
@@ -220,7 +226,12 @@ pub fn check(history: &History, opts: &CheckOptions) -> CheckReport {
                 "values": ops.iter().filter_map(|k| value_of(k)).map(|v| (v, values.name(v))).collect::<BTreeMap<_, _>>(),
             })
         };
-        match linearizability::check(ops, opts.step_limit) {
+        let t0 = std::time::Instant::now();
+        let verdict = linearizability::check(ops, opts.step_limit);
+        if std::env::var_os("ROBUSTNESS_TRACE").is_some() {
+            eprintln!("key {key}: {} ops, {verdict:?} in {:?}", ops.len(), t0.elapsed());
+        }
+        match verdict {
             Verdict::Linearizable => {}
             Verdict::Inconclusive { steps } => {
                 report
@@ -229,7 +240,16 @@ pub fn check(history: &History, opts: &CheckOptions) -> CheckReport {
                 continue;
             }
             Verdict::NotLinearizable { stuck, .. } => {
-                let small = linearizability::minimize(ops, opts.step_limit, opts.minimize_budget);
+                let t0 = std::time::Instant::now();
+                let small = linearizability::minimize(
+                    ops,
+                    opts.minimize_step_limit,
+                    opts.minimize_budget,
+                    opts.minimize_time,
+                );
+                if std::env::var_os("ROBUSTNESS_TRACE").is_some() {
+                    eprintln!("key {key}: minimized to {} in {:?}", small.len(), t0.elapsed());
+                }
                 let stuck_op = by_id.get(&ops[stuck].op);
                 report.violations.push(Violation {
                     property: Property::Linearizability,
@@ -254,8 +274,12 @@ pub fn check(history: &History, opts: &CheckOptions) -> CheckReport {
             if let Verdict::NotLinearizable { .. } =
                 linearizability::check(&with_final, opts.step_limit)
             {
-                let small =
-                    linearizability::minimize(&with_final, opts.step_limit, opts.minimize_budget);
+                let small = linearizability::minimize(
+                    &with_final,
+                    opts.minimize_step_limit,
+                    opts.minimize_budget,
+                    opts.minimize_time,
+                );
                 report.violations.push(Violation {
                     property: Property::FinalState,
                     key: Some(key.clone()),

@@ -88,7 +88,7 @@ impl Committed {
                     EventType::Deleted => true,
                     EventType::Bookmark | EventType::Error => continue,
                 };
-                if ev.initial {
+                if ev.initial && !deleted {
                     // The state at the start: a read.
                     let seen = Seen {
                         key: ev.key.clone(),

@@ -102,11 +102,19 @@ pub struct FaultOutcome {
     pub records: Vec<FaultRecord>,
     /// Times the server exited by itself (status and the end of its log).
     pub server_exits: Vec<String>,
+    /// Faults after which the server took no write within [`RECOVERY`] once everything was
+    /// back (it was then restarted so that the run could go on).
+    pub unrecovered: Vec<String>,
     /// Why healing at the end failed, if it did.
     pub heal_error: Option<String>,
 }
 
-/// Injects faults until `stop`, then heals the system and hands it back.
+/// How long the server may take to take a write again once a fault is over.
+pub const RECOVERY: Duration = Duration::from_secs(30);
+
+/// Injects faults until `stop`, then heals the system and hands it back. After each fault,
+/// once everything is back, `probe` (a write through the server) must succeed within
+/// [`RECOVERY`].
 pub fn fault_loop(
     mut system: System,
     opts: FaultOptions,
@@ -114,10 +122,24 @@ pub fn fault_loop(
     clock: Clock,
     watchers: Vec<Arc<WatcherControl>>,
     stop: Arc<AtomicBool>,
+    probe: impl Fn() -> bool,
 ) -> FaultOutcome {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut records = Vec::new();
     let mut server_exits = Vec::new();
+    let mut unrecovered = Vec::new();
+    let recovered = |probe: &dyn Fn() -> bool| {
+        let until = std::time::Instant::now() + RECOVERY;
+        loop {
+            if probe() {
+                return true;
+            }
+            if std::time::Instant::now() > until {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
     let sleep = |d: Duration, stop: &AtomicBool| {
         let until = std::time::Instant::now() + d;
         while std::time::Instant::now() < until && !stop.load(Ordering::Relaxed) {
@@ -143,7 +165,17 @@ pub fn fault_loop(
                 system.server.log_tail(20)
             ));
         }
-        let healed = system.heal();
+        let mut healed = system.heal();
+        if healed.is_ok() && !recovered(&probe) {
+            unrecovered.push(format!(
+                "after {} ({:?}): no write succeeded within {RECOVERY:?} once it was over; the server was restarted. Its log ends:\n{}",
+                kind.name(),
+                result.as_ref().ok(),
+                system.server.log_tail(10)
+            ));
+            healed = system.server.restart();
+            system.target.set_url(system.server.url());
+        }
         let (detail, injected) = match (result, healed) {
             (Ok(d), Ok(())) => (d, true),
             (Ok(d), Err(e)) => (format!("{d}; healing failed: {e}"), true),
@@ -163,6 +195,7 @@ pub fn fault_loop(
         system,
         records,
         server_exits,
+        unrecovered,
         heal_error,
     }
 }

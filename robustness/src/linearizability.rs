@@ -217,10 +217,16 @@ pub fn check_from(ops: &[KeyOp], initial: &[State], limit: u64) -> Verdict {
 }
 
 /// A smaller history that still fails, found by weakening `ops` only, within `budget` checks of
-/// at most `limit` steps each. `ops` must fail [`check`].
-pub fn minimize(ops: &[KeyOp], limit: u64, budget: usize) -> Vec<KeyOp> {
+/// at most `limit` steps each and `time` overall (a check that hits its bound counts as
+/// passing, so the result always fails). `ops` must fail [`check`].
+pub fn minimize(ops: &[KeyOp], limit: u64, budget: usize, time: std::time::Duration) -> Vec<KeyOp> {
+    let deadline = std::time::Instant::now() + time;
     let fails = |h: &[KeyOp]| matches!(check(h, limit), Verdict::NotLinearizable { .. });
     let mut checks = 0usize;
+    let left = |checks: &mut usize| {
+        *checks += 1;
+        *checks <= budget && std::time::Instant::now() < deadline
+    };
 
     // 1. The earliest cut that fails: operations returned by then kept, those still running
     //    made unknown (reads among them dropped), later ones dropped.
@@ -229,10 +235,9 @@ pub fn minimize(ops: &[KeyOp], limit: u64, budget: usize) -> Vec<KeyOp> {
     cuts.dedup();
     let mut best: Vec<KeyOp> = ops.to_vec();
     let (mut lo, mut hi) = (0usize, cuts.len());
-    while lo < hi && checks < budget {
+    while lo < hi && left(&mut checks) {
         let mid = (lo + hi) / 2;
         let candidate = cut_at(ops, cuts[mid]);
-        checks += 1;
         if fails(&candidate) {
             best = candidate;
             hi = mid;
@@ -241,20 +246,19 @@ pub fn minimize(ops: &[KeyOp], limit: u64, budget: usize) -> Vec<KeyOp> {
         }
     }
 
-    // 2. Drop reads and refusals, and make acknowledged writes unknown, one at a time, from the
-    //    latest to the earliest, keeping each change that still fails.
+    // 2. Drop reads and refusals (they only constrain) one at a time, from the latest to the
+    //    earliest, keeping each drop that still fails.
     let mut i = best.len();
-    while i > 0 && checks < budget {
+    while i > 0 {
         i -= 1;
-        let mut candidate = best.clone();
-        match (candidate[i].input, candidate[i].output) {
-            (_, Output::Maybe) => continue,
-            (Input::Read, _) | (_, Output::Refused { .. }) => {
-                candidate.remove(i);
-            }
-            _ => candidate[i].output = Output::Maybe,
+        if !(best[i].input == Input::Read || matches!(best[i].output, Output::Refused { .. })) {
+            continue;
         }
-        checks += 1;
+        if !left(&mut checks) {
+            break;
+        }
+        let mut candidate = best.clone();
+        candidate.remove(i);
         if fails(&candidate) {
             best = candidate;
         }
@@ -405,11 +409,12 @@ mod tests {
             h.push(read(2, 3, 700 + i * 10, 705 + i * 10));
         }
         assert!(matches!(check(&h, 100_000), Verdict::NotLinearizable { .. }));
-        let small = minimize(&h, 100_000, 1000);
+        let small = minimize(&h, 100_000, 1000, std::time::Duration::from_secs(10));
         assert!(matches!(
             check(&small, 100_000),
             Verdict::NotLinearizable { .. }
         ));
         assert!(small.len() <= 3, "{small:?}");
+        assert!(small.iter().any(|o| o.output == Output::Present { rv: 2, value: 1 } && o.call == 620));
     }
 }

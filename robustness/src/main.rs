@@ -75,6 +75,10 @@ struct Args {
     /// Do not log every HTTP exchange and watch line (exchanges.jsonl).
     #[arg(long)]
     no_exchange_log: bool,
+    /// Check a recorded history (a run's history.json) instead of running; violations go to
+    /// --out (default: violations/ beside the file).
+    #[arg(long, value_name = "HISTORY")]
+    check: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -87,6 +91,9 @@ enum BackendArg {
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let args = Args::parse();
+    if let Some(path) = &args.check {
+        return check_file(path, args.out.clone());
+    }
     let seconds = args
         .minutes
         .map(|m| m * 60.0)
@@ -167,6 +174,48 @@ async fn main() -> std::process::ExitCode {
         }
     }
     if all_passed {
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::FAILURE
+    }
+}
+
+/// Checks a recorded history and prints what the checker found.
+fn check_file(path: &std::path::Path, out: Option<PathBuf>) -> std::process::ExitCode {
+    let history: apiserver_robustness::history::History = match std::fs::read(path)
+        .map_err(|e| e.to_string())
+        .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
+    {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("{}: {e}", path.display());
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let started = std::time::Instant::now();
+    let report = apiserver_robustness::checker::check(&history, &CheckOptions::default());
+    println!(
+        "{} operations, {} streams checked in {:.1?}: {} violation(s){}",
+        history.operations.len(),
+        history.streams.len(),
+        started.elapsed(),
+        report.violations.len(),
+        if report.inconclusive.is_empty() {
+            String::new()
+        } else {
+            format!(", inconclusive: {:?}", report.inconclusive)
+        }
+    );
+    for v in &report.violations {
+        println!("  {}: {}", v.property, v.message);
+    }
+    if !report.violations.is_empty() {
+        let dir = out.unwrap_or_else(|| path.with_file_name("violations"));
+        if let Err(e) = report.write(&dir) {
+            eprintln!("{}: {e}", dir.display());
+        }
+    }
+    if report.passed() {
         std::process::ExitCode::SUCCESS
     } else {
         std::process::ExitCode::FAILURE

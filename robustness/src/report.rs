@@ -63,6 +63,8 @@ pub struct RunReport {
     pub fault_log: Vec<FaultRecord>,
     /// The server exiting by itself (never expected).
     pub server_exits: Vec<String>,
+    /// Faults after which the server did not take a write again until it was restarted.
+    pub unrecovered: Vec<String>,
     /// Whether every watcher reached the marker written after the run.
     pub watchers_caught_up: bool,
     /// Answered operations per second.
@@ -83,6 +85,7 @@ impl RunReport {
         history: &History,
         fault_log: Vec<FaultRecord>,
         server_exits: Vec<String>,
+        unrecovered: Vec<String>,
         watchers_caught_up: bool,
         check: CheckReport,
         out_dir: &Path,
@@ -145,6 +148,7 @@ impl RunReport {
             faults_not_run,
             fault_log,
             server_exits,
+            unrecovered,
             watchers_caught_up,
             throughput: Throughput {
                 overall: rate(during + outside, secs),
@@ -157,10 +161,13 @@ impl RunReport {
         }
     }
 
-    /// Whether the run passed: no violation, every check conclusive, no server crash, and every
-    /// watcher caught up.
+    /// Whether the run passed: no violation, every check conclusive, no server crash, the server
+    /// back after every fault, and every watcher caught up.
     pub fn passed(&self) -> bool {
-        self.check.passed() && self.server_exits.is_empty() && self.watchers_caught_up
+        self.check.passed()
+            && self.server_exits.is_empty()
+            && self.unrecovered.is_empty()
+            && self.watchers_caught_up
     }
 
     /// A few lines for people.
@@ -212,7 +219,7 @@ impl RunReport {
         );
         let _ = writeln!(
             s,
-            "  violations: {}{}{}{}",
+            "  violations: {}{}{}{}{}",
             c.violations.len(),
             if c.inconclusive.is_empty() {
                 String::new()
@@ -224,6 +231,14 @@ impl RunReport {
             } else {
                 format!("; SERVER EXITED {} time(s)", self.server_exits.len())
             },
+            if self.unrecovered.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; NO RECOVERY after {} fault(s) until a restart",
+                    self.unrecovered.len()
+                )
+            },
             if self.watchers_caught_up {
                 ""
             } else {
@@ -232,6 +247,10 @@ impl RunReport {
         );
         for v in &c.violations {
             let _ = writeln!(s, "    {}: {}", v.property, v.message);
+        }
+        for u in &self.unrecovered {
+            let first = u.lines().next().unwrap_or_default();
+            let _ = writeln!(s, "    no recovery {first}");
         }
         let _ = write!(s, "  history and logs: {}", self.out_dir.display());
         s

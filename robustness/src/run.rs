@@ -22,6 +22,9 @@ use crate::workload::client_loop;
 /// The client number of the harness's own requests (the start, the marker, the final list).
 pub const HARNESS_CLIENT: u32 = 9999;
 
+/// The client number of the recovery probes after faults.
+pub const PROBE_CLIENT: u32 = 9998;
+
 /// The key the harness writes after the run so that watchers can show they caught up.
 pub const MARKER_KEY: &str = "marker";
 
@@ -172,7 +175,23 @@ pub async fn run(config: RunConfig) -> Result<RunReport, String> {
     let fault_thread = system.map(|system| {
         let (opts, seed, clock) = (config.faults.clone(), rng.random(), recorder.clock);
         let (controls, stop) = (controls.clone(), stop_faults.clone());
-        std::thread::spawn(move || fault_loop(system, opts, seed, clock, controls, stop))
+        // Probes of recovery: a write of the marker key, recorded like any other.
+        let prober = Api::new(
+            target.clone(),
+            recorder.clone(),
+            PROBE_CLIENT,
+            Duration::from_secs(5),
+        );
+        let (handle, recorder) = (tokio::runtime::Handle::current(), recorder.clone());
+        let probe = move || {
+            let value = format!("probe-{}", recorder.next_id());
+            let op = handle.block_on(prober.run(Request::Apply {
+                key: MARKER_KEY.into(),
+                value,
+            }));
+            matches!(op.outcome, Outcome::Object(_))
+        };
+        std::thread::spawn(move || fault_loop(system, opts, seed, clock, controls, stop, probe))
     });
 
     tokio::time::sleep(config.duration).await;
@@ -261,9 +280,9 @@ pub async fn run(config: RunConfig) -> Result<RunReport, String> {
             .write(&config.out_dir.join("violations"))
             .map_err(|e| format!("writing the violations: {e}"))?;
     }
-    let (records, server_exits, system) = match faults {
-        Some(f) => (f.records, f.server_exits, Some(f.system)),
-        None => (Vec::new(), Vec::new(), None),
+    let (records, server_exits, unrecovered, system) = match faults {
+        Some(f) => (f.records, f.server_exits, f.unrecovered, Some(f.system)),
+        None => (Vec::new(), Vec::new(), Vec::new(), None),
     };
     let report = RunReport::new(
         &config.name,
@@ -272,6 +291,7 @@ pub async fn run(config: RunConfig) -> Result<RunReport, String> {
         &history,
         records,
         server_exits,
+        unrecovered,
         caught_up,
         checked,
         &config.out_dir,

@@ -35,8 +35,12 @@ impl WardleProcess {
         token: &str,
     ) -> Result<WardleProcess, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        // The server runs in `dir`: relative paths would not find the binary.
+        let binary = std::fs::canonicalize(binary)
+            .map_err(|e| format!("the wardle binary {}: {e}", binary.display()))?;
+        let dir = &std::fs::canonicalize(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let mut p = WardleProcess {
-            binary: binary.to_path_buf(),
+            binary,
             dir: dir.to_path_buf(),
             args,
             port: free_port()?,

@@ -44,7 +44,7 @@ pub fn check_stream(stream: &WatchStream, committed: &Committed) -> Vec<Violatio
         let behind = if ev.kind == EventType::Bookmark {
             ev.rv < last_event
         } else {
-            ev.rv <= last_event.max(last_bookmark) && (i > 0 || ev.rv <= start)
+            ev.rv <= last_event.max(last_bookmark)
         };
         if behind && !order_reported {
             let property = if resumed && ev.rv <= stream.from && i == 0 {
@@ -97,7 +97,12 @@ pub fn check_stream(stream: &WatchStream, committed: &Committed) -> Vec<Violatio
         .min();
     let mut missing = Vec::new();
     let mut differing = Vec::new();
-    for (&rv, change) in committed.changes.range(start + 1..=reached.max(start)) {
+    let range = if reached > start {
+        committed.changes.range(start + 1..=reached)
+    } else {
+        committed.changes.range(0..0)
+    };
+    for (&rv, change) in range {
         if !stream.selects(&change.key) {
             continue;
         }

@@ -104,8 +104,9 @@ impl Watcher {
             let steady = self.options.steady;
             let key = (!steady && rng.random_bool(0.25))
                 .then(|| self.keys[rng.random_range(0..self.keys.len())].clone());
-            let bookmarks = steady || rng.random_bool(0.7);
             let roll = if steady { 0 } else { rng.random_range(0..4) };
+            // `sendInitialEvents` needs bookmarks: the bookmark that ends the initial events.
+            let bookmarks = steady || roll == 2 || rng.random_bool(0.7);
             let (mut start, mut from) = match roll {
                 0 | 1 => match api
                     .run(Request::List {
