@@ -65,7 +65,8 @@ impl Target {
         if let Some(t) = timeout {
             b = b.timeout(t);
         }
-        b.build().expect("an HTTPS client (rustls with the ring provider)")
+        b.build()
+            .expect("an HTTPS client (rustls with the ring provider)")
     }
 }
 
@@ -238,7 +239,9 @@ impl Api {
             } => {
                 let (ct, body) = match patch_type {
                     PatchType::Json => {
-                        let mut ops = vec![json!({"op": "replace", "path": "/spec/reference", "value": value})];
+                        let mut ops = vec![
+                            json!({"op": "replace", "path": "/spec/reference", "value": value}),
+                        ];
                         if let Some(rv) = precondition {
                             ops.push(json!({"op": "replace", "path": "/metadata/resourceVersion", "value": rv.to_string()}));
                         }
@@ -286,8 +289,7 @@ impl Api {
                     .to_string()
                 });
                 let ct = body.as_ref().map(|_| "application/json");
-                self.exchange(id, Method::DELETE, item(key), ct, body)
-                    .await
+                self.exchange(id, Method::DELETE, item(key), ct, body).await
             }
             Request::DeleteCollection => {
                 self.exchange(id, Method::DELETE, COLLECTION.into(), None, None)

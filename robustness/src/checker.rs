@@ -152,8 +152,11 @@ pub fn check(history: &History, opts: &CheckOptions) -> CheckReport {
 
     // Per key: the operations, then linearizability without and with the final read.
     let mut values = Interner::default();
-    let mut per_key: BTreeMap<String, Vec<KeyOp>> =
-        history.keys.iter().map(|k| (k.clone(), Vec::new())).collect();
+    let mut per_key: BTreeMap<String, Vec<KeyOp>> = history
+        .keys
+        .iter()
+        .map(|k| (k.clone(), Vec::new()))
+        .collect();
     let mut final_reads: BTreeMap<String, KeyOp> = BTreeMap::new();
     let by_id: HashMap<u64, &Operation> = history.operations.iter().map(|o| (o.id, o)).collect();
     for op in &history.operations {
@@ -181,10 +184,9 @@ pub fn check(history: &History, opts: &CheckOptions) -> CheckReport {
             .find(|e| e.initial && e.kind == crate::history::EventType::Bookmark)
         {
             for key in &history.keys {
-                let item = stream
-                    .events
-                    .iter()
-                    .find(|e| e.initial && e.kind != crate::history::EventType::Bookmark && &e.key == key);
+                let item = stream.events.iter().find(|e| {
+                    e.initial && e.kind != crate::history::EventType::Bookmark && &e.key == key
+                });
                 let output = match item {
                     Some(e) => Output::Present {
                         rv: e.rv,
@@ -223,20 +225,24 @@ pub fn check(history: &History, opts: &CheckOptions) -> CheckReport {
                         "ret": original.map(|o| o.ret),
                     })
                 }).collect::<Vec<_>>(),
-                "values": ops.iter().filter_map(|k| value_of(k)).map(|v| (v, values.name(v))).collect::<BTreeMap<_, _>>(),
+                "values": ops.iter().filter_map(value_of).map(|v| (v, values.name(v))).collect::<BTreeMap<_, _>>(),
             })
         };
         let t0 = std::time::Instant::now();
         let verdict = linearizability::check(ops, opts.step_limit);
         if std::env::var_os("ROBUSTNESS_TRACE").is_some() {
-            eprintln!("key {key}: {} ops, {verdict:?} in {:?}", ops.len(), t0.elapsed());
+            eprintln!(
+                "key {key}: {} ops, {verdict:?} in {:?}",
+                ops.len(),
+                t0.elapsed()
+            );
         }
         match verdict {
             Verdict::Linearizable => {}
             Verdict::Inconclusive { steps } => {
-                report
-                    .inconclusive
-                    .push(format!("{key}: linearizability search stopped after {steps} steps"));
+                report.inconclusive.push(format!(
+                    "{key}: linearizability search stopped after {steps} steps"
+                ));
                 continue;
             }
             Verdict::NotLinearizable { stuck, .. } => {
@@ -248,7 +254,11 @@ pub fn check(history: &History, opts: &CheckOptions) -> CheckReport {
                     opts.minimize_time,
                 );
                 if std::env::var_os("ROBUSTNESS_TRACE").is_some() {
-                    eprintln!("key {key}: minimized to {} in {:?}", small.len(), t0.elapsed());
+                    eprintln!(
+                        "key {key}: minimized to {} in {:?}",
+                        small.len(),
+                        t0.elapsed()
+                    );
                 }
                 let stuck_op = by_id.get(&ops[stuck].op);
                 report.violations.push(Violation {

@@ -205,7 +205,10 @@ impl EtcdCluster {
                 return Ok(());
             }
             let member = &mut self.members[i];
-            if let Some(status) = member.child.as_mut().and_then(|c| c.try_wait().ok().flatten())
+            if let Some(status) = member
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
             {
                 member.child = None;
                 return Err(format!("etcd member {i} exited ({status}): {}", tail(&log)));

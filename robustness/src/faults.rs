@@ -147,7 +147,9 @@ pub fn fault_loop(
         }
     };
     let between = |rng: &mut StdRng, (lo, hi): (Duration, Duration)| {
-        Duration::from_secs_f64(rng.random_range(lo.as_secs_f64()..=hi.as_secs_f64().max(lo.as_secs_f64())))
+        Duration::from_secs_f64(
+            rng.random_range(lo.as_secs_f64()..=hi.as_secs_f64().max(lo.as_secs_f64())),
+        )
     };
     while !stop.load(Ordering::Relaxed) && !opts.kinds.is_empty() {
         sleep(between(&mut rng, opts.quiet), &stop);
@@ -224,24 +226,33 @@ fn inject(
             system.target.set_url(system.server.url());
             Ok(format!("killed, restarted after {down:?}"))
         }
-        FaultKind::EtcdKill | FaultKind::EtcdKillLeader | FaultKind::EtcdPause
+        FaultKind::EtcdKill
+        | FaultKind::EtcdKillLeader
+        | FaultKind::EtcdPause
         | FaultKind::EtcdPauseLeader => {
             let Some(etcd) = system.etcd.as_mut() else {
                 return Err(Skip::NotRun("no etcd in this run".into()));
             };
             let leader = etcd.leader();
-            let wants_leader = matches!(kind, FaultKind::EtcdKillLeader | FaultKind::EtcdPauseLeader);
+            let wants_leader =
+                matches!(kind, FaultKind::EtcdKillLeader | FaultKind::EtcdPauseLeader);
             let member = if wants_leader {
                 leader.ok_or_else(|| Skip::Failed("no member says it leads".into()))?
             } else {
                 rng.random_range(0..etcd.size())
             };
-            let role = if Some(member) == leader { "leader" } else { "follower" };
+            let role = if Some(member) == leader {
+                "leader"
+            } else {
+                "follower"
+            };
             if matches!(kind, FaultKind::EtcdKill | FaultKind::EtcdKillLeader) {
                 etcd.kill(member);
                 std::thread::sleep(hold);
                 etcd.restart(member).map_err(Skip::Failed)?;
-                Ok(format!("member {member} ({role}) killed for {hold:?}, restarted"))
+                Ok(format!(
+                    "member {member} ({role}) killed for {hold:?}, restarted"
+                ))
             } else {
                 etcd.pause(member).map_err(Skip::Failed)?;
                 std::thread::sleep(hold);
@@ -266,10 +277,9 @@ fn inject(
                 return Err(Skip::NotRun("no watchers".into()));
             }
             let w = rng.random_range(0..watchers.len());
-            watchers[w].pause_until.store(
-                clock.now() + hold.as_nanos() as u64,
-                Ordering::Relaxed,
-            );
+            watchers[w]
+                .pause_until
+                .store(clock.now() + hold.as_nanos() as u64, Ordering::Relaxed);
             std::thread::sleep(hold);
             Ok(format!("watcher {w} read nothing for {hold:?}"))
         }

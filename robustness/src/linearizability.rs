@@ -408,13 +408,20 @@ mod tests {
         for i in 0..50u64 {
             h.push(read(2, 3, 700 + i * 10, 705 + i * 10));
         }
-        assert!(matches!(check(&h, 100_000), Verdict::NotLinearizable { .. }));
+        assert!(matches!(
+            check(&h, 100_000),
+            Verdict::NotLinearizable { .. }
+        ));
         let small = minimize(&h, 100_000, 1000, std::time::Duration::from_secs(10));
         assert!(matches!(
             check(&small, 100_000),
             Verdict::NotLinearizable { .. }
         ));
         assert!(small.len() <= 3, "{small:?}");
-        assert!(small.iter().any(|o| o.output == Output::Present { rv: 2, value: 1 } && o.call == 620));
+        assert!(
+            small
+                .iter()
+                .any(|o| o.output == Output::Present { rv: 2, value: 1 } && o.call == 620)
+        );
     }
 }

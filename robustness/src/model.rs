@@ -178,11 +178,8 @@ pub fn step(s: State, op: &KeyOp, out: &mut Vec<State>) {
                 });
             }
         }
-        (Input::Read, Output::Absent) => {
-            if !present {
-                out.push(s);
-            }
-        }
+        // Absent only when the key is absent (not the catch-all below).
+        (Input::Read, Output::Absent) => out.extend((!present).then_some(s)),
         (Input::Read, _) => out.push(s),
         (input, Output::Written { rv }) => {
             if let Some(before) = write_allowed(s, input)
@@ -204,9 +201,7 @@ pub fn step(s: State, op: &KeyOp, out: &mut Vec<State>) {
             }
         }
         (input, Output::Refused { code }) => {
-            if refusal_allowed(s, input, code) {
-                out.push(s);
-            }
+            out.extend(refusal_allowed(s, input, code).then_some(s))
         }
         (input, Output::Maybe) => {
             out.push(s);
@@ -376,11 +371,7 @@ mod tests {
         );
         // A later read pins its revision.
         assert_eq!(
-            next(
-                states[1],
-                Input::Read,
-                Output::Present { rv: 8, value: 9 }
-            ),
+            next(states[1], Input::Read, Output::Present { rv: 8, value: 9 }),
             vec![State::Present {
                 rv: 8,
                 exact: true,
@@ -399,9 +390,21 @@ mod tests {
         };
         let gone = next(s, Input::Delete { precondition: None }, Output::Deleted);
         assert_eq!(gone, vec![State::Absent { floor: 6 }]);
-        assert!(next(gone[0], Input::Create { value: 2 }, Output::Written { rv: 6 }).is_empty());
+        assert!(
+            next(
+                gone[0],
+                Input::Create { value: 2 },
+                Output::Written { rv: 6 }
+            )
+            .is_empty()
+        );
         assert_eq!(
-            next(gone[0], Input::Create { value: 2 }, Output::Written { rv: 7 }).len(),
+            next(
+                gone[0],
+                Input::Create { value: 2 },
+                Output::Written { rv: 7 }
+            )
+            .len(),
             1
         );
         assert!(

@@ -159,12 +159,7 @@ pub async fn run(config: RunConfig) -> Result<RunReport, String> {
     ]);
     let mut client_tasks = Vec::new();
     for c in 1..=config.clients {
-        let api = Api::new(
-            target.clone(),
-            recorder.clone(),
-            c,
-            config.request_timeout,
-        );
+        let api = Api::new(target.clone(), recorder.clone(), c, config.request_timeout);
         client_tasks.push(tokio::spawn(client_loop(
             api,
             keys.clone(),
@@ -215,7 +210,9 @@ pub async fn run(config: RunConfig) -> Result<RunReport, String> {
         ..
     }) = &faults
     {
-        return Err(format!("the system could not be brought back after the faults: {e}"));
+        return Err(format!(
+            "the system could not be brought back after the faults: {e}"
+        ));
     }
 
     // The end: a marker write every watcher of the whole collection must reach, then the final

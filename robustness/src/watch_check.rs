@@ -189,7 +189,10 @@ fn parse_too_old(message: &str) -> Option<(u64, u64)> {
     let rest = message.split("too old resource version: ").nth(1)?;
     let (requested, rest) = rest.split_once(" (")?;
     let compacted = rest.split(')').next()?;
-    Some((requested.trim().parse().ok()?, compacted.trim().parse().ok()?))
+    Some((
+        requested.trim().parse().ok()?,
+        compacted.trim().parse().ok()?,
+    ))
 }
 
 fn summary(stream: &WatchStream) -> serde_json::Value {
@@ -303,7 +306,10 @@ mod tests {
                 ev(EventType::Modified, "a", 4, "z"),
             ],
         );
-        assert_eq!(properties(&check_stream(&gap, &c)), vec![Property::WatchGap]);
+        assert_eq!(
+            properties(&check_stream(&gap, &c)),
+            vec![Property::WatchGap]
+        );
         let reordered = stream(
             StreamStart::AfterList,
             1,

@@ -135,7 +135,15 @@ impl Watcher {
             // The chain: resume from the last revision reached until a 410 or the end.
             loop {
                 let (end, reached) = self
-                    .stream(&http, &mut rng, start, from, key.as_deref(), bookmarks, &stop)
+                    .stream(
+                        &http,
+                        &mut rng,
+                        start,
+                        from,
+                        key.as_deref(),
+                        bookmarks,
+                        &stop,
+                    )
                     .await;
                 match end {
                     StreamEnd::Expired { .. } => break,
@@ -221,8 +229,16 @@ impl Watcher {
             let status = res.status().as_u16();
             if status != 200 {
                 let body = res.text().await.unwrap_or_default();
-                self.recorder
-                    .exchange(id, "GET", &path, None, Some(status), &body, stream.opened, clock.now());
+                self.recorder.exchange(
+                    id,
+                    "GET",
+                    &path,
+                    None,
+                    Some(status),
+                    &body,
+                    stream.opened,
+                    clock.now(),
+                );
                 let message = serde_json::from_str::<Value>(&body)
                     .ok()
                     .and_then(|v| v["message"].as_str().map(str::to_string))
@@ -235,8 +251,16 @@ impl Watcher {
                     }
                 };
             }
-            self.recorder
-                .exchange(id, "GET", &path, None, Some(200), "(watch)", stream.opened, clock.now());
+            self.recorder.exchange(
+                id,
+                "GET",
+                &path,
+                None,
+                Some(200),
+                "(watch)",
+                stream.opened,
+                clock.now(),
+            );
             let mut body = res.bytes_stream();
             let mut buf: Vec<u8> = Vec::new();
             loop {

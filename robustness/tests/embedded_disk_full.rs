@@ -44,7 +44,10 @@ async fn the_embedded_store_takes_writes_again_once_its_disk_has_room() {
 
     disk.fill().expect("fill the disk");
     let full = create("while-full").await.unwrap().status();
-    assert!(full.is_server_error(), "a write on a full disk fails: {full}");
+    assert!(
+        full.is_server_error(),
+        "a write on a full disk fails: {full}"
+    );
     disk.free().expect("free the disk");
 
     // Room again: writes succeed within 10 s.

@@ -53,9 +53,17 @@ async fn short_run(store: Store, kinds: Vec<FaultKind>, seed: u64, out: PathBuf)
     .await
     .unwrap_or_else(|e| panic!("{name} (seed {seed}): the run failed: {e}"));
     println!("{}", report.summary());
-    assert!(report.passed(), "{name} (seed {seed}) failed:\n{}", report.summary());
+    assert!(
+        report.passed(),
+        "{name} (seed {seed}) failed:\n{}",
+        report.summary()
+    );
     let injected: u64 = report.faults.values().sum();
-    assert!(injected > 0, "{name}: no fault was injected:\n{}", report.summary());
+    assert!(
+        injected > 0,
+        "{name}: no fault was injected:\n{}",
+        report.summary()
+    );
     assert!(
         report.check.key_operations > 100 && report.events > 20,
         "{name}: too little happened to check:\n{}",
