@@ -75,6 +75,10 @@ pub struct RunConfig {
 pub async fn run(config: RunConfig) -> Result<RunReport, String> {
     std::fs::create_dir_all(&config.out_dir)
         .map_err(|e| format!("{}: {e}", config.out_dir.display()))?;
+    // Absolute: the server runs in a directory of its own and must find its data.
+    let mut config = config;
+    config.out_dir = std::fs::canonicalize(&config.out_dir)
+        .map_err(|e| format!("{}: {e}", config.out_dir.display()))?;
     let log = config
         .log_exchanges
         .then(|| config.out_dir.join("exchanges.jsonl"));

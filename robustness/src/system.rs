@@ -52,6 +52,9 @@ pub struct ServerOptions {
 impl System {
     /// Starts the store and the server, with their files under `dir`.
     pub fn start(dir: &Path, store: &Store, opts: &ServerOptions) -> Result<System, String> {
+        // Absolute: the server runs in a directory of its own and must find its data there.
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let dir = &std::fs::canonicalize(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let mut args = vec![
             "--compaction-interval".to_string(),
             opts.compaction_interval.clone(),

@@ -95,6 +95,11 @@ pub fn check_stream(stream: &WatchStream, committed: &Committed) -> Vec<Violatio
         .filter(|e| e.kind != EventType::Bookmark)
         .map(|e| e.rv)
         .min();
+    let changes_by_rv: std::collections::HashMap<u64, &WatchEvent> = live
+        .iter()
+        .filter(|e| e.kind != EventType::Bookmark)
+        .map(|e| (e.rv, *e))
+        .collect();
     let mut missing = Vec::new();
     let mut differing = Vec::new();
     let range = if reached > start {
@@ -106,10 +111,7 @@ pub fn check_stream(stream: &WatchStream, committed: &Committed) -> Vec<Violatio
         if !stream.selects(&change.key) {
             continue;
         }
-        match live
-            .iter()
-            .find(|e| e.rv == rv && e.kind != EventType::Bookmark)
-        {
+        match changes_by_rv.get(&rv) {
             None => missing.push(rv),
             Some(ev) => {
                 let deleted = ev.kind == EventType::Deleted;
