@@ -49,10 +49,17 @@ impl Revisions {
         }
     }
 
-    /// A revision seen earlier, `None` when none.
+    /// A revision seen earlier, `None` when none: half the time among the latest tenth (likely
+    /// still in the history, so the watch must continue after it), else any (likely compacted,
+    /// so it must get 410).
     pub fn pick(&self, rng: &mut StdRng) -> Option<u64> {
         let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
-        (!seen.is_empty()).then(|| seen[rng.random_range(0..seen.len())])
+        let from = if rng.random_bool(0.5) {
+            seen.len() - seen.len() / 10
+        } else {
+            0
+        };
+        (!seen.is_empty()).then(|| seen[rng.random_range(from.min(seen.len() - 1)..seen.len())])
     }
 }
 
