@@ -7,6 +7,7 @@
 //! embedded store does not take writes again after its disk was full (see
 //! `tests/embedded_disk_full.rs`); the long mode runs it.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -23,7 +24,16 @@ async fn short_run(store: Store, kinds: Vec<FaultKind>, seed: u64, out: PathBuf)
         Store::Embedded { .. } => "embedded".to_string(),
         Store::Etcd { members } => format!("etcd-{members}"),
     };
-    println!("{name}: seed {seed} (re-run: apiserver-robustness --seed {seed})");
+    // Straight to stderr, past the test harness's capture: the seeds show in every run.
+    let _ = writeln!(
+        std::io::stderr(),
+        "robustness short mode, {name}: seed {seed} (re-run: ./scripts/robustness --backend {} --seed {seed})",
+        if name == "embedded" {
+            "embedded"
+        } else {
+            "etcd"
+        }
+    );
     let report = run(RunConfig {
         backend: Backend::Process {
             store,
@@ -52,7 +62,7 @@ async fn short_run(store: Store, kinds: Vec<FaultKind>, seed: u64, out: PathBuf)
     })
     .await
     .unwrap_or_else(|e| panic!("{name} (seed {seed}): the run failed: {e}"));
-    println!("{}", report.summary());
+    let _ = writeln!(std::io::stderr(), "{}", report.summary());
     assert!(
         report.passed(),
         "{name} (seed {seed}) failed:\n{}",
