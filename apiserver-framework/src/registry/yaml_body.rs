@@ -217,7 +217,7 @@ impl<'a> Scanner<'a> {
 
     fn run(mut self) -> Result<(), TooDeep> {
         loop {
-            self.to_next_token();
+            self.skip_to_next_token();
             self.unroll(self.column);
             let Some(c) = self.at(0) else {
                 return Ok(());
@@ -316,7 +316,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// Whitespace, comments and line breaks up to the next token.
-    fn to_next_token(&mut self) {
+    fn skip_to_next_token(&mut self) {
         loop {
             if self.column == 0 && self.starts_with(BOM) {
                 self.skip();
