@@ -14,8 +14,10 @@ use apiserver_framework::registry::selector::{
     FieldSelector, LabelSelector, label_key_errors, label_value_errors,
 };
 use apiserver_framework::registry::yaml_body;
+use apiserver_framework::server::filters::timeout::deadline;
 use http::Method;
 use serde_json::{Value, json};
+use std::time::Duration;
 
 /// Pieces that client text is made of here.
 const PIECES: &[&str] = &[
@@ -117,6 +119,7 @@ fn parsers_of_client_text_never_panic() {
         let _ = warning::header_value(&s);
         let _ = jsonpath::parse(&s);
         let _ = yaml_body::check_depth(s.as_bytes());
+        let _ = deadline(Some(&format!("timeout={s}")), Duration::from_secs(60));
         let _ = yaml_body::from_slice::<Value>(s.as_bytes());
         for raw in [
             s.clone(),
