@@ -1,12 +1,16 @@
 //! Merging an applied configuration into a live object (structured-merge-diff's `Merge` with
 //! "keep the right-hand side") and removing owned items (`RemoveItems`).
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use serde_json::{Map, Value};
 
 use super::error::ApplyError;
 use super::fieldpath::{PathElement, Set};
 use super::schema::Node;
-use super::typed::{Shape, as_map, index_items, is_empty_container, list_item_pe, shape_pair};
+use super::typed::{
+    Shape, as_map, index_items, is_empty_container, list_item_pe, positions, shape_pair,
+};
 
 /// `config` merged into `live`: struct fields and granular maps merge key by key, `set` and
 /// `map` lists item by item, anything else (scalars, atomic lists and maps) is replaced.
@@ -65,8 +69,13 @@ fn merge_node(
     }
 }
 
-fn find<'a>(items: &'a [(PathElement, &'a Value)], pe: &PathElement) -> Option<&'a Value> {
-    items.iter().find(|(p, _)| p == pe).map(|(_, v)| *v)
+/// The item of `items` with identity `pe`, looked up through `at` (its [`positions`]).
+fn find<'a>(
+    items: &[(PathElement, &'a Value)],
+    at: &BTreeMap<&PathElement, usize>,
+    pe: &PathElement,
+) -> Option<&'a Value> {
+    at.get(pe).map(|&i| items[i].1)
 }
 
 /// Upstream's list merge order: live items keep their places, applied items that are new are
@@ -78,12 +87,13 @@ fn merge_list_items(
     rhs: &[(PathElement, &Value)],
 ) -> Result<Vec<Value>, ApplyError> {
     let mut out = Vec::with_capacity(lhs.len().max(rhs.len()));
+    let (l_at, r_at) = (positions(lhs), positions(rhs));
     let mut shared = rhs
         .iter()
-        .filter(|(pe, _)| find(lhs, pe).is_some())
+        .filter(|(pe, _)| l_at.contains_key(pe))
         .map(|(pe, _)| pe);
     let mut next_shared = shared.next();
-    let mut merged_rhs: Vec<&PathElement> = Vec::new();
+    let mut merged_rhs: BTreeSet<&PathElement> = BTreeSet::new();
     let (mut li, mut ri) = (0, 0);
     let mut push = |v: Option<Value>| {
         if let Some(v) = v {
@@ -94,21 +104,21 @@ fn merge_list_items(
         if li < lhs.len() && ri < rhs.len() {
             let pe = &lhs[li].0;
             if *pe == rhs[ri].0 {
-                merged_rhs.push(pe);
+                merged_rhs.insert(pe);
                 push(merge_node(items, Some(lhs[li].1), Some(rhs[ri].1))?);
                 li += 1;
                 ri += 1;
                 next_shared = shared.next();
                 continue;
             }
-            if find(rhs, pe).is_some() && next_shared.is_some_and(|n| n != pe) {
+            if r_at.contains_key(pe) && next_shared.is_some_and(|n| n != pe) {
                 li += 1;
                 continue;
             }
         }
         if li < lhs.len() {
             let pe = &lhs[li].0;
-            if find(rhs, pe).is_none() {
+            if !r_at.contains_key(pe) {
                 push(merge_node(items, Some(lhs[li].1), None)?);
                 li += 1;
                 continue;
@@ -119,8 +129,8 @@ fn merge_list_items(
         }
         if ri < rhs.len() {
             let pe = &rhs[ri].0;
-            merged_rhs.push(pe);
-            push(merge_node(items, find(lhs, pe), Some(rhs[ri].1))?);
+            merged_rhs.insert(pe);
+            push(merge_node(items, find(lhs, &l_at, pe), Some(rhs[ri].1))?);
             ri += 1;
             if next_shared == Some(pe) {
                 next_shared = shared.next();

@@ -843,3 +843,33 @@ fn preserve_unknown_fields_are_deduced_from_the_value() {
         json!({"f:spec": {"f:free": {"f:a": {".": {}, "f:b": {}}, "f:l": {}}}})
     );
 }
+
+/// Items of keyed lists are found through indexes: applying 20k toppings over 20k others and
+/// comparing the results takes time in proportion to their number (about 11 s in a debug build,
+/// doubling with the count).
+#[test]
+fn long_keyed_lists_merge_in_linear_time() {
+    let toppings = |prefix: &str| -> Value {
+        (0..20_000)
+            .map(|i| json!({"name": format!("{prefix}{i}"), "amount": i}))
+            .collect()
+    };
+    let started = std::time::Instant::now();
+    let (live, managed) = ok(apply_spec(
+        None,
+        json!({"toppings": toppings("a")}),
+        ManagedFields::new(),
+        "one",
+        false,
+    ));
+    let (merged, _) = ok(apply_spec(
+        Some(&live),
+        json!({"toppings": toppings("b")}),
+        managed,
+        "two",
+        false,
+    ));
+    assert_eq!(merged["spec"]["toppings"].as_array().unwrap().len(), 40_000);
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(60), "{took:?}");
+}

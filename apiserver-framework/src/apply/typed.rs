@@ -1,6 +1,8 @@
 //! Walking an object along its schema: list item identities, the field set of an object
 //! (structured-merge-diff's `ToFieldSet`) and the comparison of two objects (`Compare`).
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use serde_json::{Map, Value};
 
 use super::error::ApplyError;
@@ -112,14 +114,27 @@ pub(crate) fn index_items<'v>(
 ) -> Result<Vec<(PathElement, &'v Value)>, ApplyError> {
     let mut out: Vec<(PathElement, &Value)> = Vec::new();
     if let Some(Value::Array(items)) = list {
+        let mut seen = BTreeSet::new();
         for (i, item) in items.iter().enumerate() {
             let pe = list_item_pe(keys, i, item)?;
-            if !out.iter().any(|(seen, _)| *seen == pe) {
+            if seen.insert(pe.clone()) {
                 out.push((pe, item));
             }
         }
     }
     Ok(out)
+}
+
+/// Where each identity of [`index_items`]' result is, to find items by identity in
+/// logarithmic time.
+pub(crate) fn positions<'a>(
+    items: &'a [(PathElement, &Value)],
+) -> BTreeMap<&'a PathElement, usize> {
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, (pe, _))| (pe, i))
+        .collect()
 }
 
 pub(crate) fn as_map(v: Option<&Value>) -> Option<&Map<String, Value>> {
@@ -284,14 +299,15 @@ fn walk_compare(
             }
             let li = index_items(keys, l).map_err(|e| at(path, e))?;
             let ri = index_items(keys, r).map_err(|e| at(path, e))?;
+            let (l_at, r_at) = (positions(&li), positions(&ri));
             for (pe, lv) in &li {
-                let rv = ri.iter().find(|(p, _)| p == pe).map(|(_, v)| *v);
+                let rv = r_at.get(pe).map(|&i| ri[i].1);
                 path.push(pe.clone());
                 walk_compare(path, items, Some(lv), rv, c)?;
                 path.pop();
             }
             for (pe, rv) in &ri {
-                if li.iter().any(|(p, _)| p == pe) {
+                if l_at.contains_key(pe) {
                     continue;
                 }
                 path.push(pe.clone());

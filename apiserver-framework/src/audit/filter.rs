@@ -6,6 +6,10 @@
 //! long-running (watch) response starts, `ResponseComplete` when the response is complete (for
 //! watches: when the stream ends), `Panic` when the handler panicked. Filters behind this one
 //! add to the event through the [`AuditContext`] in the request extensions.
+//!
+//! This filter runs before authorization and never reads a request body: the handlers hand
+//! over what they decode (the object of a create or update, a patch) through the
+//! [`AuditHook`] it puts in the extensions, as upstream's handlers call `LogRequestObject`.
 
 use std::future::Future;
 use std::net::IpAddr;
@@ -18,15 +22,17 @@ use axum::body::Body;
 use bytes::Bytes;
 use futures::FutureExt;
 use http::request::Parts;
-use http::{Extensions, HeaderMap, Method, Request, Response};
+use http::{Extensions, HeaderMap, Response};
 use http_body_util::BodyExt;
 use parking_lot::Mutex;
+use serde_json::Value;
 
 use super::backend::AuditBackend;
 use super::event::{Event, EventUser, Level, ObjectReference, ResponseStatus, Stage, micro_time};
 use super::policy::Policy;
 use crate::auth::{PeerAddr, UserInfo};
 use crate::authz::{self, Attributes, ParsedRequest, Request as AuthzRequest};
+use crate::endpoints::audit_hook::{AuditHook, RequestAudit};
 
 /// The request header carrying a caller's audit id, and the response header echoing it.
 pub const AUDIT_ID_HEADER: &str = "audit-id";
@@ -109,6 +115,30 @@ impl AuditContext {
     }
 }
 
+/// What the handlers decode from the body, as upstream's `LogRequestObject` and
+/// `LogRequestPatch` record it.
+impl RequestAudit for AuditContext {
+    fn records_body(&self) -> bool {
+        self.recording.lock().event.level >= Level::Request
+    }
+
+    fn object(&self, object: &Value) {
+        let kept = self.records_body().then(|| object.clone());
+        self.with_event(|e| {
+            complete_object_ref(e, object);
+            if kept.is_some() {
+                e.request_object = kept;
+            }
+        });
+    }
+
+    fn patch(&self, patch: Value) {
+        if self.records_body() {
+            self.with_event(|e| e.request_object = Some(patch));
+        }
+    }
+}
+
 /// The authorization filter's annotation keys and values (upstream's `WithAuthorization`).
 const DECISION: &str = "authorization.k8s.io/decision";
 const REASON: &str = "authorization.k8s.io/reason";
@@ -175,40 +205,10 @@ impl Auditor {
         };
         ctx.emit(Stage::RequestReceived);
 
-        // The body of a resource request: kept for levels Request and up, and read for
-        // creates and updates to complete the object reference from the object's metadata
-        // (bodies past the server's 3 MiB limit are refused here with its 413).
-        let resource = matches!(attrs.request, AuthzRequest::Resource(_));
-        let is_write = resource && (parts.method == Method::POST || parts.method == Method::PUT);
-        let keep = config.level >= Level::Request
-            && (is_write || resource && parts.method == Method::PATCH);
-        let body = if keep || is_write {
-            match crate::endpoints::handlers::read_body(Request::new(body)).await {
-                Ok(bytes) => {
-                    if let Some(object) = parse_object(&parts.headers, &bytes) {
-                        ctx.with_event(|e| {
-                            if is_write {
-                                complete_object_ref(e, &object);
-                            }
-                            if keep {
-                                e.request_object = Some(object);
-                            }
-                        });
-                    }
-                    Body::from(bytes)
-                }
-                Err(err) => {
-                    let res = axum::response::IntoResponse::into_response(err);
-                    return self.finish(&ctx, res, false, true).await;
-                }
-            }
-        } else {
-            body
-        };
-
         let long_running = matches!(&attrs.request, AuthzRequest::Resource(r) if r.verb == "watch");
         let delete = matches!(&attrs.request, AuthzRequest::Resource(r) if r.verb == "delete");
         parts.extensions.insert(ctx.clone());
+        parts.extensions.insert(AuditHook(Arc::new(ctx.clone())));
         let served = AssertUnwindSafe(next(parts, body)).catch_unwind().await;
         match served {
             Ok(res) => {
@@ -457,7 +457,7 @@ fn source_ips(parts: &Parts) -> Vec<String> {
     ips.iter().map(|ip| ip.to_string()).collect()
 }
 
-/// A JSON (or YAML) body as a JSON value.
+/// A JSON (or YAML) response body as a JSON value.
 fn parse_object(headers: &HeaderMap, bytes: &[u8]) -> Option<serde_json::Value> {
     if bytes.is_empty() {
         return None;
@@ -476,7 +476,7 @@ fn parse_object(headers: &HeaderMap, bytes: &[u8]) -> Option<serde_json::Value> 
 }
 
 /// Fills what the URL did not say from the object's metadata (upstream's `LogRequestObject`).
-fn complete_object_ref(event: &mut Event, object: &serde_json::Value) {
+fn complete_object_ref(event: &mut Event, object: &Value) {
     let Some(r) = event.object_ref.as_mut() else {
         return;
     };

@@ -8,12 +8,15 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 use crate::apply::{self, ManagedFields};
+use crate::endpoints::audit_hook::AuditHook;
+use crate::endpoints::blocking;
 use crate::endpoints::body_checks::Collected;
 use crate::endpoints::scale;
 use crate::error::ApiError;
 use crate::registry::field_validation::{FieldIssues, unknown_fields};
 use crate::registry::options::{FieldValidation, WriteOptions};
 use crate::registry::rest::{RequestContext, RestStorage};
+use crate::registry::yaml_body;
 use crate::resource::{ResourceInfo, ScaleSubresource};
 
 /// What an apply did: `created` answers 201, otherwise 200.
@@ -26,7 +29,8 @@ pub struct Applied {
 
 /// Parses an apply body (YAML, or JSON read as YAML) into an object and applies
 /// `fieldValidation`: duplicate keys and unknown fields are warnings (`Warn`) or a 400
-/// (`Strict`); unknown fields are dropped before the merge, so nobody owns them.
+/// (`Strict`); unknown fields are dropped before the merge, so nobody owns them. The whole
+/// configuration is handed to the audit event, if it records bodies.
 fn read_config(
     info: &ResourceInfo,
     name: &str,
@@ -34,13 +38,17 @@ fn read_config(
     body: &[u8],
     mode: FieldValidation,
     warnings: &Collected,
+    audit: Option<&AuditHook>,
 ) -> Result<Value, ApiError> {
-    let mut config: Value = serde_yaml_ng::from_slice(body)
+    let mut config: Value = yaml_body::from_slice(body)
         .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
     if !config.is_object() {
         return Err(ApiError::bad_request(
             "error decoding YAML: an apply patch must be an object",
         ));
+    }
+    if let Some(hook) = audit.filter(|h| h.0.records_body()) {
+        hook.0.patch(config.clone());
     }
     let duplicates = FieldIssues::apply_patch(body);
     let unknown = unknown_fields(&config, &info.schema);
@@ -132,26 +140,41 @@ fn apply_to(
     Ok(object)
 }
 
-/// Applies `body` to object `name` (or its `status`); creates the object when absent.
+/// Applies `body` to object `name` (or its `status`); creates the object when absent. A large
+/// body is decoded and checked off the async workers.
 #[allow(clippy::too_many_arguments)]
 pub async fn apply(
     storage: &Arc<dyn RestStorage>,
     ctx: &RequestContext,
     name: &str,
     subresource: Option<&str>,
-    body: &[u8],
+    body: &Bytes,
     opts: &WriteOptions,
     warnings: &Collected,
+    audit: Option<&AuditHook>,
 ) -> Result<Applied, ApiError> {
     let info = storage.info();
-    let config = read_config(
-        info,
-        name,
-        ctx.namespace.as_deref(),
-        body,
-        opts.field_validation,
-        warnings,
-    )?;
+    let namespace = ctx.namespace.as_deref();
+    let mode = opts.field_validation;
+    let config = if body.len() <= blocking::INLINE_BODY_BYTES {
+        read_config(info, name, namespace, body, mode, warnings, audit)?
+    } else {
+        let (info, name, namespace) = (info.clone(), name.to_string(), ctx.namespace.clone());
+        let (body, warnings, audit) = (body.clone(), warnings.clone(), audit.cloned());
+        blocking::run(body.len(), move || {
+            let namespace = namespace.as_deref();
+            read_config(
+                &info,
+                &name,
+                namespace,
+                &body,
+                mode,
+                &warnings,
+                audit.as_ref(),
+            )
+        })
+        .await?
+    };
     if let Some(n) = config.pointer("/metadata/name").and_then(Value::as_str)
         && !n.is_empty()
         && n != name
@@ -185,18 +208,29 @@ pub async fn apply(
 }
 
 /// Applies a `Scale` configuration: its `spec.replicas` is applied to the object at the
-/// scale's replicas path, owned by the manager with subresource `scale`.
+/// scale's replicas path, owned by the manager with subresource `scale`. A large body is
+/// decoded off the async workers.
 pub async fn apply_scale(
     storage: &Arc<dyn RestStorage>,
     ctx: &RequestContext,
     name: &str,
     paths: &ScaleSubresource,
-    body: &[u8],
+    body: &Bytes,
     opts: &WriteOptions,
+    audit: Option<&AuditHook>,
 ) -> Result<Bytes, ApiError> {
     let info = storage.info();
-    let desired: Value = serde_yaml_ng::from_slice(body)
-        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+    let desired: Value = {
+        let body = body.clone();
+        blocking::run(body.len(), move || {
+            yaml_body::from_slice(&body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))
+        })
+        .await?
+    };
+    if let Some(hook) = audit.filter(|h| h.0.records_body()) {
+        hook.0.patch(desired.clone());
+    }
     let skeleton = json!({
         "apiVersion": info.api_version(),
         "kind": info.kind,

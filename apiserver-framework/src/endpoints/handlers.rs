@@ -10,6 +10,8 @@ use http_body_util::{BodyExt, Limited};
 use serde_json::Value;
 
 use crate::endpoints::apply_patch;
+use crate::endpoints::audit_hook::AuditHook;
+use crate::endpoints::blocking;
 use crate::endpoints::body_checks;
 use crate::endpoints::field_manager;
 use crate::endpoints::negotiation::{self, BodyFormat, Output};
@@ -151,17 +153,21 @@ async fn dispatch(
         (Verb::Create, None) if collection_allowed => {
             let mut opts = query.write_options()?;
             field_manager::check_write("CreateOptions", &mut opts, user_agent(&req))?;
+            let audit = AuditHook::of(req.extensions());
             let body = match protobuf_decoder(storage.as_ref(), &req) {
                 Some(decode) => decode(&read_body(req).await?)?,
                 None => read_checked_object(req, info, &opts, warnings).await?,
             };
+            audit_object(audit.as_ref(), &body);
             let obj = storage.create(ctx, body, &opts).await?;
             response::object(StatusCode::CREATED, output, info, obj)
         }
         (Verb::Update, Some(n)) => {
             let mut opts = query.write_options()?;
             field_manager::check_write("UpdateOptions", &mut opts, user_agent(&req))?;
+            let audit = AuditHook::of(req.extensions());
             let body = read_checked_object(req, info, &opts, warnings).await?;
+            audit_object(audit.as_ref(), &body);
             let obj = storage.update(ctx, n, sub, body, &opts).await?;
             response::object(StatusCode::OK, output, info, obj)
         }
@@ -169,10 +175,20 @@ async fn dispatch(
             let mut opts = query.write_options()?;
             let kind = patch::PatchKind::from_content_type(&content_type(&req))?;
             field_manager::check_patch(kind, &mut opts, user_agent(&req))?;
+            let audit = AuditHook::of(req.extensions());
             let body = read_body(req).await?;
             if kind == patch::PatchKind::Apply {
-                let applied =
-                    apply_patch::apply(storage, ctx, n, sub, &body, &opts, warnings).await?;
+                let applied = apply_patch::apply(
+                    storage,
+                    ctx,
+                    n,
+                    sub,
+                    &body,
+                    &opts,
+                    warnings,
+                    audit.as_ref(),
+                )
+                .await?;
                 let code = if applied.created {
                     StatusCode::CREATED
                 } else {
@@ -182,6 +198,7 @@ async fn dispatch(
             }
             let schema = info.schema.clone();
             let doc = patch::PatchDocument::parse(kind, &body, schema.clone())?;
+            audit_patch(audit.as_ref(), &body);
             let mode = opts.field_validation;
             let apply = move |current: Value| {
                 let patched = doc.apply(current)?;
@@ -240,7 +257,9 @@ async fn scale(
         Verb::Update => {
             let mut opts = query.write_options()?;
             field_manager::check_write("UpdateOptions", &mut opts, user_agent(&req))?;
+            let audit = AuditHook::of(req.extensions());
             let desired = read_object(req).await?;
+            audit_object(audit.as_ref(), &desired);
             let write =
                 move |current: Value| scale::apply_to_object(paths, name, &desired, current);
             storage
@@ -251,14 +270,24 @@ async fn scale(
             let mut opts = query.write_options()?;
             let kind = patch::PatchKind::from_content_type(&content_type(&req))?;
             field_manager::check_patch(kind, &mut opts, user_agent(&req))?;
+            let audit = AuditHook::of(req.extensions());
             let body = read_body(req).await?;
             if kind == patch::PatchKind::Apply {
-                let updated =
-                    apply_patch::apply_scale(storage, ctx, name, paths, &body, &opts).await?;
+                let updated = apply_patch::apply_scale(
+                    storage,
+                    ctx,
+                    name,
+                    paths,
+                    &body,
+                    &opts,
+                    audit.as_ref(),
+                )
+                .await?;
                 return response::object(StatusCode::OK, output, &info, to_scale(&updated)?);
             }
             // A Scale has no lists: strategic merge patches merge it as maps.
             let doc = patch::PatchDocument::parse(kind, &body, Default::default())?;
+            audit_patch(audit.as_ref(), &body);
             let write = move |current: Value| {
                 let desired = doc.apply(scale::from_object(paths, &current)?)?;
                 scale::apply_to_object(paths, name, &desired, current)
@@ -316,40 +345,64 @@ pub async fn read_body(req: Request<Body>) -> Result<Bytes, ApiError> {
     }
 }
 
-/// Reads and decodes an object body (JSON or YAML by Content-Type).
-async fn read_object(req: Request<Body>) -> Result<Value, ApiError> {
-    Ok(read_object_with_body(req).await?.2)
+/// Hands the decoded object of a create or update to the request's audit event, if audited.
+fn audit_object(audit: Option<&AuditHook>, object: &Value) {
+    if let Some(hook) = audit {
+        hook.0.object(object);
+    }
 }
 
-/// Reads and decodes an object body, keeping its format and bytes.
-async fn read_object_with_body(req: Request<Body>) -> Result<(BodyFormat, Bytes, Value), ApiError> {
-    let format = negotiation::body_format(
+/// Hands a (JSON, already validated) patch body to the request's audit event, if it records
+/// bodies.
+fn audit_patch(audit: Option<&AuditHook>, body: &[u8]) {
+    if let Some(hook) = audit.filter(|h| h.0.records_body())
+        && let Ok(patch) = serde_json::from_slice(body)
+    {
+        hook.0.patch(patch);
+    }
+}
+
+/// The format of an object body, from the request's Content-Type.
+fn object_body_format(req: &Request<Body>) -> Result<BodyFormat, ApiError> {
+    negotiation::body_format(
         req.headers()
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok()),
-    )?;
-    let body = read_body(req).await?;
-    let object = decode_object(format, &body)?;
-    Ok((format, body, object))
+    )
 }
 
-/// Reads and decodes an object body of a create or update, applying `fieldValidation`.
+/// Reads and decodes an object body (JSON or YAML by Content-Type); a large one is decoded
+/// off the async workers.
+async fn read_object(req: Request<Body>) -> Result<Value, ApiError> {
+    let format = object_body_format(&req)?;
+    let body = read_body(req).await?;
+    blocking::run(body.len(), move || decode_object(format, &body)).await
+}
+
+/// Reads and decodes an object body of a create or update, applying `fieldValidation`; a
+/// large one is decoded and checked off the async workers.
 async fn read_checked_object(
     req: Request<Body>,
     info: &crate::resource::ResourceInfo,
     opts: &crate::registry::options::WriteOptions,
     warnings: &body_checks::Collected,
 ) -> Result<Value, ApiError> {
-    let (format, body, object) = read_object_with_body(req).await?;
-    body_checks::check_object(
-        info,
-        opts.field_validation,
-        format,
-        &body,
-        &object,
-        warnings,
-    )?;
-    Ok(object)
+    let format = object_body_format(&req)?;
+    let body = read_body(req).await?;
+    let mode = opts.field_validation;
+    let decode = move |body: &[u8],
+                       info: &crate::resource::ResourceInfo,
+                       warnings: &body_checks::Collected|
+          -> Result<Value, ApiError> {
+        let object = decode_object(format, body)?;
+        body_checks::check_object(info, mode, format, body, &object, warnings)?;
+        Ok(object)
+    };
+    if body.len() <= blocking::INLINE_BODY_BYTES {
+        return decode(&body, info, warnings);
+    }
+    let (info, warnings) = (info.clone(), warnings.clone());
+    blocking::run(body.len(), move || decode(&body, &info, &warnings)).await
 }
 
 /// Decodes an object body; malformed input answers 400 as upstream.
@@ -358,7 +411,7 @@ pub fn decode_object(format: BodyFormat, body: &[u8]) -> Result<Value, ApiError>
         BodyFormat::Json => serde_json::from_slice(body).map_err(|e| {
             ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
         })?,
-        BodyFormat::Yaml => serde_yaml_ng::from_slice(body).map_err(|e| {
+        BodyFormat::Yaml => crate::registry::yaml_body::from_slice(body).map_err(|e| {
             ApiError::bad_request(format!("couldn't get version/kind; yaml parse error: {e}"))
         })?,
     };

@@ -1,6 +1,8 @@
 //! The HTTP layer of resources: paths, options, content negotiation, handlers and encodings.
 
 pub mod apply_patch;
+pub mod audit_hook;
+pub mod blocking;
 pub mod body_checks;
 pub mod field_manager;
 pub mod handlers;

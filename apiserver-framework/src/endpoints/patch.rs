@@ -1,5 +1,13 @@
 //! Patch documents: JSON Patch (RFC 6902), JSON Merge Patch (RFC 7386) and strategic merge
 //! patch (see [`crate::endpoints::strategic`]).
+//!
+//! Growth is bounded as the patch applies, not only once it has: a JSON patch's `copy`
+//! operations may add at most [`MAX_JSON_PATCH_COPY_BYTES`] in all (upstream's
+//! `--json-patch-max-copy-bytes` default), counted before each copy is made, so a few dozen
+//! bytes of `copy` that double the object each time are refused before the memory is taken.
+//! The other operations, merge patches and strategic merge patches can only produce what the
+//! object or the patch holds (no node is duplicated), so their results are at most the sum of
+//! both; every result is then held to [`MAX_PATCH_RESULT_BYTES`].
 
 use serde_json::Value;
 
@@ -18,6 +26,10 @@ pub const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
 
 /// The largest object a patch may produce, as large as a request body may be.
 pub const MAX_PATCH_RESULT_BYTES: usize = crate::endpoints::handlers::MAX_BODY_BYTES;
+
+/// The most a JSON patch's `copy` operations may add to the object in all (JSON-encoded), as
+/// upstream's default `--json-patch-max-copy-bytes` (3 MiB).
+pub const MAX_JSON_PATCH_COPY_BYTES: usize = 3 * 1024 * 1024;
 
 /// The length of `value` encoded as JSON, counted without keeping the encoding.
 fn encoded_len(value: &Value) -> usize {
@@ -138,22 +150,27 @@ impl PatchDocument {
     fn apply_unchecked(&self, mut current: Value) -> Result<Value, ApiError> {
         match self {
             PatchDocument::Json(p) => {
-                // Upstream's generic 422: a fixed message, the library's error as the cause.
-                json_patch::patch(&mut current, p).map_err(|e| {
-                    ApiError::new(
-                        422,
-                        "Invalid",
-                        "the server rejected our request due to an error in our request",
-                    )
-                    .with_details(crate::error::StatusDetails {
-                        causes: vec![crate::error::StatusCause {
-                            reason: "UnexpectedServerResponse".into(),
-                            message: e.to_string(),
-                            field: String::new(),
-                        }],
-                        ..Default::default()
-                    })
-                })?;
+                // One operation at a time, so the size of each copy is known before it is made;
+                // a failed patch leaves `current` half-patched, but it is dropped.
+                let mut copied = 0usize;
+                for (i, op) in p.0.iter().enumerate() {
+                    if let json_patch::PatchOperation::Copy(copy) = op {
+                        copied += current.pointer(copy.from.as_str()).map_or(0, encoded_len);
+                        if copied > MAX_JSON_PATCH_COPY_BYTES {
+                            return Err(json_patch_failed(format!(
+                                "Unable to complete the copy, the accumulated size increase of copy is {copied}, exceeding the limit {MAX_JSON_PATCH_COPY_BYTES}"
+                            )));
+                        }
+                    }
+                    json_patch::patch_unsafe(&mut current, std::slice::from_ref(op)).map_err(
+                        |e| {
+                            json_patch_failed(format!(
+                                "operation '/{i}' failed at path '{}': {}",
+                                e.path, e.kind
+                            ))
+                        },
+                    )?;
+                }
                 Ok(current)
             }
             PatchDocument::Merge(p) => {
@@ -171,6 +188,24 @@ impl PatchDocument {
             }
         }
     }
+}
+
+/// Upstream's generic 422 for a JSON patch that cannot apply: a fixed message, the reason as
+/// the cause.
+fn json_patch_failed(cause: String) -> ApiError {
+    ApiError::new(
+        422,
+        "Invalid",
+        "the server rejected our request due to an error in our request",
+    )
+    .with_details(crate::error::StatusDetails {
+        causes: vec![crate::error::StatusCause {
+            reason: "UnexpectedServerResponse".into(),
+            message: cause,
+            field: String::new(),
+        }],
+        ..Default::default()
+    })
 }
 
 #[cfg(test)]
@@ -225,5 +260,53 @@ mod tests {
             PatchKind::from_content_type("application/merge-patch+json; charset=utf-8").unwrap(),
             PatchKind::Merge
         );
+    }
+
+    #[test]
+    fn failing_operations_are_named_by_their_index() {
+        let p = PatchDocument::parse(
+            PatchKind::Json,
+            br#"[{"op":"add","path":"/spec/y","value":1},{"op":"remove","path":"/nope"}]"#,
+            Default::default(),
+        )
+        .unwrap();
+        let err = p.apply(json!({"spec": {}})).unwrap_err();
+        assert_eq!(err.code, 422);
+        assert_eq!(
+            err.details.unwrap().causes[0].message,
+            "operation '/1' failed at path '/nope': path is invalid"
+        );
+    }
+
+    /// One `add` of 1 KiB and copies of `/spec` into itself, each doubling it: refused once
+    /// the copies add more than 3 MiB, long before the object would reach gigabytes.
+    #[test]
+    fn copies_are_bounded_as_they_apply() {
+        let mut ops = vec![json!({"op": "add", "path": "/spec/a", "value": "x".repeat(1024)})];
+        // 14 copies would make 16 MiB: before the bound, this answered 413 only after that.
+        for i in 0..14 {
+            ops.push(json!({"op": "copy", "from": "/spec", "path": format!("/spec/c{i}")}));
+        }
+        let body = serde_json::to_vec(&ops).unwrap();
+        let p = PatchDocument::parse(PatchKind::Json, &body, Default::default()).unwrap();
+        let started = std::time::Instant::now();
+        let err = p.apply(json!({"spec": {}})).unwrap_err();
+        assert!(started.elapsed() < std::time::Duration::from_secs(10));
+        assert_eq!((err.code, err.reason.as_str()), (422, "Invalid"));
+        let cause = &err.details.unwrap().causes[0].message;
+        assert!(
+            cause.starts_with(
+                "Unable to complete the copy, the accumulated size increase of copy is "
+            ) && cause.ends_with(", exceeding the limit 3145728"),
+            "{cause}"
+        );
+        // Copies within the bound apply.
+        let p = PatchDocument::parse(PatchKind::Json, &body[..], Default::default()).unwrap();
+        let PatchDocument::Json(mut few) = p else {
+            unreachable!()
+        };
+        few.0.truncate(4);
+        let patched = PatchDocument::Json(few).apply(json!({"spec": {}})).unwrap();
+        assert!(patched.pointer("/spec/c2/c1/c0/a").is_some());
     }
 }

@@ -104,7 +104,11 @@ impl Query {
         let field_selector = FieldSelector::parse(self.get("fieldSelector").unwrap_or(""))
             .map_err(ApiError::bad_request)?;
         let limit = self.int("limit")?.unwrap_or(0).max(0) as usize;
-        let timeout_seconds = self.int("timeoutSeconds")?.map(|t| t.max(0) as u64);
+        // Negative is 0; beyond the longest watch is the longest watch.
+        let max_timeout = crate::registry::store::MAX_WATCH_TIMEOUT.as_secs();
+        let timeout_seconds = self
+            .int("timeoutSeconds")?
+            .map(|t| u64::try_from(t).unwrap_or(0).min(max_timeout));
         let opts = ListOptions {
             label_selector,
             field_selector,

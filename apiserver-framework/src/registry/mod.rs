@@ -14,3 +14,4 @@ pub mod store;
 pub mod strategy;
 pub mod validation;
 pub mod watch;
+pub mod yaml_body;

@@ -665,17 +665,22 @@ enum Phase {
 fn generate_name(prefix: &str) -> String {
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
     const MAX_PREFIX: usize = 63 - 5;
-    let prefix = if prefix.len() > MAX_PREFIX {
-        &prefix[..MAX_PREFIX]
-    } else {
-        prefix
-    };
+    // Cut at a character boundary: a client's prefix may hold multi-byte characters (the
+    // name then fails validation, as upstream's byte cut does).
+    let mut end = prefix.len().min(MAX_PREFIX);
+    while !prefix.is_char_boundary(end) {
+        end -= 1;
+    }
+    let prefix = &prefix[..end];
     let mut rng = rand::rng();
     let suffix: String = (0..5)
         .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
         .collect();
     format!("{prefix}{suffix}")
 }
+
+/// The longest a watch lasts (ten years): longer `timeoutSeconds` are cut to it.
+pub const MAX_WATCH_TIMEOUT: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
 
 /// How long a watch lasts without `timeoutSeconds`: 30 minutes times a random factor in
 /// [1, 2), as upstream spreads reconnects.
@@ -820,7 +825,8 @@ impl<T: ApiResource> RestStorage for Store<T> {
             .timeout_seconds
             .map(Duration::from_secs)
             .unwrap_or_else(default_watch_timeout);
-        let deadline = tokio::time::Instant::now() + timeout;
+        let now = tokio::time::Instant::now();
+        let deadline = now.checked_add(timeout).unwrap_or(now + MAX_WATCH_TIMEOUT);
         // Where the watch starts: with the current state as ADDED events (legacy watches from
         // "" or "0", and `sendInitialEvents=true`), or after a given revision.
         let requested = match opts.resource_version.as_str() {

@@ -7,9 +7,12 @@
 //! before the object-only elements still to be placed: a patch that only adds `b` to `[a]`
 //! yields `[b, a]`.
 
+use std::collections::{HashMap, HashSet};
+
 use serde_json::{Map, Value};
 
 use super::error::StrategicPatchError;
+use super::identity::{Identity, OwnedIdentity};
 use super::merge::{Directive, directive, merge_map, new_map};
 use super::render::{go_lists, go_type, go_value};
 use super::schema::Schema;
@@ -93,12 +96,16 @@ pub(super) fn merge_list(
     let items = schema.items();
     if element_kind(&[&original, patch])? != Some(ElementKind::Object) {
         let server_view = original.clone();
-        let mut merged: Vec<Value> = Vec::with_capacity(original.len() + patch.len());
-        for value in original.into_iter().chain(patch.iter().cloned()) {
-            if !merged.contains(&value) {
-                merged.push(value);
-            }
-        }
+        let all: Vec<Value> = original.into_iter().chain(patch.iter().cloned()).collect();
+        let first: Vec<bool> = {
+            let mut seen = HashSet::with_capacity(all.len());
+            all.iter().map(|v| seen.insert(Identity(v))).collect()
+        };
+        let merged: Vec<Value> = all
+            .into_iter()
+            .zip(first)
+            .filter_map(|(value, first)| first.then_some(value))
+            .collect();
         let (in_patch, server_only) = partition(merged, patch, None)?;
         let elements = normalize_order(in_patch, server_only, patch, &server_view, None)?;
         return Ok(MergedList {
@@ -118,16 +125,19 @@ pub(super) fn merge_list(
     let mut original = original;
     let mut plain: Vec<&Map<String, Value>> = Vec::new();
     let mut replace = false;
+    let mut deleted: HashSet<Identity> = HashSet::new();
     for element in patch.iter().filter_map(Value::as_object) {
         match directive(element)? {
             None => plain.push(element),
             Some(Directive::Delete) => {
-                let value = merge_key_of(element, key, true)?;
-                original.retain(|e| e.get(key) != Some(value));
+                deleted.insert(Identity(merge_key_of(element, key, true)?));
             }
             Some(Directive::Replace) => replace = true,
             Some(Directive::Merge) => return Err(StrategicPatchError::MergeDirectiveInList),
         }
+    }
+    if !deleted.is_empty() {
+        original.retain(|e| !e.get(key).is_some_and(|v| deleted.contains(&Identity(v))));
     }
     if replace {
         let mut replacement = Vec::with_capacity(plain.len());
@@ -149,9 +159,16 @@ pub(super) fn merge_list(
     let mut free_places = original_len - original.len();
     let mut server_view = original.clone();
     let mut merged = original;
+    // Where the first element with each merge key is.
+    let mut at: HashMap<OwnedIdentity, usize> = HashMap::with_capacity(merged.len());
+    for (i, e) in merged.iter().enumerate() {
+        if let Some(v) = e.get(key) {
+            at.entry(OwnedIdentity(v.clone())).or_insert(i);
+        }
+    }
     for element in &plain {
         let value = merge_key_of(element, key, true)?;
-        match merged.iter().position(|e| e.get(key) == Some(value)) {
+        match at.get(&OwnedIdentity(value.clone())).copied() {
             Some(i) => {
                 let existing = match std::mem::take(&mut merged[i]) {
                     Value::Object(map) => map,
@@ -164,6 +181,9 @@ pub(super) fn merge_list(
                     if free_places > 0 {
                         free_places -= 1;
                         server_view.push(value.clone());
+                    }
+                    if let Some(k) = value.get(key) {
+                        at.entry(OwnedIdentity(k.clone())).or_insert(merged.len());
                     }
                     merged.push(value);
                 }
@@ -290,6 +310,11 @@ fn partition(
 ) -> Result<(Vec<Value>, Vec<Value>), StrategicPatchError> {
     let mut named = Vec::with_capacity(merged.len());
     let mut others = Vec::with_capacity(merged.len());
+    let in_order: HashSet<Identity> = order
+        .iter()
+        .filter_map(|o| identity(o, key))
+        .map(Identity)
+        .collect();
     for element in merged {
         let present = match key {
             Some(key) => {
@@ -297,9 +322,9 @@ fn partition(
                     .as_object()
                     .ok_or_else(|| type_mismatch(&element, false))?;
                 let value = merge_key_of(map, key, false)?;
-                order.iter().any(|o| o.get(key) == Some(value))
+                in_order.contains(&Identity(value))
             }
-            None => order.contains(&element),
+            None => in_order.contains(&Identity(&element)),
         };
         if present {
             named.push(element);
@@ -318,10 +343,23 @@ fn identity<'v>(element: &'v Value, key: Option<&str>) -> Option<&'v Value> {
     }
 }
 
-/// Where the first element of `list` with the identity of `element` is.
-fn index_of(list: &[Value], element: &Value, key: Option<&str>) -> Option<usize> {
-    let wanted = identity(element, key);
-    list.iter().position(|e| identity(e, key) == wanted)
+/// Where the first element of a list with each identity is (elements without one share the
+/// identity `None`).
+struct Positions<'v>(HashMap<Option<Identity<'v>>, usize>);
+
+impl<'v> Positions<'v> {
+    fn of(list: &'v [Value], key: Option<&str>) -> Self {
+        let mut at = HashMap::with_capacity(list.len());
+        for (i, e) in list.iter().enumerate() {
+            at.entry(identity(e, key).map(Identity)).or_insert(i);
+        }
+        Positions(at)
+    }
+
+    /// Where the first element with the identity of `element` is.
+    fn index_of(&self, element: &Value, key: Option<&str>) -> Option<usize> {
+        self.0.get(&identity(element, key).map(Identity)).copied()
+    }
 }
 
 /// Sorts both parts by their orders, then interleaves them.
@@ -349,7 +387,8 @@ fn normalize_order(
 
 /// A stable sort by position in `order`; elements it lacks go last.
 fn sort_by_order(mut list: Vec<Value>, order: &[Value], key: Option<&str>) -> Vec<Value> {
-    list.sort_by_key(|element| index_of(order, element, key).unwrap_or(usize::MAX));
+    let at = Positions::of(order, key);
+    list.sort_by_cached_key(|element| at.index_of(element, key).unwrap_or(usize::MAX));
     list
 }
 
@@ -362,6 +401,7 @@ fn interleave(
     key: Option<&str>,
 ) -> Vec<Value> {
     let mut out = Vec::with_capacity(left.len() + right.len());
+    let at = Positions::of(server_order, key);
     let mut left = left.into_iter().peekable();
     let mut right = right.into_iter().peekable();
     loop {
@@ -370,7 +410,7 @@ fn interleave(
             (Some(_), None) => true,
             (None, Some(_)) => false,
             (Some(l), Some(r)) => matches!(
-                (index_of(server_order, l, key), index_of(server_order, r, key)),
+                (at.index_of(l, key), at.index_of(r, key)),
                 (Some(li), Some(ri)) if li < ri
             ),
         };

@@ -1,9 +1,12 @@
 //! Merging maps, and the directives that live in a patch map: `$patch`, `$retainKeys`,
 //! `$deleteFromPrimitiveList/<field>` and `$setElementOrder/<field>`.
 
+use std::collections::HashSet;
+
 use serde_json::{Map, Value};
 
 use super::error::StrategicPatchError;
+use super::identity::Identity;
 use super::list::{ElementKind, apply_order, element_kind, merge_list, validate_order};
 use super::render::{go_type, go_value};
 use super::schema::{ListStrategy, Schema};
@@ -107,7 +110,7 @@ fn merge_fields(
     }
 
     // `$setElementOrder/<field>` merges its field too, so the field is done after it.
-    let mut ordered: Vec<&str> = Vec::new();
+    let mut ordered: HashSet<&str> = HashSet::new();
     for (key, order) in patch {
         if key.starts_with(SET_ELEMENT_ORDER) {
             let field = directive_field(key, SET_ELEMENT_ORDER)
@@ -119,7 +122,7 @@ fn merge_fields(
                 patch.get(field),
                 schema.field(field),
             )?;
-            ordered.push(field);
+            ordered.insert(field);
         }
     }
 
@@ -135,7 +138,7 @@ fn merge_fields(
             deletions.push((field, value));
             continue;
         }
-        if !ordered.contains(&key.as_str()) {
+        if !ordered.contains(key.as_str()) {
             merge_field(&mut original, key, value, schema.field(key))?;
         }
     }
@@ -207,19 +210,19 @@ fn retain_keys(
     let keys = keys
         .iter()
         .map(|k| k.as_str().ok_or(StrategicPatchError::BadRetainKeys))
-        .collect::<Result<Vec<&str>, _>>()?;
+        .collect::<Result<HashSet<&str>, _>>()?;
     let sets_unlisted_key = patch.iter().any(|(key, value)| {
         !value.is_null()
             && key != PATCH
             && key != RETAIN_KEYS
             && !key.starts_with(DELETE_FROM_PRIMITIVE_LIST)
             && !key.starts_with(SET_ELEMENT_ORDER)
-            && !keys.contains(&key.as_str())
+            && !keys.contains(key.as_str())
     });
     if sets_unlisted_key {
         return Err(StrategicPatchError::BadRetainKeys);
     }
-    original.retain(|key, _| keys.contains(&key.as_str()));
+    original.retain(|key, _| keys.contains(key.as_str()));
     Ok(())
 }
 
@@ -235,7 +238,8 @@ fn delete_from_primitive_list(
     };
     if let Some(Value::Array(list)) = original.get_mut(field) {
         element_kind(&[list, remove])?;
-        list.retain(|value| !remove.contains(value));
+        let remove: HashSet<Identity> = remove.iter().map(Identity).collect();
+        list.retain(|value| !remove.contains(&Identity(value)));
     }
     Ok(())
 }

@@ -37,6 +37,7 @@
 //! `b` to `[a]` yields `[b, a]`, as on Kubernetes API servers.
 
 mod error;
+mod identity;
 mod list;
 mod merge;
 mod render;

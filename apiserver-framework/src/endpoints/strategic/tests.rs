@@ -472,3 +472,28 @@ fn error_classes() {
     ];
     assert!(!unprocessable.iter().any(E::is_bad_request));
 }
+
+/// Elements are found by merge key and by value through hash indexes: merging 20k keyed
+/// elements (half new, half updates, some deleted) and 20k integers into lists of 20k takes
+/// time in proportion to their number, and keeps upstream's order.
+#[test]
+fn long_lists_merge_in_linear_time() {
+    let n = 20_000;
+    let items: Vec<Value> = (0..n).map(|i| json!({"name": format!("a{i}")})).collect();
+    let mut patch_items: Vec<Value> = (0..n)
+        .map(|i| json!({"name": format!("a{}", i * 2), "v": i}))
+        .collect();
+    patch_items.push(json!({"name": "a1", "$patch": "delete"}));
+    let original = json!({"items": items, "ints": (0..n).collect::<Vec<_>>()});
+    let patch = json!({"items": patch_items, "ints": (n / 2..n + n / 2).collect::<Vec<_>>()});
+    let started = std::time::Instant::now();
+    let out = patched(original, patch);
+    let took = started.elapsed();
+    let merged = out["items"].as_array().unwrap();
+    // 20k originals, less one deleted, plus the 10k new even names past the originals.
+    assert_eq!(merged.len(), n - 1 + n / 2);
+    assert_eq!(merged[0], json!({"name": "a0", "v": 0}));
+    assert!(!merged.iter().any(|e| e["name"] == "a1"));
+    assert_eq!(out["ints"].as_array().unwrap().len(), n + n / 2);
+    assert!(took < std::time::Duration::from_secs(30), "{took:?}");
+}

@@ -11,12 +11,17 @@ use serde::de::{
 use super::collect::{push_index, push_key};
 use super::{MAX_ISSUES, YamlDuplicateKey};
 use crate::quote::go_quote;
+use crate::registry::yaml_body;
 
 /// Keys given more than once in the same mapping of a YAML document, in the order they are
 /// reported (a repeated key after anything repeated inside its value), at most [`MAX_ISSUES`].
 ///
-/// Malformed YAML, or a stream of several documents, yields an empty list.
+/// Malformed YAML, a stream of several documents, or a document nested deeper than
+/// [`yaml_body::MAX_DEPTH`] (found before it is parsed) yields an empty list.
 pub fn duplicate_fields_yaml(body: &[u8]) -> Vec<YamlDuplicateKey> {
+    if yaml_body::check_depth(body).is_err() {
+        return Vec::new();
+    }
     let mut walk = YamlWalk::new(None);
     if yaml_walk(body, &mut walk).is_err() {
         return Vec::new();

@@ -4,8 +4,9 @@ use std::time::Duration;
 
 use rand::Rng;
 
-/// The lifetime of a watch when `--min-request-timeout` is 0: ten years.
-const NEVER_SECS: u64 = 10 * 365 * 24 * 3600;
+/// The lifetime of a watch when `--min-request-timeout` is 0, and the longest any watch
+/// lasts: ten years.
+const NEVER_SECS: u64 = crate::registry::store::MAX_WATCH_TIMEOUT.as_secs();
 
 /// `--min-request-timeout`, carried in a request's extensions to the watch handler: a watch
 /// without `timeoutSeconds` lasts a random time in `[min, 2*min)`, as upstream spreads
@@ -28,7 +29,7 @@ impl MinRequestTimeout {
             return NEVER_SECS;
         }
         let factor: f64 = rand::rng().random_range(1.0..2.0);
-        ((self.0.as_secs_f64() * factor) as u64).max(1)
+        ((self.0.as_secs_f64() * factor) as u64).clamp(1, NEVER_SECS)
     }
 }
 
@@ -49,5 +50,10 @@ mod tests {
         );
         assert_eq!(MinRequestTimeout(Duration::ZERO).pick_seconds(), NEVER_SECS);
         assert_eq!(MinRequestTimeout::default().0.as_secs(), 1800);
+        // A huge minimum is cut to the longest watch (a deadline that does not overflow).
+        assert_eq!(
+            MinRequestTimeout(Duration::from_secs(u64::MAX)).pick_seconds(),
+            NEVER_SECS
+        );
     }
 }

@@ -151,6 +151,11 @@ impl Wardle {
         server
     }
 
+    /// The process id of the server (for reading `/proc/<pid>/status`).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The temporary directory of this server (scratch space for tests).
     pub fn dir(&self) -> &Path {
         self.dir.path()

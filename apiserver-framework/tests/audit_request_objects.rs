@@ -1,0 +1,261 @@
+//! What the audit log records of request bodies, now that the handlers hand it over instead of
+//! the audit filter reading bodies before authorization: creates and updates complete the
+//! object reference and (at level `Request` and up) record the decoded object; patches, apply
+//! configurations included, are recorded as JSON; refused requests record no body at all.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use apiserver_framework::audit::{AuditOptions, Auditor};
+use apiserver_framework::auth::{self, Authenticated, Authenticator, UserInfo};
+use apiserver_framework::authz::{Attributes, AuthorizationError, Authorizer, Decision};
+use apiserver_framework::prelude::*;
+use apiserver_framework::server::GenericApiServer;
+use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
+use apiserver_framework::server::tls::{ServingCert, install_crypto_provider};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+/// A flunder.
+#[derive(ApiResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[resource(
+    group = "wardle.example.com",
+    version = "v1alpha1",
+    kind = "Flunder",
+    namespaced
+)]
+pub struct FlunderSpec {
+    /// What it refers to.
+    pub reference: String,
+}
+
+/// `meta` at Metadata, everything else at Request.
+const POLICY: &str = r#"
+apiVersion: audit.k8s.io/v1
+kind: Policy
+rules:
+- level: Metadata
+  namespaces: ["meta"]
+- level: Request
+"#;
+
+struct Tokens(BTreeMap<&'static str, UserInfo>);
+
+#[async_trait::async_trait]
+impl Authenticator for Tokens {
+    async fn authenticate(&self, parts: &http::request::Parts) -> Authenticated {
+        match auth::authenticator::bearer_token(parts) {
+            None => Authenticated::NoCredentials,
+            Some(t) => self
+                .0
+                .get(t)
+                .cloned()
+                .map_or(Authenticated::Invalid, Authenticated::User),
+        }
+    }
+}
+
+/// `alice` may do anything; everyone else is refused.
+struct OnlyAlice;
+
+#[async_trait::async_trait]
+impl Authorizer for OnlyAlice {
+    async fn authorize(&self, attrs: &Attributes) -> Result<Decision, AuthorizationError> {
+        Ok(if attrs.user.username == "alice" {
+            Decision::Allow
+        } else {
+            Decision::Deny("only alice".into())
+        })
+    }
+}
+
+struct Server {
+    _running: RunningServer,
+    http: reqwest::Client,
+    url: String,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    async fn start() -> Self {
+        install_crypto_provider();
+        let dir = tempfile::tempdir().unwrap();
+        let cert =
+            ServingCert::self_signed(&dir.path().join("certs"), &["127.0.0.1".into()]).unwrap();
+        let server = GenericApiServer::builder("audit-objects")
+            .group(Group::new("wardle.example.com").resource::<Flunder>())
+            .build();
+        let policy = dir.path().join("policy.yaml");
+        std::fs::write(&policy, POLICY).unwrap();
+        let log = dir.path().join("audit.log");
+        let auditor: Auditor = AuditOptions {
+            audit_policy_file: Some(policy),
+            audit_log_path: Some(log.display().to_string()),
+            ..Default::default()
+        }
+        .build()
+        .unwrap()
+        .unwrap();
+        let users = Tokens(BTreeMap::from([
+            ("alice", UserInfo::new("alice", &["system:authenticated"])),
+            ("bob", UserInfo::new("bob", &["system:authenticated"])),
+        ]));
+        let chain = HandlerChain::new(Arc::new(server), Arc::new(users), Arc::new(OnlyAlice))
+            .with_audit(Arc::new(auditor));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let running =
+            serve::start(listener, cert.server_config().unwrap(), Arc::new(chain)).unwrap();
+        let http = reqwest::Client::builder()
+            .add_root_certificate(reqwest::Certificate::from_pem(cert.ca_pem.as_bytes()).unwrap())
+            .build()
+            .unwrap();
+        Server {
+            url: format!("https://127.0.0.1:{}", running.addr.port()),
+            _running: running,
+            http,
+            log,
+            _dir: dir,
+        }
+    }
+
+    /// Sends a request with a body; the status and the completed event's audit id.
+    async fn send(
+        &self,
+        token: &str,
+        method: Method,
+        path: &str,
+        content_type: &str,
+        body: String,
+    ) -> (u16, String) {
+        let res = self
+            .http
+            .request(method, format!("{}{path}", self.url))
+            .bearer_auth(token)
+            .header("Content-Type", content_type)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        let id = res.headers()["audit-id"].to_str().unwrap().to_string();
+        (res.status().as_u16(), id)
+    }
+
+    /// The `ResponseComplete` event of a request.
+    fn completed(&self, audit_id: &str) -> Value {
+        let text = std::fs::read_to_string(&self.log).unwrap();
+        text.lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .find(|e| e["auditID"] == audit_id && e["stage"] == "ResponseComplete")
+            .unwrap_or_else(|| panic!("no ResponseComplete event for {audit_id}:\n{text}"))
+    }
+}
+
+fn flunders(ns: &str) -> String {
+    format!("/apis/wardle.example.com/v1alpha1/namespaces/{ns}/flunders")
+}
+
+#[tokio::test]
+async fn handlers_hand_their_decoded_bodies_to_the_audit_event() {
+    let s = Server::start().await;
+    let yaml = "apiVersion: wardle.example.com/v1alpha1\nkind: Flunder\nmetadata:\n  name: f1\nspec:\n  reference: x\n";
+
+    // A YAML create: the decoded object, as JSON, and the name completes the reference.
+    let (code, id) = s
+        .send(
+            "alice",
+            Method::POST,
+            &flunders("req"),
+            "application/yaml",
+            yaml.into(),
+        )
+        .await;
+    assert_eq!(code, 201);
+    let e = s.completed(&id);
+    assert_eq!(e["objectRef"]["name"], "f1");
+    assert_eq!(
+        e["requestObject"],
+        json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
+               "metadata": {"name": "f1"}, "spec": {"reference": "x"}})
+    );
+
+    // At Metadata, the reference is completed but no object is kept.
+    let (code, id) = s
+        .send(
+            "alice",
+            Method::POST,
+            &flunders("meta"),
+            "application/yaml",
+            yaml.into(),
+        )
+        .await;
+    assert_eq!(code, 201);
+    let e = s.completed(&id);
+    assert_eq!(e["objectRef"]["name"], "f1");
+    assert!(e.get("requestObject").is_none(), "{e}");
+
+    // Patches of every kind, as JSON.
+    let path = format!("{}/f1", flunders("req"));
+    for (content_type, body, recorded) in [
+        (
+            "application/merge-patch+json",
+            r#"{"spec":{"reference":"y"}}"#.to_string(),
+            json!({"spec": {"reference": "y"}}),
+        ),
+        (
+            "application/json-patch+json",
+            r#"[{"op":"replace","path":"/spec/reference","value":"z"}]"#.to_string(),
+            json!([{"op": "replace", "path": "/spec/reference", "value": "z"}]),
+        ),
+        (
+            "application/apply-patch+yaml",
+            "apiVersion: wardle.example.com/v1alpha1\nkind: Flunder\nmetadata:\n  name: f1\nspec:\n  reference: w\n".to_string(),
+            json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
+                   "metadata": {"name": "f1"}, "spec": {"reference": "w"}}),
+        ),
+    ] {
+        let (code, id) = s
+            .send(
+                "alice",
+                Method::PATCH,
+                &format!("{path}?fieldManager=m{}", if content_type.contains("apply") { "&force=true" } else { "" }),
+                content_type,
+                body,
+            )
+            .await;
+        assert_eq!(code, 200, "{content_type}");
+        assert_eq!(s.completed(&id)["requestObject"], recorded, "{content_type}");
+    }
+
+    // An update.
+    let (code, id) = s
+        .send(
+            "alice",
+            Method::PUT,
+            &path,
+            "application/json",
+            json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
+                   "metadata": {"name": "f1"}, "spec": {"reference": "v"}})
+            .to_string(),
+        )
+        .await;
+    assert_eq!(code, 422, "an update without resourceVersion");
+    assert_eq!(s.completed(&id)["requestObject"]["spec"]["reference"], "v");
+
+    // A refused request: its body is neither read nor recorded, nor does it complete the
+    // reference.
+    let (code, id) = s
+        .send(
+            "bob",
+            Method::POST,
+            &flunders("req"),
+            "application/yaml",
+            yaml.into(),
+        )
+        .await;
+    assert_eq!(code, 403);
+    let e = s.completed(&id);
+    assert!(e.get("requestObject").is_none(), "{e}");
+    assert!(e["objectRef"].get("name").is_none(), "{e}");
+}
