@@ -10,6 +10,15 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::report::{Report, Row};
 
+/// A panel of a chart.
+type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+
+/// The figure of a measurement a panel plots.
+type Figure = fn(&crate::report::Measurement) -> Option<f64>;
+
+/// The points of a line.
+type Points = Vec<(f64, f64)>;
+
 /// What drawing a chart failed with.
 pub type Error = Box<dyn std::error::Error + Send + Sync>;
 
@@ -35,7 +44,9 @@ pub fn write(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, Error> {
     let ratios: Vec<&Row> = report
         .rows
         .iter()
-        .filter(|r| r.sweep.is_none() && r.ratio.is_some_and(f64::is_finite))
+        .filter(|r| {
+            r.sweep.is_none() && (r.ratio.is_some_and(f64::is_finite) || r.target.is_some())
+        })
         .collect();
     if !ratios.is_empty() {
         let file = dir.join("ratios.svg");
@@ -99,11 +110,7 @@ fn concurrency(rows: &[&Row], file: &Path) -> Result<(), Error> {
                 })
                 .collect::<Vec<_>>()
         };
-    let panels: [(
-        &DrawingArea<SVGBackend, Shift>,
-        &str,
-        fn(&crate::report::Measurement) -> Option<f64>,
-    ); 2] = [
+    let panels: [(&Area, &str, Figure); 2] = [
         (&left, "p99 latency, ms", |m| m.p99_ms),
         (&right, "throughput, req/s", |m| m.requests_per_second),
     ];
@@ -198,7 +205,7 @@ fn ratio_bars(rows: &[&Row], file: &Path) -> Result<(), Error> {
         * 1.1;
     let mut chart = ChartBuilder::on(&root)
         .caption(
-            "wardle ÷ its baseline (green: target met, red: missed, │ the target's bound; ↑ higher is better, ↓ lower)",
+            "wardle ÷ its baseline (green: met, red: missed, │ target; ↑ higher is better, ↓ lower)",
             ("sans-serif", 16),
         )
         .margin(15)
@@ -227,7 +234,10 @@ fn ratio_bars(rows: &[&Row], file: &Path) -> Result<(), Error> {
                 color.filled(),
             )))
             .map_err(drawing)?;
-        let value = format!("{ratio:.2}");
+        let value = match row.ratio {
+            Some(r) => format!("{r:.2}"),
+            None => "no figure: failed (see bench.md)".to_string(),
+        };
         chart
             .draw_series(std::iter::once(Text::new(
                 value,
@@ -300,7 +310,7 @@ fn memory(report: &Report, file: &Path) -> Result<(), Error> {
         .x_label_formatter(&|x| format!("{x:.0}"))
         .draw()
         .map_err(drawing)?;
-    let lines: [(&str, RGBColor, Vec<(f64, f64)>); 3] = [
+    let lines: [(&str, RGBColor, Points); 3] = [
         (
             "wardle RSS",
             WARDLE,

@@ -69,7 +69,7 @@ struct Options {
     #[arg(long, default_value_t = 100.0)]
     watch_rate: f64,
     /// Creates per second of the writer of the 10,000-watcher fan-out (full run).
-    #[arg(long, default_value_t = 20.0)]
+    #[arg(long, default_value_t = 5.0)]
     many_watch_rate: f64,
 }
 

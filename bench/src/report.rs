@@ -284,9 +284,24 @@ impl Report {
             .rows
             .iter()
             .flat_map(|r| {
+                let errors = [
+                    ("wardle", &r.framework),
+                    (r.baseline_name.as_str(), &r.baseline),
+                ]
+                .into_iter()
+                .filter(|(_, m)| m.errors > 0)
+                .map(move |(server, m)| {
+                    format!(
+                        "- {} ({server}): {} errors, the first: {}",
+                        r.scenario,
+                        m.errors,
+                        m.first_error.as_deref().unwrap_or("unknown")
+                    )
+                });
                 r.notes
                     .iter()
                     .map(move |n| format!("- {}: {n}", r.scenario))
+                    .chain(errors)
             })
             .collect();
         if !notes.is_empty() {

@@ -67,12 +67,17 @@ pub struct Plan {
     pub big_list_clients: usize,
     /// `limit` of the paged sweep's pages.
     pub page_limit: u64,
-    /// The watch fan-out (directly and through the aggregator).
+    /// The watch fan-out.
     pub fan_out: FanOut,
+    /// The watch fan-outs through the aggregator (each also directly).
+    pub aggregated_fan_outs: Vec<FanOut>,
     /// The fan-out to many watchers.
     pub many_watchers: FanOut,
     /// Watchers to an HTTP/2 connection in the fan-out to many watchers.
     pub many_watchers_streams: usize,
+    /// Events of the baseline's fan-out to many watchers (fewer than wardle's, at the same
+    /// rate, to keep the run short: its p99 is the machine's floor at that rate).
+    pub many_watchers_baseline_events: usize,
     /// Clients at each step of the concurrency sweep.
     pub sweep_clients: Vec<usize>,
     /// Measured time of each step of the concurrency sweep.
@@ -123,12 +128,22 @@ impl Plan {
                 events: 1000,
                 rate: knobs.watch_rate,
             },
+            // 1,000 watchers as directly; 100, which fit in one HTTP/2 connection's default
+            // limit of concurrent streams (200 in hyper) when the aggregator multiplexes them.
+            aggregated_fan_outs: [1000, 100]
+                .map(|watchers| FanOut {
+                    watchers,
+                    events: 1000,
+                    rate: knobs.watch_rate,
+                })
+                .to_vec(),
             many_watchers: FanOut {
                 watchers: 10_000,
                 events: 1000,
                 rate: knobs.many_watch_rate,
             },
             many_watchers_streams: 100,
+            many_watchers_baseline_events: 200,
             sweep_clients: vec![1, 8, 64, 256],
             sweep_measure: Duration::from_secs(3),
             start_runs: 10,
@@ -156,12 +171,18 @@ impl Plan {
                 events: 20,
                 rate: 200.0,
             },
+            aggregated_fan_outs: vec![FanOut {
+                watchers: 10,
+                events: 20,
+                rate: 200.0,
+            }],
             many_watchers: FanOut {
                 watchers: 40,
                 events: 10,
                 rate: 100.0,
             },
             many_watchers_streams: 20,
+            many_watchers_baseline_events: 10,
             sweep_clients: vec![1, 4],
             sweep_measure: Duration::from_millis(300),
             start_runs: 2,

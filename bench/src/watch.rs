@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use futures::StreamExt as _;
 use http::{Method, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
@@ -58,7 +59,8 @@ impl Opened {
 
 /// Opens `watchers` watches of `watch_path` on `target` (over HTTP/2, `target.streams` to a
 /// connection), a few handshakes at a time, and waits for each one's head. A watch whose head
-/// has not come `within` is an error (e.g. a limit of concurrent streams that holds it back).
+/// has not come `within`, or while no other watch opened for [`STALLED_AFTER`], is an error
+/// (e.g. a limit of concurrent streams that holds it back).
 pub async fn open(
     target: &Target,
     watchers: usize,
@@ -106,18 +108,32 @@ pub async fn open(
     }
     let mut watches = Vec::with_capacity(watchers);
     let (mut failed, mut first_error) = (0usize, None);
-    for task in opening {
-        match task.await? {
-            Ok(watch) => watches.push(watch),
-            Err(e) => {
-                failed += 1;
-                first_error.get_or_insert(e.to_string());
+    let mut pending: futures::stream::FuturesUnordered<_> = opening.into_iter().collect();
+    loop {
+        match tokio::time::timeout(STALLED_AFTER, pending.next()).await {
+            Ok(Some(opened)) => match opened? {
+                Ok(watch) => watches.push(watch),
+                Err(e) => {
+                    failed += 1;
+                    first_error.get_or_insert(e.to_string());
+                }
+            },
+            Ok(None) => break,
+            Err(_) => {
+                // No watch has opened for a while: the rest are held back (e.g. by a limit of
+                // concurrent streams); stop waiting for them.
+                failed += pending.len();
+                first_error.get_or_insert(format!("none opened for {STALLED_AFTER:?}"));
+                for task in pending.iter() {
+                    task.abort();
+                }
+                break;
             }
         }
     }
     if failed > 0 {
         return Err(format!(
-            "{failed} of {watchers} watches did not open within {within:?} ({} open on {connections} connections): {}",
+            "{failed} of {watchers} watches did not open ({} open on {connections} connections): {}",
             watches.len(),
             first_error.unwrap_or_default()
         )
@@ -144,6 +160,9 @@ pub async fn run(
 /// How long opening the watches of a fan-out may take.
 pub const OPEN_WITHIN: Duration = Duration::from_secs(120);
 
+/// Opening stops when no watch has opened for this long.
+const STALLED_AFTER: Duration = Duration::from_secs(10);
+
 /// Creates `shape.events` objects on `writer` at `shape.rate` and measures the delay from each
 /// create's answer to each open watch's receipt of its event.
 pub async fn deliver(
@@ -164,10 +183,22 @@ pub async fn deliver(
             let mut received = vec![u64::MAX; events];
             let (mut count, mut pending) = (0usize, Vec::<u8>::new());
             let end = tokio::time::Instant::now() + deadline;
+            let mut ended = None;
             while count < events {
                 let frame = match tokio::time::timeout_at(end, body.frame()).await {
                     Ok(Some(Ok(frame))) => frame,
-                    _ => break,
+                    Ok(Some(Err(e))) => {
+                        ended = Some(format!("its stream failed: {e}"));
+                        break;
+                    }
+                    Ok(None) => {
+                        ended = Some("its stream ended".to_string());
+                        break;
+                    }
+                    Err(_) => {
+                        ended = Some(format!("nothing more came within {deadline:?}"));
+                        break;
+                    }
                 };
                 let Ok(data) = frame.into_data() else {
                     continue;
@@ -175,17 +206,20 @@ pub async fn deliver(
                 let at = nanos();
                 pending.extend_from_slice(&data);
                 while let Some(newline) = pending.iter().position(|b| *b == b'\n') {
-                    if let Some(i) = event_index(&pending[..newline])
+                    let line = &pending[..newline];
+                    if let Some(i) = event_index(line)
                         && i < events
                         && received[i] == u64::MAX
                     {
                         received[i] = at;
                         count += 1;
+                    } else if line.starts_with(br#"{"type":"ERROR""#) {
+                        ended = Some(String::from_utf8_lossy(line).into_owned());
                     }
                     pending.drain(..=newline);
                 }
             }
-            received
+            (received, ended)
         }));
     }
 
@@ -219,8 +253,13 @@ pub async fn deliver(
     let mut latencies = histogram();
     let (mut delivered, mut missed) = (0u64, 0u64);
     let mut last = 0u64;
+    let (mut cut_short, mut first_cut) = (0usize, None);
     for watcher in watchers {
-        let received = watcher.await?;
+        let (received, ended) = watcher.await?;
+        if let Some(why) = ended {
+            cut_short += 1;
+            first_cut.get_or_insert(why);
+        }
         for (r, a) in received.iter().zip(&acked) {
             if *a == u64::MAX {
                 continue;
@@ -238,7 +277,10 @@ pub async fn deliver(
     let usage = probe.finish();
     let elapsed = Duration::from_nanos(last).saturating_sub(started - origin);
     if missed > 0 {
-        first_error.get_or_insert(format!("{missed} events never arrived"));
+        first_error.get_or_insert(format!(
+            "{missed} events never arrived; {cut_short} watchers stopped short, the first because {}",
+            first_cut.unwrap_or_default()
+        ));
     }
     Ok(
         Measurement::of_latencies(delivered, missed + write_errors, elapsed, &latencies, usage)

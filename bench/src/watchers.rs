@@ -10,7 +10,7 @@ use crate::report::{Measurement, Row, Target as Goal, mib};
 use crate::scenarios::{Plan, collection, create, ratio};
 use crate::servers::{self, Server};
 use crate::tls::Pki;
-use crate::watch::{self, OPEN_WITHIN};
+use crate::watch::{self, FanOut, OPEN_WITHIN};
 
 /// What one server did with the watchers.
 struct Side {
@@ -21,8 +21,7 @@ struct Side {
     open_files: Option<u64>,
 }
 
-async fn measure(plan: &Plan, server: &Server) -> Result<Side, Error> {
-    let shape = plan.many_watchers;
+async fn measure(plan: &Plan, server: &Server, shape: FanOut) -> Result<Side, Error> {
     let namespace = "bench-watchers";
     let path = format!("{}?watch=true", collection(namespace));
     let target = server.target.http2(plan.many_watchers_streams);
@@ -60,11 +59,12 @@ pub async fn run(
     let shape = plan.many_watchers;
     let w = {
         let wardle = servers::wardle(work, "wardle-watchers", pki, &[]).await?;
-        measure(plan, &wardle).await?
+        measure(plan, &wardle, shape).await?
     };
     let b = {
         let base = servers::baseline(work, "baseline-watchers", pki, recordings).await?;
-        measure(plan, &base).await?
+        let events = plan.many_watchers_baseline_events;
+        measure(plan, &base, FanOut { events, ..shape }).await?
     };
     let (w_kib, b_kib) = (w.bytes_per_watcher / 1024.0, b.bytes_per_watcher / 1024.0);
     let per_watcher = ratio(Some(w.bytes_per_watcher), Some(b.bytes_per_watcher));
@@ -105,8 +105,8 @@ pub async fn run(
     )
     .target(Goal::at_most("wardle p99 ms", w.delivery.p99_ms, 100.0))
     .note(format!(
-        "one writer at {} creates/s over HTTP/1.1; the same watches as the row above; req/s counts deliveries",
-        shape.rate
+        "one writer at {} creates/s over HTTP/1.1; the same watches as the row above; the baseline's run has {} events at the same rate; req/s counts deliveries",
+        shape.rate, plan.many_watchers_baseline_events
     ));
     Ok(vec![rss_row, delivery_row])
 }
