@@ -1,7 +1,9 @@
 //! The baseline: a bare hyper + rustls server that answers the same paths with the same bytes
 //! wardle answered them with, and no framework in between. A POST answers the recorded create
 //! response and sends `{"type":"ADDED","object":<the posted body>}` to every open watch, which is
-//! the least any watch server must do.
+//! the least any watch server must do. It speaks HTTP/1.1 and HTTP/2 (ALPN), with hyper's
+//! defaults as wardle's server has them; a request accepting gzip gets the answer recorded for a
+//! request accepting gzip (gzip-encoded if wardle encoded it) when there is one.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -14,7 +16,7 @@ use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde::{Deserialize, Serialize};
 use tokio::net::TcpListener;
 use tokio::sync::broadcast;
@@ -27,11 +29,16 @@ pub struct Recorded {
     pub status: u16,
     /// Its `Content-Type`.
     pub content_type: String,
-    /// Its body.
-    pub body: String,
+    /// Its `Content-Encoding`, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_encoding: Option<String>,
+    /// Its body (base64 in the file: an encoded body is binary).
+    #[serde(with = "base64_bytes")]
+    pub body: Vec<u8>,
 }
 
-/// Recorded answers by `"<METHOD> <path and query>"` (`"POST <path>"` for creates).
+/// Recorded answers by `"<METHOD> <path and query>"` (`"POST <path>"` for creates), with
+/// `" +gzip"` for the answer to a request that accepted gzip.
 pub type Recordings = HashMap<String, Recorded>;
 
 /// The key of a request in [`Recordings`].
@@ -39,8 +46,35 @@ pub fn key(method: &Method, path_and_query: &str) -> String {
     format!("{method} {path_and_query}")
 }
 
+/// The key of a request that accepts gzip.
+pub fn gzip_key(method: &Method, path_and_query: &str) -> String {
+    format!("{} +gzip", key(method, path_and_query))
+}
+
+mod base64_bytes {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::STANDARD;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&STANDARD.encode(bytes))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let text = String::deserialize(d)?;
+        STANDARD.decode(text).map_err(serde::de::Error::custom)
+    }
+}
+
+struct Answer {
+    status: StatusCode,
+    content_type: header::HeaderValue,
+    content_encoding: Option<header::HeaderValue>,
+    body: Bytes,
+}
+
 struct State {
-    answers: HashMap<String, (StatusCode, header::HeaderValue, Bytes)>,
+    answers: HashMap<String, Answer>,
     events: broadcast::Sender<Bytes>,
 }
 
@@ -82,16 +116,24 @@ async fn serve(
     let mut tls = rustls::ServerConfig::builder()
         .with_no_client_auth()
         .with_single_cert(certs, key)?;
-    tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+    tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     let acceptor = TlsAcceptor::from(Arc::new(tls));
 
     let recorded: Recordings = serde_json::from_slice(&std::fs::read(recordings)?)?;
     let answers = recorded
         .into_iter()
         .map(|(k, r)| {
-            let status = StatusCode::from_u16(r.status)?;
-            let content_type = header::HeaderValue::from_str(&r.content_type)?;
-            Ok((k, (status, content_type, Bytes::from(r.body))))
+            let answer = Answer {
+                status: StatusCode::from_u16(r.status)?,
+                content_type: header::HeaderValue::from_str(&r.content_type)?,
+                content_encoding: r
+                    .content_encoding
+                    .as_deref()
+                    .map(header::HeaderValue::from_str)
+                    .transpose()?,
+                body: Bytes::from(r.body),
+            };
+            Ok((k, answer))
         })
         .collect::<Result<_, Box<dyn std::error::Error>>>()?;
     let state = Arc::new(State {
@@ -109,7 +151,8 @@ async fn serve(
                 return;
             };
             let service = service_fn(move |request| handle(state.clone(), request));
-            let _ = hyper::server::conn::http1::Builder::new()
+            // The same connection builder as wardle's server: HTTP/1.1 or HTTP/2 by ALPN.
+            let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
                 .serve_connection(TokioIo::new(tls), service)
                 .await;
         });
@@ -133,12 +176,21 @@ async fn handle(
     if parts.method == Method::GET && parts.uri.query().is_some_and(|q| q.contains("watch=true")) {
         return Ok(watch(&state));
     }
-    let lookup = if parts.method == Method::POST {
-        key(&parts.method, parts.uri.path())
+    let recorded_path = if parts.method == Method::POST {
+        parts.uri.path()
     } else {
-        key(&parts.method, path_and_query)
+        path_and_query
     };
-    let Some((status, content_type, body)) = state.answers.get(&lookup) else {
+    let accepts_gzip = parts
+        .headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .any(|v| v.to_str().is_ok_and(|v| v.contains("gzip")));
+    let gzip = accepts_gzip
+        .then(|| state.answers.get(&gzip_key(&parts.method, recorded_path)))
+        .flatten();
+    let Some(answer) = gzip.or_else(|| state.answers.get(&key(&parts.method, recorded_path)))
+    else {
         return Ok(plain(StatusCode::NOT_FOUND, "not recorded"));
     };
     if parts.method == Method::POST {
@@ -148,11 +200,13 @@ async fn handle(
         event.extend_from_slice(b"}\n");
         let _ = state.events.send(Bytes::from(event));
     }
-    let mut response = Response::new(Full::new(body.clone()).boxed());
-    *response.status_mut() = *status;
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, content_type.clone());
+    let mut response = Response::new(Full::new(answer.body.clone()).boxed());
+    *response.status_mut() = answer.status;
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, answer.content_type.clone());
+    if let Some(encoding) = &answer.content_encoding {
+        headers.insert(header::CONTENT_ENCODING, encoding.clone());
+    }
     Ok(response)
 }
 

@@ -61,6 +61,7 @@ impl LoadResult {
             .add(other.latencies)
             .expect("same histogram bounds");
         self.usage.cpu_seconds += other.usage.cpu_seconds;
+        self.usage.first_cpu_seconds += other.usage.first_cpu_seconds;
         self.usage.peak_rss = self.usage.peak_rss.max(other.usage.peak_rss);
     }
 
@@ -84,6 +85,14 @@ pub trait Work: Send + Sync + 'static {
     type Conn: Send;
     /// Opens a connection.
     fn connect(&self) -> impl Future<Output = Result<Self::Conn, Error>> + Send;
+    /// How many clients share one connection (HTTP/2 streams); 1 by default.
+    fn clients_per_connection(&self) -> usize {
+        1
+    }
+    /// Another client's handle on the connection `conn`, where connections are shared.
+    fn share(&self, _conn: &Self::Conn) -> Option<Self::Conn> {
+        None
+    }
     /// Sends request number `i` on `conn`.
     fn call(
         &self,
@@ -116,6 +125,14 @@ where
         self.target.connect().await
     }
 
+    fn clients_per_connection(&self) -> usize {
+        self.target.streams
+    }
+
+    fn share(&self, conn: &client::Sender) -> Option<client::Sender> {
+        conn.share()
+    }
+
     async fn call(&self, conn: &mut client::Sender, c: usize, i: u64) -> Result<(), Error> {
         let (status, body) = client::send(conn, (self.make)(&self.target, c, i)).await?;
         if status == self.expect {
@@ -127,11 +144,20 @@ where
     }
 }
 
-/// Runs `work` on `connections` connections until `stop`, probing `pids` over the measured time.
-pub async fn run<W: Work>(work: W, connections: usize, stop: Stop, pids: &[u32]) -> LoadResult {
+/// Runs `work` with `clients` closed-loop clients until `stop`, probing `pids` over the measured
+/// time. Each client has a connection of its own, or shares one with the next clients where the
+/// work multiplexes ([`Work::clients_per_connection`]).
+pub async fn run<W: Work>(work: W, clients: usize, stop: Stop, pids: &[u32]) -> LoadResult {
     let work = Arc::new(work);
-    let mut conns = Vec::with_capacity(connections);
-    for _ in 0..connections {
+    let per_connection = work.clients_per_connection().max(1);
+    let mut conns: Vec<W::Conn> = Vec::with_capacity(clients);
+    for c in 0..clients {
+        if c % per_connection != 0
+            && let Some(shared) = conns.last().and_then(|last| work.share(last))
+        {
+            conns.push(shared);
+            continue;
+        }
         match work.connect().await {
             Ok(c) => conns.push(c),
             Err(e) => {

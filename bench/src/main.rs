@@ -1,26 +1,34 @@
 //! `apiserver-bench`: measures wardle against a bare hyper + rustls baseline serving the same
-//! bytes, and against raw etcd puts, over loopback HTTPS with keep-alive, and writes a
-//! markdown table and JSON.
+//! bytes (over HTTP/1.1 and HTTP/2), against raw etcd puts, and against itself reached
+//! directly rather than through the development host's aggregator, over loopback HTTPS with
+//! keep-alive; writes a markdown table, JSON and SVG charts.
 //!
 //! ```sh
-//! ./scripts/bench            # release build, then the full run (about two minutes)
-//! ./scripts/bench --smoke    # every scenario, tiny, in seconds (what CI runs)
+//! ./scripts/bench            # release build, then the full run (under ten minutes)
+//! ./scripts/bench --smoke    # every scenario, tiny, in well under a minute (what CI runs)
+//! ./scripts/bench --only get,list   # some groups of scenarios (see --help)
 //! ```
 //!
 //! The servers run as child processes of this binary: with `APISERVER_BENCH_ROLE=wardle` it runs
 //! wardle's own `main` (`wardle::app().run()`), with `APISERVER_BENCH_ROLE=baseline` the
 //! baseline, so one build holds everything and each server's CPU and memory are its own.
 
+mod aggregated;
 mod baseline;
+mod charts;
 mod client;
 mod etcd;
+mod lists;
 mod load;
+mod memory;
 mod process;
 mod report;
 mod scenarios;
 mod servers;
+mod sweep;
 mod tls;
 mod watch;
+mod watchers;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -32,25 +40,57 @@ use clap::Parser;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// Benchmarks of apiserver-framework.
+/// Benchmarks of apiserver-framework: wardle against a bare baseline serving the same bytes
+/// (HTTP/1.1 and HTTP/2), raw etcd puts, and itself reached directly rather than through the
+/// aggregator. Writes bench.md, bench.json and SVG charts.
 #[derive(Parser, Debug)]
-#[command(name = "apiserver-bench")]
+#[command(name = "apiserver-bench", after_help = groups_help())]
 struct Options {
-    /// A run of a few seconds through every scenario with tiny sizes (CI runs this).
+    /// A run through every scenario with tiny sizes, in well under a minute (CI runs this).
     #[arg(long)]
     smoke: bool,
-    /// Where bench.json and bench.md are written.
+    /// Where bench.json, bench.md and the charts (*.svg) are written.
     #[arg(long, default_value = "target/bench")]
     out: PathBuf,
-    /// Connections of the closed-loop scenarios (full run).
+    /// Only these groups of scenarios, comma-separated (listed below); all by default.
+    #[arg(long, value_delimiter = ',', value_parser = group_name)]
+    only: Vec<String>,
+    /// Clients of the closed-loop scenarios (full run).
     #[arg(long, default_value_t = 64)]
     concurrency: usize,
-    /// Measured seconds of each closed-loop load (full run), after one second of warm-up.
+    /// Measured seconds of each closed-loop comparison (full run), taken in three rounds that
+    /// alternate wardle and its baseline, after one second of warm-up.
     #[arg(long, default_value_t = 5.0)]
     measure: f64,
-    /// Creates per second of the watch fan-out's writer (full run).
+    /// Clients sharing one HTTP/2 connection in the HTTP/2 scenarios (full run).
+    #[arg(long, default_value_t = 8)]
+    h2_streams: usize,
+    /// Creates per second of the writer of the 1,000-watcher fan-outs (full run).
     #[arg(long, default_value_t = 100.0)]
     watch_rate: f64,
+    /// Creates per second of the writer of the 10,000-watcher fan-out (full run).
+    #[arg(long, default_value_t = 5.0)]
+    many_watch_rate: f64,
+}
+
+fn groups_help() -> String {
+    let mut help = String::from("Groups of scenarios (--only):\n");
+    for (name, what) in scenarios::GROUPS {
+        help.push_str(&format!("  {name:<11} {what}\n"));
+    }
+    help
+}
+
+fn group_name(name: &str) -> Result<String, String> {
+    if scenarios::GROUPS.iter().any(|(g, _)| *g == name) {
+        Ok(name.to_string())
+    } else {
+        let names: Vec<&str> = scenarios::GROUPS.iter().map(|(g, _)| *g).collect();
+        Err(format!(
+            "not a group of scenarios; one of {}",
+            names.join(", ")
+        ))
+    }
 }
 
 fn main() -> ExitCode {
@@ -60,15 +100,23 @@ fn main() -> ExitCode {
         _ => {}
     }
     let options = Options::parse();
-    let plan = if options.smoke {
+    let mut plan = if options.smoke {
         scenarios::Plan::smoke()
     } else {
-        scenarios::Plan::full(
-            options.concurrency,
-            Duration::from_secs_f64(options.measure),
-            options.watch_rate,
-        )
+        scenarios::Plan::full(&scenarios::Knobs {
+            concurrency: options.concurrency,
+            measure: Duration::from_secs_f64(options.measure),
+            watch_rate: options.watch_rate,
+            many_watch_rate: options.many_watch_rate,
+            h2_streams: options.h2_streams,
+        })
     };
+    plan.only = options.only.clone();
+    // Thousands of watch connections in the bench and in the servers it spawns (which inherit
+    // the limit).
+    if let Err(e) = process::raise_open_files() {
+        eprintln!("apiserver-bench: cannot raise the open-file limit: {e}");
+    }
     let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
     match runtime.block_on(bench(plan, &options.out)) {
         Ok(()) => ExitCode::SUCCESS,
@@ -98,16 +146,22 @@ async fn bench(plan: scenarios::Plan, out: &std::path::Path) -> Result<(), clien
     let report = scenarios::run(&plan, work.path()).await?;
     std::fs::create_dir_all(out)?;
     let markdown = format!(
-        "{}\n\nMachine: {}. Mode: {}, concurrency {}, run time {:.0} s.\n",
+        "{}\nMachine: {}. Mode: {}, concurrency {}, run time {:.0} s; load average {} at the start, {} at the end.\n",
         report.markdown(),
         report.machine,
         report.mode,
         report.concurrency,
-        report.run_seconds
+        report.run_seconds,
+        report.load_average[0],
+        report.load_average[1],
     );
     std::fs::write(out.join("bench.md"), &markdown)?;
     std::fs::write(out.join("bench.json"), serde_json::to_vec_pretty(&report)?)?;
+    let charts = charts::write(&report, out)?;
     println!("{markdown}");
     eprintln!("wrote {0}/bench.md and {0}/bench.json", out.display());
+    for chart in charts {
+        eprintln!("wrote {}", chart.display());
+    }
     Ok(())
 }

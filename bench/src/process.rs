@@ -142,7 +142,7 @@ pub fn rss_bytes(pid: u32) -> u64 {
 /// CPU time and peak resident memory of some processes over a window of time.
 pub struct Probe {
     pids: Vec<u32>,
-    cpu_at_start: f64,
+    cpu_at_start: Vec<f64>,
     stop: Arc<AtomicBool>,
     peak: Arc<AtomicU64>,
     sampler: Option<JoinHandle<()>>,
@@ -153,6 +153,9 @@ pub struct Probe {
 pub struct Usage {
     /// CPU seconds of all the processes together.
     pub cpu_seconds: f64,
+    /// CPU seconds of the first process alone (the server under test, without etcd or the
+    /// development host).
+    pub first_cpu_seconds: f64,
     /// The highest resident memory of the first process, in bytes, sampled every 10 ms.
     pub peak_rss: u64,
 }
@@ -161,7 +164,7 @@ impl Probe {
     /// Starts watching `pids`; the first one's memory is sampled.
     pub fn start(pids: &[u32]) -> Self {
         let pids = pids.to_vec();
-        let cpu_at_start = pids.iter().map(|p| cpu_seconds(*p)).sum();
+        let cpu_at_start = pids.iter().map(|p| cpu_seconds(*p)).collect();
         let stop = Arc::new(AtomicBool::new(false));
         let peak = Arc::new(AtomicU64::new(pids.first().map_or(0, |p| rss_bytes(*p))));
         let sampler = pids.first().copied().map(|pid| {
@@ -188,13 +191,82 @@ impl Probe {
         if let Some(sampler) = self.sampler.take() {
             let _ = sampler.join();
         }
-        let cpu: f64 = self.pids.iter().map(|p| cpu_seconds(*p)).sum();
+        let spent: Vec<f64> = self
+            .pids
+            .iter()
+            .zip(&self.cpu_at_start)
+            .map(|(p, start)| cpu_seconds(*p) - start)
+            .collect();
         if let Some(pid) = self.pids.first() {
             self.peak.fetch_max(rss_bytes(*pid), Ordering::Relaxed);
         }
         Usage {
-            cpu_seconds: cpu - self.cpu_at_start,
+            cpu_seconds: spent.iter().sum(),
+            first_cpu_seconds: spent.first().copied().unwrap_or(0.0),
             peak_rss: self.peak.load(Ordering::Relaxed),
         }
     }
+}
+
+/// The machine's load average over 1, 5 and 15 minutes (`/proc/loadavg`).
+pub fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+/// Raises this process's soft limit of open files to its hard limit; the server processes
+/// spawned afterwards inherit it. Returns the new soft limit.
+pub fn raise_open_files() -> std::io::Result<u64> {
+    rlimit::increase_nofile_limit(u64::MAX)
+}
+
+/// The soft limit of open files of process `pid` (`/proc/<pid>/limits`).
+pub fn open_files_limit(pid: u32) -> Option<u64> {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).ok()?;
+    limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))?
+        .split_whitespace()
+        .nth(3)?
+        .parse()
+        .ok()
+}
+
+/// How many established TCP connections process `pid` holds to loopback port `port`: its
+/// socket descriptors matched against `/proc/<pid>/net/tcp` and `tcp6`.
+pub fn connections_to(pid: u32, port: u16) -> usize {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return 0;
+    };
+    let inodes: std::collections::HashSet<String> = fds
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter_map(|link| {
+            let link = link.to_string_lossy().into_owned();
+            Some(
+                link.strip_prefix("socket:[")?
+                    .strip_suffix(']')?
+                    .to_string(),
+            )
+        })
+        .collect();
+    let port = format!("{port:04X}");
+    ["tcp", "tcp6"]
+        .iter()
+        .filter_map(|t| std::fs::read_to_string(format!("/proc/{pid}/net/{t}")).ok())
+        .map(|table| {
+            table
+                .lines()
+                .skip(1)
+                .filter(|line| {
+                    // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+                    let f: Vec<&str> = line.split_whitespace().collect();
+                    f.len() > 9
+                        && f[2].rsplit(':').next() == Some(port.as_str())
+                        && f[3] == "01"
+                        && inodes.contains(f[9])
+                })
+                .count()
+        })
+        .sum()
 }

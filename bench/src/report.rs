@@ -20,6 +20,10 @@ pub struct Measurement {
     pub p99_ms: Option<f64>,
     /// CPU seconds of the server processes over the measured time.
     pub cpu_seconds: Option<f64>,
+    /// CPU seconds of the server under test alone, where `cpu_seconds` counts more processes
+    /// (etcd, the development host).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub own_cpu_seconds: Option<f64>,
     /// The server's highest resident memory over the measured time, in MiB.
     pub peak_rss_mib: Option<f64>,
     /// Successful requests, deliveries or runs.
@@ -49,11 +53,26 @@ impl Measurement {
             p50_ms: ms(0.50),
             p99_ms: ms(0.99),
             cpu_seconds: Some(usage.cpu_seconds),
+            own_cpu_seconds: (usage.first_cpu_seconds != usage.cpu_seconds)
+                .then_some(usage.first_cpu_seconds),
             peak_rss_mib: Some(mib(usage.peak_rss)),
             count,
             errors,
             first_error: None,
         }
+    }
+
+    /// CPU microseconds per counted request (all probed processes).
+    pub fn cpu_micros_per_request(&self) -> Option<f64> {
+        let cpu = self.cpu_seconds?;
+        (self.count > 0 && self.requests_per_second.is_some())
+            .then(|| cpu * 1e6 / self.count as f64)
+    }
+
+    /// CPU microseconds per counted request of the server under test alone.
+    pub fn own_cpu_micros_per_request(&self) -> Option<f64> {
+        let cpu = self.own_cpu_seconds.or(self.cpu_seconds)?;
+        (self.count > 0).then(|| cpu * 1e6 / self.count as f64)
     }
 
     /// With the first failure recorded.
@@ -89,13 +108,78 @@ pub struct Row {
     /// Extra figures (object counts, sizes).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Where the row is a point of the concurrency sweep: the operation and the clients.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<SweepPoint>,
 }
 
-/// A target and whether it was met.
+impl Row {
+    /// A row comparing `framework` with `baseline` on the figure `compared`.
+    pub fn new(
+        scenario: impl Into<String>,
+        framework: Measurement,
+        baseline_name: impl Into<String>,
+        baseline: Measurement,
+        compared: impl Into<String>,
+        ratio: Option<f64>,
+    ) -> Self {
+        Row {
+            scenario: scenario.into(),
+            framework,
+            baseline_name: baseline_name.into(),
+            baseline,
+            compared: compared.into(),
+            ratio,
+            target: None,
+            notes: Vec::new(),
+            sweep: None,
+        }
+    }
+
+    /// With a target.
+    pub fn target(mut self, target: Target) -> Self {
+        self.target = Some(target);
+        self
+    }
+
+    /// With a note.
+    pub fn note(mut self, note: impl Into<String>) -> Self {
+        self.notes.push(note.into());
+        self
+    }
+}
+
+/// A point of the concurrency sweep.
+#[derive(Clone, Debug, Serialize)]
+pub struct SweepPoint {
+    /// `GET` or `CREATE`.
+    pub operation: String,
+    /// Closed-loop clients.
+    pub clients: usize,
+}
+
+/// Resident memory of a server holding some objects.
+#[derive(Clone, Debug, Serialize)]
+pub struct MemoryPoint {
+    /// Objects stored.
+    pub objects: u64,
+    /// The server's resident memory, in MiB.
+    pub rss_mib: f64,
+    /// The objects' JSON (one create answer's size each), in MiB.
+    pub json_mib: f64,
+}
+
+/// A target, the value it judges and whether it was met.
 #[derive(Clone, Debug, Serialize)]
 pub struct Target {
     /// The target, e.g. `ratio ≥ 0.7`.
     pub text: String,
+    /// The figure judged.
+    pub value: Option<f64>,
+    /// The bound.
+    pub bound: f64,
+    /// Whether a higher value is better (`≥`) or a lower (`≤`).
+    pub higher_is_better: bool,
     /// Whether this run met it.
     pub met: bool,
 }
@@ -105,6 +189,9 @@ impl Target {
     pub fn at_least(what: &str, value: Option<f64>, min: f64) -> Self {
         Target {
             text: format!("{what} ≥ {min}"),
+            value,
+            bound: min,
+            higher_is_better: true,
             met: value.is_some_and(|v| v >= min),
         }
     }
@@ -113,8 +200,16 @@ impl Target {
     pub fn at_most(what: &str, value: Option<f64>, max: f64) -> Self {
         Target {
             text: format!("{what} ≤ {max}"),
+            value,
+            bound: max,
+            higher_is_better: false,
             met: value.is_some_and(|v| v <= max),
         }
+    }
+
+    /// `met` or `missed`, with a mark.
+    pub fn verdict(&self) -> &'static str {
+        if self.met { "✅ met" } else { "❌ missed" }
     }
 }
 
@@ -131,6 +226,10 @@ pub struct Report {
     pub run_seconds: f64,
     /// The scenarios.
     pub rows: Vec<Row>,
+    /// wardle's resident memory as it fills up (the memory chart).
+    pub memory_curve: Vec<MemoryPoint>,
+    /// The machine's load average (1, 5 and 15 minutes) when the run began and when it ended.
+    pub load_average: [String; 2],
 }
 
 fn figure(v: Option<f64>) -> String {
@@ -148,12 +247,12 @@ impl Report {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "| scenario | server | req/s | p50 ms | p99 ms | CPU s | peak RSS MiB | errors | ratio | target |"
+            "| scenario | server | req/s | p50 ms | p99 ms | CPU s | CPU µs/req | peak RSS MiB | errors | ratio | target |"
         );
-        let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---|---|");
+        let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|");
         for row in &self.rows {
             let target = row.target.as_ref().map_or("–".to_string(), |t| {
-                format!("{} {}", t.text, if t.met { "✅ met" } else { "❌ missed" })
+                format!("{}: {} {}", t.text, figure(t.value), t.verdict())
             });
             let ratio = format!("{} ({})", figure(row.ratio), row.compared);
             for (server, m, ratio, target) in [
@@ -162,7 +261,7 @@ impl Report {
             ] {
                 let _ = writeln!(
                     out,
-                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                     if server == "wardle" {
                         row.scenario.as_str()
                     } else {
@@ -173,6 +272,7 @@ impl Report {
                     figure(m.p50_ms),
                     figure(m.p99_ms),
                     figure(m.cpu_seconds),
+                    figure(m.cpu_micros_per_request()),
                     figure(m.peak_rss_mib),
                     m.errors,
                     ratio,
@@ -184,13 +284,47 @@ impl Report {
             .rows
             .iter()
             .flat_map(|r| {
+                let errors = [
+                    ("wardle", &r.framework),
+                    (r.baseline_name.as_str(), &r.baseline),
+                ]
+                .into_iter()
+                .filter(|(_, m)| m.errors > 0)
+                .map(move |(server, m)| {
+                    format!(
+                        "- {} ({server}): {} errors, the first: {}",
+                        r.scenario,
+                        m.errors,
+                        m.first_error.as_deref().unwrap_or("unknown")
+                    )
+                });
                 r.notes
                     .iter()
                     .map(move |n| format!("- {}: {n}", r.scenario))
+                    .chain(errors)
             })
             .collect();
         if !notes.is_empty() {
             let _ = writeln!(out, "\n{}", notes.join("\n"));
+        }
+        let targets: Vec<(&Row, &Target)> = self
+            .rows
+            .iter()
+            .filter_map(|r| r.target.as_ref().map(|t| (r, t)))
+            .collect();
+        if !targets.is_empty() {
+            let _ = writeln!(out, "\n| target | scenario | this run | |");
+            let _ = writeln!(out, "|---|---|---:|---|");
+            for (row, t) in targets {
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {} |",
+                    t.text,
+                    row.scenario,
+                    figure(t.value),
+                    t.verdict()
+                );
+            }
         }
         out
     }

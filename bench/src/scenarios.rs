@@ -5,74 +5,205 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::{Method, StatusCode};
+use http::{Method, StatusCode, header};
 
 use crate::baseline::{self, Recorded, Recordings};
 use crate::client::{self, Error, Target};
 use crate::etcd::{Etcd, RawPuts};
 use crate::load::{self, Http, Stop};
-use crate::process::{Probe, rss_bytes};
-use crate::report::{Measurement, Report, Row, Target as Goal, machine, mib};
-use crate::servers::{self, Server};
+use crate::report::{Measurement, Report, Row, Target as Goal, machine};
+use crate::servers;
 use crate::tls::Pki;
 use crate::watch::{self, FanOut};
+use crate::{aggregated, lists, memory, process, sweep, watchers};
+
+/// The groups of scenarios `--only` can choose, with what each measures.
+pub const GROUPS: &[(&str, &str)] = &[
+    ("get", "GET one object over HTTP/1.1 and over HTTP/2"),
+    (
+        "list",
+        "LIST 500 objects (with and without gzip), LIST 10,000 unpaged",
+    ),
+    ("create", "CREATE on the embedded and memory stores"),
+    (
+        "etcd",
+        "CREATE on etcd against raw puts; wardle's CPU per create",
+    ),
+    ("watch", "the watch fan-out"),
+    ("sweep", "GET and CREATE at 1, 8, 64 and 256 clients"),
+    (
+        "watchers",
+        "10,000 idle watchers' memory, then 1,000 events to them",
+    ),
+    (
+        "aggregator",
+        "GET and watch through the development host's aggregator",
+    ),
+    ("start", "start to ready"),
+    (
+        "memory",
+        "idle RSS, RSS with 100,000 objects, the paged sweep of them",
+    ),
+];
 
 /// The sizes of a run.
 #[derive(Clone, Debug)]
 pub struct Plan {
     /// `full` or `smoke`.
     pub mode: &'static str,
-    /// Connections of the closed-loop scenarios.
+    /// Clients of the closed-loop scenarios.
     pub concurrency: usize,
     /// Unmeasured time before each measured load.
     pub warmup: Duration,
     /// Measured time of each load.
     pub measure: Duration,
+    /// Clients to an HTTP/2 connection in the HTTP/2 scenarios.
+    pub h2_streams: usize,
     /// Objects in the listed collection.
     pub list_size: u64,
+    /// Objects in the big unpaged list.
+    pub big_list_size: u64,
+    /// Clients of the big unpaged list.
+    pub big_list_clients: usize,
+    /// `limit` of the paged sweep's pages.
+    pub page_limit: u64,
     /// The watch fan-out.
     pub fan_out: FanOut,
+    /// The watch fan-outs through the aggregator (each also directly).
+    pub aggregated_fan_outs: Vec<FanOut>,
+    /// The fan-out to many watchers.
+    pub many_watchers: FanOut,
+    /// Watchers to an HTTP/2 connection in the fan-out to many watchers.
+    pub many_watchers_streams: usize,
+    /// Events of the baseline's fan-out to many watchers (fewer than wardle's, at the same
+    /// rate, to keep the run short: its p99 is the machine's floor at that rate).
+    pub many_watchers_baseline_events: usize,
+    /// Clients at each step of the concurrency sweep.
+    pub sweep_clients: Vec<usize>,
+    /// Measured time of each step of the concurrency sweep.
+    pub sweep_measure: Duration,
     /// Cold starts of each server.
     pub start_runs: usize,
-    /// Objects stored for the memory figure.
+    /// Objects stored for the memory figure (and paged through).
     pub memory_objects: u64,
+    /// Points of the memory chart.
+    pub memory_samples: u64,
+    /// How long a server is left to settle before its memory is read.
+    pub settle: Duration,
+    /// The groups of scenarios to run ([`GROUPS`]); all when empty.
+    pub only: Vec<String>,
+}
+
+/// The knobs of a full run (`--help`).
+#[derive(Clone, Debug)]
+pub struct Knobs {
+    /// Clients of the closed-loop scenarios.
+    pub concurrency: usize,
+    /// Measured seconds of each closed-loop comparison.
+    pub measure: Duration,
+    /// Creates per second of the watch fan-out's writer.
+    pub watch_rate: f64,
+    /// Creates per second of the writer of the fan-out to many watchers.
+    pub many_watch_rate: f64,
+    /// Clients to an HTTP/2 connection.
+    pub h2_streams: usize,
 }
 
 impl Plan {
-    /// The full run of the issue: concurrency 64, 500 listed objects, 1,000 × 1,000 watch,
-    /// 100,000 stored objects.
-    pub fn full(concurrency: usize, measure: Duration, watch_rate: f64) -> Self {
+    /// The full run of the issue: 64 clients, 500 listed objects and 10,000 unpaged, 1,000 ×
+    /// 1,000 watch, 10,000 watchers, 100,000 stored objects paged through 500 at a time.
+    pub fn full(knobs: &Knobs) -> Self {
         Plan {
             mode: "full",
-            concurrency,
+            concurrency: knobs.concurrency,
             warmup: Duration::from_secs(1),
-            measure,
+            measure: knobs.measure,
+            h2_streams: knobs.h2_streams,
             list_size: 500,
+            big_list_size: 10_000,
+            big_list_clients: 8,
+            page_limit: 500,
             fan_out: FanOut {
                 watchers: 1000,
                 events: 1000,
-                rate: watch_rate,
+                rate: knobs.watch_rate,
             },
+            // 1,000 watchers as directly; 100, which fit in one HTTP/2 connection's default
+            // limit of concurrent streams (200 in hyper) when the aggregator multiplexes them.
+            aggregated_fan_outs: [1000, 100]
+                .map(|watchers| FanOut {
+                    watchers,
+                    events: 1000,
+                    rate: knobs.watch_rate,
+                })
+                .to_vec(),
+            many_watchers: FanOut {
+                watchers: 10_000,
+                events: 1000,
+                rate: knobs.many_watch_rate,
+            },
+            many_watchers_streams: 100,
+            many_watchers_baseline_events: 200,
+            sweep_clients: vec![1, 8, 64, 256],
+            sweep_measure: Duration::from_secs(3),
             start_runs: 10,
             memory_objects: 100_000,
+            memory_samples: 10,
+            settle: Duration::from_secs(2),
+            only: Vec::new(),
         }
     }
 
-    /// A run of a few seconds that goes through every scenario, for CI.
+    /// A run of a few seconds a scenario that goes through every scenario, for CI.
     pub fn smoke() -> Self {
         Plan {
             mode: "smoke",
             concurrency: 4,
             warmup: Duration::from_millis(100),
             measure: Duration::from_millis(300),
+            h2_streams: 2,
             list_size: 20,
+            big_list_size: 60,
+            big_list_clients: 2,
+            page_limit: 50,
             fan_out: FanOut {
                 watchers: 10,
                 events: 20,
                 rate: 200.0,
             },
+            aggregated_fan_outs: vec![FanOut {
+                watchers: 10,
+                events: 20,
+                rate: 200.0,
+            }],
+            many_watchers: FanOut {
+                watchers: 40,
+                events: 10,
+                rate: 100.0,
+            },
+            many_watchers_streams: 20,
+            many_watchers_baseline_events: 10,
+            sweep_clients: vec![1, 4],
+            sweep_measure: Duration::from_millis(300),
             start_runs: 2,
             memory_objects: 200,
+            memory_samples: 2,
+            settle: Duration::from_millis(200),
+            only: Vec::new(),
+        }
+    }
+
+    /// Whether the group of scenarios `group` runs.
+    pub fn runs(&self, group: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|g| g == group)
+    }
+
+    /// The same plan with another measured time (and a warm-up scaled with it).
+    pub fn measuring(&self, measure: Duration) -> Plan {
+        Plan {
+            measure,
+            warmup: self.warmup.min(measure / 3),
+            ..self.clone()
         }
     }
 }
@@ -80,7 +211,7 @@ impl Plan {
 const GROUP_PATH: &str = "/apis/wardle.example.com/v1alpha1";
 
 /// The collection of Flunders in `namespace`.
-fn collection(namespace: &str) -> String {
+pub fn collection(namespace: &str) -> String {
     format!("{GROUP_PATH}/namespaces/{namespace}/flunders")
 }
 
@@ -106,7 +237,7 @@ pub fn flunder(name: &str) -> Bytes {
 }
 
 /// A create of the Flunder `name` in `namespace`.
-fn create(
+pub fn create(
     target: &Target,
     namespace: &str,
     name: &str,
@@ -114,29 +245,67 @@ fn create(
     target.request(Method::POST, &collection(namespace), flunder(name))
 }
 
-/// Sends one request and insists on `expect`.
-async fn call(
+/// Sends one request on a new connection and insists on `expect`.
+pub async fn call(
     target: &Target,
     method: Method,
     path: &str,
     body: Bytes,
     expect: StatusCode,
 ) -> Result<Bytes, Error> {
+    Ok(fetch(target, method, path, body, expect).await?.1)
+}
+
+/// Like [`call`], with the answer's headers.
+pub async fn fetch(
+    target: &Target,
+    method: Method,
+    path: &str,
+    body: Bytes,
+    expect: StatusCode,
+) -> Result<(http::HeaderMap, Bytes), Error> {
     let mut sender = target.connect().await?;
-    let (status, body) =
-        client::send(&mut sender, target.request(method.clone(), path, body)).await?;
+    let (status, headers, body) =
+        client::send_full(&mut sender, target.request(method.clone(), path, body)).await?;
     if status != expect {
         return Err(format!(
             "{method} {path}: {status}: {}",
-            String::from_utf8_lossy(&body)
+            String::from_utf8_lossy(&body[..body.len().min(500)])
         )
         .into());
     }
-    Ok(body)
+    Ok((headers, body))
+}
+
+/// What the baseline answers for a recorded answer with `headers` and `body`.
+pub fn recorded(status: StatusCode, headers: &http::HeaderMap, body: Bytes) -> Recorded {
+    let text = |name| {
+        headers
+            .get(name)
+            .and_then(|v: &http::HeaderValue| v.to_str().ok())
+            .map(str::to_string)
+    };
+    Recorded {
+        status: status.as_u16(),
+        content_type: text(header::CONTENT_TYPE).unwrap_or_else(|| "application/json".into()),
+        content_encoding: text(header::CONTENT_ENCODING),
+        body: body.to_vec(),
+    }
+}
+
+/// Writes `recordings` to `work/<name>` for a baseline.
+pub fn write_recordings(
+    work: &Path,
+    name: &str,
+    recordings: &Recordings,
+) -> Result<std::path::PathBuf, Error> {
+    let file = work.join(name);
+    std::fs::write(&file, serde_json::to_vec(recordings)?)?;
+    Ok(file)
 }
 
 /// Creates `count` Flunders `<prefix><i>` in `namespace` at the plan's concurrency.
-async fn fill(
+pub async fn fill(
     plan: &Plan,
     target: &Target,
     namespace: &str,
@@ -144,12 +313,27 @@ async fn fill(
     count: u64,
     pids: &[u32],
 ) -> Result<load::LoadResult, Error> {
-    let (ns, prefix) = (namespace.to_string(), prefix.to_string());
+    fill_from(plan, target, namespace, prefix, 0..count, pids).await
+}
+
+/// Creates the Flunders `<prefix><i>` for `i` in `range` in `namespace`.
+pub async fn fill_from(
+    plan: &Plan,
+    target: &Target,
+    namespace: &str,
+    prefix: &str,
+    range: std::ops::Range<u64>,
+    pids: &[u32],
+) -> Result<load::LoadResult, Error> {
+    let (ns, prefix, first) = (namespace.to_string(), prefix.to_string(), range.start);
     let work = Http {
         target: target.clone(),
-        make: move |t: &Target, _c: usize, i: u64| create(t, &ns, &format!("{prefix}{i}")),
+        make: move |t: &Target, _c: usize, i: u64| {
+            create(t, &ns, &format!("{prefix}{}", first + i))
+        },
         expect: StatusCode::CREATED,
     };
+    let count = range.end.saturating_sub(range.start);
     let result = load::run(work, plan.concurrency, Stop::Count(count), pids).await;
     if result.errors > 0 {
         return Err(format!(
@@ -163,7 +347,7 @@ async fn fill(
 
 /// Rounds of each comparison: wardle and its baseline take turns, so that a noisy machine's
 /// drift falls on both alike.
-const ROUNDS: u32 = 3;
+pub const ROUNDS: u32 = 3;
 
 /// The load of round `round`: the plan's warm-up before the first (a fifth of it before the
 /// others, for the new connections), then a third of the measured time.
@@ -179,7 +363,7 @@ fn round_stop(plan: &Plan, round: u32) -> Stop {
 }
 
 /// Runs `a` and `b` in turns for [`ROUNDS`] rounds and adds up each side's figures.
-async fn alternate<A, B, FA, FB>(plan: &Plan, mut a: A, mut b: B) -> (Measurement, Measurement)
+pub async fn alternate<A, B, FA, FB>(plan: &Plan, mut a: A, mut b: B) -> (Measurement, Measurement)
 where
     A: FnMut(Stop) -> FA,
     B: FnMut(Stop) -> FB,
@@ -195,21 +379,39 @@ where
     (first.measurement(), second.measurement())
 }
 
-/// A closed-loop load of GETs of `path`.
-async fn gets(plan: &Plan, server: &Server, path: &str, stop: Stop) -> load::LoadResult {
+/// A closed-loop load of GETs of `path` by `clients` clients.
+pub async fn gets(
+    target: &Target,
+    path: &str,
+    clients: usize,
+    pids: &[u32],
+    stop: Stop,
+) -> load::LoadResult {
     let path = path.to_string();
     let work = Http {
-        target: server.target.clone(),
+        target: target.clone(),
         make: move |t: &Target, _c: usize, _i: u64| t.request(Method::GET, &path, Bytes::new()),
         expect: StatusCode::OK,
     };
-    load::run(work, plan.concurrency, stop, &[server.pid()]).await
+    load::run(work, clients, stop, pids).await
 }
 
-/// A closed-loop load of creates of distinct Flunders in `namespace`, probing `pids`; `round`
-/// keeps the names of each round apart.
+/// A closed-loop load of creates of distinct Flunders in `namespace` at the plan's concurrency,
+/// probing `pids`.
 async fn creates(
     plan: &Plan,
+    target: &Target,
+    namespace: &str,
+    pids: &[u32],
+    stop: Stop,
+) -> load::LoadResult {
+    creates_by(plan.concurrency, target, namespace, pids, stop).await
+}
+
+/// A closed-loop load of creates of distinct Flunders in `namespace` by `clients` clients; each
+/// load's names are its own.
+pub async fn creates_by(
+    clients: usize,
     target: &Target,
     namespace: &str,
     pids: &[u32],
@@ -223,10 +425,11 @@ async fn creates(
         make: move |t: &Target, _c: usize, i: u64| create(t, &ns, &format!("c-{round}-{i}")),
         expect: StatusCode::CREATED,
     };
-    load::run(work, plan.concurrency, stop, pids).await
+    load::run(work, clients, stop, pids).await
 }
 
-fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+/// `a ÷ b`, when both are known and `b` is positive.
+pub fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     match (a, b) {
         (Some(a), Some(b)) if b > 0.0 => Some(a / b),
         _ => None,
@@ -234,7 +437,7 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
 }
 
 /// A row whose ratio compares requests per second.
-fn throughput_row(
+pub fn throughput_row(
     scenario: &str,
     framework: Measurement,
     baseline_name: &str,
@@ -242,21 +445,33 @@ fn throughput_row(
     min_ratio: Option<f64>,
 ) -> Row {
     let r = ratio(framework.requests_per_second, baseline.requests_per_second);
-    Row {
-        scenario: scenario.into(),
+    let row = Row::new(
+        scenario,
         framework,
-        baseline_name: baseline_name.into(),
+        baseline_name,
         baseline,
-        compared: "req/s, higher is better".into(),
-        ratio: r,
-        target: min_ratio.map(|min| Goal::at_least("ratio", r, min)),
-        notes: Vec::new(),
+        "req/s, higher is better",
+        r,
+    );
+    match min_ratio {
+        Some(min) => row.target(Goal::at_least("ratio", r, min)),
+        None => row,
     }
 }
+
+/// The namespaces whose creates the baseline answers with the recorded create.
+pub const CREATE_NAMESPACES: &[&str] = &[
+    "bench-create",
+    "bench-watch",
+    "bench-watchers",
+    "bench-sweep",
+    "bench-memory",
+];
 
 /// Runs every scenario of `plan` in `work` and reports.
 pub async fn run(plan: &Plan, work: &Path) -> Result<Report, Error> {
     let began = Instant::now();
+    let load_at_start = process::load_average();
     let pki = Pki::create(work)?;
     let mut rows = Vec::new();
     let say = |what: &str| eprintln!("[{:>6.1}s] {what}", began.elapsed().as_secs_f64());
@@ -287,13 +502,8 @@ pub async fn run(plan: &Plan, work: &Path) -> Result<Report, Error> {
 
     // What the baseline answers: wardle's own bytes.
     let mut recordings = Recordings::new();
-    let record = |body: Bytes, status: StatusCode| Recorded {
-        status: status.as_u16(),
-        content_type: "application/json".into(),
-        body: String::from_utf8_lossy(&body).into_owned(),
-    };
     for path in [&one, &list] {
-        let body = call(
+        let (headers, body) = fetch(
             &wardle.target,
             Method::GET,
             path,
@@ -303,10 +513,15 @@ pub async fn run(plan: &Plan, work: &Path) -> Result<Report, Error> {
         .await?;
         recordings.insert(
             baseline::key(&Method::GET, path),
-            record(body, StatusCode::OK),
+            recorded(StatusCode::OK, &headers, body),
         );
     }
-    let created = call(
+    let gzip = lists::record_gzip(&wardle.target, &list, plan.list_size).await?;
+    recordings.insert(
+        baseline::gzip_key(&Method::GET, &list),
+        gzip.recorded.clone(),
+    );
+    let (created_headers, created) = fetch(
         &wardle.target,
         Method::POST,
         &collection("bench-record"),
@@ -314,68 +529,124 @@ pub async fn run(plan: &Plan, work: &Path) -> Result<Report, Error> {
         StatusCode::CREATED,
     )
     .await?;
-    for ns in ["bench-create", "bench-watch"] {
+    for ns in CREATE_NAMESPACES {
         recordings.insert(
             baseline::key(&Method::POST, &collection(ns)),
-            record(created.clone(), StatusCode::CREATED),
+            recorded(StatusCode::CREATED, &created_headers, created.clone()),
         );
     }
-    let recordings_file = work.join("recordings.json");
-    std::fs::write(&recordings_file, serde_json::to_vec(&recordings)?)?;
+    let recordings_file = write_recordings(work, "recordings.json", &recordings)?;
     say("starting the baseline");
     let base = servers::baseline(work, "baseline", &pki, &recordings_file).await?;
-
-    say("GET one object");
-    let (w, b) = alternate(
-        plan,
-        |stop| gets(plan, &wardle, &one, stop),
-        |stop| gets(plan, &base, &one, stop),
-    )
-    .await;
-    rows.push(throughput_row(
-        "GET one object",
-        w,
-        "baseline",
-        b,
-        Some(0.7),
-    ));
-
-    say("LIST");
-    let (w, b) = alternate(
-        plan,
-        |stop| gets(plan, &wardle, &list, stop),
-        |stop| gets(plan, &base, &list, stop),
-    )
-    .await;
-    let mut row = throughput_row(
-        &format!("LIST {} objects", plan.list_size),
-        w,
-        "baseline",
-        b,
-        Some(0.5),
-    );
-    let list_bytes = recordings[&baseline::key(&Method::GET, &list)].body.len();
-    row.notes.push(format!("{list_bytes} bytes a response"));
-    rows.push(row);
-
-    say("CREATE (embedded)");
     let base_pid = [base.pid()];
-    let (w, b) = alternate(
-        plan,
-        |stop| creates(plan, &wardle.target, "bench-create", &pid, stop),
-        |stop| creates(plan, &base.target, "bench-create", &base_pid, stop),
-    )
-    .await;
-    rows.push(throughput_row(
-        "CREATE, embedded store",
-        w,
-        "baseline",
-        b,
-        None,
-    ));
 
-    say("CREATE (memory)");
-    {
+    if plan.runs("get") {
+        say("GET one object (HTTP/1.1)");
+        let (w, b) = alternate(
+            plan,
+            |stop| gets(&wardle.target, &one, plan.concurrency, &pid, stop),
+            |stop| gets(&base.target, &one, plan.concurrency, &base_pid, stop),
+        )
+        .await;
+        rows.push(throughput_row(
+            "GET one object",
+            w,
+            "baseline",
+            b,
+            Some(0.9),
+        ));
+
+        say("GET one object (HTTP/2)");
+        let (w2, b2) = (
+            wardle.target.http2(plan.h2_streams),
+            base.target.http2(plan.h2_streams),
+        );
+        let (w, b) = alternate(
+            plan,
+            |stop| gets(&w2, &one, plan.concurrency, &pid, stop),
+            |stop| gets(&b2, &one, plan.concurrency, &base_pid, stop),
+        )
+        .await;
+        rows.push(
+            throughput_row(
+                "GET one object, HTTP/2",
+                w,
+                "baseline over HTTP/2",
+                b,
+                Some(0.9),
+            )
+            .note(format!(
+                "{} clients, {} to an HTTP/2 connection",
+                plan.concurrency, plan.h2_streams
+            )),
+        );
+    }
+
+    if plan.runs("list") {
+        say("LIST");
+        let (w, b) = alternate(
+            plan,
+            |stop| gets(&wardle.target, &list, plan.concurrency, &pid, stop),
+            |stop| gets(&base.target, &list, plan.concurrency, &base_pid, stop),
+        )
+        .await;
+        let list_bytes = recordings[&baseline::key(&Method::GET, &list)].body.len();
+        rows.push(
+            throughput_row(
+                &format!("LIST {} objects", plan.list_size),
+                w,
+                "baseline",
+                b,
+                Some(0.85),
+            )
+            .note(format!("{list_bytes} bytes a response")),
+        );
+
+        say("LIST, Accept-Encoding: gzip");
+        let (wz, bz) = (
+            wardle.target.with_header(header::ACCEPT_ENCODING, "gzip"),
+            base.target.with_header(header::ACCEPT_ENCODING, "gzip"),
+        );
+        let (w, b) = alternate(
+            plan,
+            |stop| gets(&wz, &list, plan.concurrency, &pid, stop),
+            |stop| gets(&bz, &list, plan.concurrency, &base_pid, stop),
+        )
+        .await;
+        rows.push(
+            throughput_row(
+                &format!("LIST {} objects, Accept-Encoding: gzip", plan.list_size),
+                w,
+                "baseline (wardle's bytes)",
+                b,
+                None,
+            )
+            .note(gzip.describe()),
+        );
+
+        say("LIST, big and unpaged");
+        rows.push(lists::big_list(plan, work, &pki, &wardle).await?);
+    }
+
+    if plan.runs("create") {
+        say("CREATE (embedded)");
+        let (w, b) = alternate(
+            plan,
+            |stop| creates(plan, &wardle.target, "bench-create", &pid, stop),
+            |stop| creates(plan, &base.target, "bench-create", &base_pid, stop),
+        )
+        .await;
+        rows.push(throughput_row(
+            "CREATE, embedded store",
+            w,
+            "baseline",
+            b,
+            None,
+        ));
+    }
+
+    if plan.runs("create") || plan.runs("etcd") {
+        say("CREATE (memory)");
         let memory = servers::wardle(
             work,
             "wardle-memory",
@@ -395,12 +666,15 @@ pub async fn run(plan: &Plan, work: &Path) -> Result<Report, Error> {
             w,
             "baseline",
             b,
-            None,
+            Some(0.5),
         ));
     }
 
     say("CREATE (etcd)");
-    {
+    'etcd: {
+        if !plan.runs("etcd") {
+            break 'etcd;
+        }
         let etcd_dir = work.join("etcd");
         std::fs::create_dir_all(&etcd_dir)?;
         let etcd = Etcd::start(&etcd_dir).await?;
@@ -436,36 +710,66 @@ pub async fn run(plan: &Plan, work: &Path) -> Result<Report, Error> {
         rows.push(row);
     }
 
-    say("WATCH fan-out");
-    {
+    if let Some(row) = etcd_cpu_row(&rows) {
+        rows.push(row);
+    }
+
+    if plan.runs("watch") {
+        say("WATCH fan-out");
         let shape = plan.fan_out;
         let path = format!("{}?watch=true", collection("bench-watch"));
         let make = |t: &Target, i: usize| create(t, "bench-watch", &watch::object_name(i));
         let w = watch::run(&wardle.target, shape, &path, make, &pid).await?;
-        let b = watch::run(&base.target, shape, &path, make, &[base.pid()]).await?;
+        let b = watch::run(&base.target, shape, &path, make, &base_pid).await?;
         let r = ratio(w.p99_ms, b.p99_ms);
-        rows.push(Row {
-            scenario: format!("WATCH {} watchers × {} events", shape.watchers, shape.events),
-            target: Some(Goal::at_most("wardle p99 ms", w.p99_ms, 50.0)),
-            framework: w,
-            baseline_name: "baseline".into(),
-            baseline: b,
-            compared: "p99 delivery latency, lower is better".into(),
-            ratio: r,
-            notes: vec![format!(
+        rows.push(
+            Row::new(
+                format!("WATCH {} watchers × {} events", shape.watchers, shape.events),
+                w.clone(),
+                "baseline",
+                b,
+                "p99 delivery latency, lower is better",
+                r,
+            )
+            .target(Goal::at_most("wardle p99 ms", w.p99_ms, 50.0))
+            .note(format!(
                 "one writer at {} creates/s; latency from the create's answer to each watcher's receipt; req/s counts deliveries",
                 shape.rate
-            )],
-        });
+            )),
+        );
+    }
+
+    if plan.runs("sweep") {
+        say("concurrency sweep");
+        rows.extend(sweep::run(plan, work, &pki, &base, &one, &say).await?);
     }
     drop(base);
     drop(wardle);
 
-    say("cold start");
-    rows.push(cold_starts(plan, work, &pki, &recordings_file).await?);
+    if plan.runs("watchers") {
+        say("many watchers");
+        rows.extend(watchers::run(plan, work, &pki, &recordings_file).await?);
+    }
 
-    say("memory");
-    rows.extend(memory(plan, work, &pki, &recordings_file, created.len()).await?);
+    if plan.runs("aggregator") {
+        say("through the aggregator");
+        rows.extend(aggregated::run(plan, work, &say).await?);
+    }
+
+    if plan.runs("start") {
+        say("cold start");
+        rows.push(cold_starts(plan, work, &pki, &recordings_file).await?);
+    }
+
+    let mut memory_curve = Vec::new();
+    if plan.runs("memory") {
+        say("memory");
+        let filled = memory::run(plan, work, &pki, &recordings_file, created.len(), &say).await?;
+        rows.extend(filled.rows);
+        memory_curve = filled.curve;
+        say("paged sweep");
+        rows.push(lists::paged_sweep(plan, work, &pki, &filled.server, "bench-memory").await?);
+    }
 
     say("done");
     Ok(Report {
@@ -474,7 +778,41 @@ pub async fn run(plan: &Plan, work: &Path) -> Result<Report, Error> {
         concurrency: plan.concurrency,
         run_seconds: began.elapsed().as_secs_f64(),
         rows,
+        memory_curve,
+        load_average: [load_at_start, process::load_average()],
     })
+}
+
+/// wardle's own CPU per create on etcd (without etcd's) against the same on the memory store,
+/// from the two CREATE rows.
+fn etcd_cpu_row(rows: &[Row]) -> Option<Row> {
+    let find = |name: &str| rows.iter().find(|r| r.scenario == name);
+    let (on_etcd, in_memory) = (find("CREATE, etcd")?, find("CREATE, memory store")?);
+    let mut framework = on_etcd.framework.clone();
+    framework.cpu_seconds = framework.own_cpu_seconds.take();
+    let baseline = in_memory.framework.clone();
+    let (e, m) = (
+        framework.own_cpu_micros_per_request(),
+        baseline.own_cpu_micros_per_request(),
+    );
+    let r = ratio(e, m);
+    let us = |v: Option<f64>| v.map_or("–".into(), |v| format!("{v:.0}"));
+    Some(
+        Row::new(
+            "CREATE, etcd: wardle's own CPU per create",
+            framework,
+            "wardle on the memory store",
+            baseline,
+            "CPU µs per create ÷ the memory store's, lower is better",
+            r,
+        )
+        .target(Goal::at_most("ratio", r, 1.5))
+        .note(format!(
+            "wardle's CPU (from /proc, without etcd's): {} µs per create on etcd, {} µs on the memory store",
+            us(e),
+            us(m)
+        )),
+    )
 }
 
 /// Start-up times, `runs` each: the median as p50, the slowest as p99.
@@ -506,93 +844,17 @@ async fn cold_starts(plan: &Plan, work: &Path, pki: &Pki, recordings: &Path) -> 
     }
     let (w, b) = (start_times(&mut w), start_times(&mut b));
     let r = ratio(w.p50_ms, b.p50_ms);
-    Ok(Row {
-        scenario: "Start to /readyz 200, embedded store".into(),
-        target: Some(Goal::at_most("wardle median ms", w.p50_ms, 150.0)),
-        framework: w,
-        baseline_name: "baseline".into(),
-        baseline: b,
-        compared: "median ms, lower is better".into(),
-        ratio: r,
-        notes: vec![format!(
-            "{} starts each on a fresh data directory; p50 is the median, p99 the slowest",
-            plan.start_runs
-        )],
-    })
-}
-
-/// Resident memory idle, and with `memory_objects` Flunders stored.
-async fn memory(
-    plan: &Plan,
-    work: &Path,
-    pki: &Pki,
-    recordings: &Path,
-    object_bytes: usize,
-) -> Result<Vec<Row>, Error> {
-    let settle = if plan.mode == "full" {
-        Duration::from_secs(2)
-    } else {
-        Duration::from_millis(200)
-    };
-    let idle = |server: &Server| Measurement {
-        peak_rss_mib: Some(mib(rss_bytes(server.pid()))),
-        count: 1,
-        ..Default::default()
-    };
-    let wardle = servers::wardle(work, "wardle-memory-use", pki, &[]).await?;
-    let base = servers::baseline(work, "baseline-memory-use", pki, recordings).await?;
-    tokio::time::sleep(settle).await;
-    let (w, b) = (idle(&wardle), idle(&base));
-    drop(base);
-    let idle_rss = rss_bytes(wardle.pid());
-    let r = ratio(w.peak_rss_mib, b.peak_rss_mib);
-    let idle_row = Row {
-        scenario: "Idle RSS".into(),
-        target: Some(Goal::at_most("wardle MiB", w.peak_rss_mib, 20.0)),
-        framework: w,
-        baseline_name: "baseline".into(),
-        baseline: b,
-        compared: "RSS, lower is better".into(),
-        ratio: r,
-        notes: vec!["ready, before any request but the readiness probes".into()],
-    };
-
-    let n = plan.memory_objects;
-    let probe = Probe::start(&[wardle.pid()]);
-    let filled = fill(
-        plan,
-        &wardle.target,
-        "bench-memory",
-        "m-",
-        n,
-        &[wardle.pid()],
+    Ok(Row::new(
+        "Start to /readyz 200, embedded store",
+        w.clone(),
+        "baseline",
+        b,
+        "median ms, lower is better",
+        r,
     )
-    .await?;
-    tokio::time::sleep(settle).await;
-    let usage = probe.finish();
-    let loaded = rss_bytes(wardle.pid());
-    let per_object = loaded.saturating_sub(idle_rss) as f64 / n as f64;
-    let mut framework = filled.measurement();
-    framework.cpu_seconds = Some(usage.cpu_seconds);
-    framework.peak_rss_mib = Some(mib(loaded));
-    let json = Measurement {
-        peak_rss_mib: Some(mib(object_bytes as u64 * n)),
-        count: n,
-        ..Default::default()
-    };
-    Ok(vec![
-        idle_row,
-        Row {
-            scenario: format!("RSS with {n} Flunders"),
-            framework,
-            baseline_name: "their JSON".into(),
-            baseline: json,
-            compared: "bytes per object ÷ JSON bytes per object".into(),
-            ratio: Some(per_object / object_bytes as f64),
-            target: None,
-            notes: vec![format!(
-                "{per_object:.0} bytes per object over idle; one object's JSON is {object_bytes} bytes; req/s is the create rate while filling"
-            )],
-        },
-    ])
+    .target(Goal::at_most("wardle median ms", w.p50_ms, 150.0))
+    .note(format!(
+        "{} starts each on a fresh data directory; p50 is the median, p99 the slowest",
+        plan.start_runs
+    )))
 }

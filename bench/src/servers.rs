@@ -95,11 +95,7 @@ async fn ready(
     pki: &Pki,
     log: &Path,
 ) -> Result<Server, Error> {
-    let target = Target {
-        addr,
-        tls: pki.client.clone(),
-        token: TOKEN.into(),
-    };
+    let target = Target::new(addr, pki.trust.clone(), TOKEN);
     match proc.wait_ready(&target, READY_WITHIN).await {
         Ok(ready_after) => Ok(Server {
             proc,

@@ -1,16 +1,17 @@
 //! The benchmark's PKI: one CA and one serving certificate for 127.0.0.1, given to wardle and to
-//! the baseline alike, so both servers do the same TLS work, and the client that trusts it.
+//! the baseline alike, so both servers do the same TLS work, and the client settings that trust
+//! it.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose,
 };
-use rustls::ClientConfig;
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
+
+use crate::client::Trust;
 
 /// The serving certificate and key files, and a client configuration that trusts them.
 #[derive(Clone)]
@@ -19,8 +20,8 @@ pub struct Pki {
     pub cert_file: PathBuf,
     /// Its private key (PEM).
     pub key_file: PathBuf,
-    /// HTTP/1.1 over TLS, trusting only the benchmark's CA.
-    pub client: Arc<ClientConfig>,
+    /// Client settings (HTTP/1.1 or HTTP/2) trusting only the benchmark's CA.
+    pub trust: Trust,
 }
 
 impl Pki {
@@ -49,14 +50,10 @@ impl Pki {
 
         let mut roots = rustls::RootCertStore::empty();
         roots.add(CertificateDer::from_pem_slice(ca_cert.pem().as_bytes())?)?;
-        let mut client = ClientConfig::builder()
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        client.alpn_protocols = vec![b"http/1.1".to_vec()];
         Ok(Pki {
             cert_file,
             key_file,
-            client: Arc::new(client),
+            trust: Trust::new(roots),
         })
     }
 }

@@ -5,8 +5,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use futures::StreamExt as _;
 use http::{Method, StatusCode};
 use http_body_util::BodyExt;
+use hyper::body::Incoming;
 use tokio::sync::Semaphore;
 
 use crate::client::{self, Error, Target};
@@ -41,6 +43,108 @@ fn event_index(line: &[u8]) -> Option<usize> {
         .ok()
 }
 
+/// Watches whose answers' heads have arrived, each with the connection it streams on.
+pub struct Opened {
+    watches: Vec<(client::Sender, Incoming)>,
+    /// Connections they use (fewer than watches over HTTP/2).
+    pub connections: usize,
+}
+
+impl Opened {
+    /// How many watches are open.
+    pub fn len(&self) -> usize {
+        self.watches.len()
+    }
+}
+
+/// Opens `watchers` watches of `watch_path` on `target` (over HTTP/2, `target.streams` to a
+/// connection), a few handshakes at a time, and waits for each one's head. A watch whose head
+/// has not come `within`, or while no other watch opened for [`STALLED_AFTER`], is an error
+/// (e.g. a limit of concurrent streams that holds it back).
+pub async fn open(
+    target: &Target,
+    watchers: usize,
+    watch_path: &str,
+    within: Duration,
+) -> Result<Opened, Error> {
+    let streams = target.streams.max(1);
+    let connections = watchers.div_ceil(streams);
+    let handshakes = Arc::new(Semaphore::new(32));
+    let mut connecting = Vec::with_capacity(connections);
+    for _ in 0..connections {
+        let (target, handshakes) = (target.clone(), handshakes.clone());
+        connecting.push(tokio::spawn(async move {
+            let _permit = handshakes.acquire().await;
+            target.connect().await
+        }));
+    }
+    let mut senders = Vec::with_capacity(connections);
+    for task in connecting {
+        senders.push(Some(task.await??));
+    }
+    let deadline = tokio::time::Instant::now() + within;
+    let mut opening = Vec::with_capacity(watchers);
+    for i in 0..watchers {
+        let slot = &mut senders[i / streams];
+        let sender = match slot.as_ref().and_then(client::Sender::share) {
+            Some(shared) => shared,
+            None => slot
+                .take()
+                .ok_or("an HTTP/1.1 connection carries one watch")?,
+        };
+        let target = target.clone();
+        let path = watch_path.to_string();
+        opening.push(tokio::spawn(async move {
+            let mut sender = sender;
+            let request = target.request(Method::GET, &path, Bytes::new());
+            let response = tokio::time::timeout_at(deadline, client::start(&mut sender, request))
+                .await
+                .map_err(|_| Error::from("no answer"))??;
+            if response.status() != StatusCode::OK {
+                return Err(Error::from(format!("watch answered {}", response.status())));
+            }
+            Ok::<_, Error>((sender, response.into_body()))
+        }));
+    }
+    let mut watches = Vec::with_capacity(watchers);
+    let (mut failed, mut first_error) = (0usize, None);
+    let mut pending: futures::stream::FuturesUnordered<_> = opening.into_iter().collect();
+    loop {
+        match tokio::time::timeout(STALLED_AFTER, pending.next()).await {
+            Ok(Some(opened)) => match opened? {
+                Ok(watch) => watches.push(watch),
+                Err(e) => {
+                    failed += 1;
+                    first_error.get_or_insert(e.to_string());
+                }
+            },
+            Ok(None) => break,
+            Err(_) => {
+                // No watch has opened for a while: the rest are held back (e.g. by a limit of
+                // concurrent streams); stop waiting for them.
+                failed += pending.len();
+                first_error.get_or_insert(format!("none opened for {STALLED_AFTER:?}"));
+                for task in pending.iter() {
+                    task.abort();
+                }
+                break;
+            }
+        }
+    }
+    if failed > 0 {
+        return Err(format!(
+            "{failed} of {watchers} watches did not open ({} open on {connections} connections): {}",
+            watches.len(),
+            first_error.unwrap_or_default()
+        )
+        .into());
+    }
+    Ok(Opened {
+        watches,
+        connections,
+    })
+}
+
 /// Runs a fan-out against `target`: watchers of `watch_path`, creates made by `create`.
 pub async fn run(
     target: &Target,
@@ -49,42 +153,52 @@ pub async fn run(
     create: impl Fn(&Target, usize) -> http::Request<http_body_util::Full<Bytes>>,
     pids: &[u32],
 ) -> Result<Measurement, Error> {
+    let opened = open(target, shape.watchers, watch_path, OPEN_WITHIN).await?;
+    deliver(opened, target, shape, create, pids).await
+}
+
+/// How long opening the watches of a fan-out may take.
+pub const OPEN_WITHIN: Duration = Duration::from_secs(120);
+
+/// Opening stops when no watch has opened for this long.
+const STALLED_AFTER: Duration = Duration::from_secs(10);
+
+/// Creates `shape.events` objects on `writer` at `shape.rate` and measures the delay from each
+/// create's answer to each open watch's receipt of its event.
+pub async fn deliver(
+    opened: Opened,
+    writer_target: &Target,
+    shape: FanOut,
+    create: impl Fn(&Target, usize) -> http::Request<http_body_util::Full<Bytes>>,
+    pids: &[u32],
+) -> Result<Measurement, Error> {
     let origin = Instant::now();
     let nanos = move || origin.elapsed().as_nanos() as u64;
-    // Open every watch first (a few handshakes at a time) and wait for each one's head.
-    let handshakes = Arc::new(Semaphore::new(32));
-    let mut opening = Vec::with_capacity(shape.watchers);
-    for _ in 0..shape.watchers {
-        let (target, handshakes) = (target.clone(), handshakes.clone());
-        let path = watch_path.to_string();
-        opening.push(tokio::spawn(async move {
-            let _permit = handshakes.acquire().await;
-            let mut sender = target.connect().await?;
-            let request = target.request(Method::GET, &path, Bytes::new());
-            let response = client::start(&mut sender, request).await?;
-            if response.status() != StatusCode::OK {
-                return Err(Error::from(format!("watch answered {}", response.status())));
-            }
-            Ok::<_, Error>((sender, response.into_body()))
-        }));
-    }
-    let mut bodies = Vec::with_capacity(shape.watchers);
-    for task in opening {
-        bodies.push(task.await??);
-    }
     let events = shape.events;
     let deadline = Duration::from_secs_f64(events as f64 / shape.rate + 30.0);
-    let mut watchers = Vec::with_capacity(bodies.len());
-    for (sender, mut body) in bodies {
+    let mut watchers = Vec::with_capacity(opened.watches.len());
+    for (sender, mut body) in opened.watches {
         watchers.push(tokio::spawn(async move {
             let _keep = sender;
             let mut received = vec![u64::MAX; events];
             let (mut count, mut pending) = (0usize, Vec::<u8>::new());
             let end = tokio::time::Instant::now() + deadline;
+            let mut ended = None;
             while count < events {
                 let frame = match tokio::time::timeout_at(end, body.frame()).await {
                     Ok(Some(Ok(frame))) => frame,
-                    _ => break,
+                    Ok(Some(Err(e))) => {
+                        ended = Some(format!("its stream failed: {e}"));
+                        break;
+                    }
+                    Ok(None) => {
+                        ended = Some("its stream ended".to_string());
+                        break;
+                    }
+                    Err(_) => {
+                        ended = Some(format!("nothing more came within {deadline:?}"));
+                        break;
+                    }
                 };
                 let Ok(data) = frame.into_data() else {
                     continue;
@@ -92,22 +206,26 @@ pub async fn run(
                 let at = nanos();
                 pending.extend_from_slice(&data);
                 while let Some(newline) = pending.iter().position(|b| *b == b'\n') {
-                    if let Some(i) = event_index(&pending[..newline])
+                    let line = &pending[..newline];
+                    if let Some(i) = event_index(line)
                         && i < events
                         && received[i] == u64::MAX
                     {
                         received[i] = at;
                         count += 1;
+                    } else if line.starts_with(br#"{"type":"ERROR""#) {
+                        ended = Some(String::from_utf8_lossy(line).into_owned());
                     }
                     pending.drain(..=newline);
                 }
             }
-            received
+            (received, ended)
         }));
     }
 
     let probe = Probe::start(pids);
     let started = Instant::now();
+    let target = writer_target;
     let mut writer = target.connect().await?;
     let mut acked = vec![u64::MAX; events];
     let mut ticks = tokio::time::interval(Duration::from_secs_f64(1.0 / shape.rate));
@@ -135,8 +253,13 @@ pub async fn run(
     let mut latencies = histogram();
     let (mut delivered, mut missed) = (0u64, 0u64);
     let mut last = 0u64;
+    let (mut cut_short, mut first_cut) = (0usize, None);
     for watcher in watchers {
-        let received = watcher.await?;
+        let (received, ended) = watcher.await?;
+        if let Some(why) = ended {
+            cut_short += 1;
+            first_cut.get_or_insert(why);
+        }
         for (r, a) in received.iter().zip(&acked) {
             if *a == u64::MAX {
                 continue;
@@ -154,7 +277,10 @@ pub async fn run(
     let usage = probe.finish();
     let elapsed = Duration::from_nanos(last).saturating_sub(started - origin);
     if missed > 0 {
-        first_error.get_or_insert(format!("{missed} events never arrived"));
+        first_error.get_or_insert(format!(
+            "{missed} events never arrived; {cut_short} watchers stopped short, the first because {}",
+            first_cut.unwrap_or_default()
+        ));
     }
     Ok(
         Measurement::of_latencies(delivered, missed + write_errors, elapsed, &latencies, usage)

@@ -1,0 +1,301 @@
+//! Through the aggregator: the development host (`wardle dev-host`: the framework's aggregator
+//! with wardle registered as an APIService, the front-proxy client certificate, delegated
+//! authentication and authorization) and `wardle serve` behind it, each a process of its own,
+//! real TLS on both hops. Requests through the host are compared with the same requests sent
+//! to wardle directly, over HTTP/2 on every hop.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use apiserver_framework::devhost::files::{self, HostFiles};
+use apiserver_framework::devhost::tokens::TokenFile;
+use bytes::Bytes;
+use http::{Method, StatusCode};
+
+use crate::client::{Error, Target, Trust};
+use crate::process::{Proc, connections_to, free_addr};
+use crate::report::{Measurement, Row, Target as Goal};
+use crate::scenarios::{Plan, alternate, call, collection, create, flunder, gets, ratio};
+use crate::watch::{self, FanOut, OPEN_WITHIN};
+
+/// The extension's name: its namespace and identity on the host.
+const EXTENSION: &str = "wardle";
+
+/// How long the host, wardle, and the APIService may take to become ready.
+const READY_WITHIN: Duration = Duration::from_secs(60);
+
+/// The host and wardle behind it.
+struct Stack {
+    // Dropped (killed) in this order: wardle, then the host.
+    wardle: Proc,
+    host: Proc,
+    /// The host, as its admin (`system:masters`).
+    via: Target,
+    /// wardle itself, as the same user (a bearer token wardle reviews with the host).
+    direct: Target,
+    backend_port: u16,
+}
+
+impl Stack {
+    async fn start(work: &Path) -> Result<Stack, Error> {
+        let dir = work.join("aggregated");
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)?;
+        }
+        let host_dir = dir.join("dev-host");
+        // The host's files, made here so that the bench knows the CA and the admin's token;
+        // the host reuses them.
+        let host_files = HostFiles::prepare(&host_dir, EXTENSION, &["wardle.example.com".into()])?;
+        let tokens = TokenFile::read(&host_files.tokens_path)?;
+        let admin = tokens
+            .token_of(files::users::ADMIN)
+            .ok_or("the host's token file has no admin")?
+            .to_string();
+        let trust = Trust::from_pem(host_files.ca_pem.as_bytes())?;
+        let (host_addr, backend_addr) = (free_addr(), free_addr());
+        let path = |p: &Path| p.display().to_string();
+
+        let host_args: Vec<String> = vec![
+            "dev-host".into(),
+            "--bind-address".into(),
+            "127.0.0.1".into(),
+            "--secure-port".into(),
+            host_addr.port().to_string(),
+            "--dir".into(),
+            path(&host_dir),
+            "--backend-address".into(),
+            backend_addr.to_string(),
+            "--availability-check-interval".into(),
+            "1s".into(),
+        ];
+        let mut host = Proc::role("wardle", &host_args, &dir, &dir.join("dev-host.log"))?;
+        let via = Target::new(host_addr, trust.clone(), &admin);
+        host.wait_ready(&via, READY_WITHIN).await.map_err(|e| {
+            format!(
+                "the dev host: {e}; see {}",
+                dir.join("dev-host.log").display()
+            )
+        })?;
+
+        let identity = path(&host_files.kubeconfig_path(&files::server_identity(EXTENSION)));
+        let wardle_args: Vec<String> = vec![
+            "serve".into(),
+            "--bind-address".into(),
+            "127.0.0.1".into(),
+            "--secure-port".into(),
+            backend_addr.port().to_string(),
+            "--tls-cert-file".into(),
+            path(&host_files.backend_cert.cert_path),
+            "--tls-private-key-file".into(),
+            path(&host_files.backend_cert.key_path),
+            "--authentication-kubeconfig".into(),
+            identity.clone(),
+            "--authorization-kubeconfig".into(),
+            identity.clone(),
+            "--kubeconfig".into(),
+            identity,
+            "--data-dir".into(),
+            path(&dir.join("data")),
+        ];
+        let mut wardle = Proc::role("wardle", &wardle_args, &dir, &dir.join("wardle.log"))?;
+        let direct = Target::new(backend_addr, trust, &admin);
+        wardle
+            .wait_ready(&direct, READY_WITHIN)
+            .await
+            .map_err(|e| {
+                format!(
+                    "wardle serve: {e}; see {}",
+                    dir.join("wardle.log").display()
+                )
+            })?;
+        let stack = Stack {
+            wardle,
+            host,
+            via,
+            direct,
+            backend_port: backend_addr.port(),
+        };
+        stack.wait_available().await?;
+        Ok(stack)
+    }
+
+    /// Waits until the host proxies wardle's group (its APIService is available).
+    async fn wait_available(&self) -> Result<(), Error> {
+        let deadline = Instant::now() + READY_WITHIN;
+        let path = collection("default");
+        loop {
+            let last = call(&self.via, Method::GET, &path, Bytes::new(), StatusCode::OK).await;
+            match last {
+                Ok(_) => return Ok(()),
+                Err(e) if Instant::now() > deadline => {
+                    return Err(format!("wardle's APIService not available: {e}").into());
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
+    }
+
+    /// Creates the namespace `name` on the host, and waits until wardle accepts creates in it.
+    async fn namespace(&self, name: &str) -> Result<(), Error> {
+        let body = serde_json::to_vec(&serde_json::json!({
+            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name},
+        }))?;
+        call(
+            &self.via,
+            Method::POST,
+            "/api/v1/namespaces",
+            body.into(),
+            StatusCode::CREATED,
+        )
+        .await?;
+        let deadline = Instant::now() + READY_WITHIN;
+        loop {
+            let made = call(
+                &self.direct,
+                Method::POST,
+                &collection(name),
+                flunder("first"),
+                StatusCode::CREATED,
+            )
+            .await;
+            match made {
+                Ok(_) => return Ok(()),
+                Err(e) if Instant::now() > deadline => return Err(e),
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+    }
+}
+
+/// A fan-out whose watchers use `watchers` while the writer creates on wardle directly;
+/// an error opening them is reported as the row's, not the run's. With `count`, also the
+/// connections process `count.0` holds to port `count.1` once the watches are open.
+async fn fan_out(
+    watchers: &Target,
+    writer: &Target,
+    shape: FanOut,
+    namespace: &str,
+    pids: &[u32],
+    count: Option<(u32, u16)>,
+) -> (Measurement, Option<usize>) {
+    let path = format!("{}?watch=true", collection(namespace));
+    let make = |t: &Target, i: usize| create(t, namespace, &watch::object_name(i));
+    let mut connections = None;
+    let result = async {
+        let opened = watch::open(watchers, shape.watchers, &path, OPEN_WITHIN).await?;
+        connections = count.map(|(pid, port)| connections_to(pid, port));
+        watch::deliver(opened, writer, shape, make, pids).await
+    }
+    .await;
+    let measurement = result.unwrap_or_else(|e: Error| Measurement {
+        errors: shape.watchers as u64,
+        first_error: Some(e.to_string()),
+        ..Default::default()
+    });
+    (measurement, connections)
+}
+
+/// The rows: GET through the host against GET from wardle directly, and a watch fan-out the
+/// same two ways.
+pub async fn run(plan: &Plan, work: &Path, say: &impl Fn(&str)) -> Result<Vec<Row>, Error> {
+    let stack = Stack::start(work).await?;
+    let (host_pid, wardle_pid) = (stack.host.pid, stack.wardle.pid);
+    let one = format!("{}/get-me", collection("default"));
+    call(
+        &stack.direct,
+        Method::POST,
+        &collection("default"),
+        flunder("get-me"),
+        StatusCode::CREATED,
+    )
+    .await?;
+    let (via, direct) = (
+        stack.via.http2(plan.h2_streams),
+        stack.direct.http2(plan.h2_streams),
+    );
+    // Both ways answer the same object.
+    let (a, b) = (
+        call(&via, Method::GET, &one, Bytes::new(), StatusCode::OK).await?,
+        call(&direct, Method::GET, &one, Bytes::new(), StatusCode::OK).await?,
+    );
+    if a != b {
+        return Err("the aggregator answered other bytes than wardle".into());
+    }
+
+    say("  GET");
+    let (both, wardle_only) = ([host_pid, wardle_pid], [wardle_pid]);
+    let (w, d) = alternate(
+        plan,
+        |stop| gets(&via, &one, plan.concurrency, &both, stop),
+        |stop| gets(&direct, &one, plan.concurrency, &wardle_only, stop),
+    )
+    .await;
+    let backend_connections = connections_to(host_pid, stack.backend_port);
+    let us = |m: &Measurement, cpu: Option<f64>| {
+        cpu.filter(|_| m.count > 0)
+            .map_or("–".into(), |c| format!("{:.0}", c * 1e6 / m.count as f64))
+    };
+    let host_us = us(&w, w.own_cpu_seconds);
+    let wardle_behind_us = us(&w, w.cpu_seconds.zip(w.own_cpu_seconds).map(|(a, h)| a - h));
+    let wardle_direct_us = us(&d, d.cpu_seconds);
+    let mut rows = vec![
+        crate::scenarios::throughput_row(
+            "GET one object through the aggregator, HTTP/2",
+            w,
+            "direct to wardle, HTTP/2",
+            d,
+            Some(0.5),
+        )
+        .note(format!(
+            "client → dev host → wardle serve, TLS on both hops, {} clients with {} to an HTTP/2 connection; the host held {backend_connections} connection(s) to wardle afterwards (one means HTTP/2 multiplexed); CPU per GET: the host {host_us} µs + wardle {wardle_behind_us} µs, direct wardle {wardle_direct_us} µs",
+            plan.concurrency, plan.h2_streams
+        )),
+    ];
+
+    say("  watch fan-outs");
+    for (i, shape) in plan.aggregated_fan_outs.iter().copied().enumerate() {
+        let (ns_via, ns_direct) = (format!("bench-via-{i}"), format!("bench-direct-{i}"));
+        stack.namespace(&ns_via).await?;
+        stack.namespace(&ns_direct).await?;
+        let (through, held) = fan_out(
+            &via,
+            &stack.direct,
+            shape,
+            &ns_via,
+            &[host_pid, wardle_pid],
+            Some((host_pid, stack.backend_port)),
+        )
+        .await;
+        let (straight, _) = fan_out(
+            &direct,
+            &stack.direct,
+            shape,
+            &ns_direct,
+            &[wardle_pid],
+            None,
+        )
+        .await;
+        let r = ratio(through.p99_ms, straight.p99_ms);
+        rows.push(
+            Row::new(
+                format!(
+                    "WATCH {} watchers × {} events through the aggregator",
+                    shape.watchers, shape.events
+                ),
+                through,
+                "direct to wardle",
+                straight,
+                "p99 delivery latency ÷ direct, lower is better",
+                r,
+            )
+            .target(Goal::at_most("ratio", r, 2.0))
+            .note(format!(
+                "watches over HTTP/2, {} to a connection; one writer at {} creates/s straight to wardle; with the watches open the host held {} connection(s) to wardle",
+                plan.h2_streams,
+                shape.rate,
+                held.map_or("–".into(), |n| n.to_string()),
+            )),
+        );
+    }
+    Ok(rows)
+}
