@@ -72,8 +72,8 @@ impl Stack {
         let via = Target::new(host_addr, trust.clone(), &admin);
         host.wait_ready(&via, READY_WITHIN).await.map_err(|e| {
             format!(
-                "the dev host: {e}; see {}",
-                dir.join("dev-host.log").display()
+                "the dev host: {e}; its log ends with:\n{}",
+                log_tail(&dir.join("dev-host.log"))
             )
         })?;
 
@@ -104,8 +104,8 @@ impl Stack {
             .await
             .map_err(|e| {
                 format!(
-                    "wardle serve: {e}; see {}",
-                    dir.join("wardle.log").display()
+                    "wardle serve: {e}; its log ends with:\n{}",
+                    log_tail(&dir.join("wardle.log"))
                 )
             })?;
         let stack = Stack {
@@ -298,4 +298,13 @@ pub async fn run(plan: &Plan, work: &Path, say: &impl Fn(&str)) -> Result<Vec<Ro
         );
     }
     Ok(rows)
+}
+
+/// The last lines of a server's log, for an error message (the work directory is removed when
+/// the run ends).
+fn log_tail(path: &Path) -> String {
+    let log =
+        std::fs::read_to_string(path).unwrap_or_else(|e| format!("({}: {e})", path.display()));
+    let lines: Vec<&str> = log.lines().collect();
+    lines[lines.len().saturating_sub(20)..].join("\n")
 }

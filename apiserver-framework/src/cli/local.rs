@@ -190,12 +190,14 @@ pub async fn start(
     if let Some(auditor) = opts.audit.build()? {
         chain = chain.with_audit(Arc::new(auditor));
     }
-    let running = serve::start(listener, tls, Arc::new(chain))?;
-    let url = running.url();
+    // The kubeconfig is written before the server answers anything, so that whoever waits for
+    // it to be ready finds it.
+    let url = serve::https_url(listener.local_addr()?);
     let kubeconfig = kubeconfig::render(name, &url, &cert.ca_pem, &token);
     if let Some(path) = &opts.write_kubeconfig {
         kubeconfig::write(path, &kubeconfig)?;
     }
+    let running = serve::start(listener, tls, Arc::new(chain))?;
     Ok(LocalServer {
         running,
         url,

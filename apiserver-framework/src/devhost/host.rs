@@ -315,8 +315,9 @@ pub async fn start(extension: &Extension, opts: &DevHostOptions) -> Result<DevHo
         tokens.clone(),
         authorizer,
     ));
-    let running = serve::start(listener, tls, chain)?;
-    let url = running.url();
+    // The kubeconfigs are written before the host answers anything, so that whoever waits for
+    // it to be ready finds them.
+    let url = serve::https_url(listener.local_addr()?);
     for user in [
         files::users::ADMIN.to_string(),
         files::users::ALICE.to_string(),
@@ -328,6 +329,7 @@ pub async fn start(extension: &Extension, opts: &DevHostOptions) -> Result<DevHo
             kubeconfig::write(&files.kubeconfig_path(&user), &text)?;
         }
     }
+    let running = serve::start(listener, tls, chain)?;
     Ok(DevHost {
         running,
         url,

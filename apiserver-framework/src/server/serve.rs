@@ -238,6 +238,14 @@ fn anonymous() -> UserInfo {
     UserInfo::new("system:anonymous", &["system:unauthenticated"])
 }
 
+/// `https://<address>:<port>` of a listener's address (IPv6 addresses in brackets).
+pub fn https_url(addr: SocketAddr) -> String {
+    match addr.ip() {
+        std::net::IpAddr::V6(ip) => format!("https://[{ip}]:{}", addr.port()),
+        std::net::IpAddr::V4(ip) => format!("https://{ip}:{}", addr.port()),
+    }
+}
+
 /// A chain being served; dropping it does not stop it, [`RunningServer::shutdown`] does.
 pub struct RunningServer {
     /// The address the listener is bound to.
@@ -250,10 +258,7 @@ pub struct RunningServer {
 impl RunningServer {
     /// `https://<address>:<port>` of the listener (IPv6 addresses in brackets).
     pub fn url(&self) -> String {
-        match self.addr.ip() {
-            std::net::IpAddr::V6(ip) => format!("https://[{ip}]:{}", self.addr.port()),
-            std::net::IpAddr::V4(ip) => format!("https://{ip}:{}", self.addr.port()),
-        }
+        https_url(self.addr)
     }
 
     /// Stops as upstream's graceful termination does: `/readyz` fails at once (its
