@@ -166,6 +166,20 @@ impl Committed {
         (to - from + 1) - seen
     }
 
+    /// The revision of the last observed change of `key` at or before `rv`, if any.
+    pub fn last_change_at(&self, key: &str, rv: u64) -> Option<u64> {
+        self.changes
+            .range(..=rv)
+            .rev()
+            .find(|(_, c)| c.key == key)
+            .map(|(&r, _)| r)
+    }
+
+    /// Whether some observation covers revision `rv`.
+    pub fn observed(&self, rv: u64) -> bool {
+        self.changes.contains_key(&rv)
+    }
+
     /// The state of `key` after every change up to `rv`: its revision and value, or `None`.
     pub fn state_at(&self, key: &str, rv: u64) -> Option<(u64, &str)> {
         self.changes
