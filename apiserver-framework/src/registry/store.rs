@@ -139,6 +139,10 @@ impl<T: ApiResource> Store<T> {
                 tracing::warn!(error = %msg, "storage unavailable");
                 e
             }
+            StorageError::Internal(msg) => {
+                tracing::warn!(error = %msg, "storage failed");
+                ApiError::internal(msg)
+            }
         }
     }
 
