@@ -486,10 +486,25 @@ fn key_ops(
                     .map(|i| (i.key.clone(), base(delete, Output::Deleted, op.ret)))
                     .collect(),
                 // Some items may have been deleted before it failed.
-                Outcome::Error { .. } => keys
-                    .iter()
-                    .map(|k| (k.clone(), base(delete, Output::Maybe, op.ret)))
-                    .collect(),
+                Outcome::Error { code, .. } => {
+                    if *code == 409 {
+                        // Without preconditions, each item's delete reads it again when a
+                        // write raced with it, and one deleted meanwhile is skipped (upstream).
+                        report.violations.push(Violation {
+                            property: Property::Linearizability,
+                            key: None,
+                            stream: None,
+                            message: format!(
+                                "op {}: a deletecollection without preconditions was answered 409 Conflict",
+                                op.id
+                            ),
+                            evidence: json!({"operation": op}),
+                        });
+                    }
+                    keys.iter()
+                        .map(|k| (k.clone(), base(delete, Output::Maybe, op.ret)))
+                        .collect()
+                }
                 _ => {
                     report.unknown_open += keys.len();
                     keys.iter()
@@ -684,5 +699,35 @@ mod tests {
             final_state_failures(&history(None, 11, vec![seen(11, "a")])),
             0
         );
+    }
+
+    #[test]
+    fn a_collection_delete_answered_conflict_is_a_violation() {
+        let history = |code: u16| History {
+            keys: vec!["a".into()],
+            start_rv: 1,
+            operations: vec![Operation {
+                id: 7,
+                client: 0,
+                request: Request::DeleteCollection,
+                outcome: Outcome::Error {
+                    code,
+                    reason: String::new(),
+                },
+                invoke: 10,
+                ret: 20,
+            }],
+            ..Default::default()
+        };
+        let named = |report: &CheckReport| {
+            report
+                .violations
+                .iter()
+                .any(|v| v.message.contains("op 7: a deletecollection"))
+        };
+        let report = check(&history(409), &CheckOptions::default());
+        assert!(named(&report), "{:?}", report.violations);
+        // Other refusals (throttling) are fine.
+        assert!(!named(&check(&history(429), &CheckOptions::default())));
     }
 }

@@ -280,7 +280,10 @@ fn refusal_allowed(s: State, input: Input, code: u16) -> bool {
         (404, Input::Apply { .. }) => false,
         (404, _) => !present,
         (409, Input::Create { .. }) => present,
-        (409, Input::Apply { .. }) => true,
+        // An apply that creates and loses a race with another create applies to the object
+        // that now exists (as upstream): a 409 is a patch that kept losing races, on an object
+        // that exists. (The harness applies with force: no field conflicts.)
+        (409, Input::Apply { .. }) => present,
         (
             409,
             Input::Update {
@@ -291,8 +294,18 @@ fn refusal_allowed(s: State, input: Input, code: u16) -> bool {
                 precondition: Some(p),
             },
         ) => s.not_at(p),
-        // A patch that kept losing races, or a delete that raced with a write.
-        (409, Input::Update { .. } | Input::Delete { .. }) => present,
+        // A patch that kept losing races.
+        (
+            409,
+            Input::Update {
+                precondition: None,
+                put: false,
+                ..
+            },
+        ) => present,
+        // Never otherwise: a delete without a precondition reads the object again when a
+        // write raced with it, as upstream's; a PUT without a resourceVersion is a 422.
+        (409, _) => false,
         // A PUT without a resourceVersion is refused when the object exists.
         (
             422,
@@ -419,5 +432,42 @@ mod tests {
         );
         assert!(next(s, Input::Read, Output::Absent).is_empty());
         assert!(next(s, Input::Create { value: 3 }, Output::Refused { code: 404 }).is_empty());
+    }
+
+    #[test]
+    fn conflicts_only_where_upstream_answers_them() {
+        let present = State::Present {
+            rv: 5,
+            exact: true,
+            value: 1,
+        };
+        let absent = State::Absent { floor: 5 };
+        let conflict = Output::Refused { code: 409 };
+        // A delete without a precondition retries a racing write instead.
+        assert!(next(present, Input::Delete { precondition: None }, conflict).is_empty());
+        // An apply that raced with a create applies to the created object instead; a patch
+        // that kept losing races still may, on an object that exists.
+        assert!(next(absent, Input::Apply { value: 2 }, conflict).is_empty());
+        assert_eq!(
+            next(present, Input::Apply { value: 2 }, conflict),
+            vec![present]
+        );
+        let patch = Input::Update {
+            value: 2,
+            precondition: None,
+            put: false,
+        };
+        assert_eq!(next(present, patch, conflict), vec![present]);
+        assert!(next(absent, patch, conflict).is_empty());
+        assert_eq!(
+            next(present, Input::Create { value: 2 }, conflict),
+            vec![present]
+        );
+        let put = Input::Update {
+            value: 2,
+            precondition: None,
+            put: true,
+        };
+        assert!(next(present, put, conflict).is_empty());
     }
 }

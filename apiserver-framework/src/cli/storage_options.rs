@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cli::duration::GoDuration;
-use crate::server::health::HealthCheck;
+use crate::server::health::{FnCheck, HealthCheck};
 use crate::storage::cache::{CacheOptions, CachedStorage};
 use crate::storage::embedded::EmbeddedStorage;
 use crate::storage::instrumented::InstrumentedStorage;
@@ -84,9 +84,9 @@ impl Default for StorageOptions {
 pub struct OpenedStorage {
     /// The store.
     pub storage: Arc<dyn Storage>,
-    /// Checks for `/healthz`, `/livez` and `/readyz` (`etcd`).
+    /// Checks for `/healthz`, `/livez` and `/readyz` (`etcd`, `embedded-storage`).
     pub health_checks: Vec<Arc<dyn HealthCheck>>,
-    /// Checks for `/readyz` only (`etcd-readiness`).
+    /// Checks for `/readyz` only (`etcd-readiness`, `embedded-storage-readiness`).
     pub readiness_checks: Vec<Arc<dyn HealthCheck>>,
 }
 
@@ -110,7 +110,22 @@ impl StorageOptions {
             readiness_checks: Vec::new(),
         };
         let mut opened = match self.backend() {
-            StorageBackend::Embedded => local(Arc::new(EmbeddedStorage::open(&self.data_dir)?)),
+            StorageBackend::Embedded => {
+                let store = EmbeddedStorage::open(&self.data_dir)?;
+                let (open, writable) = (store.health(), store.health());
+                OpenedStorage {
+                    storage: Arc::new(store),
+                    // As upstream's `etcd` and `etcd-readiness` checks: the store serves, and
+                    // (for readiness) takes writes.
+                    health_checks: vec![Arc::new(FnCheck::new("embedded-storage", move || {
+                        open.check_open()
+                    }))],
+                    readiness_checks: vec![Arc::new(FnCheck::new(
+                        "embedded-storage-readiness",
+                        move || writable.check_writable(),
+                    ))],
+                }
+            }
             StorageBackend::Memory => local(Arc::new(MemoryStorage::new())),
             StorageBackend::Etcd3 if self.etcd_servers.is_empty() => {
                 return Err(StorageError::Unavailable(

@@ -19,6 +19,10 @@ use crate::registry::rest::{RequestContext, RestStorage};
 use crate::registry::yaml_body;
 use crate::resource::{ResourceInfo, ScaleSubresource};
 
+/// How many times an apply goes round when the object appears (or disappears again) between
+/// its read and its write.
+const APPLY_RETRIES: usize = 5;
+
 /// What an apply did: `created` answers 201, otherwise 200.
 pub struct Applied {
     /// The stored object.
@@ -189,21 +193,36 @@ pub async fn apply(
         ..opts.clone()
     };
     let write = |live: Value| apply_to(info, &schema, subresource, Some(&live), &config, &opts);
-    match storage.patch(ctx, name, subresource, &write, &opts).await {
-        Ok(object) => Ok(Applied {
-            object,
-            created: false,
-        }),
-        Err(e) if e.code == 404 && subresource.is_none() && e.reason == "NotFound" => {
-            let mut object = apply_to(info, &schema, None, None, &config, &opts)?;
-            object["metadata"]["name"] = json!(name);
-            let object = storage.create(ctx, object, &opts).await?;
-            Ok(Applied {
-                object,
-                created: true,
-            })
+    // Created by another client between the read that found no object and the create: apply
+    // to the object that now exists, as upstream's patch handler does (its guaranteed update
+    // reads the object again), conflicts computed against that object's managed fields.
+    let mut attempt = 0;
+    loop {
+        match storage.patch(ctx, name, subresource, &write, &opts).await {
+            Ok(object) => {
+                return Ok(Applied {
+                    object,
+                    created: false,
+                });
+            }
+            Err(e) if e.code == 404 && subresource.is_none() && e.reason == "NotFound" => {
+                let mut object = apply_to(info, &schema, None, None, &config, &opts)?;
+                object["metadata"]["name"] = json!(name);
+                match storage.create(ctx, object, &opts).await {
+                    Ok(object) => {
+                        return Ok(Applied {
+                            object,
+                            created: true,
+                        });
+                    }
+                    Err(e) if e.reason == "AlreadyExists" && attempt < APPLY_RETRIES => {
+                        attempt += 1;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            Err(e) => return Err(e),
         }
-        Err(e) => Err(e),
     }
 }
 

@@ -34,6 +34,11 @@ const INCONSISTENT_CONTINUE: &str = "The provided continue parameter is too old 
 /// How many times a patch is retried when a concurrent write changed the object meanwhile.
 const PATCH_RETRIES: usize = 5;
 
+/// How many times a delete reads the object again when a concurrent write changed it between
+/// the read and the delete (upstream retries without a bound; each retry reads the latest
+/// state, so running out takes that many writes landing in that many short windows).
+const DELETE_RETRIES: usize = 16;
+
 /// The generic store of resource `T`: decoding, metadata rules, strategy, admission, storage.
 pub struct Store<T: ApiResource> {
     info: ResourceInfo,
@@ -138,6 +143,10 @@ impl<T: ApiResource> Store<T> {
                 }));
                 tracing::warn!(error = %msg, "storage unavailable");
                 e
+            }
+            StorageError::Internal(msg) => {
+                tracing::warn!(error = %msg, "storage failed");
+                ApiError::internal(msg)
             }
         }
     }
@@ -973,57 +982,78 @@ impl<T: ApiResource> RestStorage for Store<T> {
     ) -> Result<DeleteOutcome, ApiError> {
         let namespace = self.namespace(ctx)?;
         let key = self.key(namespace, name);
-        let current = self.current(namespace, name).await?;
-        let mut obj = self.decode_stored(&current)?;
-        check_preconditions(&self.info, &key, obj.meta(), opts)?;
-        self.admit_delete(ctx, &obj, opts.dry_run).await?;
-        let has_finalizers = obj
-            .meta()
-            .finalizers
-            .as_ref()
-            .is_some_and(|f| !f.is_empty());
-        if has_finalizers {
-            if obj.meta().deletion_timestamp.is_some() {
-                return Ok(DeleteOutcome::Pending(with_resource_version(
-                    &current.value,
-                    current.mod_revision,
-                )));
+        // As upstream's conditional delete and guaranteed update: when the object changes
+        // between the read and the write, read it again and decide again (preconditions and
+        // admission included); only a precondition it no longer meets answers 409.
+        let mut attempt = 0;
+        let retry = |e: &StorageError, attempt: usize| {
+            matches!(e, StorageError::Conflict { .. }) && attempt < DELETE_RETRIES
+        };
+        loop {
+            let current = self.current(namespace, name).await?;
+            let mut obj = self.decode_stored(&current)?;
+            check_preconditions(&self.info, &key, obj.meta(), opts)?;
+            self.admit_delete(ctx, &obj, opts.dry_run).await?;
+            let has_finalizers = obj
+                .meta()
+                .finalizers
+                .as_ref()
+                .is_some_and(|f| !f.is_empty());
+            if has_finalizers {
+                if obj.meta().deletion_timestamp.is_some() {
+                    return Ok(DeleteOutcome::Pending(with_resource_version(
+                        &current.value,
+                        current.mod_revision,
+                    )));
+                }
+                let meta = obj.meta_mut();
+                meta.deletion_timestamp = Some(Time(jiff::Timestamp::now()));
+                // As for custom resources upstream: no graceful deletion, so the grace period
+                // is 0 whatever `gracePeriodSeconds` asked; the finalizers alone hold the object.
+                meta.deletion_grace_period_seconds = Some(0);
+                meta.resource_version = None;
+                let bytes = self.encode(&mut obj)?;
+                if opts.dry_run {
+                    return Ok(DeleteOutcome::Pending(with_resource_version(
+                        &bytes,
+                        current.mod_revision,
+                    )));
+                }
+                match self
+                    .storage
+                    .update(&key, bytes.clone(), current.mod_revision)
+                    .await
+                {
+                    Ok(rev) => {
+                        return Ok(DeleteOutcome::Pending(with_resource_version(&bytes, rev)));
+                    }
+                    Err(e) if retry(&e, attempt) => {
+                        attempt += 1;
+                        continue;
+                    }
+                    Err(e) => return Err(self.storage_error("update", name, e)),
+                }
             }
-            let meta = obj.meta_mut();
-            meta.deletion_timestamp = Some(Time(jiff::Timestamp::now()));
-            // As for custom resources upstream: no graceful deletion, so the grace period is 0
-            // whatever `gracePeriodSeconds` asked; the finalizers alone hold the object.
-            meta.deletion_grace_period_seconds = Some(0);
-            meta.resource_version = None;
-            let bytes = self.encode(&mut obj)?;
-            if opts.dry_run {
-                return Ok(DeleteOutcome::Pending(with_resource_version(
-                    &bytes,
-                    current.mod_revision,
-                )));
+            if !opts.dry_run {
+                match self.storage.delete(&key, Some(current.mod_revision)).await {
+                    Ok(_) => {}
+                    Err(e) if retry(&e, attempt) => {
+                        attempt += 1;
+                        continue;
+                    }
+                    Err(e) => return Err(self.storage_error("delete", name, e)),
+                }
             }
-            let rev = self
-                .storage
-                .update(&key, bytes.clone(), current.mod_revision)
-                .await
-                .map_err(|e| self.storage_error("update", name, e))?;
-            return Ok(DeleteOutcome::Pending(with_resource_version(&bytes, rev)));
+            return Ok(DeleteOutcome::Deleted(Box::new(Status::success(
+                StatusDetails {
+                    name: name.to_string(),
+                    group: self.info.group.clone(),
+                    kind: self.info.plural.clone(),
+                    uid: obj.meta().uid.clone().unwrap_or_default(),
+                    ..Default::default()
+                },
+            ))));
         }
-        if !opts.dry_run {
-            self.storage
-                .delete(&key, Some(current.mod_revision))
-                .await
-                .map_err(|e| self.storage_error("delete", name, e))?;
-        }
-        Ok(DeleteOutcome::Deleted(Box::new(Status::success(
-            StatusDetails {
-                name: name.to_string(),
-                group: self.info.group.clone(),
-                kind: self.info.plural.clone(),
-                uid: obj.meta().uid.clone().unwrap_or_default(),
-                ..Default::default()
-            },
-        ))))
     }
 
     async fn delete_collection(

@@ -184,7 +184,7 @@ async fn list_count(inner: Arc<dyn Storage>, metrics: &'static Metrics, count: A
 /// Whether a storage error is a failure of the store (not an answer such as "not found" or
 /// "conflict").
 fn is_failure(e: &StorageError) -> bool {
-    matches!(e, StorageError::Unavailable(_))
+    matches!(e, StorageError::Unavailable(_) | StorageError::Internal(_))
 }
 
 /// The API group and resource a key or key prefix belongs to (see the module docs).

@@ -117,9 +117,14 @@ pub enum StorageError {
         /// The current revision.
         current: u64,
     },
-    /// The backend cannot be reached or failed.
+    /// The backend cannot be reached, or timed out (upstream's "unreachable": answered
+    /// `500 ServerTimeout`, try again).
     #[error("storage unavailable: {0}")]
     Unavailable(String),
+    /// The backend failed, e.g. a write could not reach a full disk (upstream's storage
+    /// "internal error": answered `500 InternalError` with the reason).
+    #[error("storage failed: {0}")]
+    Internal(String),
 }
 
 /// A stream of watch events, in revision order. An `Err` ends the stream (e.g. the watcher fell

@@ -22,24 +22,32 @@
 //!
 //! Reads run on tokio's blocking pool, each in its own redb read transaction (a consistent
 //! snapshot that does not block the writer).
+//!
+//! After an I/O error (a full disk), redb refuses every transaction until the database is
+//! closed and opened again; the writer does that by itself, and the store takes writes again
+//! once the disk has room, without a restart (see [`recovery`]). Until then, writes fail with
+//! [`StorageError::Internal`] and [`EmbeddedHealth`] says why.
 
 mod failure;
 mod reads;
+mod recovery;
 mod tables;
 mod watch;
 mod writer;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, mpsc};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak, mpsc};
 use std::thread::JoinHandle;
 
 use bytes::Bytes;
-use redb::{Database, ReadableDatabase, ReadableTable};
+use parking_lot::{Mutex, RwLock};
+use redb::{Database, ReadableTable};
 use tokio::sync::{broadcast, oneshot};
 
 use self::failure::Failure;
 use self::reads::Snapshot;
+use self::recovery::Opener;
 use self::tables::{COMPACTED, FORMAT, FORMAT_VERSION, LATEST, LOG, META, REVISION, VERSIONS};
 use self::writer::{Done, Op, Request, Writer};
 use super::{KeyValue, ListPage, ListRequest, Storage, StorageError, StorageEvent, WatchStream};
@@ -74,12 +82,31 @@ impl Default for EmbeddedOptions {
 
 /// What readers, watchers and the writer share.
 struct Shared {
-    db: Database,
+    /// The open database. The writer replaces it when it reopens the file after an I/O error;
+    /// `None` from closing the old one until the new one is open (or while that fails).
+    db: RwLock<Option<Arc<Database>>>,
     /// Committed events, in revision order.
     events: broadcast::Sender<StorageEvent>,
     /// The revision of the last committed write, set by the writer after each commit and
     /// before it publishes the events and answers the writes.
     committed: AtomicU64,
+    /// Why the store cannot write ("No space left on device…"), since a write failed on an
+    /// I/O error and until one (or the writer's probe) succeeds again.
+    fault: Mutex<Option<String>>,
+    /// Set by a reader that met an I/O error of the open database: the writer reopens it.
+    broken: AtomicBool,
+}
+
+impl Shared {
+    /// The open database, or why there is none.
+    fn database(&self) -> Result<Arc<Database>, Failure> {
+        self.db.read().clone().ok_or_else(|| {
+            Failure::internal(match self.fault.lock().as_deref() {
+                Some(why) => format!("embedded storage: the database is not open: {why}"),
+                None => "embedded storage: the database is being reopened".to_string(),
+            })
+        })
+    }
 }
 
 /// A durable store in one redb file. See the [module documentation](self).
@@ -106,26 +133,23 @@ impl EmbeddedStorage {
             StorageError::Unavailable(format!("embedded storage: creating {}: {e}", dir.display()))
         })?;
         let path = dir.join(FILE_NAME);
-        let opening = |e: &dyn std::fmt::Display| {
-            format!("embedded storage: opening {}: {e}", path.display())
+        let opener = Opener {
+            path: path.clone(),
+            cache_size: options.cache_size,
         };
-        let file = crate::fs::open_read_write(&path, crate::fs::PRIVATE_FILE)
-            .map_err(|e| StorageError::Unavailable(opening(&e)))?;
-        let backend = redb::backends::FileBackend::new(file)
-            .map_err(|e| StorageError::Unavailable(opening(&e)))?;
-        let mut builder = Database::builder();
-        if let Some(bytes) = options.cache_size {
-            builder.set_cache_size(bytes);
-        }
-        let db = builder
-            .create_with_backend(backend)
-            .map_err(|e| StorageError::Unavailable(opening(&e)))?;
-        let (revision, compacted) = initialize(&db)?;
+        let db = opener.open()?;
+        let (revision, compacted) = initialize(&db).map_err(|e| match e {
+            // Not serving yet: the store cannot be opened.
+            StorageError::Internal(why) => StorageError::Unavailable(why),
+            e => e,
+        })?;
         let (events, _) = broadcast::channel(options.watch_buffer.max(1));
         let shared = Arc::new(Shared {
-            db,
+            db: RwLock::new(Some(Arc::new(db))),
             events,
             committed: AtomicU64::new(revision),
+            fault: Mutex::new(None),
+            broken: AtomicBool::new(false),
         });
         let (writes, requests) = mpsc::channel();
         let writer = Writer::new(
@@ -134,6 +158,7 @@ impl EmbeddedStorage {
             revision,
             compacted,
             options.max_batch,
+            opener,
         );
         let writer = std::thread::Builder::new()
             .name("embedded-storage-writer".into())
@@ -152,6 +177,11 @@ impl EmbeddedStorage {
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The store's health, for `/livez` and `/readyz` checks; it does not keep the store open.
+    pub fn health(&self) -> EmbeddedHealth {
+        EmbeddedHealth(Arc::downgrade(&self.shared))
     }
 
     async fn write(&self, op: Op) -> Result<Done, StorageError> {
@@ -186,6 +216,43 @@ impl Drop for EmbeddedStorage {
     }
 }
 
+/// Whether an [`EmbeddedStorage`] can serve, as its health checks ask; see
+/// [`EmbeddedStorage::health`].
+#[derive(Clone, Debug)]
+pub struct EmbeddedHealth(Weak<Shared>);
+
+impl EmbeddedHealth {
+    /// `Ok` while the store has its database open (reads are served); otherwise why not: it is
+    /// reopening the file after an I/O error, or could not, or the store was closed.
+    pub fn check_open(&self) -> Result<(), String> {
+        let shared = self.0.upgrade().ok_or("embedded storage: closed")?;
+        shared
+            .database()
+            .map(|_| ())
+            .map_err(|f| StorageError::from(f).to_string())
+    }
+
+    /// `Ok` while the store takes writes; otherwise why not (e.g. "No space left on device"):
+    /// from a write that failed on an I/O error until a write succeeds again.
+    pub fn check_writable(&self) -> Result<(), String> {
+        self.check_open()?;
+        let shared = self.0.upgrade().ok_or("embedded storage: closed")?;
+        match shared.fault.lock().as_deref() {
+            Some(why) => Err(format!("embedded storage cannot write: {why}")),
+            None => Ok(()),
+        }
+    }
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("committed", &self.committed)
+            .field("fault", &*self.fault.lock())
+            .finish_non_exhaustive()
+    }
+}
+
 /// Creates the tables of a new file, checks the format of an existing one, and answers its
 /// current and compacted revisions.
 fn initialize(db: &Database) -> Result<(u64, u64), StorageError> {
@@ -207,7 +274,7 @@ fn initialize(db: &Database) -> Result<(u64, u64), StorageError> {
                 }
                 Some(FORMAT_VERSION) => {}
                 Some(other) => {
-                    return Err(Failure(StorageError::Unavailable(format!(
+                    return Err(Failure::from(StorageError::Unavailable(format!(
                         "embedded storage: unknown format version {other}"
                     ))));
                 }
@@ -231,11 +298,23 @@ where
 {
     let shared = Arc::clone(shared);
     tokio::task::spawn_blocking(move || {
-        let snapshot = Snapshot(shared.db.begin_read()?);
-        f(&snapshot)
+        let db = shared.database()?;
+        let result = Snapshot::begin(&db).and_then(|snapshot| f(&snapshot));
+        if let Err(failure) = &result
+            && failure.broken
+            && shared
+                .db
+                .read()
+                .as_ref()
+                .is_some_and(|open| Arc::ptr_eq(open, &db))
+        {
+            // The database open now is broken (not one already replaced): reopen it.
+            shared.broken.store(true, Ordering::Release);
+        }
+        result
     })
     .await
-    .map_err(|e| StorageError::Unavailable(format!("embedded storage: a read failed: {e}")))?
+    .map_err(|e| StorageError::Internal(format!("embedded storage: a read failed: {e}")))?
     .map_err(StorageError::from)
 }
 

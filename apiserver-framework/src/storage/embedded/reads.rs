@@ -3,7 +3,7 @@
 
 use std::ops::Bound;
 
-use redb::{ReadTransaction, ReadableTable};
+use redb::{Database, ReadTransaction, ReadableDatabase, ReadableTable};
 
 use super::failure::{Failure, corrupt};
 use super::tables::{
@@ -25,6 +25,11 @@ pub(super) struct LogBatch {
 pub(super) struct Snapshot(pub(super) ReadTransaction);
 
 impl Snapshot {
+    /// A snapshot of the latest commit of `db`.
+    pub(super) fn begin(db: &Database) -> Result<Snapshot, Failure> {
+        Ok(Snapshot(db.begin_read()?))
+    }
+
     /// The current and the compacted revision.
     pub(super) fn revisions(&self) -> Result<(u64, u64), Failure> {
         let meta = self.0.open_table(META)?;

@@ -1,11 +1,13 @@
 //! The writer thread: the only place that writes. It takes requests from a channel, applies as
 //! many as are waiting (up to a batch size) in one redb transaction, commits it durably (one
 //! fsync for the whole batch), then publishes the events in revision order and answers each
-//! request. Serializing writes here assigns revisions in commit order with no gaps.
+//! request. Serializing writes here assigns revisions in commit order with no gaps. After an
+//! I/O error it also reopens the database ([`super::recovery`]).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::sync::mpsc;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::Duration;
 
 use bytes::Bytes;
 use redb::{Durability, ReadableTable, Table, WriteTransaction};
@@ -13,6 +15,7 @@ use tokio::sync::oneshot;
 
 use super::Shared;
 use super::failure::Failure;
+use super::recovery::{Opener, Recovery, Reopened};
 use super::tables::{
     COMPACTED, LATEST, LOG, META, REVISION, VERSIONS, Version, decode, live_at, put_live,
     put_tombstone,
@@ -22,6 +25,9 @@ use crate::storage::{EventKind, KeyValue, StorageError, StorageEvent};
 /// Revisions of history removed per compaction transaction, so that a large compaction does not
 /// hold writes back for long.
 const COMPACTION_STEP: u64 = 10_000;
+
+/// How often an idle writer looks whether the database needs reopening or probing.
+const IDLE_CHECK: Duration = Duration::from_millis(250);
 
 /// A write to make.
 pub(super) enum Op {
@@ -77,6 +83,7 @@ pub(super) struct Writer {
     compacted: u64,
     max_batch: usize,
     compaction: Option<Compaction>,
+    recovery: Recovery,
 }
 
 impl Writer {
@@ -86,6 +93,7 @@ impl Writer {
         revision: u64,
         compacted: u64,
         max_batch: usize,
+        opener: Opener,
     ) -> Self {
         Writer {
             shared,
@@ -94,6 +102,7 @@ impl Writer {
             compacted,
             max_batch: max_batch.max(1),
             compaction: None,
+            recovery: Recovery::new(opener),
         }
     }
 
@@ -103,9 +112,13 @@ impl Writer {
             let mut batch = Vec::new();
             // With a compaction under way, only take what is already waiting.
             if self.compaction.is_none() {
-                match self.requests.recv() {
+                match self.requests.recv_timeout(IDLE_CHECK) {
                     Ok(request) => batch.push(request),
-                    Err(mpsc::RecvError) => return,
+                    Err(RecvTimeoutError::Timeout) => {
+                        self.idle();
+                        continue;
+                    }
+                    Err(RecvTimeoutError::Disconnected) => return,
                 }
             }
             while batch.len() < self.max_batch {
@@ -148,10 +161,55 @@ impl Writer {
         }
     }
 
+    /// With nothing to do: reopens a broken database, or probes whether a failed one writes.
+    fn idle(&mut self) {
+        self.resume();
+        if self.recovery.wants_probe(&self.shared) {
+            match self
+                .shared
+                .database()
+                .and_then(|db| super::recovery::probe(&db))
+            {
+                Ok(()) => self.recovery.committed(&self.shared),
+                Err(failure) => {
+                    self.recovery.failed(&self.shared, &failure);
+                    self.resume();
+                }
+            }
+        }
+    }
+
+    /// Reopens a broken database, if the back-off allows.
+    fn resume(&mut self) {
+        if let Ok(reopened) = self.recovery.reopen_if_broken(&self.shared, self.revision) {
+            self.adopt(reopened);
+        }
+    }
+
+    /// Continues from where a reopened database is.
+    fn adopt(&mut self, reopened: Option<Reopened>) {
+        if let Some(at) = reopened {
+            self.revision = at.revision;
+            self.compacted = self.compacted.max(at.compacted);
+        }
+    }
+
     /// Applies a batch of writes in one transaction, then publishes and answers.
     fn write(&mut self, writes: Vec<(Op, Reply)>) {
+        match self.recovery.reopen_if_broken(&self.shared, self.revision) {
+            Ok(reopened) => self.adopt(reopened),
+            Err(error) => {
+                for (_, reply) in writes {
+                    let _ = reply.send(Err(error.clone()));
+                }
+                return;
+            }
+        }
         match self.apply(&writes) {
             Ok((outcomes, events)) => {
+                if !events.is_empty() {
+                    self.recovery.committed(&self.shared);
+                }
                 if let Some(last) = events.last() {
                     self.revision = last.kv.mod_revision;
                     self.shared
@@ -167,9 +225,11 @@ impl Writer {
                 }
             }
             Err(failure) => {
+                self.recovery.failed(&self.shared, &failure);
                 for (_, reply) in writes {
-                    let _ = reply.send(Err(failure.0.clone()));
+                    let _ = reply.send(Err(failure.error.clone()));
                 }
+                self.resume();
             }
         }
     }
@@ -206,29 +266,47 @@ impl Writer {
 
     /// Removes one step of history towards the compaction target, in its own transaction.
     fn compaction_step(&mut self) {
-        let Some(compaction) = self.compaction.as_ref() else {
+        if self.compaction.is_none() {
             return;
+        }
+        let prepared = self.recovery.reopen_if_broken(&self.shared, self.revision);
+        let result = match prepared {
+            Ok(reopened) => {
+                self.adopt(reopened);
+                self.compact_towards_target()
+            }
+            Err(error) => Err(Failure::from(error)),
         };
-        let to = compaction.target.min(self.compacted + COMPACTION_STEP);
-        match self.compact(to) {
-            Ok(()) => {
-                self.compacted = to;
-                if to == compaction.target
-                    && let Some(done) = self.compaction.take()
-                {
-                    for reply in done.waiting {
-                        let _ = reply.send(Ok(Done::Compacted));
-                    }
+        if let Err(failure) = result {
+            self.recovery.failed(&self.shared, &failure);
+            if let Some(failed) = self.compaction.take() {
+                for reply in failed.waiting {
+                    let _ = reply.send(Err(failure.error.clone()));
                 }
             }
-            Err(failure) => {
-                if let Some(failed) = self.compaction.take() {
-                    for reply in failed.waiting {
-                        let _ = reply.send(Err(failure.0.clone()));
-                    }
-                }
+            self.resume();
+        }
+    }
+
+    /// One compaction transaction towards the target; answers the waiting callers once there.
+    fn compact_towards_target(&mut self) -> Result<(), Failure> {
+        let Some(target) = self.compaction.as_ref().map(|c| c.target) else {
+            return Ok(());
+        };
+        if target > self.compacted {
+            let to = target.min(self.compacted + COMPACTION_STEP);
+            self.compact(to)?;
+            self.compacted = to;
+            self.recovery.committed(&self.shared);
+        }
+        if self.compacted >= target
+            && let Some(done) = self.compaction.take()
+        {
+            for reply in done.waiting {
+                let _ = reply.send(Ok(Done::Compacted));
             }
         }
+        Ok(())
     }
 
     /// Forgets the history in `(compacted, to]`: log entries, and every version at or below
@@ -267,7 +345,7 @@ impl Writer {
     }
 
     fn begin(&self) -> Result<WriteTransaction, Failure> {
-        let mut txn = self.shared.db.begin_write()?;
+        let mut txn = self.shared.database()?.begin_write()?;
         // Acknowledged means on disk: commit fsyncs before returning.
         txn.set_durability(Durability::Immediate)?;
         Ok(txn)
