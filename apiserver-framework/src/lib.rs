@@ -14,6 +14,7 @@
 
 // Layer 1: ground floor
 // Errors and Status, field errors, quoting, resource info, schemas: pure, no HTTP handlers.
+pub mod duration;
 pub mod error;
 pub mod fs;
 pub mod quote;

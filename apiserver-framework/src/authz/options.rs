@@ -10,7 +10,7 @@ use super::path::{DEFAULT_ALWAYS_ALLOW_PATHS, InvalidPathPattern};
 use super::privileged::SYSTEM_MASTERS;
 use super::union::UnionAuthorizer;
 use super::webhook::DEFAULT_CACHE_TTL;
-use crate::cli::duration::GoDuration;
+use crate::duration::GoDuration;
 
 /// Delegated authorization flags.
 #[derive(Clone, Debug, clap::Args)]

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::cli::duration::GoDuration;
+use crate::duration::GoDuration;
 use crate::server::health::HealthCheck;
 use crate::storage::cache::{CacheOptions, CachedStorage};
 use crate::storage::embedded::EmbeddedStorage;
