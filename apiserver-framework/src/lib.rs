@@ -21,8 +21,9 @@ pub mod quote;
 pub mod resource;
 pub mod schema;
 
-// Layer 2: storage
-// The key-value seam with revisions and watch, and its backends.
+// Layer 2: storage and the host cluster
+// The key-value seam with revisions and watch, and its backends; the host cluster's clients.
+pub mod host;
 pub mod storage;
 
 // Layer 3: registry, admission, apply

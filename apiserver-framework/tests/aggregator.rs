@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use apiserver_framework::aggregator::resolver::StaticServiceResolver;
+use apiserver_framework::host::resolver::StaticServiceResolver;
 use apiserver_framework::aggregator::{Aggregator, AggregatorOptions, apiservice};
 use apiserver_framework::auth::{
     Authenticated, Authenticator, PeerCertificates, StaticTokenAuthenticator, UserInfo,

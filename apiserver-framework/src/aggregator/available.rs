@@ -9,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::apiservice::{APIService, APIServiceCondition, APIServiceStatus, AVAILABLE};
 use super::proxy::{self, BackendClient};
-use super::resolver::Endpoint;
+use crate::host::resolver::Endpoint;
 use super::{Aggregator, State, discovery, openapi};
 use crate::admission::AdmissionChain;
 use crate::auth::UserInfo;

@@ -11,7 +11,7 @@ use super::State;
 use super::apiservice::APIService;
 use super::available::{AGGREGATOR_USER, prober};
 use super::proxy::{self, BackendClient};
-use super::resolver::Endpoint;
+use crate::host::resolver::Endpoint;
 use crate::auth::UserInfo;
 use crate::discovery::aggregated::AGGREGATED_CONTENT_TYPE;
 

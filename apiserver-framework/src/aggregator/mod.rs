@@ -14,7 +14,6 @@ pub mod available;
 pub mod discovery;
 pub mod openapi;
 pub mod proxy;
-pub mod resolver;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -32,7 +31,7 @@ use crate::registry::scheme::Registry;
 use crate::server::generic::GenericApiServer;
 use apiservice::APIService;
 use proxy::{Backends, ProxyError};
-use resolver::ServiceResolver;
+use crate::host::resolver::ServiceResolver;
 
 /// How often backends are probed when not configured, as upstream (every 30 s).
 pub const DEFAULT_CHECK_INTERVAL: Duration = Duration::from_secs(30);

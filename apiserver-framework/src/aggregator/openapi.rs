@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::State;
 use super::proxy::{self, BackendClient};
-use super::resolver::Endpoint;
+use crate::host::resolver::Endpoint;
 use crate::auth::UserInfo;
 
 /// The user the aggregator downloads OpenAPI documents as (no groups), as upstream.

@@ -18,7 +18,7 @@ use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 
 use super::apiservice::APIService;
-use super::resolver::Endpoint;
+use crate::host::resolver::Endpoint;
 use crate::auth::UserInfo;
 use crate::server::tls::parse_certs;
 

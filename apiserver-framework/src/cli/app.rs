@@ -6,7 +6,7 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 
 use crate::admission::{self, AdmissionPlugin};
-use crate::cli::host_client::host_client;
+use crate::host::client::host_client;
 use crate::cli::local::{self, LocalOptions, LocalServer};
 use crate::cli::logging::LoggingOptions;
 use crate::cli::manifests::{self, GroupVersion, ManifestsOptions};

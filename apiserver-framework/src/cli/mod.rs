@@ -5,8 +5,6 @@
 //! ```
 
 pub mod app;
-pub mod host_client;
-pub mod kubeconfig;
 pub mod local;
 pub mod logging;
 pub mod manifests;

@@ -11,7 +11,7 @@ use crate::auth::{
     self, AuthConfigError, DelegatingAuthenticator, DelegatingOptions, TokenReviewer,
 };
 use crate::authz::options::AuthorizationOptionsError;
-use crate::cli::host_client::{HostClientError, host_client};
+use crate::host::client::{HostClientError, host_client};
 use crate::cli::serve_options::{ServeOptions, TlsMinVersion};
 use crate::server::cert_reload::{DEFAULT_RELOAD_INTERVAL, FixedCert, ReloadingCert};
 use crate::server::generic::GenericApiServer;

@@ -9,13 +9,13 @@ use serde_json::{Value, json};
 
 use crate::admission::AdmissionChain;
 use crate::aggregator::apiservice;
-use crate::aggregator::resolver::StaticServiceResolver;
+use crate::host::resolver::StaticServiceResolver;
 use crate::aggregator::{Aggregator, AggregatorOptions};
 use crate::auth::UserInfo;
 use crate::authz::Authorizer;
 use crate::authz::privileged::{PrivilegedGroups, SYSTEM_MASTERS};
 use crate::authz::union::{NamedAuthorizer, UnionAuthorizer};
-use crate::cli::kubeconfig;
+use crate::devhost::kubeconfig;
 use crate::devhost::core::{ConfigMap, Namespace};
 use crate::devhost::files::{self, HostFiles, SERVICE_NAME};
 use crate::devhost::options::DevHostOptions;

@@ -21,7 +21,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use crate::admission::host::{HostObjects, wait_synced};
 use crate::admission::lifecycle::namespace_not_found;
 use crate::admission::{AdmissionAttributes, AdmissionPlugin};
-use crate::aggregator::resolver::ServiceResolver;
+use crate::host::resolver::ServiceResolver;
 use crate::error::ApiError;
 
 /// The name of the mutating webhook plugin.
