@@ -20,6 +20,7 @@ pub mod fs;
 pub mod quote;
 pub mod resource;
 pub mod schema;
+pub mod tls;
 
 // Layer 2: storage and the host cluster
 // The key-value seam with revisions and watch, and its backends; the host cluster's clients.

@@ -14,7 +14,7 @@ use apiserver_framework::auth::{
 use apiserver_framework::prelude::*;
 use apiserver_framework::server::generic::GenericApiServer;
 use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
-use apiserver_framework::server::tls::{self, ServingCert};
+use apiserver_framework::tls::{self, ServingCert};
 use base64::Engine as _;
 use futures::StreamExt as _;
 use parking_lot::Mutex;

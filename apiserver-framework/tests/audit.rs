@@ -12,7 +12,7 @@ use apiserver_framework::authz::{Attributes, AuthorizationError, Authorizer, Dec
 use apiserver_framework::prelude::*;
 use apiserver_framework::server::GenericApiServer;
 use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
-use apiserver_framework::server::tls::{ServingCert, install_crypto_provider};
+use apiserver_framework::tls::{ServingCert, install_crypto_provider};
 use reqwest::Method;
 use serde_json::{Value, json};
 

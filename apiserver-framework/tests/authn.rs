@@ -13,7 +13,7 @@ use apiserver_framework::auth::{
 };
 use apiserver_framework::server::GenericApiServer;
 use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
-use apiserver_framework::server::tls::{self, ServingCert};
+use apiserver_framework::tls::{self, ServingCert};
 use futures::StreamExt;
 use http::request::Parts;
 use k8s_openapi::api::authentication::v1::{TokenReviewStatus, UserInfo as ReviewUser};

@@ -16,7 +16,7 @@ use apiserver_framework::authz::{
 use apiserver_framework::prelude::*;
 use apiserver_framework::server::GenericApiServer;
 use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
-use apiserver_framework::server::tls::{ServingCert, install_crypto_provider};
+use apiserver_framework::tls::{ServingCert, install_crypto_provider};
 use serde_json::{Value, json};
 
 /// A flunder.

@@ -17,7 +17,7 @@ use apiserver_framework::registry::strategy::DefaultStrategy;
 use apiserver_framework::server::filters::RequestLimits;
 use apiserver_framework::server::lifecycle::ShutdownOptions;
 use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
-use apiserver_framework::server::tls::{ServingCert, install_crypto_provider};
+use apiserver_framework::tls::{ServingCert, install_crypto_provider};
 use apiserver_framework::server::{GenericApiServer, GenericApiServerBuilder};
 use apiserver_framework::storage::memory::MemoryStorage;
 use bytes::Bytes;

@@ -20,7 +20,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use super::apiservice::APIService;
 use crate::host::resolver::Endpoint;
 use crate::auth::UserInfo;
-use crate::server::tls::parse_certs;
+use crate::tls::parse_certs;
 
 /// The header naming the user a backend should act for.
 pub const REMOTE_USER: &str = "x-remote-user";

@@ -82,7 +82,7 @@ pub enum AppError {
     Storage(#[from] crate::storage::StorageError),
     /// The manifests' certificates could not be created.
     #[error(transparent)]
-    Tls(#[from] crate::server::tls::TlsError),
+    Tls(#[from] crate::tls::TlsError),
 }
 
 impl App {

@@ -17,7 +17,7 @@ use crate::devhost::self_reviews::AllowAllRules;
 use crate::devhost::tokens::random_token_of;
 use crate::server::generic::GenericApiServer;
 use crate::server::serve::{self, HandlerChain, RunningServer};
-use crate::server::tls::{ServingCert, TlsError, install_crypto_provider};
+use crate::tls::{ServingCert, TlsError, install_crypto_provider};
 use crate::storage::Storage;
 
 /// Options of `local` mode.

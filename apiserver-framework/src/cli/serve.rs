@@ -16,7 +16,7 @@ use crate::cli::serve_options::{ServeOptions, TlsMinVersion};
 use crate::server::cert_reload::{DEFAULT_RELOAD_INTERVAL, FixedCert, ReloadingCert};
 use crate::server::generic::GenericApiServer;
 use crate::server::serve::{self, HandlerChain, RunningServer};
-use crate::server::tls::{ServingCert, TlsError, install_crypto_provider, server_config_with};
+use crate::tls::{ServingCert, TlsError, install_crypto_provider, server_config_with};
 
 /// Errors of starting production mode.
 #[derive(Debug, thiserror::Error)]

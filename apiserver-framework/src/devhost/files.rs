@@ -15,7 +15,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::devhost::pki::{Authority, IssuedCert, Usage};
-use crate::server::tls::TlsError;
+use crate::tls::TlsError;
 
 /// The user names of the generated token file.
 pub mod users {

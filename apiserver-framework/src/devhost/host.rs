@@ -34,7 +34,7 @@ use crate::registry::options::WriteOptions;
 use crate::registry::rest::RequestContext;
 use crate::server::generic::GenericApiServer;
 use crate::server::serve::{self, HandlerChain, RunningServer};
-use crate::server::tls::{ServingCert, TlsError, install_crypto_provider};
+use crate::tls::{ServingCert, TlsError, install_crypto_provider};
 
 /// The name of the host's authentication ConfigMap in `kube-system`.
 pub const AUTHENTICATION_CONFIGMAP: &str = "extension-apiserver-authentication";

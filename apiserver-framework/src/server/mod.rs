@@ -1,5 +1,5 @@
-//! Servers: the generic API server and its delegation chain, health, version, TLS and the
-//! HTTPS listener.
+//! Servers: the generic API server and its delegation chain, health, version, certificate
+//! reloading and the HTTPS listener.
 
 pub mod cert_reload;
 pub mod connections;
@@ -8,7 +8,6 @@ pub mod generic;
 pub mod health;
 pub mod lifecycle;
 pub mod serve;
-pub mod tls;
 pub mod version;
 
 pub use generic::{GenericApiServer, GenericApiServerBuilder};

@@ -290,7 +290,7 @@ pub fn start(
     let addr = listener.local_addr()?;
     let limits = chain.limits.connections;
     let tls = match limits.disable_http2 {
-        true => crate::server::tls::without_http2(tls),
+        true => crate::tls::without_http2(tls),
         false => tls,
     };
     let (stop, stopped) = watch::channel(false);

@@ -20,7 +20,7 @@ use apiserver_framework::registry::strategy::DefaultStrategy;
 use apiserver_framework::server::GenericApiServer;
 use apiserver_framework::server::filters::RequestLimits;
 use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
-use apiserver_framework::server::tls::{ServingCert, install_crypto_provider};
+use apiserver_framework::tls::{ServingCert, install_crypto_provider};
 use apiserver_framework::storage::memory::MemoryStorage;
 use bytes::Bytes;
 use http_body_util::Full;
@@ -166,7 +166,7 @@ impl Served {
     /// A TLS connection offering `alpn` (e.g. `h2`, `http/1.1`).
     pub async fn tls(&self, alpn: &[&[u8]]) -> TlsStream<TcpStream> {
         let mut roots = rustls::RootCertStore::empty();
-        for cert in apiserver_framework::server::tls::parse_certs(&self.ca_pem).unwrap() {
+        for cert in apiserver_framework::tls::parse_certs(&self.ca_pem).unwrap() {
             roots.add(cert).unwrap();
         }
         let provider = Arc::new(rustls::crypto::ring::default_provider());

@@ -13,7 +13,7 @@ use k8s_openapi::api::admissionregistration::v1::WebhookClientConfig;
 use rustls::pki_types::ServerName;
 
 use crate::host::resolver::{Endpoint, ResolveError, ServiceResolver};
-use crate::server::tls::parse_certs;
+use crate::tls::parse_certs;
 
 /// Resolves a webhook's service to `<name>.<namespace>.svc:<port>` through DNS, as upstream's
 /// default service resolver does.
