@@ -21,6 +21,7 @@ pub mod quote;
 pub mod resource;
 pub mod schema;
 pub mod tls;
+pub mod user;
 
 // Layer 2: storage and the host cluster
 // The key-value seam with revisions and watch, and its backends; the host cluster's clients.

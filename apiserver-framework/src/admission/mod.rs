@@ -16,10 +16,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::auth::UserInfo;
 use crate::error::ApiError;
 use crate::registry::scheme::Registry;
 use crate::resource::ResourceInfo;
+use crate::user::UserInfo;
 
 /// The kind of write being admitted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -25,13 +25,13 @@ use http::{Request, Response};
 use parking_lot::RwLock;
 use serde_json::Value;
 
-use crate::auth::UserInfo;
 use crate::endpoints::request_info::{self, ApiPath};
+use crate::host::resolver::ServiceResolver;
 use crate::registry::scheme::Registry;
 use crate::server::generic::GenericApiServer;
+use crate::user::UserInfo;
 use apiservice::APIService;
 use proxy::{Backends, ProxyError};
-use crate::host::resolver::ServiceResolver;
 
 /// How often backends are probed when not configured, as upstream (every 30 s).
 pub const DEFAULT_CHECK_INTERVAL: Duration = Duration::from_secs(30);

@@ -23,7 +23,6 @@ pub mod request_header;
 pub mod token_cache;
 pub mod token_review;
 pub mod union;
-pub mod user;
 pub mod x509;
 
 pub use anonymous::{AnonymousAuthenticator, anonymous_user};
@@ -36,7 +35,6 @@ pub use impersonation::impersonate;
 pub use options::{AuthConfigError, AuthenticationOptions};
 pub use peer::{PeerAddr, PeerCertificates};
 pub use token_review::{TokenReviewError, TokenReviewer};
-pub use user::UserInfo;
 
 /// Removes the credentials of an authenticated request before it goes further, as
 /// upstream's authentication filter does: `Authorization`, the configured front-proxy

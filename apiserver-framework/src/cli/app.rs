@@ -6,13 +6,13 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 
 use crate::admission::{self, AdmissionPlugin};
-use crate::host::client::host_client;
 use crate::cli::local::{self, LocalOptions, LocalServer};
 use crate::cli::logging::LoggingOptions;
 use crate::cli::manifests::{self, GroupVersion, ManifestsOptions};
 use crate::cli::serve::{self, ProductionServer, ServeError};
 use crate::cli::serve_options::ServeOptions;
 use crate::devhost::{self, DevHost, DevHostError, DevHostOptions, Extension};
+use crate::host::client::host_client;
 use crate::registry::group::Group;
 use crate::server::generic::{GenericApiServer, GenericApiServerBuilder};
 use crate::server::version::VersionInfo;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::admission::options::AdmissionOptions;
 use crate::audit::{AuditError, AuditOptions};
-use crate::auth::{StaticTokenAuthenticator, UserInfo};
+use crate::auth::StaticTokenAuthenticator;
 use crate::authz::AllowAll;
 use crate::cli::server_run_options::ServerRunOptions;
 use crate::cli::storage_options::StorageOptions;
@@ -17,8 +17,9 @@ use crate::devhost::self_reviews::AllowAllRules;
 use crate::devhost::tokens::random_token_of;
 use crate::server::generic::GenericApiServer;
 use crate::server::serve::{self, HandlerChain, RunningServer};
-use crate::tls::{ServingCert, TlsError, install_crypto_provider};
 use crate::storage::Storage;
+use crate::tls::{ServingCert, TlsError, install_crypto_provider};
+use crate::user::UserInfo;
 
 /// Options of `local` mode.
 #[derive(Clone, Debug, clap::Args)]

@@ -11,8 +11,8 @@ use crate::auth::{
     self, AuthConfigError, DelegatingAuthenticator, DelegatingOptions, TokenReviewer,
 };
 use crate::authz::options::AuthorizationOptionsError;
-use crate::host::client::{HostClientError, host_client};
 use crate::cli::serve_options::{ServeOptions, TlsMinVersion};
+use crate::host::client::{HostClientError, host_client};
 use crate::server::cert_reload::{DEFAULT_RELOAD_INTERVAL, FixedCert, ReloadingCert};
 use crate::server::generic::GenericApiServer;
 use crate::server::serve::{self, HandlerChain, RunningServer};

@@ -13,7 +13,6 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
-use crate::auth::UserInfo;
 use crate::authz::{
     Attributes, Authorizer, Decision, NonResourceAttributes, Request, ResourceAttributes,
 };
@@ -23,6 +22,7 @@ use crate::registry::options::WriteOptions;
 use crate::registry::rest::{RequestContext, RestStorage};
 use crate::registry::strategy::FieldError;
 use crate::resource::{ResourceInfo, Scope};
+use crate::user::UserInfo;
 
 /// What the reviews answered, in order (one entry per review).
 #[derive(Debug, Default)]

@@ -7,7 +7,8 @@ use std::path::Path;
 use http::request::Parts;
 use rand::Rng;
 
-use crate::auth::{Authenticated, Authenticator, UserInfo, authenticator::bearer_token};
+use crate::auth::{Authenticated, Authenticator, authenticator::bearer_token};
+use crate::user::UserInfo;
 
 /// Errors of reading a token file.
 #[derive(Debug, thiserror::Error)]

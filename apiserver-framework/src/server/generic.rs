@@ -14,7 +14,6 @@ use serde_json::{Value, json};
 
 use crate::admission::{AdmissionChain, AdmissionPlugin};
 use crate::aggregator::Aggregator;
-use crate::auth::UserInfo;
 use crate::authz::ParsedRequest;
 use crate::discovery::{ServedGroup, aggregated, legacy};
 use crate::endpoints::handlers;
@@ -30,6 +29,7 @@ use crate::server::lifecycle::Lifecycle;
 use crate::server::version::{self, VersionInfo};
 use crate::storage::Storage;
 use crate::storage::memory::MemoryStorage;
+use crate::user::UserInfo;
 
 /// One API server of a delegation chain.
 pub struct GenericApiServer {

@@ -14,7 +14,7 @@ use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 
 use crate::audit::{self, AuditId, Auditor};
-use crate::auth::{self, Authenticated, Authenticator, DelegatedAuthConfig, UserInfo};
+use crate::auth::{self, Authenticated, Authenticator, DelegatedAuthConfig};
 use crate::authz::{self, Attributes, Authorizer, Decision, ParsedRequest, PathAuthorizer};
 use crate::error::ApiError;
 use crate::server::connections::activity::OpenConnections;
@@ -22,6 +22,7 @@ use crate::server::connections::{ConnectionServer, ServeRequest, listener};
 use crate::server::filters::{self, MaxInFlight, MinRequestTimeout, RequestLimits};
 use crate::server::generic::GenericApiServer;
 use crate::server::lifecycle::ShutdownOptions;
+use crate::user::UserInfo;
 
 /// The filters in front of the first server of a chain.
 pub struct HandlerChain {

@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use apiserver_framework::auth::{StaticTokenAuthenticator, UserInfo};
+use apiserver_framework::auth::StaticTokenAuthenticator;
 use apiserver_framework::authz::{
     Attributes, AuthorizationError, Authorizer, Decision, Request as AuthzRequest,
 };
@@ -20,8 +20,9 @@ use apiserver_framework::registry::strategy::DefaultStrategy;
 use apiserver_framework::server::GenericApiServer;
 use apiserver_framework::server::filters::RequestLimits;
 use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
-use apiserver_framework::tls::{ServingCert, install_crypto_provider};
 use apiserver_framework::storage::memory::MemoryStorage;
+use apiserver_framework::tls::{ServingCert, install_crypto_provider};
+use apiserver_framework::user::UserInfo;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper_util::rt::{TokioExecutor, TokioIo};

@@ -21,7 +21,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::auth::UserInfo;
 use crate::authz::{
     Attributes, AuthorizationError, Authorizer, Decision, NonResourceAttributes, Request,
     ResourceAttributes, SelectorRequirement,
@@ -32,6 +31,7 @@ use crate::registry::rest::{ProtobufDecoder, RequestContext, RestStorage};
 use crate::registry::strategy::FieldError;
 use crate::resource::{ResourceInfo, Scope};
 use crate::schema::{object_schema, structural_schema_of};
+use crate::user::UserInfo;
 
 mod protobuf;
 
