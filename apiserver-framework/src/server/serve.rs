@@ -200,7 +200,7 @@ impl HandlerChain {
         body: Body,
         user: UserInfo,
     ) -> Response<Body> {
-        let user = match auth::impersonate(self.authorizer.as_ref(), &mut parts, user).await {
+        let user = match filters::impersonate(self.authorizer.as_ref(), &mut parts, user).await {
             Ok(user) => user,
             Err(res) => return res,
         };
