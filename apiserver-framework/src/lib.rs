@@ -71,9 +71,10 @@ pub mod prelude {
     pub use crate::ApiResource;
     pub use crate::admission::{AdmissionAttributes, AdmissionPlugin, Operation};
     pub use crate::cli::App;
+    pub use crate::error::FieldError;
     pub use crate::error::{ApiError, Result};
     pub use crate::registry::group::Group;
-    pub use crate::registry::strategy::{FieldError, Strategy};
+    pub use crate::registry::strategy::Strategy;
     pub use crate::resource::{ResourceInfo, Scope};
     pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
     pub use schemars::JsonSchema;

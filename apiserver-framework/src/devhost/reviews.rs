@@ -18,9 +18,9 @@ use crate::authz::{
 };
 use crate::devhost::tokens::TokenFile;
 use crate::error::ApiError;
+use crate::error::FieldError;
 use crate::registry::options::WriteOptions;
 use crate::registry::rest::{RequestContext, RestStorage};
-use crate::registry::strategy::FieldError;
 use crate::resource::{ResourceInfo, Scope};
 use crate::user::UserInfo;
 

@@ -2,8 +2,8 @@
 
 use crate::endpoints::patch::PatchKind;
 use crate::error::ApiError;
+use crate::error::FieldError;
 use crate::registry::options::WriteOptions;
-use crate::registry::strategy::FieldError;
 
 /// The longest field manager name (upstream's `FieldManagerMaxLength`).
 pub const MAX_FIELD_MANAGER_LENGTH: usize = 128;

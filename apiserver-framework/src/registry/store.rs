@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use crate::admission::{AdmissionAttributes, Operation};
 use crate::apply;
+use crate::error::FieldError;
 use crate::error::{ApiError, Status, StatusDetails};
 use crate::registry::continue_token;
 use crate::registry::encoded_events::EncodedEvents;
@@ -22,7 +23,7 @@ use crate::registry::options::{DeleteOptions, ListOptions, WriteOptions};
 use crate::registry::rest::{
     DeleteOutcome, EventStream, ObjectList, RequestContext, RestStorage, WatchEventType,
 };
-use crate::registry::strategy::{FieldError, Strategy};
+use crate::registry::strategy::Strategy;
 use crate::registry::validation;
 use crate::registry::watch;
 use crate::resource::{ApiResource, ResourceInfo};

@@ -49,9 +49,9 @@ pub const TOTAL_ANNOTATION_SIZE_LIMIT: usize = 256 * 1024;
 /// and total size, finalizer names.
 pub fn object_meta(
     meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-) -> Vec<crate::registry::strategy::FieldError> {
+) -> Vec<crate::error::FieldError> {
+    use crate::error::FieldError;
     use crate::registry::selector::{label_key_errors, label_value_errors};
-    use crate::registry::strategy::FieldError;
     let mut errs = Vec::new();
     for (k, v) in meta.labels.iter().flatten() {
         for msg in label_key_errors(k) {

@@ -26,9 +26,9 @@ use crate::authz::{
     ResourceAttributes, SelectorRequirement,
 };
 use crate::error::ApiError;
+use crate::error::FieldError;
 use crate::registry::options::WriteOptions;
 use crate::registry::rest::{ProtobufDecoder, RequestContext, RestStorage};
-use crate::registry::strategy::FieldError;
 use crate::resource::{ResourceInfo, Scope};
 use crate::schema::{object_schema, structural_schema_of};
 use crate::user::UserInfo;
