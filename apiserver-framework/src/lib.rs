@@ -13,15 +13,18 @@
 // table and checks every `crate::` path outside test modules against it.
 
 // Layer 1: ground floor
-// Errors and Status, field errors, quoting, resource info, schemas: pure, no HTTP handlers.
+// Errors and Status, field errors, durations, quoting, name and label validation, selectors,
+// resource info, schemas, TLS material, the caller's identity: no HTTP handlers, no servers.
 pub mod duration;
 pub mod error;
 pub mod fs;
 pub mod quote;
 pub mod resource;
 pub mod schema;
+pub mod selector;
 pub mod tls;
 pub mod user;
+pub mod validation;
 
 // Layer 2: storage and the host cluster
 // The key-value seam with revisions and watch, and its backends; the host cluster's clients.

@@ -133,7 +133,7 @@ async fn dispatch(
             default_watch_timeout(&mut opts, &req);
             opts.field_selector
                 .requirements
-                .push(crate::registry::selector::FieldRequirement {
+                .push(crate::selector::FieldRequirement {
                     field: "metadata.name".into(),
                     negated: false,
                     value: n.to_string(),

@@ -5,7 +5,7 @@ use crate::error::FieldError;
 use crate::quote::go_quote;
 use crate::registry::continue_token;
 use crate::registry::options::{DeleteOptions, FieldValidation, ListOptions, WriteOptions};
-use crate::registry::selector::{FieldSelector, LabelSelector};
+use crate::selector::{FieldSelector, LabelSelector};
 
 /// The decoded `key=value` pairs of a query string, in order.
 #[derive(Clone, Debug, Default)]

@@ -1,6 +1,6 @@
 //! Server-side request options (list, write, delete), parsed from the query string.
 
-use crate::registry::selector::{FieldSelector, LabelSelector};
+use crate::selector::{FieldSelector, LabelSelector};
 
 /// How a list or watch reads objects.
 #[derive(Clone, Debug, Default)]
