@@ -371,9 +371,3 @@ impl Status {
         }
     }
 }
-
-impl axum::response::IntoResponse for ApiError {
-    fn into_response(self) -> axum::response::Response {
-        crate::endpoints::response::error(&crate::endpoints::negotiation::Output::Json, &self)
-    }
-}
