@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::duration::GoDuration;
+use crate::metrics::storage::InstrumentedStorage;
 use crate::server::health::HealthCheck;
 use crate::storage::cache::{CacheOptions, CachedStorage};
 use crate::storage::embedded::EmbeddedStorage;
-use crate::storage::instrumented::InstrumentedStorage;
 use crate::storage::memory::MemoryStorage;
 use crate::storage::{Storage, StorageError, compactor};
 
