@@ -502,7 +502,7 @@ fn default_watch_timeout(opts: &mut crate::registry::options::ListOptions, req: 
     if opts.timeout_seconds.is_none()
         && let Some(min) = req
             .extensions()
-            .get::<crate::server::filters::MinRequestTimeout>()
+            .get::<super::watch_timeout::MinRequestTimeout>()
     {
         opts.timeout_seconds = Some(min.pick_seconds());
     }
