@@ -61,6 +61,18 @@ struct Documents {
     openapi_v3_root: Vec<u8>,
 }
 
+impl crate::metrics::recorder::ServingChain for GenericApiServer {
+    fn served_registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    fn next_server(&self) -> Option<&dyn crate::metrics::recorder::ServingChain> {
+        self.delegate
+            .as_deref()
+            .map(|d| d as &dyn crate::metrics::recorder::ServingChain)
+    }
+}
+
 /// Builds a [`GenericApiServer`].
 pub struct GenericApiServerBuilder {
     name: String,
