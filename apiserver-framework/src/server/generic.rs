@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use crate::admission::{AdmissionChain, AdmissionPlugin};
 use crate::aggregator::Aggregator;
 use crate::authz::ParsedRequest;
-use crate::discovery::{ServedGroup, aggregated, legacy};
+use crate::discovery::{self, ServedGroup, aggregated, legacy};
 use crate::endpoints::handlers;
 use crate::endpoints::request_info::{self, ApiPath, Verb};
 use crate::endpoints::response::raw;
@@ -142,7 +142,7 @@ impl GenericApiServer {
 
     /// The groups served by this server and every delegate after it, in chain order.
     pub fn chain_groups(&self) -> Vec<ServedGroup> {
-        let mut groups = self.registry.served_groups();
+        let mut groups = discovery::served_groups(&self.registry);
         if let Some(d) = &self.delegate {
             for g in d.chain_groups() {
                 if !groups.iter().any(|x| x.name == g.name) {
@@ -240,7 +240,7 @@ impl GenericApiServer {
                 if req.method() != Method::GET {
                     return ApiError::method_not_allowed().into_response_now();
                 }
-                let groups = self.registry.served_groups();
+                let groups = discovery::served_groups(&self.registry);
                 let version = groups
                     .iter()
                     .find(|x| x.name == g)
