@@ -72,10 +72,9 @@ pub use resource::{ApiResource, PrinterColumn, ResourceInfo, ScaleSubresource, S
 /// Everything a typical server needs, in one import.
 pub mod prelude {
     pub use crate::ApiResource;
-    pub use crate::admission::{AdmissionAttributes, AdmissionPlugin, Operation};
     pub use crate::cli::App;
-    pub use crate::error::FieldError;
-    pub use crate::error::{ApiError, Result};
+    pub use crate::error::{ApiError, FieldError, Result};
+    pub use crate::registry::admission::{AdmissionAttributes, AdmissionPlugin, Operation};
     pub use crate::registry::group::Group;
     pub use crate::registry::strategy::Strategy;
     pub use crate::resource::{ResourceInfo, Scope};

@@ -17,13 +17,13 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use crate::admission::AdmissionChain;
 use crate::authz::Authorizer;
 use crate::devhost::core::Namespace;
 use crate::devhost::self_reviews::{
     AUTHENTICATION_GROUP, AUTHORIZATION_GROUP, RulesResolver, SelfReviews,
 };
 use crate::error::ApiError;
+use crate::registry::admission::AdmissionChain;
 use crate::registry::group::Group;
 use crate::registry::options::WriteOptions;
 use crate::registry::rest::{RequestContext, RestStorage};

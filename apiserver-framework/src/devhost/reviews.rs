@@ -17,8 +17,7 @@ use crate::authz::{
     Attributes, Authorizer, Decision, NonResourceAttributes, Request, ResourceAttributes,
 };
 use crate::devhost::tokens::TokenFile;
-use crate::error::ApiError;
-use crate::error::FieldError;
+use crate::error::{ApiError, FieldError};
 use crate::registry::options::WriteOptions;
 use crate::registry::rest::{RequestContext, RestStorage};
 use crate::resource::{ResourceInfo, Scope};

@@ -8,8 +8,7 @@ use serde_json::Value;
 
 use crate::endpoints::negotiation::BodyFormat;
 use crate::endpoints::patch::PatchKind;
-use crate::error::ApiError;
-use crate::error::FieldError;
+use crate::error::{ApiError, FieldError};
 use crate::registry::field_validation::FieldIssues;
 use crate::registry::options::FieldValidation;
 use crate::resource::ResourceInfo;

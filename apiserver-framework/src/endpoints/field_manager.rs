@@ -1,8 +1,7 @@
 //! Who writes: the `fieldManager` of a write, and upstream's checks of patch options.
 
 use crate::endpoints::patch::PatchKind;
-use crate::error::ApiError;
-use crate::error::FieldError;
+use crate::error::{ApiError, FieldError};
 use crate::registry::options::WriteOptions;
 
 /// The longest field manager name (upstream's `FieldManagerMaxLength`).

@@ -1,7 +1,6 @@
 //! Parsing request options from the query string, with upstream's 400/422 answers.
 
-use crate::error::ApiError;
-use crate::error::FieldError;
+use crate::error::{ApiError, FieldError};
 use crate::quote::go_quote;
 use crate::registry::continue_token;
 use crate::registry::options::{DeleteOptions, FieldValidation, ListOptions, WriteOptions};

@@ -1,6 +1,7 @@
 //! The registry layer: per-resource REST storage, the generic store and its strategy, request
 //! options and the server's scheme of groups.
 
+pub mod admission;
 pub mod continue_token;
 pub mod encoded_events;
 pub mod encoding;

@@ -12,10 +12,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use rand::Rng;
 use serde_json::Value;
 
-use crate::admission::{AdmissionAttributes, Operation};
 use crate::apply;
-use crate::error::FieldError;
-use crate::error::{ApiError, Status, StatusDetails};
+use crate::error::{ApiError, FieldError, Status, StatusDetails};
+use crate::registry::admission::{AdmissionAttributes, Operation};
 use crate::registry::continue_token;
 use crate::registry::encoded_events::EncodedEvents;
 use crate::registry::encoding::with_resource_version;

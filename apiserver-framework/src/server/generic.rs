@@ -12,7 +12,6 @@ use axum::body::Body;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use serde_json::{Value, json};
 
-use crate::admission::{AdmissionChain, AdmissionPlugin};
 use crate::aggregator::Aggregator;
 use crate::authz::ParsedRequest;
 use crate::discovery::{self, ServedGroup, aggregated, legacy};
@@ -21,6 +20,7 @@ use crate::endpoints::request_info::{self, ApiPath, Verb};
 use crate::endpoints::response::raw;
 use crate::error::ApiError;
 use crate::openapi;
+use crate::registry::admission::{AdmissionChain, AdmissionPlugin};
 use crate::registry::group::Group;
 use crate::registry::rest::RequestContext;
 use crate::registry::scheme::Registry;

@@ -25,8 +25,7 @@ use crate::authz::{
     Attributes, AuthorizationError, Authorizer, Decision, NonResourceAttributes, Request,
     ResourceAttributes, SelectorRequirement,
 };
-use crate::error::ApiError;
-use crate::error::FieldError;
+use crate::error::{ApiError, FieldError};
 use crate::registry::options::WriteOptions;
 use crate::registry::rest::{ProtobufDecoder, RequestContext, RestStorage};
 use crate::resource::{ResourceInfo, Scope};
@@ -608,8 +607,8 @@ impl SelfReviews {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::admission::AdmissionChain;
     use crate::authz::AllowAll;
+    use crate::registry::admission::AdmissionChain;
     use crate::registry::scheme::Registry;
 
     fn ctx(user: UserInfo) -> RequestContext {
