@@ -12,7 +12,6 @@ use axum::body::Body;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use serde_json::{Value, json};
 
-use crate::aggregator::Aggregator;
 use crate::authz::ParsedRequest;
 use crate::discovery::{self, ServedGroup, aggregated, legacy};
 use crate::endpoints::handlers;
@@ -24,6 +23,7 @@ use crate::registry::admission::{AdmissionChain, AdmissionPlugin};
 use crate::registry::group::Group;
 use crate::registry::rest::RequestContext;
 use crate::registry::scheme::Registry;
+use crate::server::front::FrontHandler;
 use crate::server::health::{HealthCheck, HealthChecks};
 use crate::server::lifecycle::Lifecycle;
 use crate::server::version::{self, VersionInfo};
@@ -41,7 +41,7 @@ pub struct GenericApiServer {
     livez: HealthChecks,
     readyz: HealthChecks,
     version: VersionInfo,
-    aggregator: Option<Arc<Aggregator>>,
+    aggregator: Option<Arc<dyn FrontHandler>>,
     lifecycle: Lifecycle,
     /// The documents and the aggregator generation they were computed at.
     documents: parking_lot::RwLock<Option<(u64, Arc<Documents>)>>,
@@ -83,7 +83,7 @@ pub struct GenericApiServerBuilder {
     health_checks: Vec<Arc<dyn HealthCheck>>,
     readiness_checks: Vec<Arc<dyn HealthCheck>>,
     version: VersionInfo,
-    aggregator: Option<Arc<Aggregator>>,
+    aggregator: Option<Arc<dyn FrontHandler>>,
     lifecycle: Lifecycle,
 }
 
@@ -560,9 +560,9 @@ impl GenericApiServerBuilder {
         self
     }
 
-    /// Fronts the backends of `aggregator`'s APIServices (this server should also serve
-    /// [`crate::aggregator::apiservice::group`]).
-    pub fn aggregator(mut self, aggregator: Arc<Aggregator>) -> Self {
+    /// Fronts the backends of `aggregator`'s APIServices (an `aggregator::Aggregator`; this
+    /// server should also serve `aggregator::apiservice::group()`).
+    pub fn aggregator(mut self, aggregator: Arc<dyn FrontHandler>) -> Self {
         self.aggregator = Some(aggregator);
         self
     }

@@ -4,6 +4,7 @@
 pub mod cert_reload;
 pub mod connections;
 pub mod filters;
+pub mod front;
 pub mod generic;
 pub mod health;
 pub mod lifecycle;
