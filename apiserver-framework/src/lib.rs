@@ -14,7 +14,8 @@
 
 // Layer 1: ground floor
 // Errors and Status, field errors, durations, quoting, name and label validation, selectors,
-// resource info, schemas, TLS material, the caller's identity: no HTTP handlers, no servers.
+// resource info, schemas, the caller's identity, file and certificate utilities (fs, tls):
+// nothing here serves HTTP.
 pub mod duration;
 pub mod error;
 pub mod fs;
