@@ -48,7 +48,7 @@ pub struct Reference {
     pub file: String,
     /// Line of the reference in `file`.
     pub line: usize,
-    /// The path as written (`crate::duration`).
+    /// The path as written (`crate::registry::store::Store`).
     pub path: String,
 }
 
@@ -448,11 +448,8 @@ impl Walker<'_> {
                 .take_while(|c| c.is_alphanumeric() || *c == '_')
                 .collect();
             if !name.is_empty() {
-                self.record(
-                    &[name.clone()],
-                    span,
-                    format!("\"crate::{name}\" (in a string)"),
-                );
+                let written = format!("\"crate::{name}\" (in a string)");
+                self.record(&[name], span, written);
             }
             rest = after;
         }
