@@ -1,9 +1,14 @@
 //! Errors as Kubernetes `metav1.Status` objects.
 //!
 //! Every failure the server reports to a client is an [`ApiError`], rendered as a `Status`
-//! with upstream's `reason`, `code`, message shape and `details`.
+//! with upstream's `reason`, `code`, message shape and `details`; a validation's
+//! [`FieldError`]s become the causes of a 422 `Invalid` ([`field`]).
+
+pub mod field;
 
 use serde::{Deserialize, Serialize};
+
+pub use field::{FieldError, FieldErrorKind};
 
 use crate::resource::ResourceInfo;
 
@@ -105,9 +110,6 @@ pub struct ApiError {
     /// of a paged list carries one).
     pub continue_token: Option<String>,
 }
-
-/// One field error of a validation, turned into a cause of a 422 `Invalid` error.
-pub use crate::registry::strategy::FieldError;
 
 impl ApiError {
     /// An error with the given code, reason and message and no details.
@@ -367,11 +369,5 @@ impl Status {
             details: Some(details),
             code: 200,
         }
-    }
-}
-
-impl axum::response::IntoResponse for ApiError {
-    fn into_response(self) -> axum::response::Response {
-        crate::endpoints::response::error(&crate::endpoints::negotiation::Output::Json, &self)
     }
 }

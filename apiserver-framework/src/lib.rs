@@ -7,26 +7,62 @@
 //! checks and a command line with a `local` development mode that `kubectl` can talk to.
 #![warn(missing_docs)]
 
+// The modules in layer order, bottom first. A module may import modules of its own layer or
+// of lower ones, never of a higher one, and no two top-level modules import each other (within a
+// layer, imports go one way). `tests/layers.rs` reads the `// Layer N: name` lines below as its
+// table and checks every `crate::` path outside test modules against it.
+
+// Layer 1: ground floor
+// Errors and Status, field errors, durations, quoting, name and label validation, selectors,
+// resource info, schemas, the caller's identity, file and certificate utilities (fs, tls):
+// nothing here serves HTTP.
+pub mod duration;
+pub mod error;
+pub mod fs;
+pub mod quote;
+pub mod resource;
+pub mod schema;
+pub mod selector;
+pub mod tls;
+pub mod user;
+pub mod validation;
+
+// Layer 2: storage and the host cluster
+// The key-value seam with revisions and watch, and its backends; the host cluster's clients.
+pub mod host;
+pub mod storage;
+
+// Layer 3: registry, admission, apply
+// REST storage per resource: the generic store and its strategy, admission plugins, field sets.
 pub mod admission;
-pub mod aggregator;
 pub mod apply;
+pub mod registry;
+
+// Layer 4: endpoints, discovery, openapi
+// HTTP <-> objects: negotiation, handlers, patches, tables; discovery and OpenAPI documents.
+pub mod discovery;
+pub mod endpoints;
+pub mod openapi;
+
+// Layer 5: authn, authz, audit, metrics
+// What the filters decide and record, knowing requests, not servers.
 pub mod audit;
 pub mod auth;
 pub mod authz;
+pub mod metrics;
+
+// Layer 6: server
+// The generic API server: its handler chain and filters, listener, health, lifecycle.
+pub mod server;
+
+// Layer 7: aggregator
+// APIServices and the proxy to their backends.
+pub mod aggregator;
+
+// Layer 8: command line and dev host
+// Wiring only: the App and its commands, and the stand-in host cluster of local development.
 pub mod cli;
 pub mod devhost;
-pub mod discovery;
-pub mod endpoints;
-pub mod error;
-pub mod fs;
-pub mod metrics;
-pub mod openapi;
-pub mod quote;
-pub mod registry;
-pub mod resource;
-pub mod schema;
-pub mod server;
-pub mod storage;
 
 pub use apiserver_derive::ApiResource;
 pub use cli::App;
@@ -37,11 +73,11 @@ pub use resource::{ApiResource, PrinterColumn, ResourceInfo, ScaleSubresource, S
 /// Everything a typical server needs, in one import.
 pub mod prelude {
     pub use crate::ApiResource;
-    pub use crate::admission::{AdmissionAttributes, AdmissionPlugin, Operation};
     pub use crate::cli::App;
-    pub use crate::error::{ApiError, Result};
+    pub use crate::error::{ApiError, FieldError, Result};
+    pub use crate::registry::admission::{AdmissionAttributes, AdmissionPlugin, Operation};
     pub use crate::registry::group::Group;
-    pub use crate::registry::strategy::{FieldError, Strategy};
+    pub use crate::registry::strategy::Strategy;
     pub use crate::resource::{ResourceInfo, Scope};
     pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
     pub use schemars::JsonSchema;

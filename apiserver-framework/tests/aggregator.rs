@@ -6,15 +6,16 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use apiserver_framework::aggregator::resolver::StaticServiceResolver;
 use apiserver_framework::aggregator::{Aggregator, AggregatorOptions, apiservice};
 use apiserver_framework::auth::{
-    Authenticated, Authenticator, PeerCertificates, StaticTokenAuthenticator, UserInfo,
+    Authenticated, Authenticator, PeerCertificates, StaticTokenAuthenticator,
 };
+use apiserver_framework::host::resolver::StaticServiceResolver;
 use apiserver_framework::prelude::*;
 use apiserver_framework::server::generic::GenericApiServer;
 use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
-use apiserver_framework::server::tls::{self, ServingCert};
+use apiserver_framework::tls::{self, ServingCert};
+use apiserver_framework::user::UserInfo;
 use base64::Engine as _;
 use futures::StreamExt as _;
 use parking_lot::Mutex;

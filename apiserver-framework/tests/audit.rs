@@ -7,12 +7,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use apiserver_framework::audit::{AuditOptions, Auditor};
-use apiserver_framework::auth::{self, Authenticated, Authenticator, UserInfo};
+use apiserver_framework::auth::{self, Authenticated, Authenticator};
 use apiserver_framework::authz::{Attributes, AuthorizationError, Authorizer, Decision, Request};
 use apiserver_framework::prelude::*;
 use apiserver_framework::server::GenericApiServer;
 use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
-use apiserver_framework::server::tls::{ServingCert, install_crypto_provider};
+use apiserver_framework::tls::{ServingCert, install_crypto_provider};
+use apiserver_framework::user::UserInfo;
 use reqwest::Method;
 use serde_json::{Value, json};
 

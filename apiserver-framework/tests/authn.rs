@@ -9,11 +9,12 @@ use apiserver_framework::auth::delegated::{AuthSnapshot, RequestHeaderConfig};
 use apiserver_framework::auth::{
     Authenticated, AuthenticationOptions, Authenticator, CaBundle, DelegatedAuthConfig,
     DelegatingAuthenticator, DelegatingOptions, PeerCertificates, TokenReviewError, TokenReviewer,
-    UserInfo, client_cert_verifier, start_delegated_config,
+    client_cert_verifier, start_delegated_config,
 };
 use apiserver_framework::server::GenericApiServer;
 use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
-use apiserver_framework::server::tls::{self, ServingCert};
+use apiserver_framework::tls::{self, ServingCert};
+use apiserver_framework::user::UserInfo;
 use futures::StreamExt;
 use http::request::Parts;
 use k8s_openapi::api::authentication::v1::{TokenReviewStatus, UserInfo as ReviewUser};

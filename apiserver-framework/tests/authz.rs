@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use apiserver_framework::auth::{self, Authenticated, Authenticator, UserInfo};
+use apiserver_framework::auth::{self, Authenticated, Authenticator};
 use apiserver_framework::authz::{
     Attributes, AuthorizationError, DelegatingAuthorizerConfig, Request, ReviewStatus,
     SubjectAccessReviewer,
@@ -16,7 +16,8 @@ use apiserver_framework::authz::{
 use apiserver_framework::prelude::*;
 use apiserver_framework::server::GenericApiServer;
 use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
-use apiserver_framework::server::tls::{ServingCert, install_crypto_provider};
+use apiserver_framework::tls::{ServingCert, install_crypto_provider};
+use apiserver_framework::user::UserInfo;
 use serde_json::{Value, json};
 
 /// A flunder.

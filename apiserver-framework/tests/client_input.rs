@@ -10,11 +10,10 @@ use apiserver_framework::endpoints::patch::{PatchDocument, PatchKind};
 use apiserver_framework::endpoints::query::{Query, parse_resource_version};
 use apiserver_framework::endpoints::{jsonpath, request_info, strategic, warning};
 use apiserver_framework::registry::continue_token;
-use apiserver_framework::registry::selector::{
-    FieldSelector, LabelSelector, label_key_errors, label_value_errors,
-};
 use apiserver_framework::registry::yaml_body;
+use apiserver_framework::selector::{FieldSelector, LabelSelector};
 use apiserver_framework::server::filters::timeout::deadline;
+use apiserver_framework::validation::{label_key_errors, label_value_errors};
 use http::Method;
 use serde_json::{Value, json};
 use std::time::Duration;

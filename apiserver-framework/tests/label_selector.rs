@@ -10,9 +10,7 @@ use std::sync::Arc;
 use apiserver_framework::cli::LocalOptions;
 use apiserver_framework::cli::local;
 use apiserver_framework::prelude::*;
-use apiserver_framework::registry::selector::{
-    FieldSelector, LabelSelector, Operator, Requirement,
-};
+use apiserver_framework::selector::{FieldSelector, LabelSelector, Operator, Requirement};
 use apiserver_framework::server::GenericApiServer;
 use serde_json::{Value, json};
 

@@ -7,7 +7,7 @@ use std::any::Any;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use apiserver_framework::auth::{StaticTokenAuthenticator, UserInfo};
+use apiserver_framework::auth::StaticTokenAuthenticator;
 use apiserver_framework::authz::AllowAll;
 use apiserver_framework::prelude::*;
 use apiserver_framework::registry::options::{ListOptions, WriteOptions};
@@ -17,9 +17,10 @@ use apiserver_framework::registry::strategy::DefaultStrategy;
 use apiserver_framework::server::filters::RequestLimits;
 use apiserver_framework::server::lifecycle::ShutdownOptions;
 use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
-use apiserver_framework::server::tls::{ServingCert, install_crypto_provider};
 use apiserver_framework::server::{GenericApiServer, GenericApiServerBuilder};
 use apiserver_framework::storage::memory::MemoryStorage;
+use apiserver_framework::tls::{ServingCert, install_crypto_provider};
+use apiserver_framework::user::UserInfo;
 use bytes::Bytes;
 use serde_json::{Value, json};
 

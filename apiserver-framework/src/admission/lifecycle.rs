@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use crate::admission::host::{HostObjects, wait_synced};
-use crate::admission::{AdmissionAttributes, AdmissionPlugin, Operation};
 use crate::error::{ApiError, StatusCause, StatusDetails};
+use crate::registry::admission::{AdmissionAttributes, AdmissionPlugin, Operation};
 
 /// The plugin's name.
 pub const NAME: &str = "NamespaceLifecycle";

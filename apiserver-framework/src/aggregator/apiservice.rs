@@ -5,8 +5,9 @@ use base64::Engine as _;
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::error::FieldError;
 use crate::registry::group::Group;
-use crate::registry::strategy::{FieldError, Strategy};
+use crate::registry::strategy::Strategy;
 
 /// The API group of [`APIService`].
 pub const GROUP: &str = "apiregistration.k8s.io";

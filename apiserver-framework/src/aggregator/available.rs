@@ -9,12 +9,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::apiservice::{APIService, APIServiceCondition, APIServiceStatus, AVAILABLE};
 use super::proxy::{self, BackendClient};
-use super::resolver::Endpoint;
 use super::{Aggregator, State, discovery, openapi};
-use crate::admission::AdmissionChain;
-use crate::auth::UserInfo;
+use crate::host::resolver::Endpoint;
+use crate::registry::admission::AdmissionChain;
 use crate::registry::options::{ListOptions, WriteOptions};
 use crate::registry::rest::{RequestContext, RestStorage};
+use crate::user::UserInfo;
 
 /// The user the aggregator probes and reads discovery as.
 pub const AGGREGATOR_USER: &str = "system:kube-aggregator";

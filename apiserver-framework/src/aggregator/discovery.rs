@@ -11,9 +11,9 @@ use super::State;
 use super::apiservice::APIService;
 use super::available::{AGGREGATOR_USER, prober};
 use super::proxy::{self, BackendClient};
-use super::resolver::Endpoint;
-use crate::auth::UserInfo;
 use crate::discovery::aggregated::AGGREGATED_CONTENT_TYPE;
+use crate::host::resolver::Endpoint;
+use crate::user::UserInfo;
 
 /// The remote, available APIServices, grouped: groups by `groupPriorityMinimum` (highest
 /// first) then name, versions by `versionPriority` (highest first) then name.

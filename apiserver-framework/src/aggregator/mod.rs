@@ -14,7 +14,6 @@ pub mod available;
 pub mod discovery;
 pub mod openapi;
 pub mod proxy;
-pub mod resolver;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,13 +25,14 @@ use http::{Request, Response};
 use parking_lot::RwLock;
 use serde_json::Value;
 
-use crate::auth::UserInfo;
 use crate::endpoints::request_info::{self, ApiPath};
+use crate::host::resolver::ServiceResolver;
 use crate::registry::scheme::Registry;
+use crate::server::front::FrontHandler;
 use crate::server::generic::GenericApiServer;
+use crate::user::UserInfo;
 use apiservice::APIService;
 use proxy::{Backends, ProxyError};
-use resolver::ServiceResolver;
 
 /// How often backends are probed when not configured, as upstream (every 30 s).
 pub const DEFAULT_CHECK_INTERVAL: Duration = Duration::from_secs(30);
@@ -200,5 +200,38 @@ impl Aggregator {
             *current = state;
             self.generation.fetch_add(1, Ordering::AcqRel);
         }
+    }
+}
+
+/// The server hands an aggregator every request before its own routes, and asks it for the
+/// remote group-versions of its documents.
+#[async_trait::async_trait]
+impl FrontHandler for Aggregator {
+    async fn handle(
+        &self,
+        req: Request<Body>,
+        user: &UserInfo,
+    ) -> Result<Response<Body>, Request<Body>> {
+        Aggregator::handle(self, req, user).await
+    }
+
+    fn generation(&self) -> u64 {
+        Aggregator::generation(self)
+    }
+
+    fn merge_group_list(&self, list: &mut Value) {
+        Aggregator::merge_group_list(self, list)
+    }
+
+    fn merge_aggregated(&self, list: &mut Value) {
+        Aggregator::merge_aggregated(self, list)
+    }
+
+    fn merge_openapi_v2(&self, doc: &mut Value) {
+        Aggregator::merge_openapi_v2(self, doc)
+    }
+
+    fn openapi_v3_documents(&self) -> Vec<(String, Vec<u8>)> {
+        Aggregator::openapi_v3_documents(self)
     }
 }

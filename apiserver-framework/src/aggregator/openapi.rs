@@ -5,8 +5,8 @@ use serde_json::Value;
 
 use super::State;
 use super::proxy::{self, BackendClient};
-use super::resolver::Endpoint;
-use crate::auth::UserInfo;
+use crate::host::resolver::Endpoint;
+use crate::user::UserInfo;
 
 /// The user the aggregator downloads OpenAPI documents as (no groups), as upstream.
 pub const OPENAPI_USER: &str = "system:aggregator";

@@ -18,9 +18,9 @@ use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 
 use super::apiservice::APIService;
-use super::resolver::Endpoint;
-use crate::auth::UserInfo;
-use crate::server::tls::parse_certs;
+use crate::host::resolver::Endpoint;
+use crate::tls::parse_certs;
+use crate::user::UserInfo;
 
 /// The header naming the user a backend should act for.
 pub const REMOTE_USER: &str = "x-remote-user";

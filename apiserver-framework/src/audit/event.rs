@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::auth::UserInfo;
+use crate::user::UserInfo;
 
 /// How much of a request is recorded (`audit.k8s.io/v1` `Level`), in increasing order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

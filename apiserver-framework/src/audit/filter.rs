@@ -30,9 +30,10 @@ use serde_json::Value;
 use super::backend::AuditBackend;
 use super::event::{Event, EventUser, Level, ObjectReference, ResponseStatus, Stage, micro_time};
 use super::policy::Policy;
-use crate::auth::{PeerAddr, UserInfo};
+use crate::auth::PeerAddr;
 use crate::authz::{self, Attributes, ParsedRequest, Request as AuthzRequest};
 use crate::endpoints::audit_hook::{AuditHook, RequestAudit};
+use crate::user::UserInfo;
 
 /// The request header carrying a caller's audit id, and the response header echoing it.
 pub const AUDIT_ID_HEADER: &str = "audit-id";

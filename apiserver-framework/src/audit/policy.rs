@@ -283,7 +283,7 @@ fn path_matches(path: &str, spec: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::UserInfo;
+    use crate::user::UserInfo;
 
     const POLICY: &str = r#"
 apiVersion: audit.k8s.io/v1

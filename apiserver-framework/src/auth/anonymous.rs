@@ -2,7 +2,8 @@
 
 use http::request::Parts;
 
-use super::{Authenticated, Authenticator, UserInfo};
+use super::{Authenticated, Authenticator};
+use crate::user::UserInfo;
 
 /// The anonymous user name.
 pub const ANONYMOUS_USER: &str = "system:anonymous";

@@ -2,7 +2,7 @@
 
 use http::request::Parts;
 
-use super::UserInfo;
+use crate::user::UserInfo;
 
 /// The outcome of authenticating a request.
 #[derive(Clone, Debug, PartialEq, Eq)]

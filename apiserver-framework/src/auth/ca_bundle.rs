@@ -8,7 +8,7 @@ use rustls::pki_types::{CertificateDer, UnixTime};
 use rustls::server::WebPkiClientVerifier;
 use rustls::server::danger::ClientCertVerifier;
 
-use crate::server::tls;
+use crate::tls;
 
 /// Errors of reading a CA bundle.
 #[derive(Debug, thiserror::Error)]

@@ -352,7 +352,7 @@ mod tests {
     }
 
     fn unreachable_client() -> kube::Client {
-        crate::server::tls::install_crypto_provider();
+        crate::tls::install_crypto_provider();
         let config = kube::Config::new("https://127.0.0.1:1".parse().unwrap());
         kube::Client::try_from(config).unwrap()
     }

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use http::request::Parts;
 
 use super::anonymous::{ANONYMOUS_USER, AUTHENTICATED_GROUP, UNAUTHENTICATED_GROUP};
-use super::{Authenticated, Authenticator, UserInfo};
+use super::{Authenticated, Authenticator};
+use crate::user::UserInfo;
 
 /// `user` with `system:authenticated` appended, unless it is `system:anonymous` or already
 /// in `system:authenticated` or `system:unauthenticated`.

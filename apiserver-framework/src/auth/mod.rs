@@ -16,14 +16,12 @@ pub mod configmap;
 pub mod delegated;
 pub mod delegating;
 pub mod group_adder;
-pub mod impersonation;
 pub mod options;
 pub mod peer;
 pub mod request_header;
 pub mod token_cache;
 pub mod token_review;
 pub mod union;
-pub mod user;
 pub mod x509;
 
 pub use anonymous::{AnonymousAuthenticator, anonymous_user};
@@ -32,11 +30,9 @@ pub use ca_bundle::CaBundle;
 pub use configmap::{DelegatedAuthSetup, parse_configmap_data, start_delegated_config};
 pub use delegated::{AuthSnapshot, DelegatedAuthConfig, RequestHeaderConfig};
 pub use delegating::{DelegatingAuthenticator, DelegatingOptions, client_cert_verifier};
-pub use impersonation::impersonate;
 pub use options::{AuthConfigError, AuthenticationOptions};
 pub use peer::{PeerAddr, PeerCertificates};
 pub use token_review::{TokenReviewError, TokenReviewer};
-pub use user::UserInfo;
 
 /// Removes the credentials of an authenticated request before it goes further, as
 /// upstream's authentication filter does: `Authorization`, the configured front-proxy

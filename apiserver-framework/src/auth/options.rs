@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::cli::duration::GoDuration;
+use crate::duration::GoDuration;
 
 use super::ca_bundle::{CaBundle, CaBundleError};
 use super::delegated::{InvalidHeaderName, RequestHeaderConfig, header_names, header_prefixes};

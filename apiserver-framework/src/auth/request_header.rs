@@ -10,7 +10,8 @@ use http::request::Parts;
 
 use super::cert_subject::CertSubject;
 use super::delegated::{DelegatedAuthConfig, RequestHeaderConfig};
-use super::{Authenticated, Authenticator, PeerCertificates, UserInfo};
+use super::{Authenticated, Authenticator, PeerCertificates};
+use crate::user::UserInfo;
 
 /// Authenticates requests from a trusted front proxy by its headers.
 ///

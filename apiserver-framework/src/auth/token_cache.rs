@@ -101,7 +101,7 @@ impl TokenCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::UserInfo;
+    use crate::user::UserInfo;
 
     #[tokio::test(start_paused = true)]
     async fn answers_count_their_size_and_expire() {

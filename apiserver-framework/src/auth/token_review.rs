@@ -13,7 +13,8 @@ use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec, TokenRe
 use parking_lot::Mutex;
 
 use super::token_cache::{CacheKey, TokenCache};
-use super::{Authenticated, Authenticator, UserInfo, authenticator::bearer_token};
+use super::{Authenticated, Authenticator, authenticator::bearer_token};
+use crate::user::UserInfo;
 
 /// A TokenReview that could not be answered (host unreachable, error status).
 #[derive(Clone, Debug, thiserror::Error)]

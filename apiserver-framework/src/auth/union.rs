@@ -56,7 +56,7 @@ impl Authenticator for UnionAuthenticator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::UserInfo;
+    use crate::user::UserInfo;
 
     struct Fixed(Authenticated);
 

@@ -7,7 +7,8 @@ use http::request::Parts;
 
 use super::cert_subject::CertSubject;
 use super::delegated::DelegatedAuthConfig;
-use super::{Authenticated, Authenticator, PeerCertificates, UserInfo};
+use super::{Authenticated, Authenticator, PeerCertificates};
+use crate::user::UserInfo;
 
 /// Authenticates requests by their client certificate, as upstream's x509 authenticator
 /// with `CommonNameUserConversion`.

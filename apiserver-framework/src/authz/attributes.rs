@@ -15,8 +15,8 @@ use std::sync::Arc;
 use http::Method;
 
 use super::{Attributes, NonResourceAttributes, Request, ResourceAttributes, SelectorRequirement};
-use crate::auth::UserInfo;
-use crate::registry::selector::{FieldSelector, LabelSelector, Operator};
+use crate::selector::{FieldSelector, LabelSelector, Operator};
+use crate::user::UserInfo;
 
 /// Subresources of a namespace (`/namespaces/<name>/status`), which are not namespaced
 /// resources of their own.

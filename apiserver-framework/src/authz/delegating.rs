@@ -87,12 +87,12 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
-    use crate::auth::UserInfo;
     use crate::authz::webhook::ReviewStatus;
     use crate::authz::{
         Attributes, AuthorizationError, Authorizer, Decision, NonResourceAttributes, Request,
         ResourceAttributes,
     };
+    use crate::user::UserInfo;
 
     /// A test double that allows nothing and counts its calls.
     struct CountingDenier(AtomicUsize);

@@ -115,8 +115,8 @@ pub fn forbidden_response(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::UserInfo;
     use crate::authz::{NonResourceAttributes, ResourceAttributes};
+    use crate::user::UserInfo;
 
     fn resource(verb: &str, group: &str, ns: &str, res: &str, name: &str, sub: &str) -> Request {
         Request::Resource(ResourceAttributes {

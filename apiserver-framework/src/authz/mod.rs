@@ -32,7 +32,7 @@ pub use privileged::PrivilegedGroups;
 pub use union::{NamedAuthorizer, UnionAuthorizer};
 pub use webhook::{ReviewStatus, SubjectAccessReviewer, WebhookAuthorizer};
 
-use crate::auth::UserInfo;
+use crate::user::UserInfo;
 
 /// What a resource request does, as upstream's `authorizer.Attributes` for resource requests
 /// (the `resourceAttributes` of a SubjectAccessReview).

@@ -10,7 +10,7 @@ use super::path::{DEFAULT_ALWAYS_ALLOW_PATHS, InvalidPathPattern};
 use super::privileged::SYSTEM_MASTERS;
 use super::union::UnionAuthorizer;
 use super::webhook::DEFAULT_CACHE_TTL;
-use crate::cli::duration::GoDuration;
+use crate::duration::GoDuration;
 
 /// Delegated authorization flags.
 #[derive(Clone, Debug, clap::Args)]
@@ -74,7 +74,7 @@ impl DelegatingAuthorizationOptions {
     /// A client of the host cluster: from `--authorization-kubeconfig`, else the in-cluster
     /// configuration.
     pub async fn client(&self) -> Result<kube::Client, AuthorizationOptionsError> {
-        crate::cli::host_client::host_client(self.authorization_kubeconfig.as_deref())
+        crate::host::client::host_client(self.authorization_kubeconfig.as_deref())
             .await
             .map_err(|e| AuthorizationOptionsError::Kubeconfig(e.to_string()))
     }

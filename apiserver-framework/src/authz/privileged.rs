@@ -41,8 +41,8 @@ impl Authorizer for PrivilegedGroups {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::UserInfo;
     use crate::authz::{NonResourceAttributes, Request};
+    use crate::user::UserInfo;
 
     fn attrs(groups: &[&str]) -> Attributes {
         Attributes {

@@ -80,8 +80,8 @@ impl Authorizer for UnionAuthorizer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::UserInfo;
     use crate::authz::{NonResourceAttributes, Request};
+    use crate::user::UserInfo;
 
     /// A test double answering the same thing every time.
     struct Fixed(Result<Decision, AuthorizationError>);

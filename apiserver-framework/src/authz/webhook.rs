@@ -316,9 +316,9 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
-    use crate::auth::UserInfo;
     use crate::authz::cache::tests::ManualClock;
     use crate::authz::{NonResourceAttributes, ResourceAttributes};
+    use crate::user::UserInfo;
 
     type Answer = dyn Fn(&Attributes) -> Result<ReviewStatus, AuthorizationError> + Send + Sync;
 

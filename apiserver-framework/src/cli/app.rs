@@ -5,14 +5,15 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 
-use crate::admission::{self, AdmissionPlugin};
-use crate::cli::host_client::host_client;
+use crate::admission;
 use crate::cli::local::{self, LocalOptions, LocalServer};
 use crate::cli::logging::LoggingOptions;
 use crate::cli::manifests::{self, GroupVersion, ManifestsOptions};
 use crate::cli::serve::{self, ProductionServer, ServeError};
 use crate::cli::serve_options::ServeOptions;
 use crate::devhost::{self, DevHost, DevHostError, DevHostOptions, Extension};
+use crate::host::client::host_client;
+use crate::registry::admission::AdmissionPlugin;
 use crate::registry::group::Group;
 use crate::server::generic::{GenericApiServer, GenericApiServerBuilder};
 use crate::server::version::VersionInfo;
@@ -82,7 +83,7 @@ pub enum AppError {
     Storage(#[from] crate::storage::StorageError),
     /// The manifests' certificates could not be created.
     #[error(transparent)]
-    Tls(#[from] crate::server::tls::TlsError),
+    Tls(#[from] crate::tls::TlsError),
 }
 
 impl App {

@@ -5,21 +5,20 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use rand::Rng;
-
 use crate::admission::options::AdmissionOptions;
 use crate::audit::{AuditError, AuditOptions};
-use crate::auth::{StaticTokenAuthenticator, UserInfo};
+use crate::auth::StaticTokenAuthenticator;
 use crate::authz::AllowAll;
-use crate::cli::kubeconfig;
 use crate::cli::server_run_options::ServerRunOptions;
 use crate::cli::storage_options::StorageOptions;
-use crate::devhost::local_host;
 use crate::devhost::self_reviews::AllowAllRules;
+use crate::devhost::tokens::random_token_of;
+use crate::devhost::{kubeconfig, local_host};
 use crate::server::generic::GenericApiServer;
 use crate::server::serve::{self, HandlerChain, RunningServer};
-use crate::server::tls::{ServingCert, TlsError, install_crypto_provider};
 use crate::storage::Storage;
+use crate::tls::{ServingCert, TlsError, install_crypto_provider};
+use crate::user::UserInfo;
 
 /// Options of `local` mode.
 #[derive(Clone, Debug, clap::Args)]
@@ -136,15 +135,6 @@ pub struct LocalServer {
     pub kubeconfig_path: Option<PathBuf>,
     /// The kubeconfig contents.
     pub kubeconfig: String,
-}
-
-/// A new random bearer token of `len` lower-case letters and digits.
-pub(crate) fn random_token_of(len: usize) -> String {
-    const CHARS: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
-    let mut rng = rand::rng();
-    (0..len)
-        .map(|_| CHARS[rng.random_range(0..CHARS.len())] as char)
-        .collect()
 }
 
 /// The local host on `storage`, to put last in a local chain

@@ -14,7 +14,7 @@ use base64::Engine;
 use serde_json::{Value, json};
 
 use crate::devhost::pki::{Authority, Usage};
-use crate::server::tls::TlsError;
+use crate::tls::TlsError;
 
 /// Options of `manifests`.
 #[derive(Clone, Debug, clap::Args)]

@@ -5,9 +5,6 @@
 //! ```
 
 pub mod app;
-pub mod duration;
-pub mod host_client;
-pub mod kubeconfig;
 pub mod local;
 pub mod logging;
 pub mod manifests;

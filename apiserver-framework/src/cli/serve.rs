@@ -11,12 +11,12 @@ use crate::auth::{
     self, AuthConfigError, DelegatingAuthenticator, DelegatingOptions, TokenReviewer,
 };
 use crate::authz::options::AuthorizationOptionsError;
-use crate::cli::host_client::{HostClientError, host_client};
 use crate::cli::serve_options::{ServeOptions, TlsMinVersion};
+use crate::host::client::{HostClientError, host_client};
 use crate::server::cert_reload::{DEFAULT_RELOAD_INTERVAL, FixedCert, ReloadingCert};
 use crate::server::generic::GenericApiServer;
 use crate::server::serve::{self, HandlerChain, RunningServer};
-use crate::server::tls::{ServingCert, TlsError, install_crypto_provider, server_config_with};
+use crate::tls::{ServingCert, TlsError, install_crypto_provider, server_config_with};
 
 /// Errors of starting production mode.
 #[derive(Debug, thiserror::Error)]

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::cli::duration::GoDuration;
+use crate::duration::GoDuration;
 use crate::server::connections::ConnectionLimits;
 use crate::server::filters::RequestLimits;
 use crate::server::lifecycle::ShutdownOptions;

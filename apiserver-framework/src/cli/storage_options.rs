@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::cli::duration::GoDuration;
+use crate::duration::GoDuration;
+use crate::metrics::storage::InstrumentedStorage;
 use crate::server::health::{FnCheck, HealthCheck};
 use crate::storage::cache::{CacheOptions, CachedStorage};
 use crate::storage::embedded::EmbeddedStorage;
-use crate::storage::instrumented::InstrumentedStorage;
 use crate::storage::memory::MemoryStorage;
 use crate::storage::{Storage, StorageError, compactor};
 

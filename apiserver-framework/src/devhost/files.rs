@@ -15,7 +15,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::devhost::pki::{Authority, IssuedCert, Usage};
-use crate::server::tls::TlsError;
+use crate::tls::TlsError;
 
 /// The user names of the generated token file.
 pub mod users {
@@ -60,7 +60,7 @@ pub struct HostFiles {
 }
 
 fn random_token() -> String {
-    crate::cli::local::random_token_of(32)
+    super::tokens::random_token_of(32)
 }
 
 fn write_if_missing(path: &Path, contents: impl FnOnce() -> String) -> Result<(), TlsError> {

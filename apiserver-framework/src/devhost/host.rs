@@ -7,17 +7,14 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::admission::AdmissionChain;
 use crate::aggregator::apiservice;
-use crate::aggregator::resolver::StaticServiceResolver;
 use crate::aggregator::{Aggregator, AggregatorOptions};
-use crate::auth::UserInfo;
 use crate::authz::Authorizer;
 use crate::authz::privileged::{PrivilegedGroups, SYSTEM_MASTERS};
 use crate::authz::union::{NamedAuthorizer, UnionAuthorizer};
-use crate::cli::kubeconfig;
 use crate::devhost::core::{ConfigMap, Namespace};
 use crate::devhost::files::{self, HostFiles, SERVICE_NAME};
+use crate::devhost::kubeconfig;
 use crate::devhost::options::DevHostOptions;
 use crate::devhost::reviews::{ReviewLog, SubjectAccessReviews, TokenReviews};
 use crate::devhost::rules::{RulesFile, RulesFileError};
@@ -29,12 +26,15 @@ use crate::devhost::webhooks::{
     self, MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
 use crate::error::ApiError;
+use crate::host::resolver::StaticServiceResolver;
+use crate::registry::admission::AdmissionChain;
 use crate::registry::group::Group;
 use crate::registry::options::WriteOptions;
 use crate::registry::rest::RequestContext;
 use crate::server::generic::GenericApiServer;
 use crate::server::serve::{self, HandlerChain, RunningServer};
-use crate::server::tls::{ServingCert, TlsError, install_crypto_provider};
+use crate::tls::{ServingCert, TlsError, install_crypto_provider};
+use crate::user::UserInfo;
 
 /// The name of the host's authentication ConfigMap in `kube-system`.
 pub const AUTHENTICATION_CONFIGMAP: &str = "extension-apiserver-authentication";

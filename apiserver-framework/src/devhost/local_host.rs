@@ -17,14 +17,13 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use crate::admission::AdmissionChain;
-use crate::auth::UserInfo;
 use crate::authz::Authorizer;
 use crate::devhost::core::Namespace;
 use crate::devhost::self_reviews::{
     AUTHENTICATION_GROUP, AUTHORIZATION_GROUP, RulesResolver, SelfReviews,
 };
 use crate::error::ApiError;
+use crate::registry::admission::AdmissionChain;
 use crate::registry::group::Group;
 use crate::registry::options::WriteOptions;
 use crate::registry::rest::{RequestContext, RestStorage};
@@ -33,6 +32,7 @@ use crate::registry::store::Store;
 use crate::registry::strategy::DefaultStrategy;
 use crate::server::generic::GenericApiServer;
 use crate::storage::Storage;
+use crate::user::UserInfo;
 
 /// The local host's server name (logs, OpenAPI titles).
 pub const NAME: &str = "local-host";

@@ -14,6 +14,7 @@
 pub mod core;
 pub mod files;
 pub mod host;
+pub mod kubeconfig;
 pub mod local_host;
 pub mod options;
 pub mod pki;

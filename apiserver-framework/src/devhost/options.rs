@@ -4,7 +4,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::cli::duration::GoDuration;
+use crate::duration::GoDuration;
 
 /// Options of the development host.
 #[derive(Clone, Debug, clap::Args)]

@@ -8,7 +8,7 @@ use rcgen::{
     KeyUsagePurpose,
 };
 
-use crate::server::tls::TlsError;
+use crate::tls::TlsError;
 
 /// A certificate authority whose certificate and key live in `<dir>/<name>.crt|.key`.
 pub struct Authority {

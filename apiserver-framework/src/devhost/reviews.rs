@@ -13,16 +13,15 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
-use crate::auth::UserInfo;
 use crate::authz::{
     Attributes, Authorizer, Decision, NonResourceAttributes, Request, ResourceAttributes,
 };
 use crate::devhost::tokens::TokenFile;
-use crate::error::ApiError;
+use crate::error::{ApiError, FieldError};
 use crate::registry::options::WriteOptions;
 use crate::registry::rest::{RequestContext, RestStorage};
-use crate::registry::strategy::FieldError;
 use crate::resource::{ResourceInfo, Scope};
+use crate::user::UserInfo;
 
 /// What the reviews answered, in order (one entry per review).
 #[derive(Debug, Default)]

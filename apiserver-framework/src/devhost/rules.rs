@@ -173,8 +173,8 @@ impl Authorizer for RulesFile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::UserInfo;
     use crate::authz::{NonResourceAttributes, ResourceAttributes};
+    use crate::user::UserInfo;
 
     fn res(user: &str, groups: &[&str], verb: &str, ns: &str, res: &str, sub: &str) -> Attributes {
         Attributes {

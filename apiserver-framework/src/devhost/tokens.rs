@@ -5,8 +5,10 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use http::request::Parts;
+use rand::Rng;
 
-use crate::auth::{Authenticated, Authenticator, UserInfo, authenticator::bearer_token};
+use crate::auth::{Authenticated, Authenticator, authenticator::bearer_token};
+use crate::user::UserInfo;
 
 /// Errors of reading a token file.
 #[derive(Debug, thiserror::Error)]
@@ -151,6 +153,15 @@ impl Authenticator for TokenFile {
             },
         }
     }
+}
+
+/// A new random bearer token of `len` lower-case letters and digits.
+pub(crate) fn random_token_of(len: usize) -> String {
+    const CHARS: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    let mut rng = rand::rng();
+    (0..len)
+        .map(|_| CHARS[rng.random_range(0..CHARS.len())] as char)
+        .collect()
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 pub mod aggregated;
 pub mod legacy;
 
+use crate::registry::scheme::Registry;
 use crate::resource::ResourceInfo;
 
 /// A resource as a server serves it: its description and the verbs its storage supports.
@@ -38,4 +39,58 @@ pub struct ServedGroup {
     pub name: String,
     /// The versions, preferred first.
     pub versions: Vec<ServedVersion>,
+}
+
+/// The groups, versions and resources `registry` serves, for discovery and OpenAPI. Versions
+/// are listed in registration order (the first registered is preferred).
+pub fn served_groups(registry: &Registry) -> Vec<ServedGroup> {
+    let mut groups: Vec<ServedGroup> = Vec::new();
+    for r in registry.resources() {
+        let info = r.info().clone();
+        let verbs: Vec<String> = r.verbs().iter().map(|v| v.to_string()).collect();
+        let subresource_verbs = |declared: bool| -> Vec<String> {
+            if declared {
+                ["get", "patch", "update"]
+                    .iter()
+                    .filter(|v| verbs.iter().any(|x| x == *v))
+                    .map(|v| v.to_string())
+                    .collect()
+            } else {
+                Vec::new()
+            }
+        };
+        let status_verbs = subresource_verbs(info.status_subresource);
+        let scale_verbs = subresource_verbs(info.scale.is_some());
+        let group = match groups.iter_mut().position(|g| g.name == info.group) {
+            Some(i) => &mut groups[i],
+            None => {
+                groups.push(ServedGroup {
+                    name: info.group.clone(),
+                    versions: Vec::new(),
+                });
+                groups.last_mut().expect("just pushed")
+            }
+        };
+        let version = match group
+            .versions
+            .iter_mut()
+            .position(|v| v.version == info.version)
+        {
+            Some(i) => &mut group.versions[i],
+            None => {
+                group.versions.push(ServedVersion {
+                    version: info.version.clone(),
+                    resources: Vec::new(),
+                });
+                group.versions.last_mut().expect("just pushed")
+            }
+        };
+        version.resources.push(ServedResource {
+            info,
+            verbs,
+            status_verbs,
+            scale_verbs,
+        });
+    }
+    groups
 }

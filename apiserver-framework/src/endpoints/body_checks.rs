@@ -8,10 +8,9 @@ use serde_json::Value;
 
 use crate::endpoints::negotiation::BodyFormat;
 use crate::endpoints::patch::PatchKind;
-use crate::error::ApiError;
+use crate::error::{ApiError, FieldError};
 use crate::registry::field_validation::FieldIssues;
 use crate::registry::options::FieldValidation;
-use crate::registry::strategy::FieldError;
 use crate::resource::ResourceInfo;
 
 /// The warnings a request collects for its response; shared with patch closures, which may run

@@ -1,9 +1,8 @@
 //! Who writes: the `fieldManager` of a write, and upstream's checks of patch options.
 
 use crate::endpoints::patch::PatchKind;
-use crate::error::ApiError;
+use crate::error::{ApiError, FieldError};
 use crate::registry::options::WriteOptions;
-use crate::registry::strategy::FieldError;
 
 /// The longest field manager name (upstream's `FieldManagerMaxLength`).
 pub const MAX_FIELD_MANAGER_LENGTH: usize = 128;

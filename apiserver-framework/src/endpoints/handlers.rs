@@ -133,7 +133,7 @@ async fn dispatch(
             default_watch_timeout(&mut opts, &req);
             opts.field_selector
                 .requirements
-                .push(crate::registry::selector::FieldRequirement {
+                .push(crate::selector::FieldRequirement {
                     field: "metadata.name".into(),
                     negated: false,
                     value: n.to_string(),
@@ -502,7 +502,7 @@ fn default_watch_timeout(opts: &mut crate::registry::options::ListOptions, req: 
     if opts.timeout_seconds.is_none()
         && let Some(min) = req
             .extensions()
-            .get::<crate::server::filters::MinRequestTimeout>()
+            .get::<super::watch_timeout::MinRequestTimeout>()
     {
         opts.timeout_seconds = Some(min.pick_seconds());
     }

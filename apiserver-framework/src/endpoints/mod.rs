@@ -16,3 +16,4 @@ pub mod scale;
 pub mod strategic;
 pub mod table;
 pub mod warning;
+pub mod watch_timeout;

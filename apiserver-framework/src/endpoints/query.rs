@@ -1,11 +1,10 @@
 //! Parsing request options from the query string, with upstream's 400/422 answers.
 
-use crate::error::ApiError;
+use crate::error::{ApiError, FieldError};
 use crate::quote::go_quote;
 use crate::registry::continue_token;
 use crate::registry::options::{DeleteOptions, FieldValidation, ListOptions, WriteOptions};
-use crate::registry::selector::{FieldSelector, LabelSelector};
-use crate::registry::strategy::FieldError;
+use crate::selector::{FieldSelector, LabelSelector};
 
 /// The decoded `key=value` pairs of a query string, in order.
 #[derive(Clone, Debug, Default)]

@@ -201,6 +201,13 @@ pub fn error(output: &Output, e: &ApiError) -> Response<Body> {
     res
 }
 
+/// An [`ApiError`] returned from an axum handler answers its Status as JSON.
+impl axum::response::IntoResponse for ApiError {
+    fn into_response(self) -> axum::response::Response {
+        error(&Output::Json, &self)
+    }
+}
+
 /// Encodes one watch event object for the negotiated output. `first` is whether this is the
 /// first event of the stream (Table events carry column definitions only then).
 pub fn watch_object(

@@ -4,8 +4,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::error::ApiError;
-use crate::registry::strategy::FieldError;
+use crate::error::{ApiError, FieldError};
 use crate::resource::{ResourceInfo, ScaleSubresource, Scope};
 
 /// The `ResourceInfo` of `autoscaling/v1 Scale`, for Table output of the subresource.

@@ -3,11 +3,12 @@
 //! (`k8s.io/apiserver/pkg/endpoints/metrics` and `k8s.io/apiserver/pkg/storage/etcd3/metrics`).
 //!
 //! As upstream's `legacyregistry`, the metrics are process-wide: [`global`] holds them, the
-//! handler chain ([`RequestRecorder`]) and [`crate::storage::instrumented::InstrumentedStorage`]
+//! handler chain ([`RequestRecorder`]) and the storage wrapper ([`storage::InstrumentedStorage`])
 //! record into them, and every chain of the process serves them.
 
 pub mod labels;
 pub mod recorder;
+pub mod storage;
 
 use std::sync::OnceLock;
 

@@ -16,7 +16,28 @@ use prometheus::IntGauge;
 
 use crate::auth::PeerAddr;
 use crate::metrics::{Metrics, RequestLabels, global};
-use crate::server::generic::GenericApiServer;
+use crate::registry::scheme::Registry;
+
+/// A chain of servers as the recorder reads it: what each server stores, and the server it
+/// hands other requests to. The server implements it; the recorder keeps only the labels a
+/// server of the chain serves.
+pub trait ServingChain {
+    /// The resources this server (not the next ones) stores.
+    fn served_registry(&self) -> &Registry;
+
+    /// The server requests go to when this one does not serve them, if any.
+    fn next_server(&self) -> Option<&dyn ServingChain>;
+}
+
+impl<T: ServingChain + ?Sized> ServingChain for Arc<T> {
+    fn served_registry(&self) -> &Registry {
+        (**self).served_registry()
+    }
+
+    fn next_server(&self) -> Option<&dyn ServingChain> {
+        (**self).next_server()
+    }
+}
 
 /// One request being served: counts it in flight until dropped, and records it once its
 /// response is produced ([`RequestRecorder::finish`]).
@@ -58,7 +79,7 @@ impl RequestRecorder {
     /// Records the response `res` the chain starting at `server` produced, and returns it (for
     /// long-running requests, with a body that keeps the long-running and watcher gauges up
     /// until it ends).
-    pub fn finish(mut self, server: &Arc<GenericApiServer>, res: Response<Body>) -> Response<Body> {
+    pub fn finish(mut self, server: &dyn ServingChain, res: Response<Body>) -> Response<Body> {
         let status = res.status();
         let (labels, routed) = served(server, std::mem::take(&mut self.labels), status);
         let elapsed = self.started.elapsed();
@@ -131,7 +152,7 @@ impl Drop for RequestRecorder {
 /// subresource only when the resource has it; a non-resource request keeps its path only when
 /// the path is one the server answers ([`served_path`]). Otherwise those labels are empty.
 fn served(
-    server: &Arc<GenericApiServer>,
+    server: &dyn ServingChain,
     mut labels: RequestLabels,
     status: StatusCode,
 ) -> (RequestLabels, Option<String>) {
@@ -145,7 +166,7 @@ fn served(
     loop {
         if let Some(storage) =
             server
-                .registry()
+                .served_registry()
                 .find(&labels.group, &labels.version, &labels.resource)
         {
             let info = storage.info();
@@ -156,7 +177,7 @@ fn served(
             }
             return (labels, Some(info.kind.clone()));
         }
-        match server.delegate() {
+        match server.next_server() {
             Some(next) => server = next,
             None => return (labels.unrouted(), None),
         }
@@ -164,13 +185,13 @@ fn served(
 }
 
 /// Whether a server of the chain serves `group` (and `version`, if given).
-fn chain_serves(server: &Arc<GenericApiServer>, group: &str, version: Option<&str>) -> bool {
+fn chain_serves(server: &dyn ServingChain, group: &str, version: Option<&str>) -> bool {
     let mut server = server;
     loop {
-        if server.registry().serves(group, version) {
+        if server.served_registry().serves(group, version) {
             return true;
         }
-        match server.delegate() {
+        match server.next_server() {
             Some(next) => server = next,
             None => return false,
         }
@@ -181,7 +202,7 @@ fn chain_serves(server: &Arc<GenericApiServer>, group: &str, version: Option<&st
 /// version, metrics, OpenAPI, the discovery roots), the discovery and OpenAPI v3 documents of
 /// served groups and versions, and a health check that answered as a check does (`200` or
 /// `500`; an unknown check is `404`).
-fn served_path(server: &Arc<GenericApiServer>, path: &str, status: StatusCode) -> bool {
+fn served_path(server: &dyn ServingChain, path: &str, status: StatusCode) -> bool {
     const FIXED: &[&str] = &[
         "/",
         "/api",
@@ -260,6 +281,7 @@ mod tests {
     use crate::Group;
     use crate::registry::rest::RestStorage;
     use crate::resource::{ResourceInfo, Scope};
+    use crate::server::generic::GenericApiServer;
 
     /// A storage that only describes itself: `widgets.example.com/v1`, with a status.
     struct Widgets(ResourceInfo);

@@ -1,6 +1,7 @@
 //! The registry layer: per-resource REST storage, the generic store and its strategy, request
-//! options, selectors and the server's scheme of groups.
+//! options and the server's scheme of groups.
 
+pub mod admission;
 pub mod continue_token;
 pub mod encoded_events;
 pub mod encoding;
@@ -9,9 +10,7 @@ pub mod group;
 pub mod options;
 pub mod rest;
 pub mod scheme;
-pub mod selector;
 pub mod store;
 pub mod strategy;
-pub mod validation;
 pub mod watch;
 pub mod yaml_body;

@@ -1,6 +1,6 @@
 //! Server-side request options (list, write, delete), parsed from the query string.
 
-use crate::registry::selector::{FieldSelector, LabelSelector};
+use crate::selector::{FieldSelector, LabelSelector};
 
 /// How a list or watch reads objects.
 #[derive(Clone, Debug, Default)]
@@ -76,7 +76,7 @@ impl DeleteOptions {
     /// Upstream's DeleteOptions validation: a known propagation policy, and not both
     /// `orphanDependents` and `propagationPolicy`. Errors answer 422 `DeleteOptions.meta.k8s.io`.
     pub fn validate(&self) -> Result<(), crate::error::ApiError> {
-        use crate::registry::strategy::FieldError;
+        use crate::error::FieldError;
         let mut errs = Vec::new();
         if let Some(p) = &self.propagation_policy {
             if self.orphan_dependents.is_some() {

@@ -7,12 +7,12 @@ use bytes::Bytes;
 use futures::stream::BoxStream;
 use serde_json::Value;
 
-use crate::admission::AdmissionChain;
-use crate::auth::UserInfo;
 use crate::error::{ApiError, Status};
+use crate::registry::admission::AdmissionChain;
 use crate::registry::options::{DeleteOptions, ListOptions, WriteOptions};
 use crate::registry::scheme::Registry;
 use crate::resource::ResourceInfo;
+use crate::user::UserInfo;
 
 /// The request-scoped facts a storage needs.
 #[derive(Clone)]

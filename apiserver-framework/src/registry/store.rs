@@ -12,9 +12,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use rand::Rng;
 use serde_json::Value;
 
-use crate::admission::{AdmissionAttributes, Operation};
 use crate::apply;
-use crate::error::{ApiError, Status, StatusDetails};
+use crate::error::{ApiError, FieldError, Status, StatusDetails};
+use crate::registry::admission::{AdmissionAttributes, Operation};
 use crate::registry::continue_token;
 use crate::registry::encoded_events::EncodedEvents;
 use crate::registry::encoding::with_resource_version;
@@ -22,11 +22,11 @@ use crate::registry::options::{DeleteOptions, ListOptions, WriteOptions};
 use crate::registry::rest::{
     DeleteOutcome, EventStream, ObjectList, RequestContext, RestStorage, WatchEventType,
 };
-use crate::registry::strategy::{FieldError, Strategy};
-use crate::registry::validation;
+use crate::registry::strategy::Strategy;
 use crate::registry::watch;
 use crate::resource::{ApiResource, ResourceInfo};
 use crate::storage::{KeyValue, ListRequest, Storage, StorageError};
+use crate::validation;
 
 /// The 410 message of a continue token whose revision was compacted away, as upstream's.
 const INCONSISTENT_CONTINUE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";

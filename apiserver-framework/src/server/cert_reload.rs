@@ -9,7 +9,7 @@ use parking_lot::RwLock;
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 
-use crate::server::tls::{ServingCert, TlsError};
+use crate::tls::{ServingCert, TlsError};
 
 /// How often [`ReloadingCert::spawn_watcher`] looks at the files by default.
 pub const DEFAULT_RELOAD_INTERVAL: Duration = Duration::from_secs(2);

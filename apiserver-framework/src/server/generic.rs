@@ -12,24 +12,24 @@ use axum::body::Body;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use serde_json::{Value, json};
 
-use crate::admission::{AdmissionChain, AdmissionPlugin};
-use crate::aggregator::Aggregator;
-use crate::auth::UserInfo;
 use crate::authz::ParsedRequest;
-use crate::discovery::{ServedGroup, aggregated, legacy};
+use crate::discovery::{self, ServedGroup, aggregated, legacy};
 use crate::endpoints::handlers;
 use crate::endpoints::request_info::{self, ApiPath, Verb};
 use crate::endpoints::response::raw;
 use crate::error::ApiError;
 use crate::openapi;
+use crate::registry::admission::{AdmissionChain, AdmissionPlugin};
 use crate::registry::group::Group;
 use crate::registry::rest::RequestContext;
 use crate::registry::scheme::Registry;
+use crate::server::front::FrontHandler;
 use crate::server::health::{HealthCheck, HealthChecks};
 use crate::server::lifecycle::Lifecycle;
 use crate::server::version::{self, VersionInfo};
 use crate::storage::Storage;
 use crate::storage::memory::MemoryStorage;
+use crate::user::UserInfo;
 
 /// One API server of a delegation chain.
 pub struct GenericApiServer {
@@ -41,7 +41,7 @@ pub struct GenericApiServer {
     livez: HealthChecks,
     readyz: HealthChecks,
     version: VersionInfo,
-    aggregator: Option<Arc<Aggregator>>,
+    aggregator: Option<Arc<dyn FrontHandler>>,
     lifecycle: Lifecycle,
     /// The documents and the aggregator generation they were computed at.
     documents: parking_lot::RwLock<Option<(u64, Arc<Documents>)>>,
@@ -61,6 +61,18 @@ struct Documents {
     openapi_v3_root: Vec<u8>,
 }
 
+impl crate::metrics::recorder::ServingChain for GenericApiServer {
+    fn served_registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    fn next_server(&self) -> Option<&dyn crate::metrics::recorder::ServingChain> {
+        self.delegate
+            .as_deref()
+            .map(|d| d as &dyn crate::metrics::recorder::ServingChain)
+    }
+}
+
 /// Builds a [`GenericApiServer`].
 pub struct GenericApiServerBuilder {
     name: String,
@@ -71,7 +83,7 @@ pub struct GenericApiServerBuilder {
     health_checks: Vec<Arc<dyn HealthCheck>>,
     readiness_checks: Vec<Arc<dyn HealthCheck>>,
     version: VersionInfo,
-    aggregator: Option<Arc<Aggregator>>,
+    aggregator: Option<Arc<dyn FrontHandler>>,
     lifecycle: Lifecycle,
 }
 
@@ -130,7 +142,7 @@ impl GenericApiServer {
 
     /// The groups served by this server and every delegate after it, in chain order.
     pub fn chain_groups(&self) -> Vec<ServedGroup> {
-        let mut groups = self.registry.served_groups();
+        let mut groups = discovery::served_groups(&self.registry);
         if let Some(d) = &self.delegate {
             for g in d.chain_groups() {
                 if !groups.iter().any(|x| x.name == g.name) {
@@ -228,7 +240,7 @@ impl GenericApiServer {
                 if req.method() != Method::GET {
                     return ApiError::method_not_allowed().into_response_now();
                 }
-                let groups = self.registry.served_groups();
+                let groups = discovery::served_groups(&self.registry);
                 let version = groups
                     .iter()
                     .find(|x| x.name == g)
@@ -548,9 +560,9 @@ impl GenericApiServerBuilder {
         self
     }
 
-    /// Fronts the backends of `aggregator`'s APIServices (this server should also serve
-    /// [`crate::aggregator::apiservice::group`]).
-    pub fn aggregator(mut self, aggregator: Arc<Aggregator>) -> Self {
+    /// Fronts the backends of `aggregator`'s APIServices (an `aggregator::Aggregator`; this
+    /// server should also serve `aggregator::apiservice::group()`).
+    pub fn aggregator(mut self, aggregator: Arc<dyn FrontHandler>) -> Self {
         self.aggregator = Some(aggregator);
         self
     }

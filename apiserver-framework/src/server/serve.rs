@@ -14,14 +14,16 @@ use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 
 use crate::audit::{self, AuditId, Auditor};
-use crate::auth::{self, Authenticated, Authenticator, DelegatedAuthConfig, UserInfo};
+use crate::auth::{self, Authenticated, Authenticator, DelegatedAuthConfig};
 use crate::authz::{self, Attributes, Authorizer, Decision, ParsedRequest, PathAuthorizer};
+use crate::endpoints::watch_timeout::MinRequestTimeout;
 use crate::error::ApiError;
 use crate::server::connections::activity::OpenConnections;
 use crate::server::connections::{ConnectionServer, ServeRequest, listener};
-use crate::server::filters::{self, MaxInFlight, MinRequestTimeout, RequestLimits};
+use crate::server::filters::{self, MaxInFlight, RequestLimits};
 use crate::server::generic::GenericApiServer;
 use crate::server::lifecycle::ShutdownOptions;
+use crate::user::UserInfo;
 
 /// The filters in front of the first server of a chain.
 pub struct HandlerChain {
@@ -199,7 +201,7 @@ impl HandlerChain {
         body: Body,
         user: UserInfo,
     ) -> Response<Body> {
-        let user = match auth::impersonate(self.authorizer.as_ref(), &mut parts, user).await {
+        let user = match filters::impersonate(self.authorizer.as_ref(), &mut parts, user).await {
             Ok(user) => user,
             Err(res) => return res,
         };
@@ -295,7 +297,7 @@ pub fn start(
     let addr = listener.local_addr()?;
     let limits = chain.limits.connections;
     let tls = match limits.disable_http2 {
-        true => crate::server::tls::without_http2(tls),
+        true => crate::tls::without_http2(tls),
         false => tls,
     };
     let (stop, stopped) = watch::channel(false);

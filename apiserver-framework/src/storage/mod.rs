@@ -10,7 +10,6 @@ pub mod conformance;
 pub mod embedded;
 #[cfg(feature = "etcd")]
 pub mod etcd;
-pub mod instrumented;
 pub mod memory;
 
 use bytes::Bytes;

@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use apiserver_framework::auth::{StaticTokenAuthenticator, UserInfo};
+use apiserver_framework::auth::StaticTokenAuthenticator;
 use apiserver_framework::authz::{
     Attributes, AuthorizationError, Authorizer, Decision, Request as AuthzRequest,
 };
@@ -20,8 +20,9 @@ use apiserver_framework::registry::strategy::DefaultStrategy;
 use apiserver_framework::server::GenericApiServer;
 use apiserver_framework::server::filters::RequestLimits;
 use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
-use apiserver_framework::server::tls::{ServingCert, install_crypto_provider};
 use apiserver_framework::storage::memory::MemoryStorage;
+use apiserver_framework::tls::{ServingCert, install_crypto_provider};
+use apiserver_framework::user::UserInfo;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -166,7 +167,7 @@ impl Served {
     /// A TLS connection offering `alpn` (e.g. `h2`, `http/1.1`).
     pub async fn tls(&self, alpn: &[&[u8]]) -> TlsStream<TcpStream> {
         let mut roots = rustls::RootCertStore::empty();
-        for cert in apiserver_framework::server::tls::parse_certs(&self.ca_pem).unwrap() {
+        for cert in apiserver_framework::tls::parse_certs(&self.ca_pem).unwrap() {
             roots.add(cert).unwrap();
         }
         let provider = Arc::new(rustls::crypto::ring::default_provider());

@@ -426,7 +426,7 @@ async fn post_expecting_continue(
     use rustls::pki_types::{CertificateDer, ServerName};
     use tokio::io::AsyncWriteExt;
 
-    apiserver_framework::server::tls::install_crypto_provider();
+    apiserver_framework::tls::install_crypto_provider();
     let mut roots = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
         roots

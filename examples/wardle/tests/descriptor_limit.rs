@@ -128,7 +128,7 @@ async fn attack_and_probe(server: &Limited) {
         .collect();
     tokio::time::sleep(Duration::from_secs(2)).await;
 
-    apiserver_framework::server::tls::install_crypto_provider();
+    apiserver_framework::tls::install_crypto_provider();
     let http = reqwest::Client::builder()
         .use_rustls_tls()
         .danger_accept_invalid_certs(true)

@@ -20,9 +20,9 @@ const WATCHES: usize = 500;
 
 /// An HTTP/2 connection to `w` (ALPN `h2`, trusting its CA).
 async fn h2_connection(w: &Wardle) -> hyper::client::conn::http2::SendRequest<Empty<Bytes>> {
-    apiserver_framework::server::tls::install_crypto_provider();
+    apiserver_framework::tls::install_crypto_provider();
     let mut roots = rustls::RootCertStore::empty();
-    for cert in apiserver_framework::server::tls::parse_certs(&w.ca_pem).unwrap() {
+    for cert in apiserver_framework::tls::parse_certs(&w.ca_pem).unwrap() {
         roots.add(cert).unwrap();
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());

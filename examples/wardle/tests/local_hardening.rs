@@ -249,7 +249,7 @@ async fn local_mode_serves_on_loopback_addresses() {
         let url = cluster["server"].as_str().unwrap().to_string();
         let ca = base64_decode(cluster["certificate-authority-data"].as_str().unwrap());
         assert!(url.starts_with(&format!("https://{host}:")), "{url}");
-        apiserver_framework::server::tls::install_crypto_provider();
+        apiserver_framework::tls::install_crypto_provider();
         let client = reqwest::Client::builder()
             .use_rustls_tls()
             .tls_built_in_root_certs(false)

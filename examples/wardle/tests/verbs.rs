@@ -8,13 +8,13 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use apiserver_framework::admission::{AdmissionAttributes, AdmissionPlugin, Operation};
 use apiserver_framework::audit::AuditOptions;
 use apiserver_framework::devhost::rules::RulesFile;
 use apiserver_framework::devhost::tokens::TokenFile;
 use apiserver_framework::error::ApiError;
+use apiserver_framework::registry::admission::{AdmissionAttributes, AdmissionPlugin, Operation};
 use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
-use apiserver_framework::server::tls::{ServingCert, install_crypto_provider};
+use apiserver_framework::tls::{ServingCert, install_crypto_provider};
 use reqwest::Method;
 use serde_json::{Value, json};
 

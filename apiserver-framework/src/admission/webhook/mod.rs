@@ -20,9 +20,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use crate::admission::host::{HostObjects, wait_synced};
 use crate::admission::lifecycle::namespace_not_found;
-use crate::admission::{AdmissionAttributes, AdmissionPlugin};
-use crate::aggregator::resolver::ServiceResolver;
 use crate::error::ApiError;
+use crate::host::resolver::ServiceResolver;
+use crate::registry::admission::{AdmissionAttributes, AdmissionPlugin};
 
 /// The name of the mutating webhook plugin.
 pub const MUTATING_NAME: &str = "MutatingAdmissionWebhook";

@@ -4,10 +4,9 @@
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
 
-use crate::admission::AdmissionAttributes;
-use crate::admission::Operation;
 use crate::admission::webhook::matching::operation_name;
 use crate::error::ApiError;
+use crate::registry::admission::{AdmissionAttributes, Operation};
 
 /// The API version of the reviews sent and expected.
 pub const API_VERSION: &str = "admission.k8s.io/v1";

@@ -21,17 +21,16 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::auth::UserInfo;
 use crate::authz::{
     Attributes, AuthorizationError, Authorizer, Decision, NonResourceAttributes, Request,
     ResourceAttributes, SelectorRequirement,
 };
-use crate::error::ApiError;
+use crate::error::{ApiError, FieldError};
 use crate::registry::options::WriteOptions;
 use crate::registry::rest::{ProtobufDecoder, RequestContext, RestStorage};
-use crate::registry::strategy::FieldError;
 use crate::resource::{ResourceInfo, Scope};
 use crate::schema::{object_schema, structural_schema_of};
+use crate::user::UserInfo;
 
 mod protobuf;
 
@@ -608,8 +607,8 @@ impl SelfReviews {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::admission::AdmissionChain;
     use crate::authz::AllowAll;
+    use crate::registry::admission::AdmissionChain;
     use crate::registry::scheme::Registry;
 
     fn ctx(user: UserInfo) -> RequestContext {

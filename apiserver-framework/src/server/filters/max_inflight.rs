@@ -9,9 +9,9 @@ use axum::body::Body;
 use http::{HeaderValue, Response, StatusCode, header};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::auth::UserInfo;
 use crate::authz::Request;
 use crate::server::filters::long_running::is_mutating;
+use crate::user::UserInfo;
 
 /// The group whose members the limit never refuses (upstream's `SystemPrivilegedGroup`).
 const PRIVILEGED_GROUP: &str = "system:masters";

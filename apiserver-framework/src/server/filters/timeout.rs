@@ -7,7 +7,7 @@ use std::time::Duration;
 use axum::body::Body;
 use http::{HeaderValue, Response, StatusCode, header};
 
-use crate::cli::duration;
+use crate::duration;
 use crate::endpoints::query::Query;
 use crate::error::ApiError;
 

@@ -60,7 +60,7 @@ fn answer(path: &str, review: &Value) -> Value {
 }
 
 async fn start_webhook_server() -> WebhookServer {
-    apiserver_framework::server::tls::install_crypto_provider();
+    apiserver_framework::tls::install_crypto_provider();
     let ca_key = KeyPair::generate().expect("key");
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("params");
     ca_params

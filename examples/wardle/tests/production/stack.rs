@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use apiserver_framework::cli::duration::GoDuration;
 use apiserver_framework::devhost::{DevHost, DevHostOptions};
+use apiserver_framework::duration::GoDuration;
 use rcgen::{CertificateParams, DnType, ExtendedKeyUsagePurpose, Issuer, KeyPair};
 use serde_json::Value;
 

@@ -293,7 +293,7 @@ impl Wardle {
 
     /// A client builder trusting only the server's CA, with a 30 s timeout.
     pub fn client_builder(&self) -> reqwest::ClientBuilder {
-        apiserver_framework::server::tls::install_crypto_provider();
+        apiserver_framework::tls::install_crypto_provider();
         let ca = reqwest::Certificate::from_pem(self.ca_pem.as_bytes()).expect("parse the CA");
         reqwest::Client::builder()
             .use_rustls_tls()

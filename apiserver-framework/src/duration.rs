@@ -1,5 +1,5 @@
-//! Durations on the command line in Go's `time.ParseDuration` form (`5m`, `1h30m`, `2.5s`,
-//! `300ms`), as kube-apiserver's flags take them.
+//! Durations in Go's `time.ParseDuration` form (`5m`, `1h30m`, `2.5s`, `300ms`), as
+//! kube-apiserver's flags and the `?timeout=` of a request take them.
 
 use std::time::Duration;
 

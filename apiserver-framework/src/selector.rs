@@ -15,6 +15,7 @@
 //! sorted, nothing is trimmed.
 
 use crate::quote::go_quote;
+use crate::validation::{label_key_errors, label_value_errors};
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
@@ -499,125 +500,6 @@ fn new_requirement(key: String, op: Operator, values: Vec<String>) -> Result<Req
         1 => Err(distinct.remove(0)),
         _ => Err(format!("[{}]", distinct.join(", "))),
     }
-}
-
-const LABEL_KEY_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
-const LABEL_KEY_MSG: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
-const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-const DNS1123_SUBDOMAIN_FMT: &str =
-    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
-const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
-/// Longest label name part and label value.
-const LABEL_MAX_LEN: usize = 63;
-/// Longest DNS-1123 subdomain (a label key prefix).
-const DNS1123_SUBDOMAIN_MAX_LEN: usize = 253;
-
-/// Upstream's explanation of a pattern mismatch: the rule, examples, and the pattern.
-fn regex_error(msg: &str, re: &str, examples: &[&str]) -> String {
-    let mut out = format!("{msg} (e.g. ");
-    for (i, e) in examples.iter().enumerate() {
-        if i > 0 {
-            out.push_str(" or ");
-        }
-        out.push_str(&format!("'{e}', "));
-    }
-    out.push_str(&format!("regex used for validation is '{re}')"));
-    out
-}
-
-fn max_len_error(n: usize) -> String {
-    format!("must be no more than {n} bytes")
-}
-
-/// `[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?`: a label name part or non-empty label value.
-fn is_label_name(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && b[0].is_ascii_alphanumeric()
-        && b[b.len() - 1].is_ascii_alphanumeric()
-        && b.iter()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
-}
-
-/// Lowercase RFC 1123 subdomain: dot-separated labels of `[a-z0-9]([-a-z0-9]*[a-z0-9])?`.
-fn is_dns1123_subdomain(s: &str) -> bool {
-    s.split('.').all(|label| {
-        let b = label.as_bytes();
-        !b.is_empty()
-            && b[0].is_ascii_alphanumeric()
-            && b[b.len() - 1].is_ascii_alphanumeric()
-            && b.iter()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-    })
-}
-
-/// Upstream's messages for an invalid label key (empty when valid).
-pub fn label_key_errors(key: &str) -> Vec<String> {
-    let examples = ["MyName", "my.name", "123-abc"];
-    let mut errs = Vec::new();
-    let parts: Vec<&str> = key.split('/').collect();
-    let name = match parts.as_slice() {
-        [name] => *name,
-        [prefix, name] => {
-            if prefix.is_empty() {
-                errs.push("prefix part must be non-empty".to_string());
-            } else {
-                if prefix.len() > DNS1123_SUBDOMAIN_MAX_LEN {
-                    errs.push(format!(
-                        "prefix part {}",
-                        max_len_error(DNS1123_SUBDOMAIN_MAX_LEN)
-                    ));
-                }
-                if !is_dns1123_subdomain(prefix) {
-                    errs.push(format!(
-                        "prefix part {}",
-                        regex_error(
-                            DNS1123_SUBDOMAIN_MSG,
-                            DNS1123_SUBDOMAIN_FMT,
-                            &["example.com"]
-                        )
-                    ));
-                }
-            }
-            *name
-        }
-        _ => {
-            errs.push(format!(
-                "a valid label key {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
-                regex_error(LABEL_KEY_MSG, LABEL_KEY_FMT, &examples)
-            ));
-            return errs;
-        }
-    };
-    if name.is_empty() {
-        errs.push("name part must be non-empty".to_string());
-    } else if name.len() > LABEL_MAX_LEN {
-        errs.push(format!("name part {}", max_len_error(LABEL_MAX_LEN)));
-    }
-    if !is_label_name(name) {
-        errs.push(format!(
-            "name part {}",
-            regex_error(LABEL_KEY_MSG, LABEL_KEY_FMT, &examples)
-        ));
-    }
-    errs
-}
-
-/// Upstream's messages for an invalid label value (empty when valid).
-pub fn label_value_errors(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if value.len() > LABEL_MAX_LEN {
-        errs.push(max_len_error(LABEL_MAX_LEN));
-    }
-    if !value.is_empty() && !is_label_name(value) {
-        errs.push(regex_error(
-            LABEL_VALUE_MSG,
-            LABEL_VALUE_FMT,
-            &["MyValue", "my_value", "12345"],
-        ));
-    }
-    errs
 }
 
 /// One field selector requirement: `field=value`, `field==value` or `field!=value`.

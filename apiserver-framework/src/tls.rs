@@ -1,5 +1,6 @@
-//! Serving certificates: from files, or self-signed and kept in a certificate directory as
-//! upstream's `--cert-dir` does.
+//! Certificates and TLS configuration: serving certificates from files, or self-signed and kept
+//! in a certificate directory as upstream's `--cert-dir` does; rustls server configurations;
+//! PEM bundles (the authorities of clients, webhooks and backends).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -1,4 +1,5 @@
-//! The identity of a caller.
+//! The identity of a caller, as authentication establishes it and everything after reads it
+//! (authorization, admission, audit, the registry).
 
 use std::collections::BTreeMap;
 

@@ -13,9 +13,9 @@ use axum::body::Body;
 use http::Response;
 use http::request::Parts;
 
-use super::UserInfo;
 use crate::audit::AuditContext;
 use crate::authz::{self, Attributes, Authorizer, Decision, Request, ResourceAttributes};
+use crate::user::UserInfo;
 
 const USER_HEADER: &str = "impersonate-user";
 const GROUP_HEADER: &str = "impersonate-group";

@@ -1,0 +1,152 @@
+//! The admission interface of the store: what a plugin sees of a write
+//! ([`AdmissionAttributes`]), the plugin trait ([`AdmissionPlugin`]) and the chain the store
+//! runs ([`AdmissionChain`]).
+//!
+//! Mutating plugins run first, in registration order, before the store's defaulting and
+//! validation; validating plugins run last, right before the object is stored. A plugin that
+//! refuses a request returns an [`ApiError`]; [`AdmissionAttributes::forbidden`] builds the
+//! upstream `403 Forbidden` shape (`<resource> "<name>" is forbidden: <reason>`). The plugins
+//! the framework provides (webhooks, namespace lifecycle, filters) are in [`crate::admission`].
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::scheme::Registry;
+use crate::error::ApiError;
+use crate::resource::ResourceInfo;
+use crate::user::UserInfo;
+
+/// The kind of write being admitted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Operation {
+    /// A create.
+    Create,
+    /// An update (PUT or PATCH).
+    Update,
+    /// A delete.
+    Delete,
+}
+
+/// Everything a plugin may look at.
+pub struct AdmissionAttributes<'a> {
+    /// The write.
+    pub operation: Operation,
+    /// The resource written to.
+    pub resource: &'a ResourceInfo,
+    /// The subresource (`status`), if any.
+    pub subresource: Option<&'a str>,
+    /// The namespace (namespaced resources).
+    pub namespace: Option<&'a str>,
+    /// The object's name (may be empty for a create with `generateName`).
+    pub name: &'a str,
+    /// The object as it will be stored (absent on delete). Mutating plugins may change it.
+    pub object: Option<&'a mut Value>,
+    /// The stored object (updates and deletes).
+    pub old_object: Option<&'a Value>,
+    /// The caller.
+    pub user: &'a UserInfo,
+    /// Whether the request is a dry run (a plugin must not have side effects then).
+    pub dry_run: bool,
+    /// Every resource the server stores, to look up other objects.
+    pub registry: &'a Registry,
+}
+
+impl AdmissionAttributes<'_> {
+    /// The upstream `403 Forbidden` for this request, with `reason` as the explanation.
+    pub fn forbidden(&self, reason: &str) -> ApiError {
+        let name = if self.name.is_empty() {
+            self.object
+                .as_ref()
+                .and_then(|o| o.pointer("/metadata/generateName"))
+                .and_then(Value::as_str)
+                .unwrap_or("Unknown")
+        } else {
+            self.name
+        };
+        ApiError::forbidden(self.resource, name, reason)
+    }
+}
+
+/// An admission plugin. Override [`AdmissionPlugin::mutate`], [`AdmissionPlugin::validate`]
+/// or both.
+#[async_trait::async_trait]
+pub trait AdmissionPlugin: Send + Sync + 'static {
+    /// The plugin's name (used to enable or disable it).
+    fn name(&self) -> &str;
+
+    /// Whether the plugin runs unless `--disable-admission-plugins` names it (upstream's
+    /// default-on plugins); a default-off plugin runs only when `--enable-admission-plugins`
+    /// names it.
+    fn enabled_by_default(&self) -> bool {
+        true
+    }
+
+    /// Whether the plugin wants to see this request. Defaults to every request.
+    fn handles(&self, _resource: &ResourceInfo, _operation: Operation) -> bool {
+        true
+    }
+
+    /// May change the object; runs before every validating plugin.
+    async fn mutate(&self, _attrs: &mut AdmissionAttributes<'_>) -> Result<(), ApiError> {
+        Ok(())
+    }
+
+    /// May refuse the request; must not change anything.
+    async fn validate(&self, _attrs: &AdmissionAttributes<'_>) -> Result<(), ApiError> {
+        Ok(())
+    }
+}
+
+/// The plugins of a server, run in order.
+#[derive(Clone, Default)]
+pub struct AdmissionChain {
+    plugins: Vec<Arc<dyn AdmissionPlugin>>,
+}
+
+impl AdmissionChain {
+    /// A chain of the given plugins.
+    pub fn new(plugins: Vec<Arc<dyn AdmissionPlugin>>) -> Self {
+        AdmissionChain { plugins }
+    }
+
+    /// Adds a plugin at the end.
+    pub fn push(&mut self, plugin: Arc<dyn AdmissionPlugin>) {
+        self.plugins.push(plugin);
+    }
+
+    /// The names of the plugins, in order.
+    pub fn names(&self) -> Vec<String> {
+        self.plugins.iter().map(|p| p.name().to_string()).collect()
+    }
+
+    /// Whether no plugin is registered.
+    pub fn is_empty(&self) -> bool {
+        self.plugins.is_empty()
+    }
+
+    /// Whether any plugin wants to see this request ([`AdmissionPlugin::handles`]).
+    pub fn handles(&self, resource: &ResourceInfo, operation: Operation) -> bool {
+        self.plugins.iter().any(|p| p.handles(resource, operation))
+    }
+
+    /// Runs every mutating plugin (before the store's defaulting and validation, as upstream).
+    pub async fn mutate(&self, attrs: &mut AdmissionAttributes<'_>) -> Result<(), ApiError> {
+        for p in &self.plugins {
+            if p.handles(attrs.resource, attrs.operation) {
+                p.mutate(attrs).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs every validating plugin (after the store's validation, right before storage).
+    pub async fn validate(&self, attrs: &AdmissionAttributes<'_>) -> Result<(), ApiError> {
+        for p in &self.plugins {
+            if p.handles(attrs.resource, attrs.operation) {
+                p.validate(attrs).await?;
+            }
+        }
+        Ok(())
+    }
+}
