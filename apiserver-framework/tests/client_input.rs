@@ -163,13 +163,15 @@ fn patches_of_random_shape_never_panic() {
         "apiVersion": "v1", "kind": "K", "metadata": {"name": "n", "labels": {"a": "b"}},
         "spec": {"list": [{"name": "x", "v": 1}, {"name": "y"}], "set": [1, 2], "s": "é"}
     });
-    let schema = std::sync::Arc::new(json!({"type": "object", "properties": {"spec": {
-    "type": "object", "properties": {
-        "list": {"type": "array", "x-kubernetes-list-type": "map",
-                 "x-kubernetes-list-map-keys": ["name"],
-                 "items": {"type": "object", "properties": {"name": {"type": "string"}}}},
-        "set": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "integer"}}
-    }}}}));
+    let schema = apiserver_framework::schema::StructuralSchema::from_openapi(
+        &json!({"type": "object", "properties": {"spec": {
+        "type": "object", "properties": {
+            "list": {"type": "array", "x-kubernetes-list-type": "map",
+                     "x-kubernetes-list-map-keys": ["name"],
+                     "items": {"type": "object", "properties": {"name": {"type": "string"}}}},
+            "set": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "integer"}}
+        }}}}),
+    );
     let values = [
         "1",
         "-1",

@@ -2,6 +2,7 @@
 //! patches (object, patch, schema extensions, expected object or error).
 
 use apiserver_framework::endpoints::strategic::apply;
+use apiserver_framework::schema::StructuralSchema;
 use serde_json::{Value, json};
 
 /// The schema a case patches against.
@@ -589,7 +590,7 @@ fn strategic_merge_patch_cases() {
         };
         let original = parse("original", case.name, case.original);
         let patch = parse("patch", case.name, case.patch);
-        let result = apply(&original, &patch, schema);
+        let result = apply(&original, &patch, &StructuralSchema::from_openapi(schema));
         match (&case.expect, result) {
             (Expect::Object(expected), Ok(actual)) => {
                 let expected = parse("expected", case.name, expected);
@@ -639,7 +640,8 @@ fn the_object_and_the_patch_are_left_untouched() {
     let original = json!({"mergingList": [{"name": 1}], "simpleMap": {"a": "1"}});
     let patch = json!({"mergingList": [{"name": 1, "$patch": "delete"}], "simpleMap": {"a": null}});
     let (original_before, patch_before) = (original.clone(), patch.clone());
-    let patched = apply(&original, &patch, &merge_item(1)).unwrap();
+    let schema = StructuralSchema::from_openapi(&merge_item(1));
+    let patched = apply(&original, &patch, &schema).unwrap();
     assert_eq!(patched, json!({"mergingList": [], "simpleMap": {}}));
     assert_eq!(original, original_before);
     assert_eq!(patch, patch_before);

@@ -7,8 +7,9 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use super::schema::Node;
+use super::typed::field;
 use super::value::{compare_values, to_compact_json};
+use crate::schema::Node;
 
 /// One step of a [`Path`]: a field, an associative-list key, a set value or a list index.
 #[derive(Debug, Clone)]
@@ -373,7 +374,7 @@ impl Set {
 
     /// This set plus, as members, the declared struct fields that have paths below them
     /// (upstream's `EnsureNamedFieldsAreMembers`, used when pruning).
-    pub(crate) fn ensure_named_fields_are_members(&self, node: &Node) -> Set {
+    pub(crate) fn ensure_named_fields_are_members(&self, node: Node<'_>) -> Set {
         let mut out = Set {
             members: self.members.clone(),
             children: BTreeMap::new(),
@@ -381,13 +382,13 @@ impl Set {
         for (pe, child) in &self.children {
             let child_node = match pe {
                 PathElement::Field(name) => {
-                    let (n, declared) = node.field(name);
+                    let (n, declared) = field(node, name);
                     if declared {
                         out.members.insert(pe.clone());
                     }
                     n
                 }
-                _ => node.items(),
+                _ => node.item_node(),
             };
             out.children.insert(
                 pe.clone(),

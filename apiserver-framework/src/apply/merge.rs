@@ -7,19 +7,19 @@ use serde_json::{Map, Value};
 
 use super::error::ApplyError;
 use super::fieldpath::{PathElement, Set};
-use super::schema::Node;
 use super::typed::{
-    Shape, as_map, index_items, is_empty_container, list_item_pe, positions, shape_pair,
+    Shape, as_map, field, index_items, is_empty_container, list_item_pe, positions, shape_pair,
 };
+use crate::schema::Node;
 
 /// `config` merged into `live`: struct fields and granular maps merge key by key, `set` and
 /// `map` lists item by item, anything else (scalars, atomic lists and maps) is replaced.
-pub fn merge(live: &Value, config: &Value, node: &Node) -> Result<Value, ApplyError> {
+pub fn merge(live: &Value, config: &Value, node: Node<'_>) -> Result<Value, ApplyError> {
     Ok(merge_node(node, Some(live), Some(config))?.unwrap_or_else(|| Value::Object(Map::new())))
 }
 
 fn merge_node(
-    node: &Node,
+    node: Node<'_>,
     l: Option<&Value>,
     r: Option<&Value>,
 ) -> Result<Option<Value>, ApplyError> {
@@ -35,7 +35,7 @@ fn merge_node(
             if let Some(lm) = lm {
                 for (k, lv) in lm {
                     if let Some(v) =
-                        merge_node(node.field(k).0, Some(lv), rm.and_then(|m| m.get(k)))?
+                        merge_node(field(node, k).0, Some(lv), rm.and_then(|m| m.get(k)))?
                     {
                         out.insert(k.clone(), v);
                     }
@@ -46,7 +46,7 @@ fn merge_node(
                     if lm.is_some_and(|m| m.contains_key(k)) {
                         continue;
                     }
-                    if let Some(v) = merge_node(node.field(k).0, None, Some(rv))? {
+                    if let Some(v) = merge_node(field(node, k).0, None, Some(rv))? {
                         out.insert(k.clone(), v);
                     }
                 }
@@ -82,7 +82,7 @@ fn find<'a>(
 /// inserted where the configuration puts them relative to shared items, and shared items follow
 /// the configuration's order.
 fn merge_list_items(
-    items: &Node,
+    items: Node<'_>,
     lhs: &[(PathElement, &Value)],
     rhs: &[(PathElement, &Value)],
 ) -> Result<Vec<Value>, ApplyError> {
@@ -143,11 +143,11 @@ fn merge_list_items(
 /// `value` without the paths that are members of `to_remove` (a removed map key or list item
 /// goes with everything below it). Containers emptied by the removal are dropped, as the
 /// apiserver prunes the `null` structured-merge-diff leaves there.
-pub fn remove_items(value: &Value, to_remove: &Set, node: &Node) -> Value {
+pub fn remove_items(value: &Value, to_remove: &Set, node: Node<'_>) -> Value {
     remove_node(node, value, to_remove).unwrap_or_else(|| Value::Object(Map::new()))
 }
 
-fn remove_node(node: &Node, v: &Value, to_remove: &Set) -> Option<Value> {
+fn remove_node(node: Node<'_>, v: &Value, to_remove: &Set) -> Option<Value> {
     match shape_pair(node, Some(v), None) {
         Shape::Leaf => Some(v.clone()),
         Shape::Map { atomic: true, .. } | Shape::List { atomic: true, .. } => None,
@@ -162,7 +162,7 @@ fn remove_node(node: &Node, v: &Value, to_remove: &Set) -> Option<Value> {
                     continue;
                 }
                 let kept = match to_remove.child(&pe) {
-                    Some(sub) => remove_node(node.field(k).0, child, sub),
+                    Some(sub) => remove_node(field(node, k).0, child, sub),
                     None => Some(child.clone()),
                 };
                 if let Some(kept) = kept {

@@ -17,7 +17,6 @@ pub mod error;
 pub mod fieldpath;
 pub mod managed;
 pub mod merge;
-pub mod schema;
 pub mod typed;
 mod value;
 
@@ -27,11 +26,11 @@ mod tests;
 use jiff::Timestamp;
 use serde_json::{Map, Value};
 
+pub use crate::schema::StructuralSchema;
 pub use conflict::{Conflict, ConflictCause, Conflicts};
 pub use error::ApplyError;
 pub use fieldpath::{Path, PathElement, Set};
 pub use managed::{Entry, ManagedFields, ManagedFieldsError, Operation};
-pub use schema::Schema;
 pub use typed::fields_of;
 
 use merge::{merge, remove_items};
@@ -48,8 +47,8 @@ const ANCIENT_CHANGES: &str = "ancient-changes";
 /// Who writes what, and how.
 #[derive(Debug, Clone)]
 pub struct Context<'a> {
-    /// The resource's schema.
-    pub schema: &'a Schema,
+    /// The model of the resource's schema.
+    pub schema: &'a StructuralSchema,
     /// The field manager (`fieldManager` query parameter or the user agent's default).
     pub manager: &'a str,
     /// The request's `<group>/<version>`.

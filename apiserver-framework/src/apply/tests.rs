@@ -6,8 +6,8 @@ use super::*;
 
 const GV: &str = "wardle.example.com/v1alpha1";
 
-fn schema() -> Schema {
-    Schema::from_openapi(&json!({
+fn schema() -> StructuralSchema {
+    StructuralSchema::from_openapi(&json!({
         "type": "object",
         "properties": {
             "apiVersion": {"type": "string"},
@@ -38,7 +38,7 @@ fn t(s: &str) -> Timestamp {
     s.parse().unwrap()
 }
 
-fn ctx<'a>(schema: &'a Schema, manager: &'a str) -> Context<'a> {
+fn ctx<'a>(schema: &'a StructuralSchema, manager: &'a str) -> Context<'a> {
     Context {
         schema,
         manager,
@@ -825,9 +825,37 @@ fn a_no_op_apply_keeps_the_entry_time() {
     assert_eq!(managed3.entries()[0].time, Some(t("2026-07-02T10:00:00Z")));
 }
 
+/// ObjectMeta as upstream types it: finalizers a set, owner references a map list keyed by
+/// `uid` whose items are atomic (`+structType=atomic`), so their fields are not listed.
+#[test]
+fn object_meta_lists_follow_upstream_markers() {
+    let s = schema();
+    let mut config = obj(json!({"size": 1}));
+    config["metadata"]["finalizers"] = json!(["example.com/keep"]);
+    config["metadata"]["ownerReferences"] =
+        json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "c", "uid": "u1"}]);
+    let (_, managed) = ok(apply(
+        &ctx(&s, "a"),
+        None,
+        &config,
+        ManagedFields::new(),
+        false,
+    ));
+    assert_eq!(
+        owned(&managed, "a"),
+        json!({
+            "f:metadata": {
+                "f:finalizers": {"v:\"example.com/keep\"": {}},
+                "f:ownerReferences": {"k:{\"uid\":\"u1\"}": {}}
+            },
+            "f:spec": {"f:size": {}}
+        })
+    );
+}
+
 #[test]
 fn preserve_unknown_fields_are_deduced_from_the_value() {
-    let s = Schema::from_openapi(&json!({"type": "object", "properties": {
+    let s = StructuralSchema::from_openapi(&json!({"type": "object", "properties": {
         "spec": {"type": "object", "properties": {
             "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}));
     let config = obj(json!({"free": {"a": {"b": 1}, "l": [1, 2]}}));

@@ -7,8 +7,8 @@ use serde_json::{Map, Value};
 
 use super::error::ApplyError;
 use super::fieldpath::{Path, PathElement, Set};
-use super::schema::{DEDUCED, ListType, Node, Schema};
 use super::value::values_equal;
+use crate::schema::{Field, Kind, ListType, Node, StructuralSchema};
 
 static NO_KEYS: [String; 0] = [];
 
@@ -16,24 +16,35 @@ static NO_KEYS: [String; 0] = [];
 pub(crate) enum Shape<'a> {
     /// A scalar, or a value that does not match its schema: owned and replaced as a whole.
     Leaf,
-    /// An object; `node` answers the field types.
-    Map { node: &'a Node, atomic: bool },
+    /// An object; `node` answers the field types (see [`field`]).
+    Map { node: Node<'a>, atomic: bool },
     /// An array.
     List {
-        items: &'a Node,
+        items: Node<'a>,
         atomic: bool,
         keys: Option<&'a [String]>,
     },
 }
 
-fn shape_of<'a>(node: &'a Node, v: &Value) -> Shape<'a> {
-    match node {
-        Node::Scalar => Shape::Leaf,
-        Node::Map { atomic, .. } if v.is_object() || v.is_null() => Shape::Map {
-            node,
-            atomic: *atomic,
-        },
-        Node::List { items, list_type } if v.is_array() || v.is_null() => Shape::List {
+/// The type of field or key `name` of an object at `node`, and whether it is a declared field
+/// (declared fields are not members of field sets themselves). Keys the schema does not type
+/// are deduced from their values.
+pub(crate) fn field<'a>(node: Node<'a>, name: &str) -> (Node<'a>, bool) {
+    match node.field(name) {
+        Field::Declared(child) => (child, true),
+        Field::Entry(child) => (child, false),
+        _ => (node.absent(), false),
+    }
+}
+
+/// As structured-merge-diff types a value: objects are structs and maps (granular unless
+/// atomic), lists follow their list type, and deduced nodes (`x-kubernetes-preserve-unknown-fields`,
+/// no schema) are typed by the value: objects granular maps, arrays atomic lists.
+fn shape_of<'a>(node: Node<'a>, v: &Value) -> Shape<'a> {
+    match node.kind() {
+        Kind::Scalar(_) => Shape::Leaf,
+        Kind::Object { atomic } if v.is_object() || v.is_null() => Shape::Map { node, atomic },
+        Kind::List { items, list_type } if v.is_array() || v.is_null() => Shape::List {
             items,
             atomic: *list_type == ListType::Atomic,
             keys: match list_type {
@@ -42,12 +53,12 @@ fn shape_of<'a>(node: &'a Node, v: &Value) -> Shape<'a> {
                 ListType::Atomic => None,
             },
         },
-        Node::Deduced if v.is_object() => Shape::Map {
-            node: &DEDUCED,
+        Kind::Deduced if v.is_object() => Shape::Map {
+            node,
             atomic: false,
         },
-        Node::Deduced if v.is_array() => Shape::List {
-            items: &DEDUCED,
+        Kind::Deduced if v.is_array() => Shape::List {
+            items: node.absent(),
             atomic: true,
             keys: None,
         },
@@ -56,7 +67,7 @@ fn shape_of<'a>(node: &'a Node, v: &Value) -> Shape<'a> {
 }
 
 /// The shape of a node seen with up to two values; values of different kinds make a leaf.
-pub(crate) fn shape_pair<'a>(node: &'a Node, l: Option<&Value>, r: Option<&Value>) -> Shape<'a> {
+pub(crate) fn shape_pair<'a>(node: Node<'a>, l: Option<&Value>, r: Option<&Value>) -> Shape<'a> {
     match (l, r) {
         (Some(l), Some(r)) => match (shape_of(node, l), shape_of(node, r)) {
             (a @ Shape::Map { .. }, Shape::Map { .. }) => a,
@@ -152,12 +163,12 @@ pub(crate) fn is_empty_container(v: Option<&Value>) -> bool {
 
 /// The set of fields an object sets: scalars, atomic lists and maps, map keys and list items
 /// (declared struct fields only through their children), as upstream's `ToFieldSet`.
-pub fn fields_of(obj: &Value, schema: &Schema) -> Result<Set, ApplyError> {
+pub fn fields_of(obj: &Value, schema: &StructuralSchema) -> Result<Set, ApplyError> {
     fields_of_node(obj, schema.root())
 }
 
 /// [`fields_of`] for a value of type `node`.
-pub fn fields_of_node(obj: &Value, node: &Node) -> Result<Set, ApplyError> {
+pub fn fields_of_node(obj: &Value, node: Node<'_>) -> Result<Set, ApplyError> {
     let mut set = Set::new();
     walk_fields(&mut Vec::new(), node, obj, &mut set)?;
     Ok(set)
@@ -165,7 +176,7 @@ pub fn fields_of_node(obj: &Value, node: &Node) -> Result<Set, ApplyError> {
 
 fn walk_fields(
     path: &mut Vec<PathElement>,
-    node: &Node,
+    node: Node<'_>,
     v: &Value,
     set: &mut Set,
 ) -> Result<(), ApplyError> {
@@ -177,7 +188,7 @@ fn walk_fields(
         Shape::Map { node, .. } => {
             if let Value::Object(map) = v {
                 for (k, child) in map {
-                    let (child_node, declared) = node.field(k);
+                    let (child_node, declared) = field(node, k);
                     path.push(PathElement::Field(k.clone()));
                     walk_fields(path, child_node, child, set)?;
                     if !declared {
@@ -231,7 +242,7 @@ impl Comparison {
 }
 
 /// Compares an old and a new object along the schema.
-pub fn compare(old: &Value, new: &Value, node: &Node) -> Result<Comparison, ApplyError> {
+pub fn compare(old: &Value, new: &Value, node: Node<'_>) -> Result<Comparison, ApplyError> {
     let mut c = Comparison::default();
     walk_compare(&mut Vec::new(), node, Some(old), Some(new), &mut c)?;
     Ok(c)
@@ -248,7 +259,7 @@ fn leaf_rule(path: &[PathElement], l: Option<&Value>, r: Option<&Value>, c: &mut
 
 fn walk_compare(
     path: &mut Vec<PathElement>,
-    node: &Node,
+    node: Node<'_>,
     l: Option<&Value>,
     r: Option<&Value>,
     c: &mut Comparison,
@@ -269,7 +280,7 @@ fn walk_compare(
                     path.push(PathElement::Field(k.clone()));
                     walk_compare(
                         path,
-                        node.field(k).0,
+                        field(node, k).0,
                         Some(lv),
                         rm.and_then(|m| m.get(k)),
                         c,
@@ -283,7 +294,7 @@ fn walk_compare(
                         continue;
                     }
                     path.push(PathElement::Field(k.clone()));
-                    walk_compare(path, node.field(k).0, None, Some(rv), c)?;
+                    walk_compare(path, field(node, k).0, None, Some(rv), c)?;
                     path.pop();
                 }
             }

@@ -18,6 +18,7 @@ use crate::registry::options::{FieldValidation, WriteOptions};
 use crate::registry::rest::{RequestContext, RestStorage};
 use crate::registry::yaml_body;
 use crate::resource::{ResourceInfo, ScaleSubresource};
+use crate::schema::{Field, Node, StructuralSchema};
 
 /// How many times an apply goes round when the object appears (or disappears again) between
 /// its read and its write.
@@ -35,8 +36,10 @@ pub struct Applied {
 /// `fieldValidation`: duplicate keys and unknown fields are warnings (`Warn`) or a 400
 /// (`Strict`); unknown fields are dropped before the merge, so nobody owns them. The whole
 /// configuration is handed to the audit event, if it records bodies.
+#[allow(clippy::too_many_arguments)]
 fn read_config(
     info: &ResourceInfo,
+    schema: &StructuralSchema,
     name: &str,
     namespace: Option<&str>,
     body: &[u8],
@@ -55,7 +58,7 @@ fn read_config(
         hook.0.patch(config.clone());
     }
     let duplicates = FieldIssues::apply_patch(body);
-    let unknown = unknown_fields(&config, &info.schema);
+    let unknown = unknown_fields(&config, schema);
     if mode == FieldValidation::Strict {
         if !duplicates.is_empty() {
             return Err(ApiError::bad_request(duplicates.apply_strict_message()));
@@ -73,42 +76,35 @@ fn read_config(
         texts.extend(unknown.iter().map(|f| format!("unknown field {f:?}")));
         warnings.set(texts);
     }
-    prune(&mut config, &info.schema, true);
+    prune(&mut config, schema.root(), true);
     Ok(config)
 }
 
-/// Removes the fields `schema` does not declare (`metadata` is left to the store).
-fn prune(value: &mut Value, schema: &Value, top: bool) {
-    let preserve = schema
-        .get("x-kubernetes-preserve-unknown-fields")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
+/// Removes the fields the schema does not keep: keys that are neither declared fields, map
+/// entries nor preserved (`metadata` is left to the store).
+fn prune(value: &mut Value, node: Node<'_>, top: bool) {
     match value {
         Value::Object(map) => {
-            let props = schema.get("properties").and_then(Value::as_object);
-            let additional = schema.get("additionalProperties").filter(|a| a.is_object());
-            let open = preserve
-                || schema.get("additionalProperties") == Some(&Value::Bool(true))
-                || additional.is_some();
             map.retain(|k, _| {
                 (top && matches!(k.as_str(), "apiVersion" | "kind" | "metadata"))
-                    || open
-                    || props.is_some_and(|p| p.contains_key(k))
+                    || matches!(
+                        node.field(k),
+                        Field::Declared(_) | Field::Entry(_) | Field::Preserved
+                    )
             });
             for (k, v) in map.iter_mut() {
                 if top && k == "metadata" {
                     continue;
                 }
-                match (props.and_then(|p| p.get(k)), additional) {
-                    (Some(s), _) | (None, Some(s)) => prune(v, s, false),
-                    _ => {}
+                if let Some(child) = node.field(k).node() {
+                    prune(v, child, false);
                 }
             }
         }
         Value::Array(items) => {
-            if let Some(s) = schema.get("items") {
-                for item in items {
-                    prune(item, s, false);
+            if let Some(item) = node.items() {
+                for value in items {
+                    prune(value, item, false);
                 }
             }
         }
@@ -119,7 +115,7 @@ fn prune(value: &mut Value, schema: &Value, top: bool) {
 /// The apply of `config` to `live` (`None`: no object yet) as the options' manager.
 fn apply_to(
     info: &ResourceInfo,
-    schema: &apply::Schema,
+    schema: &StructuralSchema,
     subresource: Option<&str>,
     live: Option<&Value>,
     config: &Value,
@@ -158,17 +154,20 @@ pub async fn apply(
     audit: Option<&AuditHook>,
 ) -> Result<Applied, ApiError> {
     let info = storage.info();
+    let schema = storage.structural_schema();
     let namespace = ctx.namespace.as_deref();
     let mode = opts.field_validation;
     let config = if body.len() <= blocking::INLINE_BODY_BYTES {
-        read_config(info, name, namespace, body, mode, warnings, audit)?
+        read_config(info, &schema, name, namespace, body, mode, warnings, audit)?
     } else {
         let (info, name, namespace) = (info.clone(), name.to_string(), ctx.namespace.clone());
         let (body, warnings, audit) = (body.clone(), warnings.clone(), audit.cloned());
+        let schema = schema.clone();
         blocking::run(body.len(), move || {
             let namespace = namespace.as_deref();
             read_config(
                 &info,
+                &schema,
                 &name,
                 namespace,
                 &body,
@@ -187,7 +186,6 @@ pub async fn apply(
             "the name of the object ({n}) does not match the name on the URL ({name})"
         )));
     }
-    let schema = storage.apply_schema();
     let opts = WriteOptions {
         apply: true,
         ..opts.clone()
@@ -264,7 +262,7 @@ pub async fn apply_scale(
         .pointer("/metadata/resourceVersion")
         .and_then(Value::as_str)
         .map(str::to_string);
-    let schema = storage.apply_schema();
+    let schema = storage.structural_schema();
     let opts = WriteOptions {
         apply: true,
         ..opts.clone()
@@ -297,7 +295,7 @@ mod tests {
             "spec": {"a": "1", "b": 2, "list": [{"n": "x", "m": 1}], "free": {"any": {"thing": 1}},
                      "labels": {"k": "v"}},
             "extra": true});
-        prune(&mut v, &schema, true);
+        prune(&mut v, StructuralSchema::from_openapi(&schema).root(), true);
         assert_eq!(
             v,
             json!({"apiVersion": "g/v1", "kind": "K", "metadata": {"name": "x", "odd": 1},

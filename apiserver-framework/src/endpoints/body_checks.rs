@@ -12,6 +12,7 @@ use crate::error::{ApiError, FieldError};
 use crate::registry::field_validation::FieldIssues;
 use crate::registry::options::FieldValidation;
 use crate::resource::ResourceInfo;
+use crate::schema::StructuralSchema;
 
 /// The warnings a request collects for its response; shared with patch closures, which may run
 /// more than once (only the last run's findings count).
@@ -36,6 +37,7 @@ impl Collected {
 /// `<Kind> in version "<v>" cannot be handled as a <Kind>: strict decoding error: …`.
 pub fn check_object(
     info: &ResourceInfo,
+    schema: &StructuralSchema,
     mode: FieldValidation,
     format: BodyFormat,
     body: &[u8],
@@ -46,8 +48,8 @@ pub fn check_object(
         return Ok(());
     }
     let issues = match format {
-        BodyFormat::Json => FieldIssues::from_json(body, &info.schema),
-        BodyFormat::Yaml => FieldIssues::from_yaml(body, object, &info.schema),
+        BodyFormat::Json => FieldIssues::from_json(body, schema),
+        BodyFormat::Yaml => FieldIssues::from_yaml(body, object, schema),
     };
     if issues.is_empty() {
         return Ok(());
@@ -77,7 +79,7 @@ pub fn check_object(
 /// Checks a patch and the object it produced. `Strict` findings answer 422 as upstream: an
 /// Invalid error on field `patch` whose detail is the strict decoding text.
 pub fn check_patch(
-    schema: &Value,
+    schema: &StructuralSchema,
     mode: FieldValidation,
     kind: PatchKind,
     patch: &[u8],

@@ -156,7 +156,7 @@ async fn dispatch(
             let audit = AuditHook::of(req.extensions());
             let body = match protobuf_decoder(storage.as_ref(), &req) {
                 Some(decode) => decode(&read_body(req).await?)?,
-                None => read_checked_object(req, info, &opts, warnings).await?,
+                None => read_checked_object(req, storage.as_ref(), &opts, warnings).await?,
             };
             audit_object(audit.as_ref(), &body);
             let obj = storage.create(ctx, body, &opts).await?;
@@ -166,7 +166,7 @@ async fn dispatch(
             let mut opts = query.write_options()?;
             field_manager::check_write("UpdateOptions", &mut opts, user_agent(&req))?;
             let audit = AuditHook::of(req.extensions());
-            let body = read_checked_object(req, info, &opts, warnings).await?;
+            let body = read_checked_object(req, storage.as_ref(), &opts, warnings).await?;
             audit_object(audit.as_ref(), &body);
             let obj = storage.update(ctx, n, sub, body, &opts).await?;
             response::object(StatusCode::OK, output, info, obj)
@@ -196,7 +196,7 @@ async fn dispatch(
                 };
                 return response::object(code, output, info, applied.object);
             }
-            let schema = info.schema.clone();
+            let schema = storage.structural_schema();
             let doc = patch::PatchDocument::parse(kind, &body, schema.clone())?;
             audit_patch(audit.as_ref(), &body);
             let mode = opts.field_validation;
@@ -383,26 +383,28 @@ async fn read_object(req: Request<Body>) -> Result<Value, ApiError> {
 /// large one is decoded and checked off the async workers.
 async fn read_checked_object(
     req: Request<Body>,
-    info: &crate::resource::ResourceInfo,
+    storage: &dyn RestStorage,
     opts: &crate::registry::options::WriteOptions,
     warnings: &body_checks::Collected,
 ) -> Result<Value, ApiError> {
     let format = object_body_format(&req)?;
     let body = read_body(req).await?;
     let mode = opts.field_validation;
+    let (info, schema) = (storage.info(), storage.structural_schema());
     let decode = move |body: &[u8],
                        info: &crate::resource::ResourceInfo,
+                       schema: &crate::schema::StructuralSchema,
                        warnings: &body_checks::Collected|
           -> Result<Value, ApiError> {
         let object = decode_object(format, body)?;
-        body_checks::check_object(info, mode, format, body, &object, warnings)?;
+        body_checks::check_object(info, schema, mode, format, body, &object, warnings)?;
         Ok(object)
     };
     if body.len() <= blocking::INLINE_BODY_BYTES {
-        return decode(&body, info, warnings);
+        return decode(&body, info, &schema, warnings);
     }
     let (info, warnings) = (info.clone(), warnings.clone());
-    blocking::run(body.len(), move || decode(&body, &info, &warnings)).await
+    blocking::run(body.len(), move || decode(&body, &info, &schema, &warnings)).await
 }
 
 /// Decodes an object body; malformed input answers 400 as upstream.

@@ -12,6 +12,7 @@
 use serde_json::Value;
 
 use crate::error::ApiError;
+use crate::schema::StructuralSchema;
 
 /// The patch media types served.
 pub const PATCH_TYPES: &[&str] = &[
@@ -86,19 +87,15 @@ pub enum PatchDocument {
     Strategic {
         /// The patch.
         patch: Value,
-        /// The structural schema of the patched object (`Value::Null` for none).
-        schema: std::sync::Arc<Value>,
+        /// The model of the patched object's schema.
+        schema: StructuralSchema,
     },
 }
 
 impl PatchDocument {
     /// Parses a patch body; malformed patches answer 400, too many operations 413. `schema`
-    /// is the structural schema of the patched object, which strategic merge patches follow.
-    pub fn parse(
-        kind: PatchKind,
-        body: &[u8],
-        schema: std::sync::Arc<Value>,
-    ) -> Result<Self, ApiError> {
+    /// is the model of the patched object's schema, which strategic merge patches follow.
+    pub fn parse(kind: PatchKind, body: &[u8], schema: StructuralSchema) -> Result<Self, ApiError> {
         match kind {
             PatchKind::Json => {
                 let raw: Value = serde_json::from_slice(body)

@@ -12,6 +12,7 @@ use crate::registry::admission::AdmissionChain;
 use crate::registry::options::{DeleteOptions, ListOptions, WriteOptions};
 use crate::registry::scheme::Registry;
 use crate::resource::ResourceInfo;
+use crate::schema::StructuralSchema;
 use crate::user::UserInfo;
 
 /// The request-scoped facts a storage needs.
@@ -110,10 +111,11 @@ pub trait RestStorage: Send + Sync + 'static {
     /// Itself as `Any`, for typed access through [`Registry`].
     fn as_any(&self) -> &dyn Any;
 
-    /// The schema server-side apply follows, built once per resource. The default builds it
-    /// from [`ResourceInfo::schema`] at each call; stores keep theirs.
-    fn apply_schema(&self) -> Arc<crate::apply::Schema> {
-        Arc::new(crate::apply::Schema::from_openapi(&self.info().schema))
+    /// The model of [`ResourceInfo::schema`] that strategic merge patches, server-side apply
+    /// and field validation follow, built once per resource. The default builds it on the first
+    /// call and shares it ([`StructuralSchema::shared`]); stores build theirs when created.
+    fn structural_schema(&self) -> StructuralSchema {
+        StructuralSchema::shared(&self.info().schema)
     }
 
     /// How to decode a create body in Kubernetes' protobuf encoding

@@ -25,6 +25,7 @@ use crate::registry::rest::{
 use crate::registry::strategy::Strategy;
 use crate::registry::watch;
 use crate::resource::{ApiResource, ResourceInfo};
+use crate::schema::StructuralSchema;
 use crate::storage::{KeyValue, ListRequest, Storage, StorageError};
 use crate::validation;
 
@@ -47,8 +48,8 @@ pub struct Store<T: ApiResource> {
     prefix: String,
     /// Recent changes encoded once for all watchers.
     encoded: Arc<EncodedEvents>,
-    /// The schema server-side apply and field ownership follow.
-    apply_schema: Arc<apply::Schema>,
+    /// The model of the resource's schema: patches, apply and field validation follow it.
+    schema: StructuralSchema,
     _marker: PhantomData<fn() -> T>,
 }
 
@@ -56,7 +57,7 @@ impl<T: ApiResource> Store<T> {
     /// A store of `T` on `storage`, driven by `strategy`.
     pub fn new(storage: Arc<dyn Storage>, strategy: Arc<dyn Strategy<T>>) -> Self {
         let info = T::resource_info();
-        let info_schema = info.schema.clone();
+        let schema = StructuralSchema::from_openapi(&info.schema);
         // As kube-apiserver: `/<resource>/` for the core group, `/<group>/<resource>/` otherwise.
         let prefix = if info.group.is_empty() {
             format!("/{}/", info.plural)
@@ -69,7 +70,7 @@ impl<T: ApiResource> Store<T> {
             strategy,
             prefix,
             encoded: Arc::default(),
-            apply_schema: Arc::new(apply::Schema::from_openapi(&info_schema)),
+            schema,
             _marker: PhantomData,
         }
     }
@@ -225,7 +226,7 @@ impl<T: ApiResource> Store<T> {
         subresource: Option<&'a str>,
     ) -> apply::Context<'a> {
         apply::Context {
-            schema: &self.apply_schema,
+            schema: &self.schema,
             manager,
             api_version,
             subresource,
@@ -721,8 +722,8 @@ impl<T: ApiResource> RestStorage for Store<T> {
         self
     }
 
-    fn apply_schema(&self) -> Arc<apply::Schema> {
-        self.apply_schema.clone()
+    fn structural_schema(&self) -> StructuralSchema {
+        self.schema.clone()
     }
 
     async fn get(&self, ctx: &RequestContext, name: &str) -> Result<Bytes, ApiError> {

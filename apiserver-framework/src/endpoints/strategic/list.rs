@@ -15,7 +15,8 @@ use super::error::StrategicPatchError;
 use super::identity::{Identity, OwnedIdentity};
 use super::merge::{Directive, directive, merge_map, new_map};
 use super::render::{go_lists, go_type, go_value};
-use super::schema::Schema;
+use super::semantics::type_name;
+use crate::schema::Node;
 
 /// The one JSON type of a list's elements.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,7 +86,7 @@ pub(super) fn merge_list(
     original: Vec<Value>,
     patch: &[Value],
     key: Option<&str>,
-    schema: Schema<'_>,
+    schema: Node<'_>,
 ) -> Result<MergedList, StrategicPatchError> {
     if original.is_empty() && patch.is_empty() {
         return Ok(MergedList {
@@ -93,7 +94,7 @@ pub(super) fn merge_list(
             server_view: Vec::new(),
         });
     }
-    let items = schema.items();
+    let items = schema.item_node();
     if element_kind(&[&original, patch])? != Some(ElementKind::Object) {
         let server_view = original.clone();
         let all: Vec<Value> = original.into_iter().chain(patch.iter().cloned()).collect();
@@ -115,7 +116,7 @@ pub(super) fn merge_list(
     }
     let Some(key) = key else {
         return Err(StrategicPatchError::NoMergeKey {
-            schema: items.type_name(),
+            schema: type_name(items),
         });
     };
 

@@ -9,7 +9,8 @@ use super::error::StrategicPatchError;
 use super::identity::Identity;
 use super::list::{ElementKind, apply_order, element_kind, merge_list, validate_order};
 use super::render::{go_type, go_value};
-use super::schema::{ListStrategy, Schema};
+use super::semantics::{ListStrategy, expect_array, expect_object, list_strategy, replaces_map};
+use crate::schema::Node;
 
 /// The key of the `$patch` directive.
 const PATCH: &str = "$patch";
@@ -51,7 +52,7 @@ pub(super) fn directive(
 pub(super) fn merge_map(
     original: Map<String, Value>,
     patch: &Map<String, Value>,
-    schema: Schema<'_>,
+    schema: Node<'_>,
 ) -> Result<Map<String, Value>, StrategicPatchError> {
     match directive(patch)? {
         Some(Directive::Replace) => merge_fields(Map::new(), patch, schema),
@@ -64,7 +65,7 @@ pub(super) fn merge_map(
 /// `None` for `$patch: delete`.
 pub(super) fn new_map(
     patch: &Map<String, Value>,
-    schema: Schema<'_>,
+    schema: Node<'_>,
 ) -> Result<Option<Value>, StrategicPatchError> {
     match directive(patch)? {
         Some(Directive::Delete) => Ok(None),
@@ -73,17 +74,17 @@ pub(super) fn new_map(
 }
 
 /// A patch value where the object has none, or one of another type.
-fn new_value(value: &Value, schema: Schema<'_>) -> Result<Option<Value>, StrategicPatchError> {
+fn new_value(value: &Value, schema: Node<'_>) -> Result<Option<Value>, StrategicPatchError> {
     match value {
         Value::Object(map) => new_map(map, schema),
-        Value::Array(items) => new_list(items, schema.items()).map(|l| Some(Value::Array(l))),
+        Value::Array(items) => new_list(items, schema.item_node()).map(|l| Some(Value::Array(l))),
         other => Ok(Some(other.clone())),
     }
 }
 
 /// A patch list that replaces the object's (or is new to it): maps carrying `$patch` are
 /// dropped, maps lose their directives and `null` values; `null` elements stay.
-fn new_list(items: &[Value], schema: Schema<'_>) -> Result<Vec<Value>, StrategicPatchError> {
+fn new_list(items: &[Value], schema: Node<'_>) -> Result<Vec<Value>, StrategicPatchError> {
     let mut out = Vec::with_capacity(items.len());
     for item in items {
         match item {
@@ -92,7 +93,7 @@ fn new_list(items: &[Value], schema: Schema<'_>) -> Result<Vec<Value>, Strategic
                     out.push(Value::Object(merge_fields(Map::new(), map, schema)?));
                 }
             }
-            Value::Array(inner) => out.push(Value::Array(new_list(inner, schema.items())?)),
+            Value::Array(inner) => out.push(Value::Array(new_list(inner, schema.item_node())?)),
             other => out.push(other.clone()),
         }
     }
@@ -103,7 +104,7 @@ fn new_list(items: &[Value], schema: Schema<'_>) -> Result<Vec<Value>, Strategic
 fn merge_fields(
     mut original: Map<String, Value>,
     patch: &Map<String, Value>,
-    schema: Schema<'_>,
+    schema: Node<'_>,
 ) -> Result<Map<String, Value>, StrategicPatchError> {
     if let Some(keys) = patch.get(RETAIN_KEYS) {
         retain_keys(&mut original, keys, patch)?;
@@ -120,7 +121,7 @@ fn merge_fields(
                 field,
                 order,
                 patch.get(field),
-                schema.field(field),
+                schema.field_node(field),
             )?;
             ordered.insert(field);
         }
@@ -139,7 +140,7 @@ fn merge_fields(
             continue;
         }
         if !ordered.contains(key.as_str()) {
-            merge_field(&mut original, key, value, schema.field(key))?;
+            merge_field(&mut original, key, value, schema.field_node(key))?;
         }
     }
     for (field, values) in deletions {
@@ -158,7 +159,7 @@ fn merge_field(
     original: &mut Map<String, Value>,
     key: &str,
     value: &Value,
-    schema: Schema<'_>,
+    schema: Node<'_>,
 ) -> Result<(), StrategicPatchError> {
     if value.is_null() {
         original.remove(key);
@@ -166,8 +167,8 @@ fn merge_field(
     }
     let merged = match (original.get_mut(key), value) {
         (Some(Value::Object(existing)), Value::Object(patch)) => {
-            schema.expect_object()?;
-            if schema.replaces_map() {
+            expect_object(schema)?;
+            if replaces_map(schema) {
                 Some(Value::Object(merge_map(Map::new(), patch, schema)?))
             } else {
                 let merged = merge_map(std::mem::take(existing), patch, schema)?;
@@ -175,12 +176,12 @@ fn merge_field(
             }
         }
         (Some(Value::Array(existing)), Value::Array(patch)) => {
-            schema.expect_array()?;
-            let merged = match schema.list_strategy() {
+            expect_array(schema)?;
+            let merged = match list_strategy(schema) {
                 ListStrategy::Merge { key } => {
                     merge_list(std::mem::take(existing), patch, key, schema)?.elements
                 }
-                ListStrategy::Replace => new_list(patch, schema.items())?,
+                ListStrategy::Replace => new_list(patch, schema.item_node())?,
             };
             Some(Value::Array(merged))
         }
@@ -250,7 +251,7 @@ fn set_element_order(
     field: &str,
     order: &Value,
     patch_list: Option<&Value>,
-    schema: Schema<'_>,
+    schema: Node<'_>,
 ) -> Result<(), StrategicPatchError> {
     let not_a_list = |value: &Value, in_patch| StrategicPatchError::TypeMismatch {
         expected: "[]interface {}",
@@ -270,19 +271,19 @@ fn set_element_order(
         Some(Value::Array(list)) => Some(list.as_slice()),
         Some(other) => return Err(not_a_list(other, true)),
     };
-    let strategy = schema.list_strategy();
+    let strategy = list_strategy(schema);
     validate_order(patch_list.unwrap_or_default(), order, strategy.merge_key())?;
 
     let (merged, server_order) = match (existing, patch_list) {
         (None, None) => return Ok(()),
         (Some(existing), None) => (existing.clone(), existing),
-        (None, Some(patch)) => (new_list(patch, schema.items())?, Vec::new()),
+        (None, Some(patch)) => (new_list(patch, schema.item_node())?, Vec::new()),
         (Some(existing), Some(patch)) => match strategy {
             ListStrategy::Merge { key } => {
                 let merged = merge_list(existing, patch, key, schema)?;
                 (merged.elements, merged.server_view)
             }
-            ListStrategy::Replace => (new_list(patch, schema.items())?, existing),
+            ListStrategy::Replace => (new_list(patch, schema.item_node())?, existing),
         },
     };
     let kind = element_kind(&[&server_order, patch_list.unwrap_or_default()])?;

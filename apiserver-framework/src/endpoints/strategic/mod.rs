@@ -2,7 +2,8 @@
 //! Kubernetes API servers.
 //!
 //! A strategic merge patch is a JSON merge patch whose lists can merge instead of being
-//! replaced. How each list merges comes from the resource's structural OpenAPI v3 schema:
+//! replaced. How each list merges comes from the resource's structural schema model
+//! ([`crate::schema::StructuralSchema`], built once from its OpenAPI v3 schema):
 //!
 //! - `x-kubernetes-patch-strategy: merge` (or `merge,retainKeys`) merges a list: maps by
 //!   `x-kubernetes-patch-merge-key`, other values as a set. `replace` on a map replaces it whole.
@@ -41,33 +42,38 @@ mod identity;
 mod list;
 mod merge;
 mod render;
-mod schema;
+mod semantics;
 #[cfg(test)]
 mod tests;
 
 use serde_json::{Map, Value};
 
+use crate::schema::StructuralSchema;
+
 pub use error::StrategicPatchError;
 
-/// Applies a strategic merge patch to `original` using the list/map semantics found in `schema`.
+/// Applies a strategic merge patch to `original` using the list/map semantics of `schema`.
 ///
 /// `original` is the whole object (a JSON object; `null` counts as `{}`), `patch` the patch
-/// document (a JSON object; `null` changes nothing) and `schema` the resource's structural
-/// OpenAPI v3 schema with every subschema inlined (`{}` or `null` when there is none). The
-/// result is the patched object, free of directives; it is not validated against the schema.
+/// document (a JSON object; `null` changes nothing) and `schema` the resource's model
+/// ([`StructuralSchema::none`] when there is no schema). The result is the patched object, free
+/// of directives; it is not validated against the schema.
 ///
 /// ```
 /// use apiserver_framework::endpoints::strategic::apply;
+/// use apiserver_framework::schema::StructuralSchema;
 /// use serde_json::json;
 ///
-/// let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
-///     "ports": {
-///         "type": "array",
-///         "items": {"type": "object"},
-///         "x-kubernetes-list-type": "map",
-///         "x-kubernetes-list-map-keys": ["name"]
-///     }
-/// }}}});
+/// let schema = StructuralSchema::from_openapi(&json!({"type": "object", "properties": {
+///     "spec": {"type": "object", "properties": {
+///         "ports": {
+///             "type": "array",
+///             "items": {"type": "object"},
+///             "x-kubernetes-list-type": "map",
+///             "x-kubernetes-list-map-keys": ["name"]
+///         }
+///     }}
+/// }}));
 /// let original = json!({"spec": {"ports": [{"name": "http", "port": 80}]}});
 /// let patch = json!({"spec": {"ports": [{"name": "http", "port": 8080}]}});
 /// let patched = apply(&original, &patch, &schema).unwrap();
@@ -76,7 +82,7 @@ pub use error::StrategicPatchError;
 pub fn apply(
     original: &Value,
     patch: &Value,
-    schema: &Value,
+    schema: &StructuralSchema,
 ) -> Result<Value, StrategicPatchError> {
     let original = match original {
         Value::Object(map) => map.clone(),
@@ -96,5 +102,5 @@ pub fn apply(
             });
         }
     };
-    merge::merge_map(original, patch, schema::Schema::root(schema)).map(Value::Object)
+    merge::merge_map(original, patch, schema.root()).map(Value::Object)
 }

@@ -3,11 +3,12 @@
 use serde_json::{Value, json};
 
 use super::{StrategicPatchError, apply};
+use crate::schema::StructuralSchema;
 
 /// A schema with a list of maps merging by `name`, a merging scalar list, an atomic list, a
 /// string map, and a map that is replaced whole.
-fn schema() -> Value {
-    json!({
+fn schema() -> StructuralSchema {
+    StructuralSchema::from_openapi(&json!({
         "type": "object",
         "properties": {
             "items": {
@@ -24,7 +25,7 @@ fn schema() -> Value {
             "whole": {"type": "object", "x-kubernetes-patch-strategy": "replace"},
             "text": {"type": "string"}
         }
-    })
+    }))
 }
 
 fn patched(original: Value, patch: Value) -> Value {
@@ -399,7 +400,9 @@ fn type_errors() {
         patched(json!({"map": {"a": "1"}}), json!({"map": "flat"})),
         json!({"map": "flat"})
     );
-    let set_of_maps = json!({"properties": {"s": {"x-kubernetes-list-type": "set"}}});
+    let set_of_maps = StructuralSchema::from_openapi(
+        &json!({"properties": {"s": {"x-kubernetes-list-type": "set"}}}),
+    );
     let err = apply(
         &json!({"s": [{"a": 1}]}),
         &json!({"s": [{"a": 2}]}),
@@ -431,7 +434,9 @@ fn metadata_has_object_meta_semantics() {
         apply(
             &original,
             &patch,
-            &json!({"type": "object", "properties": {"metadata": {"type": "object"}}})
+            &StructuralSchema::from_openapi(
+                &json!({"type": "object", "properties": {"metadata": {"type": "object"}}})
+            )
         )
         .unwrap(),
         json!({"metadata": {

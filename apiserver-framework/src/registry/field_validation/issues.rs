@@ -6,13 +6,13 @@ use std::sync::LazyLock;
 use serde_json::{Value, json};
 
 use super::json::walk_json;
-use super::schema::Shape;
 use super::{duplicate_fields_json, duplicate_fields_yaml, unknown_fields};
 use crate::quote::go_quote;
+use crate::schema::StructuralSchema;
 
 /// The shape of a JSON patch document: a list of operations with four known fields.
-static JSON_PATCH_OPS: LazyLock<Value> = LazyLock::new(|| {
-    json!({
+static JSON_PATCH_OPS: LazyLock<StructuralSchema> = LazyLock::new(|| {
+    StructuralSchema::from_openapi_value(&json!({
         "type": "array",
         "items": {
             "type": "object",
@@ -23,7 +23,7 @@ static JSON_PATCH_OPS: LazyLock<Value> = LazyLock::new(|| {
                 "value": {}
             }
         }
-    })
+    }))
 });
 
 /// A key repeated in one YAML mapping.
@@ -90,8 +90,8 @@ impl FieldIssues {
     /// document order.
     ///
     /// Malformed JSON yields no findings (the decoder reports the syntax error).
-    pub fn from_json(body: &[u8], schema: &Value) -> Self {
-        let issues = walk_json(body, Shape::of(schema, schema), true, schema)
+    pub fn from_json(body: &[u8], schema: &StructuralSchema) -> Self {
+        let issues = walk_json(body, schema.root())
             .map(|found| found.issues)
             .unwrap_or_default();
         Self { issues }
@@ -99,7 +99,7 @@ impl FieldIssues {
 
     /// Findings of a YAML create or update body: its duplicate keys, then the unknown fields
     /// of `object` (the body as decoded, before any defaulting) in sorted-key order.
-    pub fn from_yaml(body: &[u8], object: &Value, schema: &Value) -> Self {
+    pub fn from_yaml(body: &[u8], object: &Value, schema: &StructuralSchema) -> Self {
         let mut issues: Vec<FieldIssue> = duplicate_fields_yaml(body)
             .into_iter()
             .map(FieldIssue::YamlDuplicate)
@@ -114,7 +114,7 @@ impl FieldIssues {
 
     /// Findings of a JSON merge patch: duplicate keys of the patch document, then the unknown
     /// fields of `patched` (the object after the patch) in sorted-key order.
-    pub fn merge_patch(patch: &[u8], patched: &Value, schema: &Value) -> Self {
+    pub fn merge_patch(patch: &[u8], patched: &Value, schema: &StructuralSchema) -> Self {
         let mut issues: Vec<FieldIssue> = duplicate_fields_json(patch)
             .into_iter()
             .map(FieldIssue::Duplicate)
@@ -129,7 +129,7 @@ impl FieldIssues {
 
     /// Findings of a strategic merge patch: duplicate keys of the patch document, then the
     /// unknown fields of `patched` sorted by their text.
-    pub fn strategic_merge_patch(patch: &[u8], patched: &Value, schema: &Value) -> Self {
+    pub fn strategic_merge_patch(patch: &[u8], patched: &Value, schema: &StructuralSchema) -> Self {
         let mut issues: Vec<FieldIssue> = duplicate_fields_json(patch)
             .into_iter()
             .map(FieldIssue::Duplicate)
@@ -146,9 +146,8 @@ impl FieldIssues {
     /// Findings of a JSON patch: unknown (other than `op`, `path`, `from`, `value`) and
     /// duplicate keys of its operations as [`FieldIssue::InJsonPatch`], then the unknown fields
     /// of `patched` in sorted-key order.
-    pub fn json_patch(patch: &[u8], patched: &Value, schema: &Value) -> Self {
-        let ops = &*JSON_PATCH_OPS;
-        let mut issues: Vec<FieldIssue> = walk_json(patch, Shape::of(ops, ops), false, ops)
+    pub fn json_patch(patch: &[u8], patched: &Value, schema: &StructuralSchema) -> Self {
+        let mut issues: Vec<FieldIssue> = walk_json(patch, JSON_PATCH_OPS.root())
             .map(|found| found.issues)
             .unwrap_or_default()
             .into_iter()

@@ -3,35 +3,28 @@
 use std::collections::HashSet;
 use std::fmt;
 
-use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde_json::Value;
-
 use super::FieldIssue;
 use super::collect::{Found, push_index, push_key};
-use super::schema::{Shape, Slot};
+use super::unknown::{Slot, slot};
+use crate::schema::Node;
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-struct JsonWalk<'s> {
-    root: &'s Value,
+struct JsonWalk {
     path: String,
     found: Found,
 }
 
-pub(super) fn walk_json<'s>(
-    body: &[u8],
-    shape: Shape<'s>,
-    top: bool,
-    root: &'s Value,
-) -> Option<Found> {
+/// The unknown and duplicate fields of a JSON document whose top level is at `node`; `None`
+/// for malformed JSON.
+pub(super) fn walk_json(body: &[u8], node: Node<'_>) -> Option<Found> {
     let mut walk = JsonWalk {
-        root,
         path: String::new(),
         found: Found::default(),
     };
     let mut de = serde_json::Deserializer::from_slice(body);
     JsonNode {
         walk: &mut walk,
-        shape,
-        top,
+        node,
     }
     .deserialize(&mut de)
     .ok()?;
@@ -39,11 +32,10 @@ pub(super) fn walk_json<'s>(
     Some(walk.found)
 }
 
-/// One value of a JSON document, with the schemas that apply to it.
+/// One value of a JSON document, with its node of the model.
 struct JsonNode<'w, 's> {
-    walk: &'w mut JsonWalk<'s>,
-    shape: Shape<'s>,
-    top: bool,
+    walk: &'w mut JsonWalk,
+    node: Node<'s>,
 }
 
 impl<'de> DeserializeSeed<'de> for JsonNode<'_, '_> {
@@ -86,14 +78,13 @@ impl<'de> Visitor<'de> for JsonNode<'_, '_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let items = self.shape.items(self.walk.root);
+        let items = self.node.item_node();
         let mut index = 0;
         loop {
             let mark = push_index(&mut self.walk.path, index);
             let item = seq.next_element_seed(JsonNode {
                 walk: &mut *self.walk,
-                shape: items.clone(),
-                top: false,
+                node: items,
             })?;
             self.walk.path.truncate(mark);
             if item.is_none() {
@@ -107,7 +98,7 @@ impl<'de> Visitor<'de> for JsonNode<'_, '_> {
         let mut seen: HashSet<String> = HashSet::new();
         while let Some(key) = map.next_key::<String>()? {
             let mark = push_key(&mut self.walk.path, &key);
-            match self.shape.slot(&key, self.top, self.walk.root) {
+            match slot(self.node, &key) {
                 Slot::Known(child) => {
                     if !seen.insert(key) {
                         let path = self.walk.path.clone();
@@ -115,8 +106,7 @@ impl<'de> Visitor<'de> for JsonNode<'_, '_> {
                     }
                     map.next_value_seed(JsonNode {
                         walk: &mut *self.walk,
-                        shape: child,
-                        top: false,
+                        node: child,
                     })?;
                 }
                 Slot::Unknown => {

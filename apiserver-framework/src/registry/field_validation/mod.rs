@@ -32,7 +32,8 @@
 //!
 //! # Which fields are known
 //!
-//! Against a structural schema (every subschema inlined): `properties` declare fields,
+//! Against the resource's structural schema model ([`crate::schema::StructuralSchema`], built
+//! once from its OpenAPI v3 schema): `properties` declare fields,
 //! `additionalProperties` makes a map whose values follow its schema, `items` gives list items,
 //! `anyOf` / `oneOf` / `allOf` add their branches' declarations, `$ref` to `#/...` is followed.
 //! An object with `x-kubernetes-preserve-unknown-fields: true` may hold any key (its declared
@@ -49,16 +50,17 @@
 mod collect;
 mod issues;
 mod json;
-mod schema;
 #[cfg(test)]
 mod tests;
+mod unknown;
 mod yaml;
 
 use serde_json::Value;
 
+use crate::schema::StructuralSchema;
 use collect::Found;
 use json::walk_json;
-use schema::{Shape, unknown_in_value};
+use unknown::unknown_in_value;
 
 pub use issues::{FieldIssue, FieldIssues, YamlDuplicateKey};
 pub use yaml::duplicate_fields_yaml;
@@ -69,19 +71,12 @@ pub const MAX_ISSUES: usize = 100;
 /// Paths of the fields of `object` that `schema` does not declare, at most [`MAX_ISSUES`].
 ///
 /// Object keys are visited in sorted order, list items in order; the value of an unknown field
-/// is not looked into. `schema` is the resource's structural schema; `apiVersion` and `kind` are
-/// always known at the top and `metadata` is checked against `ObjectMeta`.
-pub fn unknown_fields(object: &Value, schema: &Value) -> Vec<String> {
+/// is not looked into. `schema` is the resource's model; `apiVersion` and `kind` are always
+/// known at the top and `metadata` is checked against `ObjectMeta`.
+pub fn unknown_fields(object: &Value, schema: &StructuralSchema) -> Vec<String> {
     let mut found = Found::default();
     let mut path = String::new();
-    unknown_in_value(
-        object,
-        &Shape::of(schema, schema),
-        true,
-        schema,
-        &mut path,
-        &mut found,
-    );
+    unknown_in_value(object, schema.root(), &mut path, &mut found);
     found.into_paths()
 }
 
@@ -91,8 +86,8 @@ pub fn unknown_fields(object: &Value, schema: &Value) -> Vec<String> {
 /// Every object of the document counts (nothing is known about its schema). Malformed JSON
 /// yields an empty list: the decoder that reads the body reports the syntax error.
 pub fn duplicate_fields_json(body: &[u8]) -> Vec<String> {
-    let empty = Value::Null;
-    walk_json(body, Shape::free(), false, &empty)
+    let schema = StructuralSchema::none();
+    walk_json(body, schema.root().absent())
         .map(Found::into_paths)
         .unwrap_or_default()
 }

@@ -1,12 +1,13 @@
 use serde_json::json;
 
-use super::schema::OBJECT_META;
 use super::*;
 use crate::quote::go_quote;
-use crate::schema::{object_schema, structural_schema_of};
+use crate::schema::object_meta::OBJECT_META;
+use crate::schema::{StructuralSchema, object_schema, structural_schema_of};
 
-/// A resource schema in the shape the framework builds: `metadata` is a placeholder.
-fn widget_schema() -> Value {
+/// The model of a resource schema in the shape the framework builds: `metadata` is a
+/// placeholder.
+fn widget_schema() -> StructuralSchema {
     let spec = json!({
         "type": "object",
         "properties": {
@@ -59,7 +60,7 @@ fn widget_schema() -> Value {
         }
     });
     let status = json!({"type": "object", "properties": {"ready": {"type": "boolean"}}});
-    object_schema("A widget.", spec, Some(status), false)
+    StructuralSchema::from_openapi(&object_schema("A widget.", spec, Some(status), false))
 }
 
 fn strings(v: &[&str]) -> Vec<String> {
@@ -221,7 +222,12 @@ fn schemas_derived_from_rust_types_including_recursive_ones() {
     struct Tag {
         key: String,
     }
-    let schema = object_schema("", structural_schema_of::<Spec>(), None, false);
+    let schema = StructuralSchema::from_openapi(&object_schema(
+        "",
+        structural_schema_of::<Spec>(),
+        None,
+        false,
+    ));
     let object = json!({
         "spec": {
             "firstName": "a",

@@ -1,4 +1,16 @@
-//! Structural OpenAPI v3 schemas for resources, built with schemars and kube-core's transforms.
+//! Structural OpenAPI v3 schemas for resources, built with schemars and kube-core's transforms,
+//! and the structural schema model ([`StructuralSchema`]) that patches, server-side apply and
+//! field validation walk.
+
+mod build;
+pub mod object_meta;
+pub mod structural;
+#[cfg(test)]
+mod tests;
+
+pub use structural::{
+    Field, Kind, ListType, Node, NodeId, PatchStrategy, Rest, ScalarType, StructuralSchema,
+};
 
 use schemars::{JsonSchema, generate::SchemaSettings};
 use serde_json::{Map, Value, json};
