@@ -1,0 +1,221 @@
+//! The store's calls into the admission chain: the mutating and validating phases of a create
+//! or an update, and the admission of a delete.
+
+use super::Store;
+use crate::error::ApiError;
+use crate::registry::admission::{AdmissionAttributes, Operation};
+use crate::registry::rest::RequestContext;
+use crate::resource::ApiResource;
+
+/// The two phases of admission: mutating plugins run before the strategy's defaulting and
+/// validation, validating plugins right before the write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Phase {
+    Mutating,
+    Validating,
+}
+
+/// One write as admission sees it.
+pub(super) struct Write<'a, T> {
+    pub operation: Operation,
+    pub subresource: Option<&'a str>,
+    /// The stored object (updates).
+    pub old: Option<&'a T>,
+    pub dry_run: bool,
+}
+
+impl<T: ApiResource> Store<T> {
+    /// Runs one phase of the admission chain on `obj`; a mutating plugin's changes are
+    /// decoded back into it.
+    pub(super) async fn admit(
+        &self,
+        phase: Phase,
+        ctx: &RequestContext,
+        write: &Write<'_, T>,
+        obj: &mut T,
+    ) -> Result<(), ApiError> {
+        // No plugin wants the request: spare the object's round trip through JSON.
+        if !ctx.admission.handles(&self.info, write.operation) {
+            return Ok(());
+        }
+        let mut value = Self::to_value(obj)?;
+        let old_value = write.old.map(Self::to_value).transpose()?;
+        let name = obj.meta().name.clone().unwrap_or_default();
+        let namespace = obj.meta().namespace.clone();
+        let mut attrs = AdmissionAttributes {
+            operation: write.operation,
+            resource: &self.info,
+            subresource: write.subresource,
+            namespace: namespace.as_deref(),
+            name: &name,
+            object: Some(&mut value),
+            old_object: old_value.as_ref(),
+            user: &ctx.user,
+            dry_run: write.dry_run,
+            registry: &ctx.registry,
+        };
+        match phase {
+            Phase::Mutating => {
+                ctx.admission.mutate(&mut attrs).await?;
+                *obj = self.decode_value(value)?;
+            }
+            Phase::Validating => ctx.admission.validate(&attrs).await?,
+        }
+        Ok(())
+    }
+
+    /// Runs both phases of the admission chain on the delete of `obj`.
+    pub(super) async fn admit_delete(
+        &self,
+        ctx: &RequestContext,
+        obj: &T,
+        dry_run: bool,
+    ) -> Result<(), ApiError> {
+        if ctx.admission.is_empty() {
+            return Ok(());
+        }
+        let old = Self::to_value(obj)?;
+        let name = obj.meta().name.clone().unwrap_or_default();
+        let namespace = obj.meta().namespace.clone();
+        let mut attrs = AdmissionAttributes {
+            operation: Operation::Delete,
+            resource: &self.info,
+            subresource: None,
+            namespace: namespace.as_deref(),
+            name: &name,
+            object: None,
+            old_object: Some(&old),
+            user: &ctx.user,
+            dry_run,
+            registry: &ctx.registry,
+        };
+        ctx.admission.mutate(&mut attrs).await?;
+        ctx.admission.validate(&attrs).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::registry::admission::AdmissionPlugin;
+    use crate::registry::store::fixture::{self, Recorder, Widget};
+    use crate::resource::ResourceInfo;
+
+    fn create(dry_run: bool) -> Write<'static, Widget> {
+        Write {
+            operation: Operation::Create,
+            subresource: None,
+            old: None,
+            dry_run,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_mutating_plugin_changes_the_object() {
+        let (store, _) = fixture::store();
+        let rec = Arc::new(Recorder::default());
+        let ctx = fixture::ctx_with(vec![rec.clone()]);
+        let mut w = Widget::new("a", "red");
+        store
+            .admit(Phase::Mutating, &ctx, &create(false), &mut w)
+            .await
+            .unwrap();
+        assert_eq!(w.metadata.labels.unwrap()["admitted"], "mutated");
+        assert_eq!(rec.phases(), [("mutate", Operation::Create)]);
+    }
+
+    #[tokio::test]
+    async fn a_validating_plugin_refuses_and_sees_the_old_object() {
+        let (store, _) = fixture::store();
+        let rec = Arc::new(Recorder::default());
+        let ctx = fixture::ctx_with(vec![rec.clone()]);
+        let old = Widget::new("a", "red");
+        let update = Write {
+            operation: Operation::Update,
+            subresource: Some("status"),
+            old: Some(&old),
+            dry_run: true,
+        };
+        let mut w = Widget::new("a", "deny");
+        let e = store
+            .admit(Phase::Validating, &ctx, &update, &mut w)
+            .await
+            .unwrap_err();
+        assert_eq!((e.code, e.reason.as_str()), (403, "Forbidden"));
+        assert_eq!(
+            e.message,
+            r#"widgets.test.example.com "a" is forbidden: denied by Recorder"#
+        );
+        let seen = rec.seen.lock().unwrap();
+        let (_, (op, sub, name, obj, old_obj)) = &seen[0];
+        assert_eq!(
+            (*op, sub.as_deref(), name.as_str()),
+            (Operation::Update, Some("status"), "a")
+        );
+        assert_eq!(obj.as_ref().unwrap()["spec"]["color"], "deny");
+        assert_eq!(old_obj.as_ref().unwrap()["spec"]["color"], "red");
+        // Validation changes nothing.
+        assert!(w.metadata.labels.is_none());
+    }
+
+    /// A plugin that wants no request of any resource and fails when called.
+    struct Uninterested;
+
+    #[async_trait::async_trait]
+    impl AdmissionPlugin for Uninterested {
+        fn name(&self) -> &str {
+            "Uninterested"
+        }
+        fn handles(&self, _: &ResourceInfo, _: Operation) -> bool {
+            false
+        }
+        async fn mutate(&self, _: &mut AdmissionAttributes<'_>) -> Result<(), ApiError> {
+            Err(ApiError::internal("called"))
+        }
+    }
+
+    #[tokio::test]
+    async fn plugins_that_do_not_handle_the_request_are_not_run() {
+        let (store, _) = fixture::store();
+        let ctx = fixture::ctx_with(vec![Arc::new(Uninterested)]);
+        let mut w = Widget::new("a", "red");
+        let before = w.clone();
+        store
+            .admit(Phase::Mutating, &ctx, &create(false), &mut w)
+            .await
+            .unwrap();
+        assert_eq!(w, before);
+    }
+
+    #[tokio::test]
+    async fn a_delete_runs_both_phases_with_the_old_object_only() {
+        let (store, _) = fixture::store();
+        let rec = Arc::new(Recorder {
+            deny_delete: true,
+            ..Default::default()
+        });
+        let ctx = fixture::ctx_with(vec![rec.clone()]);
+        let w = Widget::new("a", "red");
+        let e = store.admit_delete(&ctx, &w, false).await.unwrap_err();
+        assert_eq!(e.code, 403);
+        assert_eq!(
+            rec.phases(),
+            [
+                ("mutate", Operation::Delete),
+                ("validate", Operation::Delete)
+            ]
+        );
+        {
+            let seen = rec.seen.lock().unwrap();
+            assert!(seen[0].1.3.is_none());
+            assert_eq!(seen[0].1.4.as_ref().unwrap()["metadata"]["name"], "a");
+        }
+        // Without plugins nothing runs and nothing fails.
+        store
+            .admit_delete(&fixture::ctx(), &w, false)
+            .await
+            .unwrap();
+    }
+}
