@@ -23,7 +23,8 @@ use apiserver_framework::registry::rest::{EventStream, ObjectList, RequestContex
 use apiserver_framework::registry::store::Store;
 use apiserver_framework::registry::strategy::DefaultStrategy;
 use apiserver_framework::server::GenericApiServer;
-use apiserver_framework::server::filters::ChainPosition;
+use apiserver_framework::server::filters::filter::ChainInner;
+use apiserver_framework::server::filters::{ChainPosition, ChainService};
 use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
 use apiserver_framework::storage::memory::MemoryStorage;
 use apiserver_framework::tls::{ServingCert, install_crypto_provider};
@@ -154,21 +155,10 @@ type Seen = Arc<Mutex<Vec<(&'static str, Option<String>, String, String)>>>;
 fn recorder(
     seen: Seen,
     position: &'static str,
-) -> axum::middleware::FromFnLayer<
-    impl Fn(
-        axum::extract::Request,
-        Next,
-    ) -> std::pin::Pin<Box<dyn Future<Output = axum::response::Response> + Send>>
-    + Clone
-    + Send
-    + Sync
-    + 'static,
-    (),
-    (axum::extract::Request,),
-> {
+) -> impl tower::Layer<ChainService, Service: ChainInner> + Send + Sync + 'static {
     middleware::from_fn(move |req: axum::extract::Request, next: Next| {
         let seen = seen.clone();
-        Box::pin(async move {
+        async move {
             let user = req
                 .extensions()
                 .get::<UserInfo>()
@@ -185,7 +175,7 @@ fn recorder(
                 http::HeaderValue::from_static("ran"),
             );
             res
-        }) as std::pin::Pin<Box<dyn Future<Output = axum::response::Response> + Send>>
+        }
     })
 }
 
@@ -411,11 +401,19 @@ async fn user_layers_run_at_their_positions(s: &Served) {
     );
 }
 
+/// A request: method, path, token, content type and body.
+type Case<'a> = (
+    reqwest::Method,
+    String,
+    Option<&'a str>,
+    Option<(&'a str, Value)>,
+);
+
 async fn each_request_is_read_once(s: &Served) {
     use reqwest::Method;
     assert_eq!(s.create("counted").await.0, 201);
     let merge = ("application/merge-patch+json", json!({"spec": {"size": 2}}));
-    let requests: Vec<(Method, String, Option<&str>, Option<(&str, Value)>)> = vec![
+    let requests: Vec<Case> = vec![
         (Method::GET, GIZMOS.into(), Some("alice-token"), None),
         (
             Method::GET,

@@ -20,26 +20,20 @@ pub fn layer(auditor: Option<Arc<Auditor>>) -> FilterLayer<AuditFilter> {
 }
 
 impl Filter for AuditFilter {
-    fn filter<S: ChainInner>(
-        self,
-        req: Request<Body>,
-        next: Next<S>,
-    ) -> impl Future<Output = Response<Body>> + Send + 'static {
-        async move {
-            let Some(auditor) = self.0 else {
-                return next.run(req).await;
-            };
-            let user = req
-                .extensions()
-                .get::<UserInfo>()
-                .cloned()
-                .unwrap_or_default();
-            let (parts, body) = req.into_parts();
-            auditor
-                .serve(parts, body, &user, |parts, body| {
-                    next.run(Request::from_parts(parts, body))
-                })
-                .await
-        }
+    async fn filter<S: ChainInner>(self, req: Request<Body>, next: Next<S>) -> Response<Body> {
+        let Some(auditor) = self.0 else {
+            return next.run(req).await;
+        };
+        let user = req
+            .extensions()
+            .get::<UserInfo>()
+            .cloned()
+            .unwrap_or_default();
+        let (parts, body) = req.into_parts();
+        auditor
+            .serve(parts, body, &user, |parts, body| {
+                next.run(Request::from_parts(parts, body))
+            })
+            .await
     }
 }

@@ -45,31 +45,25 @@ fn anonymous() -> UserInfo {
 }
 
 impl Filter for AuthenticationFilter {
-    fn filter<S: ChainInner>(
-        self,
-        req: Request<Body>,
-        next: Next<S>,
-    ) -> impl Future<Output = Response<Body>> + Send + 'static {
-        async move {
-            let (mut parts, body) = req.into_parts();
-            let user = match self.authenticator.authenticate(&parts).await {
-                Authenticated::User(u) => u,
-                Authenticated::NoCredentials if self.anonymous_paths.allows(parts.uri.path()) => {
-                    anonymous()
-                }
-                _ => {
-                    if let Some(auditor) = &self.auditor {
-                        auditor.failed_authentication(&parts, 401);
-                    }
-                    return axum::response::IntoResponse::into_response(ApiError::unauthorized());
-                }
-            };
-            match &self.credentials {
-                Some(config) => auth::strip_credentials(&mut parts.headers, &config.current()),
-                None => auth::strip_default_credentials(&mut parts.headers),
+    async fn filter<S: ChainInner>(self, req: Request<Body>, next: Next<S>) -> Response<Body> {
+        let (mut parts, body) = req.into_parts();
+        let user = match self.authenticator.authenticate(&parts).await {
+            Authenticated::User(u) => u,
+            Authenticated::NoCredentials if self.anonymous_paths.allows(parts.uri.path()) => {
+                anonymous()
             }
-            parts.extensions.insert(user);
-            next.run(Request::from_parts(parts, body)).await
+            _ => {
+                if let Some(auditor) = &self.auditor {
+                    auditor.failed_authentication(&parts, 401);
+                }
+                return axum::response::IntoResponse::into_response(ApiError::unauthorized());
+            }
+        };
+        match &self.credentials {
+            Some(config) => auth::strip_credentials(&mut parts.headers, &config.current()),
+            None => auth::strip_default_credentials(&mut parts.headers),
         }
+        parts.extensions.insert(user);
+        next.run(Request::from_parts(parts, body)).await
     }
 }

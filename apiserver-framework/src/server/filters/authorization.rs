@@ -23,40 +23,34 @@ pub fn layer(authorizer: Arc<dyn Authorizer>) -> FilterLayer<AuthorizationFilter
 }
 
 impl Filter for AuthorizationFilter {
-    fn filter<S: ChainInner>(
-        self,
-        req: Request<Body>,
-        next: Next<S>,
-    ) -> impl Future<Output = Response<Body>> + Send + 'static {
-        async move {
-            let attrs = Attributes {
-                user: req
-                    .extensions()
-                    .get::<UserInfo>()
-                    .cloned()
-                    .unwrap_or_default(),
-                request: ParsedRequest::of_request(&req).0.as_ref().clone(),
-            };
-            let decision = self.0.authorize(&attrs).await;
-            audit::annotate_authorization(req.extensions(), &decision);
-            match decision {
-                Ok(Decision::Allow) => next.run(req).await,
-                Ok(Decision::Deny(reason) | Decision::NoOpinion(reason)) => {
-                    tracing::debug!(uri = %req.uri(), %reason, "forbidden");
-                    let accept = req
-                        .headers()
-                        .get(http::header::ACCEPT)
-                        .and_then(|v| v.to_str().ok());
-                    authz::forbidden_response(&attrs, &reason, accept)
-                }
-                Err(e) => {
-                    tracing::error!(uri = %req.uri(), error = %e, "authorization failed");
-                    let uri = req
-                        .uri()
-                        .path_and_query()
-                        .map_or_else(|| req.uri().path(), |p| p.as_str());
-                    authz::internal_error_response(uri, &e.0)
-                }
+    async fn filter<S: ChainInner>(self, req: Request<Body>, next: Next<S>) -> Response<Body> {
+        let attrs = Attributes {
+            user: req
+                .extensions()
+                .get::<UserInfo>()
+                .cloned()
+                .unwrap_or_default(),
+            request: ParsedRequest::of_request(&req).0.as_ref().clone(),
+        };
+        let decision = self.0.authorize(&attrs).await;
+        audit::annotate_authorization(req.extensions(), &decision);
+        match decision {
+            Ok(Decision::Allow) => next.run(req).await,
+            Ok(Decision::Deny(reason) | Decision::NoOpinion(reason)) => {
+                tracing::debug!(uri = %req.uri(), %reason, "forbidden");
+                let accept = req
+                    .headers()
+                    .get(http::header::ACCEPT)
+                    .and_then(|v| v.to_str().ok());
+                authz::forbidden_response(&attrs, &reason, accept)
+            }
+            Err(e) => {
+                tracing::error!(uri = %req.uri(), error = %e, "authorization failed");
+                let uri = req
+                    .uri()
+                    .path_and_query()
+                    .map_or_else(|| req.uri().path(), |p| p.as_str());
+                authz::internal_error_response(uri, &e.0)
             }
         }
     }

@@ -284,25 +284,23 @@ pub fn layer(authorizer: Arc<dyn Authorizer>) -> FilterLayer<ImpersonationFilter
 }
 
 impl Filter for ImpersonationFilter {
-    fn filter<S: ChainInner>(
+    async fn filter<S: ChainInner>(
         self,
         req: http::Request<Body>,
         next: Next<S>,
-    ) -> impl Future<Output = Response<Body>> + Send + 'static {
-        async move {
-            let (mut parts, body) = req.into_parts();
-            let requestor = parts
-                .extensions
-                .get::<UserInfo>()
-                .cloned()
-                .unwrap_or_default();
-            match impersonate(self.0.as_ref(), &mut parts, requestor).await {
-                Ok(user) => {
-                    parts.extensions.insert(user);
-                    next.run(http::Request::from_parts(parts, body)).await
-                }
-                Err(res) => res,
+    ) -> Response<Body> {
+        let (mut parts, body) = req.into_parts();
+        let requestor = parts
+            .extensions
+            .get::<UserInfo>()
+            .cloned()
+            .unwrap_or_default();
+        match impersonate(self.0.as_ref(), &mut parts, requestor).await {
+            Ok(user) => {
+                parts.extensions.insert(user);
+                next.run(http::Request::from_parts(parts, body)).await
             }
+            Err(res) => res,
         }
     }
 }
