@@ -39,3 +39,47 @@ impl Filter for AuditIdFilter {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tower::{Layer, ServiceExt};
+
+    /// Answers with the audit id it was given, in the body.
+    async fn echo(req: Request<Body>) -> Result<Response<Body>, std::convert::Infallible> {
+        let id = req.extensions().get::<AuditId>().unwrap().0.clone();
+        Ok(Response::new(Body::from(id)))
+    }
+
+    async fn audit_id_of(header: Option<&str>) -> (String, String) {
+        let mut req = Request::new(Body::empty());
+        if let Some(h) = header {
+            req.headers_mut()
+                .insert(AUDIT_ID_HEADER, HeaderValue::from_str(h).unwrap());
+        }
+        let res = layer()
+            .layer(tower::service_fn(echo))
+            .oneshot(req)
+            .await
+            .unwrap();
+        let header = res.headers()[AUDIT_ID_HEADER].to_str().unwrap().to_string();
+        let body = http_body_util::BodyExt::collect(res.into_body())
+            .await
+            .unwrap()
+            .to_bytes();
+        (header, String::from_utf8(body.to_vec()).unwrap())
+    }
+
+    #[tokio::test]
+    async fn the_callers_id_or_a_new_one() {
+        assert_eq!(
+            audit_id_of(Some("abc")).await,
+            ("abc".to_string(), "abc".to_string())
+        );
+        for header in [None, Some("")] {
+            let (echoed, seen) = audit_id_of(header).await;
+            assert_eq!(echoed, seen);
+            assert_eq!(uuid::Uuid::parse_str(&echoed).unwrap().get_version_num(), 4);
+        }
+    }
+}

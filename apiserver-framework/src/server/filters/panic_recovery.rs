@@ -91,3 +91,50 @@ impl Filter for LogPanics {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::BodyExt;
+    use tower::{Layer, ServiceExt};
+
+    #[tokio::test]
+    async fn a_panic_is_a_500_status() {
+        let panics = tower::service_fn(|_req: Request<Body>| async {
+            if true {
+                panic!("inner trouble");
+            }
+            Ok::<_, std::convert::Infallible>(Response::new(Body::empty()))
+        });
+        let res = layer()
+            .layer(panics)
+            .oneshot(Request::new(Body::empty()))
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 500);
+        let body = res.into_body().collect().await.unwrap().to_bytes();
+        let status: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(status["kind"], "Status");
+        assert_eq!(status["reason"], "InternalError");
+        assert_eq!(
+            status["message"],
+            format!("Internal error occurred: {PANIC_MESSAGE}")
+        );
+    }
+
+    #[tokio::test]
+    async fn answers_pass_through() {
+        let ok = tower::service_fn(|_req: Request<Body>| async {
+            Ok::<_, std::convert::Infallible>(Response::new(Body::from("fine")))
+        });
+        let res = layer()
+            .layer(ok)
+            .oneshot(Request::new(Body::empty()))
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        assert!(res.extensions().get::<Panicked>().is_none());
+        let body = res.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(&body[..], b"fine");
+    }
+}

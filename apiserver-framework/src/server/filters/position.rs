@@ -141,3 +141,50 @@ impl<S: ChainInner> Service<Request<Body>> for UserLayersService<S> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::filter::{Filter, FilterLayer, Next};
+    use super::*;
+    use std::sync::Mutex;
+    use tower::ServiceExt;
+
+    /// A filter that notes `name` when a request passes.
+    #[derive(Clone)]
+    struct Note(&'static str, Arc<Mutex<Vec<&'static str>>>);
+
+    impl Filter for Note {
+        async fn filter<S: ChainInner>(self, req: Request<Body>, next: Next<S>) -> Response<Body> {
+            self.1.lock().unwrap().push(self.0);
+            next.run(req).await
+        }
+    }
+
+    #[tokio::test]
+    async fn layers_of_a_position_run_in_the_order_added() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let mut layers = ChainLayers::default();
+        layers.add(
+            ChainPosition::AfterAuthentication,
+            FilterLayer(Note("first", log.clone())),
+        );
+        layers.add(
+            ChainPosition::AfterAuthorization,
+            FilterLayer(Note("elsewhere", log.clone())),
+        );
+        layers.add(
+            ChainPosition::AfterAuthentication,
+            FilterLayer(Note("second", log.clone())),
+        );
+        let end = tower::service_fn(|_req: Request<Body>| async {
+            Ok::<_, Infallible>(Response::new(Body::empty()))
+        });
+        let service = layers.at(ChainPosition::AfterAuthentication).layer(end);
+        service.oneshot(Request::new(Body::empty())).await.unwrap();
+        assert_eq!(*log.lock().unwrap(), ["first", "second"]);
+        assert!(matches!(
+            layers.at(ChainPosition::BeforeAuthentication).layer(end),
+            UserLayersService::None(_)
+        ));
+    }
+}
