@@ -25,7 +25,7 @@ use http::{Request, Response};
 use parking_lot::RwLock;
 use serde_json::Value;
 
-use crate::endpoints::request_info::{self, ApiPath};
+use crate::endpoints::request_info::ApiPath;
 use crate::host::resolver::ServiceResolver;
 use crate::registry::scheme::Registry;
 use crate::server::front::FrontHandler;
@@ -106,7 +106,7 @@ impl Aggregator {
     /// the request back.
     ///
     /// The path is read as the router and the authorizer read it
-    /// ([`request_info::parse`]), and a group-version is the APIService's only when both its
+    /// (read once on arrival, [`crate::authz::ParsedRequest::api_path`]), and a group-version is the APIService's only when both its
     /// group and its version are the path's: `/apis/example.com/v1alpha1.wardle/…` is not
     /// `v1alpha1.wardle.example.com`'s, though the names join alike.
     pub async fn handle(
@@ -114,7 +114,8 @@ impl Aggregator {
         req: Request<Body>,
         user: &UserInfo,
     ) -> Result<Response<Body>, Request<Body>> {
-        let (group, version) = match request_info::parse(req.uri().path()) {
+        let parsed = crate::authz::ParsedRequest::of_request(&req);
+        let (group, version) = match parsed.api_path().cloned() {
             Some(ApiPath::Group(group)) => {
                 return match discovery::api_group(&self.state.read().services, &group) {
                     Some(doc) => Ok(discovery::json(&doc)),

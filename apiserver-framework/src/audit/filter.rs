@@ -33,6 +33,7 @@ use super::policy::Policy;
 use crate::auth::PeerAddr;
 use crate::authz::{self, Attributes, ParsedRequest, Request as AuthzRequest};
 use crate::endpoints::audit_hook::{AuditHook, RequestAudit};
+use crate::endpoints::query::Query;
 use crate::user::UserInfo;
 
 /// The request header carrying a caller's audit id, and the response header echoing it.
@@ -312,12 +313,10 @@ impl Auditor {
     /// Records a request whose authentication failed: one `ResponseStarted` event with the
     /// response code and the credentials tried (upstream's `WithFailedAuthenticationAudit`).
     pub fn failed_authentication(&self, parts: &Parts, code: u16) {
-        let attrs = Attributes::from_request(
-            UserInfo::default(),
-            &parts.method,
-            parts.uri.path(),
-            parts.uri.query(),
-        );
+        let attrs = Attributes {
+            user: UserInfo::default(),
+            request: ParsedRequest::of_parts(parts).0.as_ref().clone(),
+        };
         let config = self.policy.evaluate(&attrs);
         if config.level == Level::None {
             return;
@@ -357,10 +356,14 @@ fn auth_methods(parts: &Parts) -> String {
     if has_more && scheme.eq_ignore_ascii_case("bearer") {
         methods.push("bearer");
     }
-    let access_token = parts.uri.query().is_some_and(|q| {
-        form_urlencoded::parse(q.as_bytes())
-            .any(|(k, v)| k == "access_token" && !v.trim().is_empty())
-    });
+    let has_token = |q: &Query| q.all("access_token").any(|v| !v.trim().is_empty());
+    let access_token = match parts.extensions.get::<Query>() {
+        Some(query) => has_token(query),
+        None => parts
+            .uri
+            .query()
+            .is_some_and(|q| has_token(&Query::parse(Some(q)))),
+    };
     if access_token {
         methods.push("access_token");
     }

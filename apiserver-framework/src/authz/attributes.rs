@@ -15,6 +15,8 @@ use std::sync::Arc;
 use http::Method;
 
 use super::{Attributes, NonResourceAttributes, Request, ResourceAttributes, SelectorRequirement};
+use crate::endpoints::query::Query;
+use crate::endpoints::request_info::{self, ApiPath};
 use crate::selector::{FieldSelector, LabelSelector, Operator};
 use crate::user::UserInfo;
 
@@ -34,17 +36,30 @@ impl Attributes {
 
 /// What a request asks to do ([`request_of`]), read once when it arrives and kept in its
 /// extensions, so that the filters (long-running, in-flight, metrics), the authorizer, the
-/// audit and the handlers share one reading: the verb authorized is the verb served.
+/// audit, the router and the handlers share one reading: the verb authorized is the verb
+/// served, and the path routed is the path authorized.
 ///
 /// It also keeps the request's method, which the verb alone does not tell (a `watch` read
-/// from the legacy `/watch/` prefix may come with any method, and only a GET is served).
+/// from the legacy `/watch/` prefix may come with any method, and only a GET is served), and
+/// what the router serves the path as ([`ApiPath`]).
 #[derive(Clone, Debug)]
-pub struct ParsedRequest(pub Arc<Request>, Method);
+pub struct ParsedRequest(pub Arc<Request>, Method, Arc<Option<ApiPath>>);
 
 impl ParsedRequest {
     /// Reads a request with this method, raw path and raw query string.
     pub fn of(method: &Method, path: &str, query: Option<&str>) -> Self {
-        ParsedRequest(Arc::new(request_of(method, path, query)), method.clone())
+        Self::read(method, path, &Query::parse(query))
+    }
+
+    /// Reads a request with this method and raw path whose query is already decoded: the
+    /// path is split once, and both readings (the authorizer's and the router's) are taken
+    /// from its segments.
+    pub fn read(method: &Method, path: &str, query: &Query) -> Self {
+        crate::endpoints::parse_count::request_info_read();
+        let segments = request_info::segments(path);
+        let api = request_info::parse_segments(path, &segments);
+        let request = request_of_segments(method, path, &segments, query);
+        ParsedRequest(Arc::new(request), method.clone(), Arc::new(api))
     }
 
     /// What the request asks to do.
@@ -55,6 +70,11 @@ impl ParsedRequest {
     /// The request's HTTP method.
     pub fn method(&self) -> &Method {
         &self.1
+    }
+
+    /// What the router serves the path as: `None` for a path outside `/apis` and `/api`.
+    pub fn api_path(&self) -> Option<&ApiPath> {
+        self.2.as_ref().as_ref()
     }
 
     /// The verb of a resource request (`get`, `list`, `watch`, `create`, …; empty for a
@@ -86,14 +106,19 @@ impl ParsedRequest {
 
 /// What a request with this method, raw path and raw query string asks to do.
 pub fn request_of(method: &Method, path: &str, query: Option<&str>) -> Request {
+    Arc::unwrap_or_clone(ParsedRequest::of(method, path, query).0)
+}
+
+/// What a request with this method and raw path (split in its non-empty `segments`) and this
+/// query asks to do.
+fn request_of_segments(method: &Method, path: &str, segments: &[&str], query: &Query) -> Request {
     let non_resource = || {
         Request::NonResource(NonResourceAttributes {
             path: path.to_string(),
             verb: method.as_str().to_ascii_lowercase(),
         })
     };
-    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
-    let (group, rest) = match parts.as_slice() {
+    let (group, rest) = match segments {
         ["api", rest @ ..] if rest.len() >= 2 => ("", rest),
         ["apis", group, rest @ ..] if rest.len() >= 2 => (*group, rest),
         _ => return non_resource(),
@@ -148,7 +173,7 @@ pub fn request_of(method: &Method, path: &str, query: Option<&str>) -> Request {
         attrs.subresource = sub.to_string();
     }
     if attrs.name.is_empty() && attrs.verb == "get" {
-        let query = ListQuery::parse(query);
+        let query = ListQuery::of(query);
         attrs.verb = if query.watch { "watch" } else { "list" }.to_string();
         if let Some(name) = query.name
             && is_valid_path_segment_name(&name)
@@ -173,23 +198,16 @@ pub fn request_of(method: &Method, path: &str, query: Option<&str>) -> Request {
 /// requirements: `=`, `==` and `in` become `In`, `!=` and `notin` become `NotIn`; `Exists`
 /// and `DoesNotExist` stay; `>` and `<` are left out (requirements are ANDed, so the check is
 /// only broader). A selector that does not parse gives none.
-fn selectors(query: Option<&str>) -> (Vec<SelectorRequirement>, Vec<SelectorRequirement>) {
-    let mut field = None;
-    let mut label = None;
-    for (k, v) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
-        match k.as_ref() {
-            "fieldSelector" if field.is_none() => field = Some(v.into_owned()),
-            "labelSelector" if label.is_none() => label = Some(v.into_owned()),
-            _ => {}
-        }
-    }
+fn selectors(query: &Query) -> (Vec<SelectorRequirement>, Vec<SelectorRequirement>) {
+    let field = query.get("fieldSelector");
+    let label = query.get("labelSelector");
     let requirement = |key: &str, operator: &str, values: Vec<String>| SelectorRequirement {
         key: key.to_string(),
         operator: operator.to_string(),
         values,
     };
     let field = field
-        .and_then(|s| FieldSelector::parse(&s).ok())
+        .and_then(|s| FieldSelector::parse(s).ok())
         .map(|s| {
             s.requirements
                 .iter()
@@ -201,7 +219,7 @@ fn selectors(query: Option<&str>) -> (Vec<SelectorRequirement>, Vec<SelectorRequ
         })
         .unwrap_or_default();
     let label = label
-        .and_then(|s| LabelSelector::parse(&s).ok())
+        .and_then(|s| LabelSelector::parse(s).ok())
         .map(|s| {
             s.requirements
                 .iter()
@@ -243,20 +261,13 @@ impl ListQuery {
     /// Reads `watch` (any first value but `0` or `false` is true, as upstream converts a
     /// boolean parameter) and the `metadata.name` a `fieldSelector` requires. A field selector
     /// that does not parse gives no name, as upstream, which then falls back to a plain list.
-    fn parse(query: Option<&str>) -> Self {
-        let mut watch = None;
-        let mut selector = None;
-        for (k, v) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
-            match k.as_ref() {
-                "watch" if watch.is_none() => {
-                    watch = Some(!(v == "0" || v.eq_ignore_ascii_case("false")));
-                }
-                "fieldSelector" if selector.is_none() => selector = Some(v.into_owned()),
-                _ => {}
-            }
-        }
-        let name = selector
-            .and_then(|s| FieldSelector::parse(&s).ok())
+    fn of(query: &Query) -> Self {
+        let watch = query
+            .get("watch")
+            .map(|v| !(v == "0" || v.eq_ignore_ascii_case("false")));
+        let name = query
+            .get("fieldSelector")
+            .and_then(|s| FieldSelector::parse(s).ok())
             .and_then(|s| s.exact("metadata.name").map(str::to_string));
         ListQuery {
             watch: watch.unwrap_or(false),

@@ -15,6 +15,8 @@ use crate::devhost::{self, DevHost, DevHostError, DevHostOptions, Extension};
 use crate::host::client::host_client;
 use crate::registry::admission::AdmissionPlugin;
 use crate::registry::group::Group;
+use crate::server::filters::filter::ChainInner;
+use crate::server::filters::{ChainLayers, ChainPosition, ChainService};
 use crate::server::generic::{GenericApiServer, GenericApiServerBuilder};
 use crate::server::version::VersionInfo;
 
@@ -31,6 +33,7 @@ pub struct App {
     groups: Vec<Group>,
     admission: Vec<Arc<dyn AdmissionPlugin>>,
     version: VersionInfo,
+    layers: ChainLayers,
 }
 
 #[derive(Parser, Debug)]
@@ -94,6 +97,7 @@ impl App {
             groups: Vec::new(),
             admission: Vec::new(),
             version: VersionInfo::for_kubernetes("1", "33"),
+            layers: ChainLayers::default(),
         }
     }
 
@@ -115,9 +119,22 @@ impl App {
         self
     }
 
+    /// Runs `layer` at `position` of the handler chain, in every mode (see
+    /// [`GenericApiServerBuilder::layer`]).
+    pub fn layer<L>(mut self, position: ChainPosition, layer: L) -> Self
+    where
+        L: tower::Layer<ChainService> + Send + Sync + 'static,
+        L::Service: ChainInner,
+    {
+        self.layers.add(position, layer);
+        self
+    }
+
     /// The server this app describes, as a builder (to add storage, checks or a delegate).
     pub fn server_builder(self) -> GenericApiServerBuilder {
-        let mut b = GenericApiServer::builder(self.name).version(self.version);
+        let mut b = GenericApiServer::builder(self.name)
+            .version(self.version)
+            .layers(&self.layers);
         for g in self.groups {
             b = b.group(g);
         }

@@ -33,11 +33,15 @@ pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 pub async fn handle(
     storage: Arc<dyn RestStorage>,
     mut ctx: RequestContext,
-    req: Request<Body>,
+    mut req: Request<Body>,
     path: ResourcePath,
     verb: Verb,
 ) -> Response<Body> {
-    let query = Query::parse(req.uri().query());
+    // Decoded once when the request arrived (the handler chain keeps it in the extensions).
+    let query = match req.extensions_mut().remove::<Query>() {
+        Some(query) => query,
+        None => Query::parse(req.uri().query()),
+    };
     let accept = req
         .headers()
         .get(header::ACCEPT)

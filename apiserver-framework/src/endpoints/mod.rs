@@ -8,6 +8,8 @@ pub mod field_manager;
 pub mod handlers;
 pub mod jsonpath;
 pub mod negotiation;
+#[doc(hidden)]
+pub mod parse_count;
 pub mod patch;
 pub mod query;
 pub mod request_info;

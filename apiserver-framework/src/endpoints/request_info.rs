@@ -87,12 +87,22 @@ pub enum ApiPath {
 }
 
 /// Parses a path starting with `/apis` or `/api`; `None` for other paths.
+///
+/// The handler chain reads each request once on arrival (see
+/// [`crate::authz::ParsedRequest::read`], which keeps this reading with the authorizer's), so
+/// that the router takes it from there rather than calling this again.
 pub fn parse(path: &str) -> Option<ApiPath> {
-    if let Some(rest) = under(path, "/apis") {
-        return Some(parse_apis(&segments(rest)));
+    crate::endpoints::parse_count::request_info_read();
+    parse_segments(path, &segments(path))
+}
+
+/// Like [`parse`], for a path already split into its non-empty segments ([`segments`]).
+pub fn parse_segments(path: &str, segments: &[&str]) -> Option<ApiPath> {
+    if under(path, "/apis").is_some() {
+        return Some(parse_apis(segments.get(1..).unwrap_or_default()));
     }
-    let rest = under(path, "/api")?;
-    Some(match segments(rest).as_slice() {
+    under(path, "/api")?;
+    Some(match segments.get(1..).unwrap_or_default() {
         [] => ApiPath::CoreRoot,
         [v] => ApiPath::GroupVersion(String::new(), v.to_string()),
         [v, rest @ ..] => match resource_path("", v, rest) {
@@ -108,8 +118,9 @@ fn under<'a>(path: &'a str, prefix: &str) -> Option<&'a str> {
     (rest.is_empty() || rest.starts_with('/')).then_some(rest)
 }
 
-/// The non-empty `/`-separated segments of `rest`.
-fn segments(rest: &str) -> Vec<&str> {
+/// The non-empty `/`-separated segments of a path, as the router and the authorizer read
+/// them (not percent-decoded).
+pub fn segments(rest: &str) -> Vec<&str> {
     rest.split('/').filter(|p| !p.is_empty()).collect()
 }
 

@@ -12,6 +12,7 @@ use http::request::Parts;
 use http::{HeaderMap, Method, header};
 
 use crate::authz::{self, Request as AuthzRequest};
+use crate::endpoints::query::Query;
 
 /// The component label of resource requests.
 pub const COMPONENT: &str = "apiserver";
@@ -72,19 +73,31 @@ pub struct RequestLabels {
 
 impl RequestLabels {
     /// The labels of a request with these parts.
+    ///
+    /// The request's reading and its decoded query are taken from its extensions, where the
+    /// handler chain keeps them; a request without them is read here.
     pub fn of(parts: &Parts) -> Self {
-        Self::from_parsed(
-            &parts.method,
-            parts.uri.query(),
-            &parts.headers,
-            &authz::ParsedRequest::of_parts(parts).0,
-        )
+        let parsed = authz::ParsedRequest::of_parts(parts);
+        match parts.extensions.get::<Query>() {
+            Some(query) => Self::from_query(&parts.method, query, &parts.headers, &parsed.0),
+            None => Self::from_parsed(&parts.method, parts.uri.query(), &parts.headers, &parsed.0),
+        }
     }
 
     /// The labels of a request already read ([`authz::request_of`]).
     pub fn from_parsed(
         method: &Method,
         query: Option<&str>,
+        headers: &HeaderMap,
+        request: &AuthzRequest,
+    ) -> Self {
+        Self::from_query(method, &Query::parse(query), headers, request)
+    }
+
+    /// The labels of a request already read, with its decoded query.
+    pub fn from_query(
+        method: &Method,
+        query: &Query,
         headers: &HeaderMap,
         request: &AuthzRequest,
     ) -> Self {
@@ -205,29 +218,24 @@ fn clean(verb: String) -> String {
 }
 
 /// Upstream's `getVerbIfWatch`: a `GET` whose first `watch` value is neither `0` nor `false`.
-fn watch_query(upper: &str, query: Option<&str>) -> bool {
+fn watch_query(upper: &str, query: &Query) -> bool {
     if upper != "GET" && upper != "LIST" {
         return false;
     }
-    form_urlencoded::parse(query.unwrap_or("").as_bytes())
-        .find(|(k, _)| k == "watch")
-        .is_some_and(|(_, v)| {
-            let v = v.to_ascii_lowercase();
-            v != "0" && v != "false"
-        })
+    query.get("watch").is_some_and(|v| {
+        let v = v.to_ascii_lowercase();
+        v != "0" && v != "false"
+    })
 }
 
 /// Upstream's `cleanDryRun`: the sorted, deduplicated `dryRun` values, `invalid` when any is
 /// not `All`.
-fn clean_dry_run(query: Option<&str>) -> String {
-    let Some(query) = query.filter(|q| q.contains("dryRun")) else {
+fn clean_dry_run(query: &Query) -> String {
+    let mut values: Vec<&str> = query.all("dryRun").collect();
+    if values.is_empty() {
         return String::new();
-    };
-    let mut values: Vec<String> = form_urlencoded::parse(query.as_bytes())
-        .filter(|(k, _)| k == "dryRun")
-        .map(|(_, v)| v.into_owned())
-        .collect();
-    if values.iter().any(|v| v != "All") {
+    }
+    if values.iter().any(|v| *v != "All") {
         return "invalid".into();
     }
     values.sort();

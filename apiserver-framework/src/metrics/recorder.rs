@@ -16,6 +16,7 @@ use prometheus::IntGauge;
 
 use crate::auth::PeerAddr;
 use crate::metrics::{Metrics, RequestLabels, global};
+use crate::registry::rest::RestStorage;
 use crate::registry::scheme::Registry;
 
 /// A chain of servers as the recorder reads it: what each server stores, and the server it
@@ -37,6 +38,16 @@ impl<T: ServingChain + ?Sized> ServingChain for Arc<T> {
     fn next_server(&self) -> Option<&dyn ServingChain> {
         (**self).next_server()
     }
+}
+
+/// The resource the router served a request with, kept in the response's extensions: the
+/// recorder takes the request's labels from it rather than routing the request again.
+#[derive(Clone)]
+pub struct ServedRoute {
+    /// The resource's storage.
+    pub storage: Arc<dyn RestStorage>,
+    /// Whether the resource has the subresource the path names (true when it names none).
+    pub subresource_served: bool,
 }
 
 /// One request being served: counts it in flight until dropped, and records it once its
@@ -81,7 +92,18 @@ impl RequestRecorder {
     /// until it ends).
     pub fn finish(mut self, server: &dyn ServingChain, res: Response<Body>) -> Response<Body> {
         let status = res.status();
-        let (labels, routed) = served(server, std::mem::take(&mut self.labels), status);
+        let labels = std::mem::take(&mut self.labels);
+        let (labels, routed) = match res.extensions().get::<ServedRoute>() {
+            Some(route) if route_matches(route, &labels) => {
+                let mut labels = labels;
+                if !route.subresource_served {
+                    labels.subresource.clear();
+                }
+                (labels, Some(route.storage.info().kind.clone()))
+            }
+            // Answered before the router chose a route (refused, or not a resource).
+            _ => served(server, labels, status),
+        };
         let elapsed = self.started.elapsed();
         let values = labels.duration_values();
         let mut with_code = [""; 9];
@@ -140,6 +162,15 @@ impl Drop for RequestRecorder {
             g.dec();
         }
     }
+}
+
+/// Whether the route the router chose is the resource the labels name.
+fn route_matches(route: &ServedRoute, labels: &RequestLabels) -> bool {
+    let info = route.storage.info();
+    labels.is_resource
+        && info.group == labels.group
+        && info.version == labels.version
+        && info.plural == labels.resource
 }
 
 /// The labels cut down to what the chain serves, and the kind of the resource they name

@@ -11,18 +11,23 @@ use std::sync::Arc;
 use axum::body::Body;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use serde_json::{Value, json};
+use tower::Layer;
 
 use crate::authz::ParsedRequest;
 use crate::discovery::{self, ServedGroup, aggregated, legacy};
 use crate::endpoints::handlers;
-use crate::endpoints::request_info::{self, ApiPath, Verb};
+use crate::endpoints::query::Query;
+use crate::endpoints::request_info::{ApiPath, Verb};
 use crate::endpoints::response::raw;
 use crate::error::ApiError;
+use crate::metrics::recorder::ServedRoute;
 use crate::openapi;
 use crate::registry::admission::{AdmissionChain, AdmissionPlugin};
 use crate::registry::group::Group;
 use crate::registry::rest::RequestContext;
 use crate::registry::scheme::Registry;
+use crate::server::filters::filter::ChainInner;
+use crate::server::filters::{ChainLayers, ChainPosition, ChainService};
 use crate::server::front::FrontHandler;
 use crate::server::health::{HealthCheck, HealthChecks};
 use crate::server::lifecycle::Lifecycle;
@@ -43,6 +48,8 @@ pub struct GenericApiServer {
     version: VersionInfo,
     aggregator: Option<Arc<dyn FrontHandler>>,
     lifecycle: Lifecycle,
+    /// Users' layers for the handler chain in front of this server.
+    layers: ChainLayers,
     /// The documents and the aggregator generation they were computed at.
     documents: parking_lot::RwLock<Option<(u64, Arc<Documents>)>>,
 }
@@ -85,6 +92,7 @@ pub struct GenericApiServerBuilder {
     version: VersionInfo,
     aggregator: Option<Arc<dyn FrontHandler>>,
     lifecycle: Lifecycle,
+    layers: ChainLayers,
 }
 
 impl GenericApiServer {
@@ -101,7 +109,14 @@ impl GenericApiServer {
             version: VersionInfo::for_kubernetes("1", "33"),
             aggregator: None,
             lifecycle: Lifecycle::default(),
+            layers: ChainLayers::default(),
         }
+    }
+
+    /// The users' layers for the handler chain in front of this server
+    /// ([`GenericApiServerBuilder::layer`]).
+    pub fn chain_layers(&self) -> &ChainLayers {
+        &self.layers
     }
 
     /// The server's hooks and its `shutdown` readiness check.
@@ -191,7 +206,8 @@ impl GenericApiServer {
             }
             _ => {}
         }
-        match request_info::parse(&path) {
+        let parsed = ParsedRequest::of_request(&req);
+        match parsed.api_path().cloned() {
             Some(ApiPath::Root) => self.apis_root(&req),
             Some(ApiPath::CoreRoot) => self.core_api(&req),
             Some(ApiPath::Group(g)) => {
@@ -269,7 +285,16 @@ impl GenericApiServer {
                 let verb = ParsedRequest::of_request(&req)
                     .resource_verb()
                     .map_or(Verb::Other, Verb::from_name);
-                handlers::handle(storage, ctx, req, path, verb).await
+                let route = ServedRoute {
+                    storage: storage.clone(),
+                    subresource_served: path
+                        .subresource
+                        .as_deref()
+                        .is_none_or(|s| storage.info().subresources().contains(&s)),
+                };
+                let mut res = handlers::handle(storage, ctx, req, path, verb).await;
+                res.extensions_mut().insert(route);
+                res
             }
             _ => ApiError::route_not_found().into_response_now(),
         }
@@ -463,7 +488,14 @@ impl GenericApiServer {
         if !accepts_json(header_str(req, header::ACCEPT)) {
             return raw(StatusCode::NOT_ACCEPTABLE, "text/plain", Vec::new());
         }
-        let query = crate::endpoints::query::Query::parse(req.uri().query());
+        let parsed;
+        let query = match req.extensions().get::<Query>() {
+            Some(query) => query,
+            None => {
+                parsed = Query::parse(req.uri().query());
+                &parsed
+            }
+        };
         let etag = format!("\"{hash}\"");
         if let Some(asked) = query.get("hash")
             && asked != hash
@@ -567,6 +599,44 @@ impl GenericApiServerBuilder {
         self
     }
 
+    /// Runs `layer` at `position` of the handler chain in front of this server (the
+    /// counterpart of upstream's `BuildHandlerChainFunc`); of several layers at one position,
+    /// the one added first runs first. A layer is any tower layer whose service answers every
+    /// request, e.g. `axum::middleware::from_fn`; see [`ChainPosition`] for what it sees
+    /// where.
+    ///
+    /// ```no_run
+    /// use apiserver_framework::server::GenericApiServer;
+    /// use apiserver_framework::server::filters::ChainPosition;
+    /// use apiserver_framework::user::UserInfo;
+    /// use axum::{extract::Request, middleware::{self, Next}};
+    ///
+    /// let server = GenericApiServer::builder("example")
+    ///     .layer(
+    ///         ChainPosition::AfterAuthentication,
+    ///         middleware::from_fn(|req: Request, next: Next| async move {
+    ///             let user = req.extensions().get::<UserInfo>().map(|u| u.username.clone());
+    ///             tracing::info!(?user, path = req.uri().path(), "request");
+    ///             next.run(req).await
+    ///         }),
+    ///     )
+    ///     .build();
+    /// ```
+    pub fn layer<L>(mut self, position: ChainPosition, layer: L) -> Self
+    where
+        L: Layer<ChainService> + Send + Sync + 'static,
+        L::Service: ChainInner,
+    {
+        self.layers.add(position, layer);
+        self
+    }
+
+    /// Adds the layers of `layers` ([`GenericApiServerBuilder::layer`]).
+    pub fn layers(mut self, layers: &ChainLayers) -> Self {
+        self.layers.extend(layers);
+        self
+    }
+
     /// Builds the server.
     pub fn build(self) -> GenericApiServer {
         let storage = self
@@ -600,6 +670,7 @@ impl GenericApiServerBuilder {
             version: self.version,
             aggregator: self.aggregator,
             lifecycle: self.lifecycle,
+            layers: self.layers,
             documents: parking_lot::RwLock::new(None),
         }
     }

@@ -1,31 +1,35 @@
-//! Serving a chain over HTTPS: the handler chain in front of the first server (panic
-//! recovery, authentication, authorization), the listener (see [`crate::server::connections`])
-//! and graceful stop.
+//! Serving a chain over HTTPS: the handler chain in front of the first server (its filters as
+//! tower layers, see [`crate::server::filters`]), the listener (see
+//! [`crate::server::connections`]) and graceful stop.
 
+use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
 
 use axum::body::Body;
-use futures::FutureExt;
+use futures::future::BoxFuture;
 use http::{Request, Response};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
+use tower::{Layer, Service, ServiceBuilder, ServiceExt};
+use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
 
-use crate::audit::{self, AuditId, Auditor};
-use crate::auth::{self, Authenticated, Authenticator, DelegatedAuthConfig};
-use crate::authz::{self, Attributes, Authorizer, Decision, ParsedRequest, PathAuthorizer};
-use crate::endpoints::watch_timeout::MinRequestTimeout;
-use crate::error::ApiError;
+use crate::audit::Auditor;
+use crate::auth::{Authenticator, DelegatedAuthConfig};
+use crate::authz::{Authorizer, PathAuthorizer};
 use crate::server::connections::activity::OpenConnections;
 use crate::server::connections::{ConnectionServer, ServeRequest, listener};
-use crate::server::filters::{self, MaxInFlight, RequestLimits};
+use crate::server::filters::authentication::AuthenticationFilter;
+use crate::server::filters::{
+    self, ChainLayers, ChainPosition, ChainService, MaxInFlight, RequestLimits,
+};
 use crate::server::generic::GenericApiServer;
 use crate::server::lifecycle::ShutdownOptions;
 use crate::user::UserInfo;
 
-/// The filters in front of the first server of a chain.
+/// The filters in front of the first server of a chain, and the users' layers among them.
 pub struct HandlerChain {
     server: Arc<GenericApiServer>,
     authenticator: Arc<dyn Authenticator>,
@@ -34,19 +38,23 @@ pub struct HandlerChain {
     credentials: Option<Arc<DelegatedAuthConfig>>,
     auditor: Option<Arc<Auditor>>,
     limits: RequestLimits,
-    in_flight: MaxInFlight,
     shutdown: ShutdownOptions,
+    layers: ChainLayers,
+    /// The assembled chain, built on the first request.
+    service: OnceLock<ChainService>,
 }
 
 impl HandlerChain {
     /// Requests are authenticated by `authenticator`, authorized by `authorizer`, then served
     /// by `server`. Unauthenticated callers may reach the default always-allowed paths
-    /// (`/healthz`, `/readyz`, `/livez`) as `system:anonymous`.
+    /// (`/healthz`, `/readyz`, `/livez`) as `system:anonymous`. The layers the server was
+    /// built with ([`crate::server::GenericApiServerBuilder::layer`]) run at their positions.
     pub fn new(
         server: Arc<GenericApiServer>,
         authenticator: Arc<dyn Authenticator>,
         authorizer: Arc<dyn Authorizer>,
     ) -> Self {
+        let layers = server.chain_layers().clone();
         HandlerChain {
             server,
             authenticator,
@@ -55,17 +63,14 @@ impl HandlerChain {
             credentials: None,
             auditor: None,
             limits: RequestLimits::default(),
-            in_flight: MaxInFlight::new(400, 200),
             shutdown: ShutdownOptions::default(),
+            layers,
+            service: OnceLock::new(),
         }
     }
 
     /// Bounds requests as `limits` say (default: [`RequestLimits::default`]).
     pub fn with_limits(mut self, limits: RequestLimits) -> Self {
-        self.in_flight = MaxInFlight::new(
-            limits.max_requests_inflight,
-            limits.max_mutating_requests_inflight,
-        );
         self.limits = limits;
         self
     }
@@ -97,147 +102,101 @@ impl HandlerChain {
         self
     }
 
-    /// Serves one request: recovers panics as 500 Status, authenticates (401 on failure,
-    /// except for the anonymous paths), authorizes (403 Status when not allowed, plain-text
-    /// 500 when the authorizer fails), then hands it to the server.
-    pub async fn call(&self, mut req: Request<Body>) -> Response<Body> {
-        // Every response carries the request's audit id (upstream's `WithAuditInit`).
-        let audit_id = AuditId::of(req.headers());
-        req.extensions_mut().insert(audit_id.clone());
-        if req.extensions().get::<ParsedRequest>().is_none() {
-            let parsed = ParsedRequest::of(req.method(), req.uri().path(), req.uri().query());
-            req.extensions_mut().insert(parsed);
-        }
-        let work = AssertUnwindSafe(self.serve(req)).catch_unwind();
-        let mut res = match work.await {
+    /// Runs `layer` at `position` of the chain, after the layers added before (upstream's
+    /// `BuildHandlerChainFunc`, at a named place). See [`ChainPosition`] for what a layer
+    /// sees at each.
+    pub fn with_layer<L>(mut self, position: ChainPosition, layer: L) -> Self
+    where
+        L: Layer<ChainService> + Send + Sync + 'static,
+        L::Service: filters::filter::ChainInner,
+    {
+        self.layers.add(position, layer);
+        self
+    }
+
+    /// The chain as one service: the filters in upstream's order, outermost first, with the
+    /// users' layers at their positions, then the server.
+    pub fn service(&self) -> ChainService {
+        self.service.get_or_init(|| self.build()).clone()
+    }
+
+    fn build(&self) -> ChainService {
+        let at = |position| self.layers.at(position);
+        let authentication = AuthenticationFilter {
+            authenticator: self.authenticator.clone(),
+            anonymous_paths: Arc::new(self.anonymous_paths.clone()),
+            credentials: self.credentials.clone(),
+            auditor: self.auditor.clone(),
+        };
+        let in_flight = MaxInFlight::new(
+            self.limits.max_requests_inflight,
+            self.limits.max_mutating_requests_inflight,
+        );
+        let service = ServiceBuilder::new()
+            .layer(filters::audit_id::layer())
+            .layer(filters::panic_recovery::layer())
+            .layer(SetSensitiveRequestHeadersLayer::new([
+                http::header::AUTHORIZATION,
+                http::header::PROXY_AUTHORIZATION,
+                http::header::COOKIE,
+            ]))
+            .layer(filters::request_info::layer())
+            .layer(at(ChainPosition::AfterRequestInfo))
+            .layer(filters::metrics::layer(self.server.clone()))
+            .layer(filters::timeout::layer(
+                self.limits.request_timeout,
+                self.limits.min_request_timeout,
+            ))
+            .layer(at(ChainPosition::BeforeAuthentication))
+            .layer(authentication.layer())
+            .layer(at(ChainPosition::AfterAuthentication))
+            .layer(filters::max_inflight::layer(in_flight))
+            .layer(filters::audit::layer(self.auditor.clone()))
+            .layer(filters::impersonation::layer(self.authorizer.clone()))
+            .layer(at(ChainPosition::BeforeAuthorization))
+            .layer(filters::authorization::layer(self.authorizer.clone()))
+            .layer(at(ChainPosition::AfterAuthorization))
+            .service(ServerService(self.server.clone()));
+        ChainService::new(service)
+    }
+
+    /// Serves one request through the chain: audit id, panic recovery (a 500 Status),
+    /// request info, metrics, timeout, authentication (401 on failure, except for the
+    /// anonymous paths), in-flight limit, audit, impersonation, authorization (403 Status
+    /// when not allowed, plain-text 500 when the authorizer fails), then the server.
+    pub async fn call(&self, req: Request<Body>) -> Response<Body> {
+        match self.service().oneshot(req).await {
             Ok(res) => res,
-            Err(_) => {
-                tracing::error!("handler panicked");
-                axum::response::IntoResponse::into_response(ApiError::internal(
-                    "the server panicked while handling the request",
-                ))
-            }
-        };
-        if let Ok(v) = http::HeaderValue::from_str(&audit_id.0) {
-            res.headers_mut().insert(audit::AUDIT_ID_HEADER, v);
+            Err(never) => match never {},
         }
-        res
-    }
-
-    /// Records the request's metrics around everything else.
-    async fn serve(&self, req: Request<Body>) -> Response<Body> {
-        let (parts, body) = req.into_parts();
-        let recorder = crate::metrics::RequestRecorder::start(&parts);
-        let res = self.limited(Request::from_parts(parts, body)).await;
-        recorder.finish(&self.server, res)
-    }
-
-    /// The request timeout (long-running requests have none), then the rest.
-    async fn limited(&self, mut req: Request<Body>) -> Response<Body> {
-        let long_running = req
-            .extensions()
-            .get::<ParsedRequest>()
-            .is_some_and(filters::long_running::is_long_running);
-        req.extensions_mut()
-            .insert(MinRequestTimeout(self.limits.min_request_timeout));
-        if long_running {
-            return self.authenticated(req, true).await;
-        }
-        let deadline =
-            match filters::timeout::deadline(req.uri().query(), self.limits.request_timeout) {
-                Ok(d) => d,
-                Err(e) => return axum::response::IntoResponse::into_response(e),
-            };
-        match tokio::time::timeout(deadline, self.authenticated(req, false)).await {
-            Ok(res) => res,
-            Err(_) => filters::timeout::timed_out(),
-        }
-    }
-
-    async fn authenticated(&self, req: Request<Body>, long_running: bool) -> Response<Body> {
-        let (mut parts, body) = req.into_parts();
-        let user = match self.authenticator.authenticate(&parts).await {
-            Authenticated::User(u) => u,
-            // As upstream: invalid credentials are refused everywhere; a caller without any
-            // may reach the anonymous paths.
-            Authenticated::NoCredentials if self.anonymous_paths.allows(parts.uri.path()) => {
-                anonymous()
-            }
-            _ => {
-                if let Some(auditor) = &self.auditor {
-                    auditor.failed_authentication(&parts, 401);
-                }
-                return axum::response::IntoResponse::into_response(ApiError::unauthorized());
-            }
-        };
-        let _in_flight = match long_running {
-            true => None,
-            false => match self
-                .in_flight
-                .admit(&user, &ParsedRequest::of_parts(&parts).0)
-            {
-                Some(place) => Some(place),
-                None => return filters::max_inflight::too_many_requests(),
-            },
-        };
-        // Credentials are consumed here; nothing behind this point sees them.
-        match &self.credentials {
-            Some(config) => auth::strip_credentials(&mut parts.headers, &config.current()),
-            None => auth::strip_default_credentials(&mut parts.headers),
-        }
-        match &self.auditor {
-            Some(auditor) => {
-                let next = |parts, body| self.authorize_and_handle(parts, body, user.clone());
-                auditor.serve(parts, body, &user, next).await
-            }
-            None => self.authorize_and_handle(parts, body, user).await,
-        }
-    }
-
-    /// Impersonation, then authorization, then the server.
-    async fn authorize_and_handle(
-        &self,
-        mut parts: http::request::Parts,
-        body: Body,
-        user: UserInfo,
-    ) -> Response<Body> {
-        let user = match filters::impersonate(self.authorizer.as_ref(), &mut parts, user).await {
-            Ok(user) => user,
-            Err(res) => return res,
-        };
-        let attrs = Attributes {
-            user,
-            request: ParsedRequest::of_parts(&parts).0.as_ref().clone(),
-        };
-        let decision = self.authorizer.authorize(&attrs).await;
-        audit::annotate_authorization(&parts.extensions, &decision);
-        match decision {
-            Ok(Decision::Allow) => {}
-            Ok(Decision::Deny(reason) | Decision::NoOpinion(reason)) => {
-                tracing::debug!(uri = %parts.uri, %reason, "forbidden");
-                let accept = parts
-                    .headers
-                    .get(http::header::ACCEPT)
-                    .and_then(|v| v.to_str().ok());
-                return authz::forbidden_response(&attrs, &reason, accept);
-            }
-            Err(e) => {
-                tracing::error!(uri = %parts.uri, error = %e, "authorization failed");
-                let uri = parts
-                    .uri
-                    .path_and_query()
-                    .map_or_else(|| parts.uri.path(), |p| p.as_str());
-                return authz::internal_error_response(uri, &e.0);
-            }
-        }
-        self.server
-            .handle(Request::from_parts(parts, body), attrs.user)
-            .await
     }
 }
 
-fn anonymous() -> UserInfo {
-    UserInfo::new("system:anonymous", &["system:unauthenticated"])
+/// The end of the chain: the first server, serving the request as the user the filters
+/// left in its extensions.
+#[derive(Clone)]
+struct ServerService(Arc<GenericApiServer>);
+
+impl Service<Request<Body>> for ServerService {
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<Response<Body>, Infallible>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<Body>) -> Self::Future {
+        let server = self.0.clone();
+        Box::pin(async move {
+            let user = req
+                .extensions()
+                .get::<UserInfo>()
+                .cloned()
+                .unwrap_or_default();
+            Ok(server.handle(req, user).await)
+        })
+    }
 }
 
 /// `https://<address>:<port>` of a listener's address (IPv6 addresses in brackets).
@@ -307,6 +266,8 @@ pub fn start(
         limits,
         chain.shutdown.drain_timeout,
     ));
+    // The chain is assembled before the first request.
+    let _ = chain.service();
     let open = OpenConnections::new(limits.open_connections_bound());
     let task = tokio::spawn(listener::run(listener, server, open, stopped));
     chain.server.start_post_start_hooks();

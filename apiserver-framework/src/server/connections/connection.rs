@@ -230,9 +230,12 @@ impl<H: ServeRequest> ConnectionServer<H> {
             if let Some(certs) = &certs {
                 req.extensions_mut().insert(certs.clone());
             }
-            let parsed = ParsedRequest::of(req.method(), req.uri().path(), req.uri().query());
-            let long_running = filters::long_running::is_long_running(&parsed);
-            req.extensions_mut().insert(parsed);
+            // Read once here (to tell watches apart) for the whole handler chain.
+            filters::request_info::read(&mut req);
+            let long_running = req
+                .extensions()
+                .get::<ParsedRequest>()
+                .is_some_and(filters::long_running::is_long_running);
             // Watches are never compressed.
             let gzip = !long_running && compression::accepts_gzip(req.headers());
             let handler = handler.clone();

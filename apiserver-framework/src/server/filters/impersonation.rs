@@ -8,11 +8,13 @@
 //! the impersonated user (recorded in the audit event) and is authorized as such.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use axum::body::Body;
 use http::Response;
 use http::request::Parts;
 
+use super::filter::{ChainInner, Filter, FilterLayer, Next};
 use crate::audit::AuditContext;
 use crate::authz::{self, Attributes, Authorizer, Decision, Request, ResourceAttributes};
 use crate::user::UserInfo;
@@ -269,6 +271,38 @@ pub async fn impersonate(
     }
     strip_headers(parts);
     Ok(user)
+}
+
+/// Impersonation as a filter, behind authentication and the audit: the request's user (in
+/// its extensions) becomes the impersonated one, or the request is refused.
+#[derive(Clone)]
+pub struct ImpersonationFilter(pub Arc<dyn Authorizer>);
+
+/// The impersonation filter as a layer.
+pub fn layer(authorizer: Arc<dyn Authorizer>) -> FilterLayer<ImpersonationFilter> {
+    FilterLayer(ImpersonationFilter(authorizer))
+}
+
+impl Filter for ImpersonationFilter {
+    async fn filter<S: ChainInner>(
+        self,
+        req: http::Request<Body>,
+        next: Next<S>,
+    ) -> Response<Body> {
+        let (mut parts, body) = req.into_parts();
+        let requestor = parts
+            .extensions
+            .get::<UserInfo>()
+            .cloned()
+            .unwrap_or_default();
+        match impersonate(self.0.as_ref(), &mut parts, requestor).await {
+            Ok(user) => {
+                parts.extensions.insert(user);
+                next.run(http::Request::from_parts(parts, body)).await
+            }
+            Err(res) => res,
+        }
+    }
 }
 
 fn strip_headers(parts: &mut Parts) {

@@ -9,8 +9,9 @@ use axum::body::Body;
 use http::{HeaderValue, Response, StatusCode, header};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::authz::Request;
-use crate::server::filters::long_running::is_mutating;
+use super::filter::{ChainInner, Filter, FilterLayer, Next};
+use crate::authz::{ParsedRequest, Request};
+use crate::server::filters::long_running::{is_long_running, is_mutating};
 use crate::user::UserInfo;
 
 /// The group whose members the limit never refuses (upstream's `SystemPrivilegedGroup`).
@@ -57,6 +58,43 @@ impl MaxInFlight {
                 tracing::debug!(?request, "too many requests in flight");
                 None
             }
+        }
+    }
+}
+
+/// The in-flight limit as a filter, behind authentication (it reads the user, whom
+/// `system:masters` exempts). A request holds its place until its response is produced.
+#[derive(Clone, Debug)]
+pub struct MaxInFlightFilter(pub MaxInFlight);
+
+/// The in-flight filter as a layer.
+pub fn layer(limit: MaxInFlight) -> FilterLayer<MaxInFlightFilter> {
+    FilterLayer(MaxInFlightFilter(limit))
+}
+
+impl Filter for MaxInFlightFilter {
+    fn filter<S: ChainInner>(
+        self,
+        req: http::Request<Body>,
+        next: Next<S>,
+    ) -> impl Future<Output = Response<Body>> + Send + 'static {
+        let parsed = ParsedRequest::of_request(&req);
+        let place = match is_long_running(&parsed) {
+            true => Some(None),
+            false => {
+                let user = req
+                    .extensions()
+                    .get::<UserInfo>()
+                    .cloned()
+                    .unwrap_or_default();
+                self.0.admit(&user, parsed.request()).map(Some)
+            }
+        };
+        async move {
+            let Some(_place) = place else {
+                return too_many_requests();
+            };
+            next.run(req).await
         }
     }
 }

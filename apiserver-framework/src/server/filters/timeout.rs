@@ -5,11 +5,71 @@
 use std::time::Duration;
 
 use axum::body::Body;
-use http::{HeaderValue, Response, StatusCode, header};
+use http::{HeaderValue, Request, Response, StatusCode, header};
 
+use super::filter::{ChainInner, Filter, FilterLayer, Next};
+use crate::authz::ParsedRequest;
 use crate::duration;
 use crate::endpoints::query::Query;
+use crate::endpoints::watch_timeout::MinRequestTimeout;
 use crate::error::ApiError;
+
+/// The request timeout as a filter; also tells the watch handlers the shortest watch
+/// (`--min-request-timeout`, [`MinRequestTimeout`]).
+///
+/// Hand-written rather than tower-http's timeout layer, which answers `408` with an empty
+/// body and one fixed duration: upstream answers `504` with its Status text, honours a
+/// shorter `?timeout=` per request, refuses a malformed one with `400`, and exempts watches.
+#[derive(Clone, Copy, Debug)]
+pub struct TimeoutFilter {
+    /// `--request-timeout`.
+    pub request_timeout: Duration,
+    /// `--min-request-timeout`.
+    pub min_request_timeout: Duration,
+}
+
+/// The timeout filter as a layer.
+pub fn layer(
+    request_timeout: Duration,
+    min_request_timeout: Duration,
+) -> FilterLayer<TimeoutFilter> {
+    FilterLayer(TimeoutFilter {
+        request_timeout,
+        min_request_timeout,
+    })
+}
+
+impl Filter for TimeoutFilter {
+    fn filter<S: ChainInner>(
+        self,
+        mut req: Request<Body>,
+        next: Next<S>,
+    ) -> impl Future<Output = Response<Body>> + Send + 'static {
+        let long_running = req
+            .extensions()
+            .get::<ParsedRequest>()
+            .is_some_and(super::long_running::is_long_running);
+        req.extensions_mut()
+            .insert(MinRequestTimeout(self.min_request_timeout));
+        let deadline = match long_running {
+            true => None,
+            false => Some(match req.extensions().get::<Query>() {
+                Some(query) => deadline_of(query, self.request_timeout),
+                None => deadline(req.uri().query(), self.request_timeout),
+            }),
+        };
+        async move {
+            match deadline {
+                None => next.run(req).await,
+                Some(Err(e)) => axum::response::IntoResponse::into_response(e),
+                Some(Ok(d)) => match tokio::time::timeout(d, next.run(req)).await {
+                    Ok(res) => res,
+                    Err(_) => timed_out(),
+                },
+            }
+        }
+    }
+}
 
 /// Upstream's `invalidTimeoutInURL`.
 const INVALID_TIMEOUT: &str = "invalid timeout specified in the request URL";
@@ -17,7 +77,11 @@ const INVALID_TIMEOUT: &str = "invalid timeout specified in the request URL";
 /// How long a request with this raw query may take: `?timeout=` when it is positive and
 /// shorter than `default`, else `default`. An unparsable `?timeout=` is a `400`.
 pub fn deadline(query: Option<&str>, default: Duration) -> Result<Duration, ApiError> {
-    let query = Query::parse(query);
+    deadline_of(&Query::parse(query), default)
+}
+
+/// Like [`deadline`], for a decoded query.
+pub fn deadline_of(query: &Query, default: Duration) -> Result<Duration, ApiError> {
     let Some(value) = query.get("timeout") else {
         return Ok(default);
     };

@@ -1,0 +1,57 @@
+//! Authorization (upstream's `WithAuthorization`), the last filter: the request's user (after
+//! impersonation) and its reading are put to the authorizer; the decision is recorded in the
+//! audit event. A refusal answers upstream's `403` Status, a failed authorizer its plain-text
+//! `500`; an allowed request goes on to the server.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use http::{Request, Response};
+
+use super::filter::{ChainInner, Filter, FilterLayer, Next};
+use crate::audit;
+use crate::authz::{self, Attributes, Authorizer, Decision, ParsedRequest};
+use crate::user::UserInfo;
+
+/// Authorizes requests.
+#[derive(Clone)]
+pub struct AuthorizationFilter(pub Arc<dyn Authorizer>);
+
+/// The authorization filter as a layer.
+pub fn layer(authorizer: Arc<dyn Authorizer>) -> FilterLayer<AuthorizationFilter> {
+    FilterLayer(AuthorizationFilter(authorizer))
+}
+
+impl Filter for AuthorizationFilter {
+    async fn filter<S: ChainInner>(self, req: Request<Body>, next: Next<S>) -> Response<Body> {
+        let attrs = Attributes {
+            user: req
+                .extensions()
+                .get::<UserInfo>()
+                .cloned()
+                .unwrap_or_default(),
+            request: ParsedRequest::of_request(&req).0.as_ref().clone(),
+        };
+        let decision = self.0.authorize(&attrs).await;
+        audit::annotate_authorization(req.extensions(), &decision);
+        match decision {
+            Ok(Decision::Allow) => next.run(req).await,
+            Ok(Decision::Deny(reason) | Decision::NoOpinion(reason)) => {
+                tracing::debug!(uri = %req.uri(), %reason, "forbidden");
+                let accept = req
+                    .headers()
+                    .get(http::header::ACCEPT)
+                    .and_then(|v| v.to_str().ok());
+                authz::forbidden_response(&attrs, &reason, accept)
+            }
+            Err(e) => {
+                tracing::error!(uri = %req.uri(), error = %e, "authorization failed");
+                let uri = req
+                    .uri()
+                    .path_and_query()
+                    .map_or_else(|| req.uri().path(), |p| p.as_str());
+                authz::internal_error_response(uri, &e.0)
+            }
+        }
+    }
+}
