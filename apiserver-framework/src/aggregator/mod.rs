@@ -12,6 +12,7 @@
 pub mod apiservice;
 pub mod available;
 pub mod discovery;
+mod endpoints;
 pub mod openapi;
 pub mod proxy;
 
@@ -57,6 +58,7 @@ pub struct Aggregator {
     registry: OnceLock<Arc<Registry>>,
     state: RwLock<State>,
     generation: AtomicU64,
+    endpoints: endpoints::EndpointHealth,
 }
 
 /// What the controller observed in its last pass.
@@ -85,6 +87,7 @@ impl Aggregator {
             registry: OnceLock::new(),
             state: RwLock::new(State::default()),
             generation: AtomicU64::new(0),
+            endpoints: endpoints::EndpointHealth::default(),
         })
     }
 
@@ -157,15 +160,19 @@ impl Aggregator {
         let Some(reference) = &service.spec.service else {
             return proxy::unavailable();
         };
-        let Ok(endpoint) = self.resolver.resolve(
+        let Ok(all) = self.resolver.resolve_all(
             &reference.namespace,
             &reference.name,
             reference.port_or_default(),
         ) else {
             return proxy::unavailable();
         };
-        match self.backends.client(service, &endpoint) {
-            Ok(client) => proxy::forward(&client, &endpoint, req, user).await,
+        let Some(first) = all.first() else {
+            return proxy::unavailable();
+        };
+        // One client for every endpoint: they share the service's TLS name and CA.
+        match self.backends.client(service, first) {
+            Ok(client) => endpoints::forward(&self.endpoints, &client, all, req, user).await,
             Err(e) => {
                 tracing::warn!(error = %e, "no client for APIService");
                 proxy::unavailable()
