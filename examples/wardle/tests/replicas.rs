@@ -2,8 +2,8 @@
 //! development host's aggregator, under load from writers and kube-rs watchers that reach
 //! them through the aggregator. One setup, three disruptions in turn:
 //!
-//! 1. `kill -9` of one replica: only requests sent before the kill fail, the APIService stays
-//!    available;
+//! 1. `kill -9` of one replica: only requests in flight on it fail (at most one per writer,
+//!    none sent after the aggregator saw it die), the APIService stays available;
 //! 2. a rolling restart of all three through SIGTERM: no request fails;
 //! 3. the etcd leader killed: writes succeed again within seconds.
 //!
@@ -126,6 +126,8 @@ impl Drop for Replica {
 struct Write {
     name: String,
     sent: Instant,
+    /// When the answer (or the failure) came.
+    done: Instant,
     /// `Ok(resourceVersion)` when acknowledged; `Err(message)` when its outcome is unknown
     /// (a 5xx or a broken connection).
     outcome: Result<u64, String>,
@@ -196,6 +198,7 @@ async fn writer(
                     writes.push(Write {
                         name: name.clone(),
                         sent,
+                        done: Instant::now(),
                         outcome: Ok(rv),
                     });
                     break Some(rv);
@@ -206,6 +209,7 @@ async fn writer(
                     writes.push(Write {
                         name: name.clone(),
                         sent,
+                        done: Instant::now(),
                         outcome: Err(e),
                     });
                     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -225,6 +229,7 @@ async fn writer(
                     writes.push(Write {
                         name: name.clone(),
                         sent,
+                        done: Instant::now(),
                         outcome: Ok(rv_of(&body)),
                     });
                     break;
@@ -235,6 +240,7 @@ async fn writer(
                     writes.push(Write {
                         name: name.clone(),
                         sent,
+                        done: Instant::now(),
                         outcome: Err(e),
                     });
                     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -520,10 +526,16 @@ async fn replicas_behind_the_aggregator_survive_kills_rollouts_and_etcd_failover
 
     // 1. kill -9 of one replica mid-load; it comes back later.
     let killed = 1;
+    let kill_sent = Instant::now();
     s.replicas[killed].signal("KILL");
-    let killed_at = Instant::now();
     let _ = s.replicas[killed].child.as_mut().unwrap().wait();
-    eprintln!("killed replica {killed} at {:?}", test_start.elapsed());
+    // Reaped: dead, its sockets closed.
+    let killed_at = Instant::now();
+    eprintln!(
+        "killed replica {killed} at {:?} (reaped {:?} after the signal)",
+        test_start.elapsed(),
+        killed_at - kill_sent
+    );
     tokio::time::sleep(Duration::from_secs(3)).await;
     s.replicas[killed].spawn(&s.args);
     s.wait_ready(killed).await;
@@ -587,22 +599,37 @@ async fn replicas_behind_the_aggregator_survive_kills_rollouts_and_etcd_failover
         failed.len()
     );
 
-    // kill -9: only requests sent before the kill failed (those in flight on the replica).
-    for w in &failed {
-        if w.sent >= killed_at && w.sent < roll_start {
-            panic!(
-                "{} sent {:?} after the kill failed: {:?}",
-                w.name,
-                w.sent - killed_at,
-                w.outcome
-            );
-        }
-    }
-    let in_flight = failed
+    // kill -9: only requests in flight on the killed replica failed. Each writer has one
+    // request in flight at a time, so at most one failure per writer; and a request is in
+    // flight on the replica if it was sent before the replica died, or just after, before the
+    // aggregator's open connection to it saw the close (`AGGREGATOR_NOTICES`); the first
+    // refused connection takes the replica out.
+    const AGGREGATOR_NOTICES: Duration = Duration::from_millis(250);
+    let around_kill: Vec<&&Write> = failed
         .iter()
-        .filter(|w| w.sent < killed_at && w.sent >= killed_at - Duration::from_secs(20))
-        .count();
-    assert!(in_flight <= WRITERS, "{in_flight} failures around the kill");
+        .filter(|w| w.sent >= kill_sent - Duration::from_secs(20) && w.sent < roll_start)
+        .collect();
+    for w in &around_kill {
+        assert!(
+            w.sent < killed_at + AGGREGATOR_NOTICES,
+            "{} sent {:?} after the replica died failed: {:?}",
+            w.name,
+            w.sent - killed_at,
+            w.outcome
+        );
+    }
+    for id in 0..WRITERS {
+        let prefix = format!("w{id}-");
+        let n = around_kill
+            .iter()
+            .filter(|w| w.name.starts_with(&prefix))
+            .count();
+        assert!(
+            n <= 1,
+            "writer {id} had {n} failures around the kill: {around_kill:?}"
+        );
+    }
+    eprintln!("{} requests failed around the kill", around_kill.len());
     // The rolling restart: no request failed.
     let during_roll: Vec<_> = failed
         .iter()
@@ -612,15 +639,18 @@ async fn replicas_behind_the_aggregator_survive_kills_rollouts_and_etcd_failover
         during_roll.is_empty(),
         "requests failed during the rolling restart: {during_roll:?}"
     );
-    // The etcd leader's death: writes succeed again within 6 s.
-    let first_after = acked
+    // The etcd leader's death: writes sent after it succeed again within seconds (etcd
+    // elects a new leader; the single-server test allows 6 s with 2 s etcd request timeouts,
+    // `serve` keeps etcd's default 30 s ones).
+    let recovered = acked
         .iter()
         .filter(|w| w.sent > leader_killed_at)
-        .map(|w| w.sent - leader_killed_at)
+        .map(|w| w.done - leader_killed_at)
         .min();
+    eprintln!("writes acknowledged again {recovered:?} after the etcd leader's death");
     assert!(
-        first_after.is_some_and(|d| d < Duration::from_secs(6)),
-        "no write acknowledged within 6 s of the etcd leader's death: {first_after:?}"
+        recovered.is_some_and(|d| d < Duration::from_secs(10)),
+        "no write acknowledged within 10 s of the etcd leader's death: {recovered:?}"
     );
     // The APIService never turned unavailable (any endpoint passing keeps it available).
     assert!(
