@@ -1,7 +1,7 @@
 //! Two replicas of one server on one etcd, each with its watch cache (the storage `serve`
 //! opens), behave as one server: a write acknowledged by A is read by B right after, lists and
-//! watches on B see it, resourceVersion preconditions hold across them, and B continues A's
-//! paged lists.
+//! watches on B see it, resourceVersion preconditions and server-side apply conflicts hold
+//! across them, and B continues A's paged lists.
 
 mod support_etcd;
 
@@ -231,6 +231,48 @@ async fn replicas_on_one_etcd_are_one_server() {
     assert_eq!(code, 200);
     assert_eq!(got["spec"]["size"], 2, "A reads B's update: {got}");
     assert_eq!(rv(&got), rv(&updated));
+
+    // Server-side apply conflicts across replicas: a field applied by one manager through A
+    // is a conflict for another manager through B, until B forces it.
+    let apply = |r: &Replica, manager: &str, size: i64, force: bool| {
+        let req = r
+            .http
+            .patch(format!(
+                "{}{GADGETS}/applied?fieldManager={manager}&force={force}",
+                r.url
+            ))
+            .bearer_auth(&r.token)
+            .header("content-type", "application/apply-patch+yaml")
+            .body(gadget("applied", size, None).to_string());
+        async move {
+            let res = req.send().await.unwrap();
+            let code = res.status().as_u16();
+            (code, res.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    };
+    let (code, body) = apply(&a, "one", 1, false).await;
+    assert_eq!(code, 201, "{body}");
+    let (code, status) = apply(&b, "two", 2, false).await;
+    assert_eq!(code, 409, "{status}");
+    assert_eq!(status["reason"], "Conflict", "{status}");
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("\"one\""),
+        "{status}"
+    );
+    let (code, body) = apply(&b, "two", 2, true).await;
+    assert_eq!(code, 200, "{body}");
+    let (code, got) = a.get(&format!("{GADGETS}/applied")).await;
+    assert_eq!(code, 200);
+    assert_eq!(got["spec"]["size"], 2, "{got}");
+    let (code, status) = apply(&a, "one", 1, false).await;
+    assert_eq!(code, 409, "A sees B's forced apply: {status}");
+    let (code, _) = a
+        .send(reqwest::Method::DELETE, &format!("{GADGETS}/applied"), None)
+        .await;
+    assert_eq!(code, 200);
 
     // A paged list started on A continues on B, at A's revision.
     let (code, page) = a.get(&format!("{GADGETS}?limit=400")).await;
