@@ -10,7 +10,9 @@
 //! Afterwards every acknowledged write is stored, and each watcher saw, per object, every
 //! acknowledged write in resourceVersion order with no gap and no duplicate, having re-watched
 //! from its last resourceVersion each time its watch broke (never relisting). The replicas'
-//! compactors took turns: etcd was compacted about once per interval, not three times.
+//! compactors took turns: etcd was compacted about once per interval, not three times. With
+//! every replica down the APIService is unavailable, and available again within one probe
+//! interval of one replica being ready.
 
 #[path = "../../../apiserver-framework/tests/support_etcd/mod.rs"]
 mod support_etcd;
@@ -770,5 +772,41 @@ async fn replicas_behind_the_aggregator_survive_kills_rollouts_and_etcd_failover
     for w in watchers {
         w.abort();
     }
+
+    // Every replica down: the APIService turns unavailable; one back: available again within
+    // one probe interval of it being ready (plus a pass's own time on this busy machine).
+    for r in &mut s.replicas {
+        r.signal("KILL");
+        let _ = r.child.take().unwrap().wait();
+    }
+    let deadline = Instant::now() + READY_WITHIN;
+    loop {
+        let c = s.available().await;
+        if c["status"] == "False" {
+            assert_eq!(c["reason"], "FailedDiscoveryCheck", "{c}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still available with no replica: {c}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    s.replicas[2].spawn(&s.args);
+    s.wait_ready(2).await;
+    let ready = Instant::now();
+    loop {
+        let c = s.available().await;
+        if c["status"] == "True" {
+            break;
+        }
+        assert!(
+            ready.elapsed() < PROBE_INTERVAL + Duration::from_secs(1),
+            "not available {:?} after a replica was ready: {c}",
+            ready.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    eprintln!("available {:?} after a replica was ready", ready.elapsed());
     eprintln!("whole test: {:?}", test_start.elapsed());
 }
