@@ -1,6 +1,6 @@
 //! The availability controller: probes every remote APIService's backend and keeps its
 //! `Available` condition current (available while any endpoint of its Service passes; each
-//! endpoint's `/readyz` also decides whether requests go to it, see [`super::endpoints`]); each pass also refreshes the backends' discovery and
+//! endpoint's `/readyz` also decides whether requests go to it); each pass also refreshes the backends' discovery and
 //! OpenAPI documents for the merged documents.
 
 use std::sync::Arc;

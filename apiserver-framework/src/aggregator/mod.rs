@@ -4,8 +4,9 @@
 //! An [`Aggregator`] is attached to the first [`GenericApiServer`] of a chain with
 //! [`GenericApiServerBuilder::aggregator`](crate::server::generic::GenericApiServerBuilder::aggregator);
 //! that server must also serve [`apiservice::group`]. Requests for a group-version that a
-//! remote APIService registers are proxied to its backend ([`proxy`]); discovery and OpenAPI
-//! documents include the backends' groups ([`discovery`], [`openapi`]); the availability
+//! remote APIService registers are proxied to its backend ([`proxy`]), spread over the ready
+//! endpoints of its Service and failing over from an endpoint that refuses connections;
+//! discovery and OpenAPI documents include the backends' groups ([`discovery`], [`openapi`]); the availability
 //! controller ([`available`]), started with [`Aggregator::start`], probes backends and keeps
 //! the `Available` conditions (and the merged documents) up to date.
 
