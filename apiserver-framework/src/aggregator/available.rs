@@ -1,5 +1,6 @@
 //! The availability controller: probes every remote APIService's backend and keeps its
-//! `Available` condition current; each pass also refreshes the backends' discovery and
+//! `Available` condition current (available while any endpoint of its Service passes; each
+//! endpoint's `/readyz` also decides whether requests go to it); each pass also refreshes the backends' discovery and
 //! OpenAPI documents for the merged documents.
 
 use std::sync::Arc;
@@ -9,7 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::apiservice::{APIService, APIServiceCondition, APIServiceStatus, AVAILABLE};
 use super::proxy::{self, BackendClient};
-use super::{Aggregator, State, discovery, openapi};
+use super::{Aggregator, State, discovery, endpoints, openapi};
 use crate::host::resolver::Endpoint;
 use crate::registry::admission::AdmissionChain;
 use crate::registry::options::{ListOptions, WriteOptions};
@@ -144,18 +145,26 @@ async fn check(agg: &Aggregator, service: &APIService, previous: &State) -> Chec
     let Some(reference) = &service.spec.service else {
         return result;
     };
-    let endpoint = match agg.resolver.resolve(
+    let all = match agg.resolver.resolve_all(
         &reference.namespace,
         &reference.name,
         reference.port_or_default(),
     ) {
-        Ok(e) => e,
+        Ok(all) if !all.is_empty() => all,
+        Ok(_) => {
+            let e = crate::host::resolver::ResolveError::EndpointsNotFound {
+                namespace: reference.namespace.clone(),
+                name: reference.name.clone(),
+            };
+            result.condition = condition(e.condition_status(), e.reason(), e.to_string());
+            return result;
+        }
         Err(e) => {
             result.condition = condition(e.condition_status(), e.reason(), e.to_string());
             return result;
         }
     };
-    let client = match agg.backends.client(service, &endpoint) {
+    let client = match agg.backends.client(service, &all[0]) {
         Ok(c) => c,
         Err(e) => {
             result.condition = condition("False", "FailedDiscoveryCheck", e.to_string());
@@ -168,13 +177,25 @@ async fn check(agg: &Aggregator, service: &APIService, previous: &State) -> Chec
     } else {
         format!("/apis/{}/{}", spec.group, spec.version)
     };
-    result.condition = match probe(&client, &endpoint, &path).await {
-        Ok(()) => condition("True", "Passed", "all checks passed"),
-        Err(message) => condition("False", "FailedDiscoveryCheck", message),
-    };
-    if result.condition.status != "True" {
-        return result;
+    // Every endpoint's readiness first (it steers requests), then the discovery check on the
+    // ready ones before the others: the service is available while any endpoint passes.
+    endpoints::probe_readiness(&agg.endpoints, &client, &all).await;
+    let mut passed = None;
+    let mut failure = String::new();
+    for endpoint in agg.endpoints.order(all) {
+        match probe(&client, &endpoint, &path).await {
+            Ok(()) => {
+                passed = Some(endpoint);
+                break;
+            }
+            Err(message) => failure = message,
+        }
     }
+    let Some(endpoint) = passed else {
+        result.condition = condition("False", "FailedDiscoveryCheck", failure);
+        return result;
+    };
+    result.condition = condition("True", "Passed", "all checks passed");
     let gv = format!("{}/{}", spec.group, spec.version);
     let name = service.metadata.name.clone().unwrap_or_default();
     let cached = previous.discovery.get(&gv);

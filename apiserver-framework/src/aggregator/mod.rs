@@ -4,14 +4,16 @@
 //! An [`Aggregator`] is attached to the first [`GenericApiServer`] of a chain with
 //! [`GenericApiServerBuilder::aggregator`](crate::server::generic::GenericApiServerBuilder::aggregator);
 //! that server must also serve [`apiservice::group`]. Requests for a group-version that a
-//! remote APIService registers are proxied to its backend ([`proxy`]); discovery and OpenAPI
-//! documents include the backends' groups ([`discovery`], [`openapi`]); the availability
+//! remote APIService registers are proxied to its backend ([`proxy`]), spread over the ready
+//! endpoints of its Service and failing over from an endpoint that refuses connections;
+//! discovery and OpenAPI documents include the backends' groups ([`discovery`], [`openapi`]); the availability
 //! controller ([`available`]), started with [`Aggregator::start`], probes backends and keeps
 //! the `Available` conditions (and the merged documents) up to date.
 
 pub mod apiservice;
 pub mod available;
 pub mod discovery;
+mod endpoints;
 pub mod openapi;
 pub mod proxy;
 
@@ -57,6 +59,7 @@ pub struct Aggregator {
     registry: OnceLock<Arc<Registry>>,
     state: RwLock<State>,
     generation: AtomicU64,
+    endpoints: endpoints::EndpointHealth,
 }
 
 /// What the controller observed in its last pass.
@@ -85,6 +88,7 @@ impl Aggregator {
             registry: OnceLock::new(),
             state: RwLock::new(State::default()),
             generation: AtomicU64::new(0),
+            endpoints: endpoints::EndpointHealth::default(),
         })
     }
 
@@ -158,15 +162,19 @@ impl Aggregator {
         let Some(reference) = &service.spec.service else {
             return proxy::unavailable();
         };
-        let Ok(endpoint) = self.resolver.resolve(
+        let Ok(all) = self.resolver.resolve_all(
             &reference.namespace,
             &reference.name,
             reference.port_or_default(),
         ) else {
             return proxy::unavailable();
         };
-        match self.backends.client(service, &endpoint) {
-            Ok(client) => proxy::forward(&client, &endpoint, req, user).await,
+        let Some(first) = all.first() else {
+            return proxy::unavailable();
+        };
+        // One client for every endpoint: they share the service's TLS name and CA.
+        match self.backends.client(service, first) {
+            Ok(client) => endpoints::forward(&self.endpoints, &client, all, req, user).await,
             Err(e) => {
                 tracing::warn!(error = %e, "no client for APIService");
                 proxy::unavailable()

@@ -342,14 +342,21 @@ fn accepts_trailers(headers: &HeaderMap) -> bool {
         })
 }
 
+/// A request that never reached the backend: the connection to it failed, so nothing was
+/// sent and the request can go to another endpoint.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct NotConnected(pub(crate) String);
+
 /// Forwards `req` to `endpoint` as `user`, streaming both bodies; a transport failure is a
-/// plain-text 503 with the error, as kube-aggregator's proxy answers.
+/// plain-text 503 with the error, as kube-aggregator's proxy answers, except a connection that
+/// failed ([`NotConnected`]: the caller may try another endpoint).
 pub(crate) async fn forward(
     client: &BackendClient,
     endpoint: &Endpoint,
     req: Request<Body>,
     user: &UserInfo,
-) -> Response<Body> {
+) -> Result<Response<Body>, NotConnected> {
     let (mut parts, body) = req.into_parts();
     let path = parts
         .uri
@@ -358,7 +365,7 @@ pub(crate) async fn forward(
         .to_owned();
     let uri: Uri = match format!("https://{}{path}", endpoint.authority).parse() {
         Ok(u) => u,
-        Err(_) => return plain(StatusCode::SERVICE_UNAVAILABLE, SERVICE_UNAVAILABLE.into()),
+        Err(_) => return Ok(unavailable()),
     };
     parts.uri = uri;
     parts.version = http::Version::HTTP_11;
@@ -373,18 +380,19 @@ pub(crate) async fn forward(
     }
     if let Err(e) = set_identity_headers(&mut parts.headers, user) {
         tracing::warn!(error = %e, "cannot tell {} who the caller is", endpoint.authority);
-        return plain(StatusCode::SERVICE_UNAVAILABLE, format!("{e}\n"));
+        return Ok(plain(StatusCode::SERVICE_UNAVAILABLE, format!("{e}\n")));
     }
     parts.extensions = http::Extensions::new();
     match client.request(Request::from_parts(parts, body)).await {
         Ok(res) => {
             let (mut parts, body) = res.into_parts();
             remove_hop_by_hop(&mut parts.headers);
-            Response::from_parts(parts, Body::new(body))
+            Ok(Response::from_parts(parts, Body::new(body)))
         }
+        Err(e) if super::endpoints::never_connected(&e) => Err(NotConnected(error_chain(&e))),
         Err(e) => {
             tracing::warn!(error = %e, "error while proxying request to {}", endpoint.authority);
-            plain(StatusCode::SERVICE_UNAVAILABLE, format!("{e}\n"))
+            Ok(plain(StatusCode::SERVICE_UNAVAILABLE, format!("{e}\n")))
         }
     }
 }

@@ -36,7 +36,8 @@ pub struct StorageOptions {
     /// The directory of the embedded store, used when no --etcd-servers is given.
     #[arg(long, default_value = "apiserver.local.config/data")]
     pub data_dir: PathBuf,
-    /// How often revisions older than the previous interval's are compacted ("0" never).
+    /// How often revisions older than the previous interval's are compacted ("0" never). On
+    /// etcd, the servers sharing it take turns: the cluster is compacted once per interval.
     #[arg(long, default_value = "5m")]
     pub compaction_interval: GoDuration,
     /// etcd servers to store objects in, comma-separated (e.g. https://10.0.0.1:2379).
@@ -135,7 +136,8 @@ impl StorageOptions {
             StorageBackend::Etcd3 => self.open_etcd().await?,
         };
         opened.storage = InstrumentedStorage::wrap(opened.storage);
-        if !self.compaction_interval.0.is_zero() {
+        // etcd is compacted by the servers on it taking turns (started by `open_etcd`).
+        if !self.compaction_interval.0.is_zero() && self.backend() != StorageBackend::Etcd3 {
             compactor::spawn_compactor(opened.storage.clone(), self.compaction_interval.0);
         }
         if self.watch_cache {
@@ -160,6 +162,12 @@ impl StorageOptions {
             })
             .await?,
         );
+        if !self.compaction_interval.0.is_zero() {
+            crate::storage::etcd::compact::spawn_compactor(
+                etcd.clone(),
+                self.compaction_interval.0,
+            );
+        }
         let check = |name: &'static str| -> Arc<dyn HealthCheck> {
             Arc::new(EtcdHealthCheck::new(name, etcd.clone()))
         };

@@ -242,10 +242,12 @@ pub async fn start(extension: &Extension, opts: &DevHostOptions) -> Result<DevHo
         .group(authentication)
         .group(authorization)
         .build();
-    let resolver = StaticServiceResolver::new().with(
+    let resolver = StaticServiceResolver::new().with_endpoints(
         &extension.name,
         SERVICE_NAME,
-        opts.backend_address.to_string(),
+        std::iter::once(&opts.backend_address)
+            .chain(&opts.more_backend_addresses)
+            .map(ToString::to_string),
     );
     let aggregator = Arc::new(
         Aggregator::new(AggregatorOptions {

@@ -23,6 +23,10 @@ pub struct DevHostOptions {
     /// Service `<server>/api` resolves to.
     #[arg(long, default_value = "127.0.0.1:8444")]
     pub backend_address: SocketAddr,
+    /// More addresses of the same Service, comma-separated: other replicas of the extension
+    /// server. The aggregator spreads requests over every ready address and fails over.
+    #[arg(long, value_delimiter = ',')]
+    pub more_backend_addresses: Vec<SocketAddr>,
     /// How often the aggregator checks that each APIService's backend answers.
     #[arg(long, default_value = "5s")]
     pub availability_check_interval: GoDuration,
@@ -35,6 +39,7 @@ impl Default for DevHostOptions {
             bind_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
             dir: PathBuf::from("apiserver.local.config/dev-host"),
             backend_address: SocketAddr::from((Ipv4Addr::LOCALHOST, 8444)),
+            more_backend_addresses: Vec::new(),
             availability_check_interval: GoDuration(Duration::from_secs(5)),
         }
     }

@@ -92,6 +92,17 @@ pub struct Endpoint {
 pub trait ServiceResolver: Send + Sync + 'static {
     /// The endpoint of `namespace/name` on `port`.
     fn resolve(&self, namespace: &str, name: &str, port: u16) -> Result<Endpoint, ResolveError>;
+
+    /// Every endpoint of `namespace/name` on `port` (the addresses of each replica behind the
+    /// service), at least one. By default the one [`resolve`](Self::resolve) names.
+    fn resolve_all(
+        &self,
+        namespace: &str,
+        name: &str,
+        port: u16,
+    ) -> Result<Vec<Endpoint>, ResolveError> {
+        self.resolve(namespace, name, port).map(|e| vec![e])
+    }
 }
 
 /// A fixed map from `namespace/name` to `host:port`, for hosts without real Services (the
@@ -99,7 +110,7 @@ pub trait ServiceResolver: Send + Sync + 'static {
 /// names the address to connect to.
 #[derive(Clone, Debug, Default)]
 pub struct StaticServiceResolver {
-    services: HashMap<String, String>,
+    services: HashMap<String, Vec<String>>,
 }
 
 impl StaticServiceResolver {
@@ -111,18 +122,50 @@ impl StaticServiceResolver {
     /// Maps service `namespace/name` to `authority` (`host:port`).
     pub fn with(mut self, namespace: &str, name: &str, authority: impl Into<String>) -> Self {
         self.services
-            .insert(format!("{namespace}/{name}"), authority.into());
+            .insert(format!("{namespace}/{name}"), vec![authority.into()]);
+        self
+    }
+
+    /// Maps service `namespace/name` to several `host:port` addresses (its replicas); an
+    /// empty list is a service without endpoints.
+    pub fn with_endpoints(
+        mut self,
+        namespace: &str,
+        name: &str,
+        authorities: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        self.services.insert(
+            format!("{namespace}/{name}"),
+            authorities.into_iter().map(Into::into).collect(),
+        );
         self
     }
 }
 
 impl ServiceResolver for StaticServiceResolver {
-    fn resolve(&self, namespace: &str, name: &str, _port: u16) -> Result<Endpoint, ResolveError> {
+    fn resolve(&self, namespace: &str, name: &str, port: u16) -> Result<Endpoint, ResolveError> {
+        let mut all = self.resolve_all(namespace, name, port)?;
+        Ok(all.swap_remove(0))
+    }
+
+    fn resolve_all(
+        &self,
+        namespace: &str,
+        name: &str,
+        _port: u16,
+    ) -> Result<Vec<Endpoint>, ResolveError> {
         match self.services.get(&format!("{namespace}/{name}")) {
-            Some(authority) => Ok(Endpoint {
-                authority: authority.clone(),
-                server_name: format!("{name}.{namespace}.svc"),
+            Some(authorities) if authorities.is_empty() => Err(ResolveError::EndpointsNotFound {
+                namespace: namespace.into(),
+                name: name.into(),
             }),
+            Some(authorities) => Ok(authorities
+                .iter()
+                .map(|authority| Endpoint {
+                    authority: authority.clone(),
+                    server_name: format!("{name}.{namespace}.svc"),
+                })
+                .collect()),
             None => Err(ResolveError::ServiceNotFound {
                 namespace: namespace.into(),
                 name: name.into(),
@@ -141,6 +184,14 @@ mod tests {
         let e = r.resolve("ns", "api", 443).unwrap();
         assert_eq!(e.authority, "127.0.0.1:8443");
         assert_eq!(e.server_name, "api.ns.svc");
+        let r = r.with_endpoints("ns", "ha", ["127.0.0.1:1", "127.0.0.1:2"]);
+        let all = r.resolve_all("ns", "ha", 443).unwrap();
+        assert_eq!(all.len(), 2);
+        assert_eq!(all[1].authority, "127.0.0.1:2");
+        assert_eq!(all[1].server_name, "ha.ns.svc");
+        let r = r.with_endpoints("ns", "none", Vec::<String>::new());
+        let err = r.resolve_all("ns", "none", 443).unwrap_err();
+        assert_eq!(err.reason(), "EndpointsNotFound");
         let err = r.resolve("ns", "other", 443).unwrap_err();
         assert_eq!(err.reason(), "ServiceNotFound");
         assert_eq!(err.to_string(), "service/other in \"ns\" is not present");

@@ -2,6 +2,10 @@
 //! tick, compact to the revision that was current at the previous tick, so that history is kept
 //! for at least one interval and watchers and paged lists that are at most that far behind can
 //! go on.
+//!
+//! This compactor is for a store only this server writes (embedded, memory). etcd is shared:
+//! the servers on it take turns instead, so that it is compacted once per interval however
+//! many servers (or replicas) run — see `storage::etcd::compact` (feature `etcd`).
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -17,7 +17,9 @@
 //! is the etcd revision of an object's last change, and a list is read at one etcd revision.
 //! Create-if-absent and compare-and-swap are etcd transactions on `create_revision` and
 //! `mod_revision`. [`compact`](Storage::compact) compacts etcd itself (what upstream's
-//! compactor does); a compaction by anyone else is reported all the same. Every request is
+//! compactor does); a compaction by anyone else is reported all the same. Servers sharing one
+//! etcd take turns compacting it ([`mod@compact`]), so that the cluster is compacted once per
+//! interval however many servers run. Every request is
 //! bounded by [`EtcdOptions::request_timeout`]: an unreachable etcd answers
 //! [`StorageError::Unavailable`], it never hangs a request. A watch ends with an `Err` when
 //! etcd cancels it or the connection breaks.
@@ -38,6 +40,7 @@
 
 mod channel;
 pub mod client;
+pub mod compact;
 mod error;
 mod keys;
 mod options;

@@ -168,13 +168,16 @@ pub struct Compare {
     #[prost(bytes = "vec", tag = "3")]
     pub key: Vec<u8>,
     /// The value compared with (etcd's `target_union`); it matches `target`.
-    #[prost(oneof = "CompareWith", tags = "5, 6")]
+    #[prost(oneof = "CompareWith", tags = "4, 5, 6")]
     pub with: Option<CompareWith>,
 }
 
 /// The value a [`Compare`] compares the key's field with (etcd's `Compare.target_union`).
 #[derive(Clone, PartialEq, prost::Oneof)]
 pub enum CompareWith {
+    /// The key's version: how many times it changed since its creation (0: absent).
+    #[prost(int64, tag = "4")]
+    Version(i64),
     /// The key's creation revision (0: the key does not exist).
     #[prost(int64, tag = "5")]
     CreateRevision(i64),
@@ -214,6 +217,16 @@ pub enum CompareTarget {
 }
 
 impl Compare {
+    /// Compares the version of `key` (0 when the key is absent) with `version`.
+    pub fn version(key: Vec<u8>, result: CompareResult, version: i64) -> Self {
+        Compare {
+            result: result as i32,
+            target: CompareTarget::Version as i32,
+            key,
+            with: Some(CompareWith::Version(version)),
+        }
+    }
+
     /// Compares the creation revision of `key` with `revision` (0 when the key is absent).
     pub fn create_revision(key: Vec<u8>, result: CompareResult, revision: i64) -> Self {
         Compare {
@@ -465,6 +478,8 @@ mod tests {
             absent.encode_to_vec(),
             [0x10, 0x01, 0x1a, 0x01, b'k', 0x28, 0x00]
         );
+        let version = Compare::version(b"k".to_vec(), CompareResult::Equal, 0);
+        assert_eq!(version.encode_to_vec(), [0x1a, 0x01, b'k', 0x20, 0x00]);
         let modified = Compare::mod_revision(b"k".to_vec(), CompareResult::Greater, 300);
         assert_eq!(
             modified.encode_to_vec(),
