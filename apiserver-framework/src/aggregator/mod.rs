@@ -14,6 +14,7 @@ pub mod available;
 pub mod discovery;
 pub mod openapi;
 pub mod proxy;
+pub mod upgrade;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -164,7 +165,12 @@ impl Aggregator {
         ) else {
             return proxy::unavailable();
         };
-        match self.backends.client(service, &endpoint) {
+        let client = if upgrade::is_upgrade(req.headers()) {
+            self.backends.upgrade_client(service, &endpoint)
+        } else {
+            self.backends.client(service, &endpoint)
+        };
+        match client {
             Ok(client) => proxy::forward(&client, &endpoint, req, user).await,
             Err(e) => {
                 tracing::warn!(error = %e, "no client for APIService");

@@ -209,8 +209,16 @@ impl HandlerChain {
             user,
             request: ParsedRequest::of_parts(&parts).0.as_ref().clone(),
         };
-        let decision = self.authorizer.authorize(&attrs).await;
+        let mut decision = self.authorizer.authorize(&attrs).await;
         audit::annotate_authorization(&parts.extensions, &decision);
+        // A WebSocket upgrade of a subresource must also be allowed to `create`.
+        let mut create = None;
+        if matches!(decision, Ok(Decision::Allow))
+            && let Some(check) = authz::upgrade::create_check(&attrs, &parts.headers)
+        {
+            decision = self.authorizer.authorize(&check).await;
+            create = Some(check);
+        }
         match decision {
             Ok(Decision::Allow) => {}
             Ok(Decision::Deny(reason) | Decision::NoOpinion(reason)) => {
@@ -219,7 +227,11 @@ impl HandlerChain {
                     .headers
                     .get(http::header::ACCEPT)
                     .and_then(|v| v.to_str().ok());
-                return authz::forbidden_response(&attrs, &reason, accept);
+                return authz::forbidden_response(
+                    create.as_ref().unwrap_or(&attrs),
+                    &reason,
+                    accept,
+                );
             }
             Err(e) => {
                 tracing::error!(uri = %parts.uri, error = %e, "authorization failed");

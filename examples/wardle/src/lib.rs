@@ -7,6 +7,8 @@
 
 use apiserver_framework::prelude::*;
 
+pub mod subresources;
+
 /// What a Flunder refers to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum ReferenceType {
@@ -181,14 +183,15 @@ impl AdmissionPlugin for BanFlunder {
     }
 }
 
-/// The wardle server: both resources and BanFlunder.
+/// The wardle server: both resources, Flunder's subresources (see [`subresources`]) and
+/// BanFlunder.
 pub fn app() -> App {
     App::new("wardle")
-        .group(
+        .group(subresources::register(
             Group::new("wardle.example.com")
                 .resource_with::<Flunder>(FlunderStrategy)
                 .resource::<Fischer>(),
-        )
+        ))
         .admission(BanFlunder)
 }
 
