@@ -67,7 +67,19 @@ impl Group {
         self
     }
 
-    /// Serves a hand-written storage (for computed resources).
+    /// Serves `T` computed by `provider` on each request (see
+    /// [`crate::registry::computed`]): read-only, nothing stored.
+    pub fn computed<T: ApiResource>(
+        self,
+        provider: impl crate::registry::computed::ResourceProvider<T>,
+    ) -> Self {
+        self.storage(Arc::new(crate::registry::computed::Computed::<T, _>::new(
+            provider,
+        )))
+    }
+
+    /// Serves a hand-written storage (for computed resources that need more than
+    /// [`Group::computed`] gives).
     pub fn storage(mut self, rest: Arc<dyn RestStorage>) -> Self {
         self.check_group(&rest.info().group);
         let version = rest.info().version.clone();

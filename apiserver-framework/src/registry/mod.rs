@@ -2,6 +2,7 @@
 //! options and the server's scheme of groups.
 
 pub mod admission;
+pub mod computed;
 pub mod connect;
 pub mod continue_token;
 pub mod encoded_events;
