@@ -152,7 +152,13 @@ impl ResourceProvider<NodeMetrics> for MachineMetrics {
     async fn list(&self, _ctx: &RequestContext) -> Result<Vec<NodeMetrics>, ApiError> {
         let cpu = self.cpu_usage().await?;
         let memory = proc::memory().map_err(io_error)?;
-        let name = node::hostname();
+        // In a cluster, set `NODE_NAME` from the downward API (`spec.nodeName`) to report on
+        // the pod's node; without it, the machine's host name, as the development hosts name
+        // their Node.
+        let name = std::env::var("NODE_NAME")
+            .ok()
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(node::hostname);
         let mut metrics = NodeMetrics::new(
             &name,
             NodeMetricsSpec {

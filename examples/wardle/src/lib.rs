@@ -187,11 +187,14 @@ impl AdmissionPlugin for BanFlunder {
 /// BanFlunder.
 pub fn app() -> App {
     App::new("wardle")
-        .group(subresources::register(
+        .group(
             Group::new("wardle.example.com")
                 .resource_with::<Flunder>(FlunderStrategy)
+                .subresource::<Flunder>(subresources::describe())
+                .subresource::<Flunder>(subresources::topping())
+                .subresource::<Flunder>(subresources::console())
                 .resource::<Fischer>(),
-        ))
+        )
         .admission(BanFlunder)
 }
 

@@ -13,8 +13,10 @@ use apiserver_framework::prelude::*;
 use apiserver_framework::registry::connect::{self, ConnectStream};
 use apiserver_framework::registry::rest::RequestContext;
 use apiserver_framework::registry::subresource::{
-    Action, Connecter, GetterWithOptions, Session, Subresource, SubresourceNames,
+    Action, Connecter, CustomSubresource, GetterWithOptions, Session, Subresource, SubresourceNames,
 };
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use crate::{Flunder, Topping};
@@ -243,23 +245,30 @@ async fn echo(mut stream: ConnectStream, upper: bool) {
     stream.finish(None).await;
 }
 
-/// Adds Flunder's three subresources to wardle's group.
-pub fn register(group: Group) -> Group {
-    group
-        .subresource::<Flunder>(Subresource::getter(
-            SubresourceNames::new("describe", "FlunderDescription")
-                .description("Read a summary of the specified Flunder."),
-            Describe,
-        ))
-        .subresource::<Flunder>(Subresource::action(
-            SubresourceNames::new("topping", "Flunder")
-                .body_kind("ToppingRequest")
-                .description("Add a topping to the specified Flunder."),
-            AddTopping,
-        ))
-        .subresource::<Flunder>(Subresource::connecter(
-            SubresourceNames::new("console", "ConsoleOptions")
-                .description("Connect to the console of the specified Flunder."),
-            Console,
-        ))
+/// `describe`: GET with [`DescribeOptions`], answering a [`FlunderDescription`].
+pub fn describe() -> Arc<dyn CustomSubresource> {
+    Subresource::getter(
+        SubresourceNames::new("describe", "FlunderDescription")
+            .description("Read a summary of the specified Flunder."),
+        Describe,
+    )
+}
+
+/// `topping`: POST a [`ToppingRequest`], answering the updated Flunder.
+pub fn topping() -> Arc<dyn CustomSubresource> {
+    Subresource::action(
+        SubresourceNames::new("topping", "Flunder")
+            .body_kind("ToppingRequest")
+            .description("Add a topping to the specified Flunder."),
+        AddTopping,
+    )
+}
+
+/// `console`: a WebSocket echoing standard input (options: [`ConsoleOptions`]).
+pub fn console() -> Arc<dyn CustomSubresource> {
+    Subresource::connecter(
+        SubresourceNames::new("console", "ConsoleOptions")
+            .description("Connect to the console of the specified Flunder."),
+        Console,
+    )
 }
