@@ -338,6 +338,22 @@ async fn connect_through_the_aggregator() {
         Some(Ok(Message::Close(_))) | None
     ));
 
+    // The same connection opened with POST (authorized as a create).
+    let post = http::Request::post(format!("{FLUNDERS}/x/console"))
+        .body(Vec::new())
+        .unwrap();
+    let mut ws = kube_alice
+        .connect(post)
+        .await
+        .expect("alice connects with POST")
+        .into_stream();
+    ws.send(Message::Binary(b"\x00posted".to_vec().into()))
+        .await
+        .unwrap();
+    let echoed = ws.next().await.unwrap().unwrap();
+    assert_eq!(echoed, Message::Binary(b"\x01posted".to_vec().into()));
+    drop(ws);
+
     // A missing Flunder: the Status before any upgrade.
     let Err(err) = kube_alice
         .connect(connect_request(&format!("{FLUNDERS}/nope/console")))
