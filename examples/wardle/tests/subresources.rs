@@ -354,6 +354,34 @@ async fn connect_through_the_aggregator() {
     assert_eq!(echoed, Message::Binary(b"\x01posted".to_vec().into()));
     drop(ws);
 
+    // Without a channel protocol, the stream is plain bytes both ways (no channel byte).
+    let raw = http::Request::get(format!("{FLUNDERS}/x/console"))
+        .header("connection", "Upgrade")
+        .header("upgrade", "websocket")
+        .header("sec-websocket-version", "13")
+        .header(
+            "sec-websocket-key",
+            tokio_tungstenite::tungstenite::handshake::client::generate_key(),
+        )
+        .body(kube::client::Body::from(Vec::new()))
+        .unwrap();
+    let res = kube_alice.send(raw).await.expect("the upgrade is answered");
+    assert_eq!(res.status(), 101);
+    assert!(res.headers().get("sec-websocket-protocol").is_none());
+    let upgraded = hyper::upgrade::on(res).await.expect("upgraded");
+    let mut ws = tokio_tungstenite::WebSocketStream::from_raw_socket(
+        hyper_util::rt::TokioIo::new(upgraded),
+        tokio_tungstenite::tungstenite::protocol::Role::Client,
+        None,
+    )
+    .await;
+    ws.send(Message::Binary(b"plain bytes".to_vec().into()))
+        .await
+        .unwrap();
+    let echoed = ws.next().await.unwrap().unwrap();
+    assert_eq!(echoed, Message::Binary(b"plain bytes".to_vec().into()));
+    drop(ws);
+
     // A missing Flunder: the Status before any upgrade.
     let Err(err) = kube_alice
         .connect(connect_request(&format!("{FLUNDERS}/nope/console")))
