@@ -86,14 +86,15 @@ impl<T: ApiResource, P: ResourceProvider<T>> Computed<T, P> {
         Ok(v)
     }
 
-    /// The key an object sorts and continues by: `<namespace>/<name>`.
+    /// The key an object sorts and continues by, a clean path as continue tokens carry:
+    /// `/<namespace>/<name>`, or `/<name>` without a namespace.
     fn key(v: &Value) -> String {
         let meta = &v["metadata"];
-        format!(
-            "{}/{}",
-            meta["namespace"].as_str().unwrap_or(""),
-            meta["name"].as_str().unwrap_or("")
-        )
+        let name = meta["name"].as_str().unwrap_or("");
+        match meta["namespace"].as_str().filter(|ns| !ns.is_empty()) {
+            Some(ns) => format!("/{ns}/{name}"),
+            None => format!("/{name}"),
+        }
     }
 }
 
@@ -145,7 +146,7 @@ impl<T: ApiResource, P: ResourceProvider<T>> RestStorage for Computed<T, P> {
             if !opts.field_selector.matches(&v) {
                 continue;
             }
-            let key = format!("/{}", Self::key(&v));
+            let key = Self::key(&v);
             if start_after.as_ref().is_some_and(|s| key <= *s) {
                 continue;
             }
@@ -223,5 +224,120 @@ impl<T: ApiResource, P: ResourceProvider<T>> RestStorage for Computed<T, P> {
         _opts: &DeleteOptions,
     ) -> Result<ObjectList, ApiError> {
         Err(ApiError::method_not_allowed())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::devhost::node::{Node, NodeSpec};
+    use crate::registry::admission::AdmissionChain;
+    use crate::registry::scheme::Registry;
+    use crate::selector::{FieldSelector, LabelSelector};
+    use crate::user::UserInfo;
+
+    struct Three;
+
+    #[async_trait::async_trait]
+    impl ResourceProvider<Node> for Three {
+        async fn list(&self, _ctx: &RequestContext) -> Result<Vec<Node>, ApiError> {
+            Ok(["c", "a", "b"]
+                .iter()
+                .map(|n| {
+                    let mut node = Node::new(n, NodeSpec {});
+                    node.metadata.labels = Some(
+                        [("tier".to_string(), format!("t-{n}"))]
+                            .into_iter()
+                            .collect(),
+                    );
+                    node
+                })
+                .collect())
+        }
+    }
+
+    fn ctx() -> RequestContext {
+        RequestContext {
+            namespace: None,
+            user: UserInfo::new("u", &[]),
+            admission: Arc::new(AdmissionChain::new(Vec::new())),
+            registry: Arc::new(Registry::default()),
+        }
+    }
+
+    fn names(list: &ObjectList) -> Vec<String> {
+        list.items
+            .iter()
+            .map(|b| {
+                let v: Value = serde_json::from_slice(b).unwrap();
+                assert_eq!(
+                    (v["apiVersion"].as_str(), v["kind"].as_str()),
+                    (Some("v1"), Some("Node"))
+                );
+                v["metadata"]["name"].as_str().unwrap().to_string()
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn lists_page_and_select() {
+        let s = Computed::<Node, _>::new(Three);
+        let mut opts = ListOptions {
+            limit: 2,
+            ..Default::default()
+        };
+        let page = s.list(&ctx(), &opts).await.unwrap();
+        assert_eq!(names(&page), ["a", "b"]);
+        assert_eq!(page.remaining_item_count, Some(1));
+        opts.continue_token = page.continue_token.clone().expect("a continue token");
+        let page = s.list(&ctx(), &opts).await.unwrap();
+        assert_eq!(names(&page), ["c"]);
+        assert!(page.continue_token.is_none());
+
+        let opts = ListOptions {
+            label_selector: LabelSelector::parse("tier in (t-a,t-c)").unwrap(),
+            ..Default::default()
+        };
+        assert_eq!(names(&s.list(&ctx(), &opts).await.unwrap()), ["a", "c"]);
+        let opts = ListOptions {
+            field_selector: FieldSelector::parse("metadata.name!=a").unwrap(),
+            ..Default::default()
+        };
+        assert_eq!(names(&s.list(&ctx(), &opts).await.unwrap()), ["b", "c"]);
+        let opts = ListOptions {
+            field_selector: FieldSelector::parse("spec.x=1").unwrap(),
+            ..Default::default()
+        };
+        let e = s.list(&ctx(), &opts).await.unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (400, "field label not supported: spec.x")
+        );
+        let opts = ListOptions {
+            continue_token: "%%%".into(),
+            ..Default::default()
+        };
+        assert_eq!(s.list(&ctx(), &opts).await.unwrap_err().code, 400);
+    }
+
+    #[tokio::test]
+    async fn gets_one_and_refuses_writes() {
+        let s = Computed::<Node, _>::new(Three);
+        let b = s.get(&ctx(), "b").await.unwrap();
+        let v: Value = serde_json::from_slice(&b).unwrap();
+        assert_eq!(v["metadata"]["labels"]["tier"], "t-b");
+        assert_eq!(s.get(&ctx(), "z").await.unwrap_err().code, 404);
+        let e = s
+            .delete(&ctx(), "b", &DeleteOptions::default())
+            .await
+            .unwrap_err();
+        assert_eq!((e.code, e.reason.as_str()), (405, "MethodNotAllowed"));
+        assert_eq!(
+            e.message,
+            "the server does not allow this method on the requested resource"
+        );
+        assert_eq!(s.verbs(), ["get", "list"]);
     }
 }
