@@ -63,6 +63,7 @@ fn flunder() -> ServedResource {
         .to_vec(),
         status_verbs: ["get", "patch", "update"].map(String::from).to_vec(),
         scale_verbs: Vec::new(),
+        custom_subresources: Vec::new(),
     }
 }
 
@@ -94,6 +95,7 @@ fn fischer() -> ServedResource {
             .to_vec(),
         status_verbs: Vec::new(),
         scale_verbs: Vec::new(),
+        custom_subresources: Vec::new(),
     }
 }
 

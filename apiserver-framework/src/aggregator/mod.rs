@@ -16,6 +16,7 @@ pub mod discovery;
 mod endpoints;
 pub mod openapi;
 pub mod proxy;
+pub mod upgrade;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -172,6 +173,32 @@ impl Aggregator {
         let Some(first) = all.first() else {
             return proxy::unavailable();
         };
+        if upgrade::is_upgrade(req.headers()) {
+            // An upgraded connection stays with one endpoint: the first in order, not retried
+            // (the request's upgrade handle cannot be handed to a second attempt).
+            let Some(endpoint) = self.endpoints.order(all).into_iter().next() else {
+                return proxy::unavailable();
+            };
+            return match self.backends.upgrade_client(service, &endpoint) {
+                Ok(client) => match proxy::forward(&client, &endpoint, req, user).await {
+                    Ok(res) => res,
+                    Err(e) => {
+                        self.endpoints.set_ready(&endpoint.authority, false);
+                        crate::endpoints::response::plain_text(
+                            http::StatusCode::SERVICE_UNAVAILABLE,
+                            format!(
+                                "{e}
+"
+                            ),
+                        )
+                    }
+                },
+                Err(e) => {
+                    tracing::warn!(error = %e, "no client for APIService");
+                    proxy::unavailable()
+                }
+            };
+        }
         // One client for every endpoint: they share the service's TLS name and CA.
         match self.backends.client(service, first) {
             Ok(client) => endpoints::forward(&self.endpoints, &client, all, req, user).await,

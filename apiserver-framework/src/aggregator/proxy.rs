@@ -108,7 +108,52 @@ impl Backends {
         self.clients.lock().retain(|name, _| keep(name));
     }
 
+    /// An HTTP/1.1-only client for `service` at `endpoint`, for requests that upgrade the
+    /// connection (HTTP/2 has no `Upgrade`); not pooled, as an upgraded connection is never
+    /// reused.
+    pub(crate) fn upgrade_client(
+        &self,
+        service: &APIService,
+        endpoint: &Endpoint,
+    ) -> Result<BackendClient, ProxyError> {
+        let key = ClientKey {
+            server_name: endpoint.server_name.clone(),
+            ca_bundle: service.spec.ca_bundle.clone(),
+            insecure: service.spec.insecure_skip_tls_verify,
+        };
+        let (config, server_name) = self.tls_config(&key)?;
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        http.set_nodelay(true);
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(config)
+            .https_only()
+            .with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(server_name))
+            .enable_http1()
+            .wrap_connector(http);
+        Ok(Client::builder(TokioExecutor::new()).build(connector))
+    }
+
     fn build(&self, key: &ClientKey) -> Result<BackendClient, ProxyError> {
+        let (config, server_name) = self.tls_config(key)?;
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        http.set_nodelay(true);
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(config)
+            .https_only()
+            .with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(server_name))
+            .enable_http1()
+            .enable_http2()
+            .wrap_connector(http);
+        Ok(Client::builder(TokioExecutor::new()).build(connector))
+    }
+
+    /// The TLS settings of a client: the front-proxy certificate, the APIService's trust.
+    fn tls_config(
+        &self,
+        key: &ClientKey,
+    ) -> Result<(rustls::ClientConfig, ServerName<'static>), ProxyError> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()?;
@@ -132,17 +177,7 @@ impl Backends {
         let config = builder.with_client_auth_cert(self.cert_chain.clone(), client_key)?;
         let server_name = ServerName::try_from(key.server_name.clone())
             .map_err(|_| ProxyError::ServerName(key.server_name.clone()))?;
-        let mut http = HttpConnector::new();
-        http.enforce_http(false);
-        http.set_nodelay(true);
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(config)
-            .https_only()
-            .with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(server_name))
-            .enable_http1()
-            .enable_http2()
-            .wrap_connector(http);
-        Ok(Client::builder(TokioExecutor::new()).build(connector))
+        Ok((config, server_name))
     }
 }
 
@@ -369,6 +404,7 @@ pub(crate) async fn forward(
     };
     parts.uri = uri;
     parts.version = http::Version::HTTP_11;
+    let upgrade = super::upgrade::take(&mut parts);
     let trailers = accepts_trailers(&parts.headers);
     remove_hop_by_hop(&mut parts.headers);
     parts.headers.remove(header::HOST);
@@ -382,8 +418,19 @@ pub(crate) async fn forward(
         tracing::warn!(error = %e, "cannot tell {} who the caller is", endpoint.authority);
         return Ok(plain(StatusCode::SERVICE_UNAVAILABLE, format!("{e}\n")));
     }
+    let upgrade = upgrade.map(|(protocol, on_upgrade)| {
+        // As Go's reverse proxy: the upgrade goes on to the backend, hop by hop.
+        parts
+            .headers
+            .insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
+        parts.headers.insert(header::UPGRADE, protocol);
+        on_upgrade
+    });
     parts.extensions = http::Extensions::new();
     match client.request(Request::from_parts(parts, body)).await {
+        Ok(res) if res.status() == StatusCode::SWITCHING_PROTOCOLS && upgrade.is_some() => {
+            Ok(super::upgrade::splice(upgrade, res, endpoint))
+        }
         Ok(res) => {
             let (mut parts, body) = res.into_parts();
             remove_hop_by_hop(&mut parts.headers);

@@ -19,6 +19,7 @@ pub mod options;
 pub mod path;
 pub mod privileged;
 pub mod union;
+pub mod upgrade;
 pub mod webhook;
 
 pub use allow_all::AllowAll;

@@ -232,7 +232,8 @@ pub async fn start(extension: &Extension, opts: &DevHostOptions) -> Result<DevHo
         .group(
             Group::new("")
                 .resource::<Namespace>()
-                .resource::<ConfigMap>(),
+                .resource::<ConfigMap>()
+                .computed::<crate::devhost::node::Node>(crate::devhost::node::ThisMachine),
         )
         .group(
             Group::new(webhooks::GROUP)

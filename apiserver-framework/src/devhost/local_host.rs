@@ -9,6 +9,8 @@
 //!   `Discovery::run` refuses a cluster without a core version, and kubectl 1.29 and older
 //!   count a core version without resources as a discovery failure). They are a plain list:
 //!   nothing requires an object's namespace to exist, and deleting one removes nothing else;
+//! - this machine as the one `Node` (`/api/v1/nodes`, [`crate::devhost::node`]), computed
+//!   on each request, so that `kubectl top node` finds the node a metrics server reports on;
 //! - `SelfSubjectReview`, `SelfSubjectAccessReview` and `SelfSubjectRulesReview`
 //!   ([`crate::devhost::self_reviews`]), so `kubectl auth whoami` and `kubectl auth can-i`
 //!   answer with the local user and the local authorizer's decisions.
@@ -65,7 +67,11 @@ pub async fn server(
     }
     Ok(GenericApiServer::builder(NAME)
         .storage(storage)
-        .group(Group::new("").storage(namespaces))
+        .group(
+            Group::new("")
+                .storage(namespaces)
+                .computed::<crate::devhost::node::Node>(crate::devhost::node::ThisMachine),
+        )
         .group(authentication)
         .group(authorization)
         .build())

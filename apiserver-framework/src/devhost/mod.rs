@@ -16,6 +16,7 @@ pub mod files;
 pub mod host;
 pub mod kubeconfig;
 pub mod local_host;
+pub mod node;
 pub mod options;
 pub mod pki;
 pub mod reviews;

@@ -219,6 +219,19 @@ fn resource_discovery(group: &str, version: &str, served: &ServedResource) -> Va
             "verbs": sorted_verbs(&served.status_verbs),
         }));
     }
+    for sub in &served.custom_subresources {
+        let (group, version) = served.response_group_version(sub);
+        let verbs: Vec<String> = sub.kind.verbs().iter().map(|v| v.to_string()).collect();
+        subresources.push(json!({
+            "subresource": sub.name,
+            "responseKind": {"group": group, "version": version, "kind": sub.response_kind},
+            "verbs": sorted_verbs(&verbs),
+        }));
+    }
+    subresources.sort_by(|a, b| {
+        let name = |v: &Value| v["subresource"].as_str().unwrap_or("").to_string();
+        name(a).cmp(&name(b))
+    });
     if !subresources.is_empty() {
         out.insert("subresources".into(), subresources.into());
     }

@@ -74,6 +74,10 @@ pub fn api_resource_list(group: &str, version: &ServedVersion) -> Value {
             let name = format!("{}/scale", served.info.plural);
             resources.push((name.clone(), scale_resource(&name, served)));
         }
+        for sub in &served.custom_subresources {
+            let name = format!("{}/{}", served.info.plural, sub.name);
+            resources.push((name.clone(), custom_resource(&name, served, sub)));
+        }
     }
     resources.sort_by(|a, b| a.0.cmp(&b.0));
     json!({
@@ -150,6 +154,28 @@ fn scale_resource(name: &str, served: &ServedResource) -> Value {
         "kind": "Scale",
         "verbs": sorted_verbs(&served.scale_verbs),
     })
+}
+
+/// The `APIResource` of a custom subresource: its answer's kind, named with `group` and
+/// `version` only when they differ from the resource's (as upstream lists `pods/eviction`).
+fn custom_resource(
+    name: &str,
+    served: &ServedResource,
+    sub: &crate::registry::subresource::SubresourceInfo,
+) -> Value {
+    let mut out = Map::new();
+    out.insert("name".into(), name.into());
+    out.insert("singularName".into(), "".into());
+    out.insert("namespaced".into(), served.info.namespaced().into());
+    let (group, version) = served.response_group_version(sub);
+    if group != served.info.group || version != served.info.version {
+        out.insert("group".into(), group.into());
+        out.insert("version".into(), version.into());
+    }
+    out.insert("kind".into(), sub.response_kind.clone().into());
+    let verbs: Vec<String> = sub.kind.verbs().iter().map(|v| v.to_string()).collect();
+    out.insert("verbs".into(), sorted_verbs(&verbs).into());
+    Value::Object(out)
 }
 
 /// The `APIResource` of the status subresource: no singular name, short names, categories or

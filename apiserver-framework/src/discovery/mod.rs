@@ -7,6 +7,7 @@ pub mod aggregated;
 pub mod legacy;
 
 use crate::registry::scheme::Registry;
+use crate::registry::subresource::SubresourceInfo;
 use crate::resource::ResourceInfo;
 
 /// A resource as a server serves it: its description and the verbs its storage supports.
@@ -21,6 +22,20 @@ pub struct ServedResource {
     pub status_verbs: Vec<String>,
     /// Verbs of the `scale` subresource (`get`, `patch`, `update`); empty without one.
     pub scale_verbs: Vec<String>,
+    /// The custom subresources (get with options, actions, connect), in registration order.
+    pub custom_subresources: Vec<SubresourceInfo>,
+}
+
+impl ServedResource {
+    /// The group and version of a custom subresource's answer: its own, or the resource's
+    /// when it names none.
+    pub fn response_group_version<'a>(&'a self, sub: &'a SubresourceInfo) -> (&'a str, &'a str) {
+        if sub.response_group.is_empty() && sub.response_version.is_empty() {
+            (&self.info.group, &self.info.version)
+        } else {
+            (&sub.response_group, &sub.response_version)
+        }
+    }
 }
 
 /// One version of a group, with its resources.
@@ -85,11 +100,17 @@ pub fn served_groups(registry: &Registry) -> Vec<ServedGroup> {
                 group.versions.last_mut().expect("just pushed")
             }
         };
+        let custom_subresources = r
+            .custom_subresources()
+            .iter()
+            .map(|s| s.info().clone())
+            .collect();
         version.resources.push(ServedResource {
             info,
             verbs,
             status_verbs,
             scale_verbs,
+            custom_subresources,
         });
     }
     groups

@@ -89,6 +89,15 @@ async fn dispatch(
     let info = storage.info();
     let name = path.name.as_deref();
     let sub = path.subresource.as_deref();
+    if let (Some(s), Some(n)) = (sub, name)
+        && !path.legacy_watch
+        && let Some(custom) = storage
+            .custom_subresources()
+            .iter()
+            .find(|c| c.info().name == s)
+    {
+        return super::subresource::serve(custom.as_ref(), ctx, req, n, verb, output).await;
+    }
     if let Some(s) = sub
         && !info.subresources().contains(&s)
     {

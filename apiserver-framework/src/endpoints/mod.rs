@@ -16,6 +16,7 @@ pub mod request_info;
 pub mod response;
 pub mod scale;
 pub mod strategic;
+pub mod subresource;
 pub mod table;
 pub mod warning;
 pub mod watch_timeout;

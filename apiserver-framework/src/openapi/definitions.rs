@@ -9,7 +9,7 @@ use crate::schema::{API_VERSION_DOC, KIND_DOC, METADATA_DOC};
 
 use super::dialect::{Dialect, V3_REF_PREFIX};
 use super::meta::meta_definitions;
-use super::names::{list_definition_name, meta, resource_definition_name};
+use super::names::{definition_name, list_definition_name, meta, resource_definition_name};
 
 /// Description of a list's `metadata`.
 const LIST_METADATA_DOC: &str =
@@ -20,12 +20,33 @@ pub(crate) fn definitions<'a>(
     versions: impl IntoIterator<Item = &'a ServedVersion>,
     dialect: Dialect,
 ) -> Map<String, Value> {
+    let versions: Vec<&ServedVersion> = versions.into_iter().collect();
     let mut out = meta_definitions();
-    for version in versions {
+    for version in &versions {
         for served in &version.resources {
             let info = &served.info;
             out.insert(resource_definition_name(info), resource_schema(info));
             out.insert(list_definition_name(info), list_schema(info));
+        }
+    }
+    // The bodies and answers of custom subresources, unless they are served kinds (whose
+    // definitions above win).
+    for version in &versions {
+        for served in &version.resources {
+            for sub in &served.custom_subresources {
+                let (group, version) = served.response_group_version(sub);
+                for named in [&sub.body, &sub.response].into_iter().flatten() {
+                    let mut schema = named.schema.as_ref().clone();
+                    if let Value::Object(map) = &mut schema {
+                        map.insert(
+                            "x-kubernetes-group-version-kind".into(),
+                            json!([{"group": group, "kind": named.name, "version": version}]),
+                        );
+                    }
+                    out.entry(definition_name(group, version, &named.name))
+                        .or_insert(schema);
+                }
+            }
         }
     }
     if dialect == Dialect::OpenApi3 {

@@ -23,6 +23,9 @@ pub(crate) enum Dialect {
 impl Dialect {
     /// A `$ref` object pointing at a definition.
     pub(crate) fn reference(self, name: &str) -> Value {
+        if name == super::routes::STRING_SCHEMA {
+            return serde_json::json!({"type": "string"});
+        }
         let prefix = match self {
             Dialect::Swagger2 => V2_REF_PREFIX,
             Dialect::OpenApi3 => V3_REF_PREFIX,

@@ -1,5 +1,7 @@
 //! The query parameters each kind of operation accepts, as documented in the OpenAPI paths.
 
+use std::borrow::Cow;
+
 use super::routes::Action;
 
 /// The OpenAPI type of a query parameter.
@@ -25,22 +27,53 @@ impl ParamType {
 }
 
 /// A documented query parameter.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct QueryParam {
     /// Name in the query string.
-    pub(crate) name: &'static str,
+    pub(crate) name: Cow<'static, str>,
     /// OpenAPI type.
     pub(crate) ty: ParamType,
     /// Human readable description.
-    pub(crate) description: &'static str,
+    pub(crate) description: Cow<'static, str>,
 }
 
 const fn param(name: &'static str, ty: ParamType, description: &'static str) -> QueryParam {
     QueryParam {
-        name,
+        name: Cow::Borrowed(name),
         ty,
-        description,
+        description: Cow::Borrowed(description),
     }
+}
+
+/// The parameters of a custom subresource's options: one per property of their schema
+/// (arrays are documented by their items' type), sorted by name, after `pretty`.
+pub(crate) fn options_params(schema: &serde_json::Value) -> Vec<QueryParam> {
+    let mut out = vec![PRETTY.clone()];
+    if let Some(properties) = schema.get("properties").and_then(|p| p.as_object()) {
+        for (name, prop) in properties {
+            let ty_of = |s: &serde_json::Value| match s.get("type").and_then(|t| t.as_str()) {
+                Some("boolean") => Boolean,
+                Some("integer") | Some("number") => Integer,
+                _ => Str,
+            };
+            let ty = match prop.get("items") {
+                Some(items) => ty_of(items),
+                None => ty_of(prop),
+            };
+            let description = prop
+                .get("description")
+                .and_then(|d| d.as_str())
+                .unwrap_or("")
+                .to_string();
+            out.push(QueryParam {
+                name: Cow::Owned(name.clone()),
+                ty,
+                description: Cow::Owned(description),
+            });
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
 }
 
 use ParamType::{Boolean, Integer, String as Str};
@@ -166,10 +199,12 @@ static DELETE: [&QueryParam; 5] = [
 ];
 
 /// The query parameters of an action, sorted by name.
-pub(crate) fn query_params(action: Action) -> Vec<&'static QueryParam> {
+pub(crate) fn query_params(action: Action) -> Vec<QueryParam> {
     let mut out: Vec<&'static QueryParam> = vec![&PRETTY];
     match action {
         Action::Discovery => return Vec::new(),
+        // Custom subresources document their own options (`options_params`).
+        Action::GetWithOptions | Action::ConnectGet | Action::ConnectPost => {}
         Action::Get => out.push(&RESOURCE_VERSION),
         Action::List | Action::Watch | Action::WatchList => out.extend(LIST),
         Action::Create | Action::Replace => {
@@ -186,6 +221,6 @@ pub(crate) fn query_params(action: Action) -> Vec<&'static QueryParam> {
             );
         }
     }
-    out.sort_by_key(|p| p.name);
-    out
+    out.sort_by_key(|p| p.name.clone());
+    out.into_iter().cloned().collect()
 }

@@ -8,7 +8,8 @@ use crate::discovery::{ServedResource, ServedVersion};
 use crate::resource::ResourceInfo;
 
 use super::names::{self, list_definition_name, meta, operation_id, resource_definition_name};
-use super::params::{QueryParam, query_params};
+use super::params::{QueryParam, options_params, query_params};
+use crate::registry::subresource::{SubresourceInfo, SubresourceKind};
 
 /// What an operation does (upstream's `x-kubernetes-action`, plus discovery documents).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,16 +34,26 @@ pub(crate) enum Action {
     Watch,
     /// Watch a collection (deprecated `watch/` path).
     WatchList,
+    /// Read a custom subresource with options (`x-kubernetes-action: get`).
+    GetWithOptions,
+    /// Open a connect subresource with GET.
+    ConnectGet,
+    /// Open a connect subresource with POST.
+    ConnectPost,
 }
 
 impl Action {
     /// The HTTP method, lower case (the key of the operation in a path item).
     pub(crate) fn method(self) -> &'static str {
         match self {
-            Action::Discovery | Action::Get | Action::List | Action::Watch | Action::WatchList => {
-                "get"
-            }
-            Action::Create => "post",
+            Action::Discovery
+            | Action::Get
+            | Action::List
+            | Action::Watch
+            | Action::WatchList
+            | Action::GetWithOptions
+            | Action::ConnectGet => "get",
+            Action::Create | Action::ConnectPost => "post",
             Action::Replace => "put",
             Action::Patch => "patch",
             Action::Delete | Action::DeleteCollection => "delete",
@@ -53,7 +64,8 @@ impl Action {
     pub(crate) fn x_action(self) -> Option<&'static str> {
         Some(match self {
             Action::Discovery => return None,
-            Action::Get => "get",
+            Action::Get | Action::GetWithOptions => "get",
+            Action::ConnectGet | Action::ConnectPost => "connect",
             Action::List => "list",
             Action::Create => "post",
             Action::Replace => "put",
@@ -114,7 +126,7 @@ pub(crate) struct Operation {
     pub(crate) description: String,
     pub(crate) tag: String,
     pub(crate) path_params: Vec<PathParam>,
-    pub(crate) query: Vec<&'static QueryParam>,
+    pub(crate) query: Vec<QueryParam>,
     pub(crate) body: Option<Body>,
     pub(crate) responses: Vec<Response>,
     pub(crate) gvk: Option<Gvk>,
@@ -363,6 +375,13 @@ impl<'a> ResourceRoutes<'a> {
             });
         }
 
+        for sub in &self.served.custom_subresources {
+            paths.push(PathItem {
+                path: format!("{item}/{}", sub.name),
+                operations: self.custom_operations(sub),
+            });
+        }
+
         if can_watch_list {
             paths.push(PathItem {
                 path: format!("{}/watch/{scope}{plural}", self.prefix),
@@ -422,7 +441,9 @@ impl<'a> ResourceRoutes<'a> {
         }
         let verb = match action {
             Action::Discovery => "get",
-            Action::Get => "read",
+            Action::Get | Action::GetWithOptions => "read",
+            Action::ConnectGet => "connectGet",
+            Action::ConnectPost => "connectPost",
             Action::List => "list",
             Action::Create => "create",
             Action::Replace => "replace",
@@ -467,7 +488,8 @@ impl<'a> ResourceRoutes<'a> {
         };
         let status = meta("Status");
         let (body, responses) = match action {
-            Action::Discovery | Action::Get => (None, vec![ok(object)]),
+            Action::Discovery | Action::Get | Action::GetWithOptions => (None, vec![ok(object)]),
+            Action::ConnectGet | Action::ConnectPost => (None, vec![ok_string()]),
             Action::List => (None, vec![ok(list_definition_name(info))]),
             Action::Create => (
                 Some(Body {
@@ -524,6 +546,63 @@ impl<'a> ResourceRoutes<'a> {
         }
     }
 
+    /// The operations of a custom subresource: a read, a create, or the two connects, each
+    /// with its own body, answer and options, as upstream documents `pods/log`,
+    /// `pods/eviction` and `pods/exec`.
+    fn custom_operations(&self, sub: &SubresourceInfo) -> Vec<Operation> {
+        let actions: &[Action] = match sub.kind {
+            SubresourceKind::GetWithOptions => &[Action::GetWithOptions],
+            SubresourceKind::Action => &[Action::Create],
+            SubresourceKind::Connect => &[Action::ConnectGet, Action::ConnectPost],
+        };
+        let (group, version) = self.served.response_group_version(sub);
+        let gvk = Gvk {
+            group: group.to_string(),
+            version: version.to_string(),
+            kind: sub.response_kind.clone(),
+        };
+        let definition = |kind: &str| names::definition_name(group, version, kind);
+        actions
+            .iter()
+            .map(|&action| {
+                let mut op = self.operation(action, Place::Scoped, true, &sub.name);
+                let answer = sub.response.as_ref().map(|r| definition(&r.name));
+                match action {
+                    Action::GetWithOptions => {
+                        op.responses = with_unauthorized(vec![match answer {
+                            Some(a) => ok(a),
+                            None => ok_string(),
+                        }]);
+                    }
+                    Action::Create => {
+                        if let Some(body) = &sub.body {
+                            op.body = Some(Body {
+                                schema: definition(&body.name),
+                                required: true,
+                            });
+                        }
+                        if let Some(a) = answer {
+                            op.responses = with_unauthorized(vec![
+                                ok(a.clone()),
+                                created(a.clone()),
+                                accepted(a),
+                            ]);
+                        }
+                    }
+                    _ => {}
+                }
+                if let Some(options) = &sub.options {
+                    op.query = options_params(&options.schema);
+                }
+                if !sub.description.is_empty() {
+                    op.description = sub.description.clone();
+                }
+                op.gvk = Some(gvk.clone());
+                op
+            })
+            .collect()
+    }
+
     /// A one-line description of an operation.
     fn description(&self, action: Action, subresource: &str) -> String {
         let kind = &self.info().kind;
@@ -535,7 +614,13 @@ impl<'a> ResourceRoutes<'a> {
         };
         match action {
             Action::Discovery => "Get available resources.".into(),
-            Action::Get => format!("Read {of}the specified {kind}."),
+            Action::Get | Action::GetWithOptions => format!("Read {of}the specified {kind}."),
+            Action::ConnectGet | Action::ConnectPost => {
+                format!(
+                    "Connect {method} requests to {subresource} of {kind}",
+                    method = action.method().to_uppercase()
+                )
+            }
             Action::List if self.has("watch") => format!("List or watch objects of kind {kind}."),
             Action::List => format!("List objects of kind {kind}."),
             Action::Create => format!("Create {a} {kind}."),
@@ -555,6 +640,18 @@ impl<'a> ResourceRoutes<'a> {
 
 /// The definition name of `autoscaling/v1 Scale`.
 const SCALE_DEFINITION: &str = "io.k8s.api.autoscaling.v1.Scale";
+
+/// `200 OK` with a plain string (the answer of a connection, as upstream documents it).
+fn ok_string() -> Response {
+    Response {
+        code: "200",
+        description: "OK",
+        schema: Some(STRING_SCHEMA.to_string()),
+    }
+}
+
+/// The marker [`Response::schema`] holds for a plain `type: string` answer.
+pub(crate) const STRING_SCHEMA: &str = "string";
 
 /// `201 Created` with a schema.
 fn created(schema: String) -> Response {

@@ -5,6 +5,8 @@ use std::sync::Arc;
 use crate::registry::rest::RestStorage;
 use crate::registry::store::Store;
 use crate::registry::strategy::{DefaultStrategy, Strategy};
+use crate::registry::subresource::CustomSubresource;
+use crate::registry::with_subresources::WithSubresources;
 use crate::resource::ApiResource;
 use crate::storage::Storage;
 
@@ -16,11 +18,14 @@ type Factory = Box<dyn FnOnce(&Arc<dyn Storage>) -> Arc<dyn RestStorage> + Send>
 /// Group::new("wardle.example.com")
 ///     .resource::<Flunder>()
 ///     .resource_with::<Fischer>(FischerStrategy)
+///     .subresource::<Flunder>(Subresource::getter(names, Describe))
 /// ```
 pub struct Group {
     name: String,
     versions: Vec<String>,
     factories: Vec<Factory>,
+    /// Custom subresources by `(version, plural)` of their resource.
+    subresources: Vec<(String, String, Arc<dyn CustomSubresource>)>,
 }
 
 impl Group {
@@ -30,6 +35,7 @@ impl Group {
             name: name.into(),
             versions: Vec::new(),
             factories: Vec::new(),
+            subresources: Vec::new(),
         }
     }
 
@@ -61,12 +67,56 @@ impl Group {
         self
     }
 
-    /// Serves a hand-written storage (for computed resources).
+    /// Serves `T` computed by `provider` on each request (see
+    /// [`crate::registry::computed`]): read-only, nothing stored.
+    pub fn computed<T: ApiResource>(
+        self,
+        provider: impl crate::registry::computed::ResourceProvider<T>,
+    ) -> Self {
+        self.storage(Arc::new(crate::registry::computed::Computed::<T, _>::new(
+            provider,
+        )))
+    }
+
+    /// Serves a hand-written storage (for computed resources that need more than
+    /// [`Group::computed`] gives).
     pub fn storage(mut self, rest: Arc<dyn RestStorage>) -> Self {
         self.check_group(&rest.info().group);
         let version = rest.info().version.clone();
         self.add_version(&version);
         self.factories.push(Box::new(move |_| rest));
+        self
+    }
+
+    /// Serves a custom subresource (see [`crate::registry::subresource`]) of `T`'s resource.
+    /// Its answers are documented in `T`'s group and version.
+    pub fn subresource<T: ApiResource>(self, subresource: Arc<dyn CustomSubresource>) -> Self {
+        let info = T::resource_info();
+        self.subresource_of(&info.version, &info.plural, subresource)
+    }
+
+    /// Serves a custom subresource of the resource `plural` in `version` of this group (for
+    /// hand-written storages).
+    pub fn subresource_of(
+        mut self,
+        version: &str,
+        plural: &str,
+        subresource: Arc<dyn CustomSubresource>,
+    ) -> Self {
+        let name = &subresource.info().name;
+        assert!(
+            !name.is_empty() && !name.contains('/') && !matches!(name.as_str(), "status" | "scale"),
+            "invalid custom subresource name {name:?}"
+        );
+        assert!(
+            !self
+                .subresources
+                .iter()
+                .any(|(v, p, s)| v == version && p == plural && s.info().name == *name),
+            "subresource {plural}/{name} registered twice"
+        );
+        self.subresources
+            .push((version.to_string(), plural.to_string(), subresource));
         self
     }
 
@@ -85,7 +135,37 @@ impl Group {
     }
 
     /// Builds the storages of the group's resources on `storage`.
+    ///
+    /// # Panics
+    /// When a custom subresource names a resource the group does not serve.
     pub(crate) fn build(self, storage: &Arc<dyn Storage>) -> Vec<Arc<dyn RestStorage>> {
-        self.factories.into_iter().map(|f| f(storage)).collect()
+        let mut subresources = self.subresources;
+        let built: Vec<Arc<dyn RestStorage>> = self
+            .factories
+            .into_iter()
+            .map(|f| {
+                let rest = f(storage);
+                let info = rest.info().clone();
+                let (mine, rest_of) = std::mem::take(&mut subresources)
+                    .into_iter()
+                    .partition(|(v, p, _)| *v == info.version && *p == info.plural);
+                subresources = rest_of;
+                let mine: Vec<Arc<dyn CustomSubresource>> =
+                    mine.into_iter().map(|(_, _, s)| s).collect();
+                if mine.is_empty() {
+                    rest
+                } else {
+                    Arc::new(WithSubresources::new(rest, mine)) as Arc<dyn RestStorage>
+                }
+            })
+            .collect();
+        if let Some((v, p, s)) = subresources.first() {
+            panic!(
+                "subresource {p}/{} registered for a resource {v}/{p} that group {:?} does not serve",
+                s.info().name,
+                self.name
+            );
+        }
+        built
     }
 }

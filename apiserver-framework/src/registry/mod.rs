@@ -2,6 +2,8 @@
 //! options and the server's scheme of groups.
 
 pub mod admission;
+pub mod computed;
+pub mod connect;
 pub mod continue_token;
 pub mod encoded_events;
 pub mod encoding;
@@ -12,5 +14,7 @@ pub mod rest;
 pub mod scheme;
 pub mod store;
 pub mod strategy;
+pub mod subresource;
 pub mod watch;
+pub mod with_subresources;
 pub mod yaml_body;

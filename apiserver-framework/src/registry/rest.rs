@@ -127,6 +127,14 @@ pub trait RestStorage: Send + Sync + 'static {
         None
     }
 
+    /// The custom subresources served besides `status` and `scale` (see
+    /// [`crate::registry::subresource`]); none by default.
+    fn custom_subresources(
+        &self,
+    ) -> &[std::sync::Arc<dyn crate::registry::subresource::CustomSubresource>] {
+        &[]
+    }
+
     /// Reads one object.
     async fn get(&self, ctx: &RequestContext, name: &str) -> Result<Bytes, ApiError> {
         let _ = (ctx, name);

@@ -7,6 +7,8 @@
 
 use apiserver_framework::prelude::*;
 
+pub mod subresources;
+
 /// What a Flunder refers to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum ReferenceType {
@@ -181,12 +183,16 @@ impl AdmissionPlugin for BanFlunder {
     }
 }
 
-/// The wardle server: both resources and BanFlunder.
+/// The wardle server: both resources, Flunder's subresources (see [`subresources`]) and
+/// BanFlunder.
 pub fn app() -> App {
     App::new("wardle")
         .group(
             Group::new("wardle.example.com")
                 .resource_with::<Flunder>(FlunderStrategy)
+                .subresource::<Flunder>(subresources::describe())
+                .subresource::<Flunder>(subresources::topping())
+                .subresource::<Flunder>(subresources::console())
                 .resource::<Fischer>(),
         )
         .admission(BanFlunder)

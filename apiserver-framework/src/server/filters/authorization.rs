@@ -32,8 +32,16 @@ impl Filter for AuthorizationFilter {
                 .unwrap_or_default(),
             request: ParsedRequest::of_request(&req).0.as_ref().clone(),
         };
-        let decision = self.0.authorize(&attrs).await;
+        let mut decision = self.0.authorize(&attrs).await;
         audit::annotate_authorization(req.extensions(), &decision);
+        // A WebSocket upgrade of a subresource must also be allowed to `create`.
+        let mut create = None;
+        if matches!(decision, Ok(Decision::Allow))
+            && let Some(check) = authz::upgrade::create_check(&attrs, req.headers())
+        {
+            decision = self.0.authorize(&check).await;
+            create = Some(check);
+        }
         match decision {
             Ok(Decision::Allow) => next.run(req).await,
             Ok(Decision::Deny(reason) | Decision::NoOpinion(reason)) => {
@@ -42,7 +50,7 @@ impl Filter for AuthorizationFilter {
                     .headers()
                     .get(http::header::ACCEPT)
                     .and_then(|v| v.to_str().ok());
-                authz::forbidden_response(&attrs, &reason, accept)
+                authz::forbidden_response(create.as_ref().unwrap_or(&attrs), &reason, accept)
             }
             Err(e) => {
                 tracing::error!(uri = %req.uri(), error = %e, "authorization failed");
