@@ -103,6 +103,17 @@ impl App {
         self
     }
 
+    /// Stores `resource` (`<plural>.<group>`, a multi-version kind) in `version` instead of
+    /// the storage version its kind declares.
+    pub fn storage_version(mut self, resource: &str, version: &str) -> Self {
+        for g in &mut self.groups {
+            if resource.ends_with(&format!(".{}", g.name())) {
+                g.set_storage_version(resource, version);
+            }
+        }
+        self
+    }
+
     /// Adds an admission plugin.
     pub fn admission(mut self, plugin: impl AdmissionPlugin) -> Self {
         self.admission.push(Arc::new(plugin));

@@ -42,7 +42,8 @@ pub struct ServedGroup {
 }
 
 /// The groups, versions and resources `registry` serves, for discovery and OpenAPI. Versions
-/// are listed in registration order (the first registered is preferred).
+/// are listed in Kubernetes' order of priority (see [`crate::resource::compare_versions`]:
+/// `v1` before `v1beta1` before `v1alpha1`), the first preferred.
 pub fn served_groups(registry: &Registry) -> Vec<ServedGroup> {
     let mut groups: Vec<ServedGroup> = Vec::new();
     for r in registry.resources() {
@@ -91,6 +92,10 @@ pub fn served_groups(registry: &Registry) -> Vec<ServedGroup> {
             status_verbs,
             scale_verbs,
         });
+    }
+    for g in &mut groups {
+        g.versions
+            .sort_by(|a, b| crate::resource::compare_versions(&a.version, &b.version));
     }
     groups
 }

@@ -5,10 +5,12 @@ use std::sync::Arc;
 use crate::registry::rest::RestStorage;
 use crate::registry::store::Store;
 use crate::registry::strategy::{DefaultStrategy, Strategy};
+use crate::registry::versions::{Kind, StorageVersions};
 use crate::resource::ApiResource;
 use crate::storage::Storage;
 
-type Factory = Box<dyn FnOnce(&Arc<dyn Storage>) -> Arc<dyn RestStorage> + Send>;
+type Factory =
+    Box<dyn FnOnce(&Arc<dyn Storage>, &StorageVersions) -> Vec<Arc<dyn RestStorage>> + Send>;
 
 /// The resources of one API group.
 ///
@@ -21,6 +23,7 @@ pub struct Group {
     name: String,
     versions: Vec<String>,
     factories: Vec<Factory>,
+    storage_versions: StorageVersions,
 }
 
 impl Group {
@@ -30,6 +33,7 @@ impl Group {
             name: name.into(),
             versions: Vec::new(),
             factories: Vec::new(),
+            storage_versions: StorageVersions::new(),
         }
     }
 
@@ -54,11 +58,34 @@ impl Group {
         let info = T::resource_info();
         self.check_group(&info.group);
         self.add_version(&info.version);
-        self.factories
-            .push(Box::new(move |storage: &Arc<dyn Storage>| {
-                Arc::new(Store::<T>::new(storage.clone(), strategy)) as Arc<dyn RestStorage>
-            }));
+        self.factories.push(Box::new(
+            move |storage: &Arc<dyn Storage>, _: &StorageVersions| {
+                vec![Arc::new(Store::<T>::new(storage.clone(), strategy)) as Arc<dyn RestStorage>]
+            },
+        ));
         self
+    }
+
+    /// Serves every version of a multi-version kind (see [`Kind`]).
+    pub fn kind<H: Send + Sync + 'static>(mut self, kind: Kind<H>) -> Self {
+        self.check_group(kind.group());
+        for v in kind.served_versions() {
+            self.add_version(&v);
+        }
+        let resource = format!("{}.{}", kind.plural(), kind.group());
+        self.factories.push(Box::new(
+            move |storage: &Arc<dyn Storage>, chosen: &StorageVersions| {
+                kind.build(storage, chosen.get(&resource).map(String::as_str))
+            },
+        ));
+        self
+    }
+
+    /// Stores `resource` (`<plural>.<group>`) of a multi-version kind in `version`, whatever
+    /// its [`Kind`] declares (the `--storage-version` flag).
+    pub fn set_storage_version(&mut self, resource: &str, version: &str) {
+        self.storage_versions
+            .insert(resource.to_string(), version.to_string());
     }
 
     /// Serves a hand-written storage (for computed resources).
@@ -66,7 +93,7 @@ impl Group {
         self.check_group(&rest.info().group);
         let version = rest.info().version.clone();
         self.add_version(&version);
-        self.factories.push(Box::new(move |_| rest));
+        self.factories.push(Box::new(move |_, _| vec![rest]));
         self
     }
 
@@ -86,6 +113,10 @@ impl Group {
 
     /// Builds the storages of the group's resources on `storage`.
     pub(crate) fn build(self, storage: &Arc<dyn Storage>) -> Vec<Arc<dyn RestStorage>> {
-        self.factories.into_iter().map(|f| f(storage)).collect()
+        let chosen = self.storage_versions;
+        self.factories
+            .into_iter()
+            .flat_map(|f| f(storage, &chosen))
+            .collect()
     }
 }

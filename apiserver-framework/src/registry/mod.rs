@@ -3,6 +3,7 @@
 
 pub mod admission;
 pub mod continue_token;
+pub mod conversion;
 pub mod encoded_events;
 pub mod encoding;
 pub mod field_validation;
@@ -12,5 +13,6 @@ pub mod rest;
 pub mod scheme;
 pub mod store;
 pub mod strategy;
+pub mod versions;
 pub mod watch;
 pub mod yaml_body;

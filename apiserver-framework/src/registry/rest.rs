@@ -127,6 +127,12 @@ pub trait RestStorage: Send + Sync + 'static {
         None
     }
 
+    /// The `Warning` every response of this resource carries when its version is deprecated
+    /// (upstream's `<group>/<version> <Kind> is deprecated in v<X.Y>+…`); `None` by default.
+    fn deprecation_warning(&self) -> Option<&str> {
+        None
+    }
+
     /// Reads one object.
     async fn get(&self, ctx: &RequestContext, name: &str) -> Result<Bytes, ApiError> {
         let _ = (ctx, name);
