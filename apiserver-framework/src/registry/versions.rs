@@ -274,6 +274,17 @@ impl<H: Send + Sync + 'static> Kind<H> {
             storage_api_version.clone(),
         ));
         let inner = (stored.make_store)(converting, self.strategy);
+        let schemas: Arc<BTreeMap<String, StructuralSchema>> = Arc::new(
+            self.declared
+                .iter()
+                .map(|d| {
+                    (
+                        d.info.api_version(),
+                        StructuralSchema::from_openapi(&d.info.schema),
+                    )
+                })
+                .collect(),
+        );
         let prefix = if stored.info.group.is_empty() {
             format!("/{}/", stored.info.plural)
         } else {
@@ -284,7 +295,8 @@ impl<H: Send + Sync + 'static> Kind<H> {
             .filter(|d| d.served)
             .map(|d| {
                 Arc::new(VersionedStorage {
-                    schema: StructuralSchema::from_openapi(&d.info.schema),
+                    schema: schemas[&d.info.api_version()].clone(),
+                    schemas: schemas.clone(),
                     api_version: d.info.api_version(),
                     warning: d
                         .deprecation
@@ -394,6 +406,8 @@ where
 pub struct VersionedStorage {
     info: ResourceInfo,
     schema: StructuralSchema,
+    /// Every version's schema, by `<group>/<version>`.
+    schemas: Arc<BTreeMap<String, StructuralSchema>>,
     api_version: String,
     warning: Option<String>,
     /// The store of the storage version (on a [`ConvertingStorage`]).
@@ -568,7 +582,7 @@ impl VersionedStorage {
             reset_fields: apply::reset_fields(subresource, self.info.status_subresource),
             now: jiff::Timestamp::now(),
         };
-        let managed = apply::update(&ctx, old, new, managed)?;
+        let managed = apply::update_across(&ctx, Some(self), old, new, managed)?;
         managed.write_to(new);
         Ok(())
     }
@@ -599,6 +613,21 @@ impl VersionedStorage {
     async fn current(&self, ctx: &RequestContext, name: &str) -> Result<Value, ApiError> {
         let bytes = self.get(ctx, name).await?;
         serde_json::from_slice(&bytes).map_err(ApiError::internal)
+    }
+}
+
+impl apply::VersionConverter for VersionedStorage {
+    fn to_version(&self, obj: &Value, api_version: &str) -> Option<(Value, StructuralSchema)> {
+        let schema = self.schemas.get(api_version)?.clone();
+        let mut obj = obj.clone();
+        if let Some(map) = obj.as_object_mut() {
+            map.entry("apiVersion")
+                .or_insert_with(|| Value::String(self.api_version.clone()));
+            map.entry("kind")
+                .or_insert_with(|| Value::String(self.info.kind.clone()));
+        }
+        let converted = self.converter.convert(obj, api_version).ok()?;
+        Some((converted, schema))
     }
 }
 

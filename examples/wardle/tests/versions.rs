@@ -552,3 +552,108 @@ async fn an_undecodable_object_is_named_and_can_be_deleted() {
     let dp = DeleteParams::default();
     a.delete("good", &dp).await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_side_apply_across_versions() {
+    let s = serve(wardle::versioned_app(), Arc::new(MemoryStorage::new())).await;
+    let a: Api<v1alpha1::Flunder> = Api::namespaced(s.client.clone(), "default");
+    let b: Api<v1beta1::Flunder> = Api::namespaced(s.client.clone(), "default");
+    let alpha_config = json!({
+        "apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
+        "metadata": {"name": "ssa"},
+        "spec": {"reference": "one", "referenceType": "Flunder"},
+    });
+    a.patch(
+        "ssa",
+        &PatchParams::apply("alpha"),
+        &Patch::Apply(&alpha_config),
+    )
+    .await
+    .unwrap();
+    // Another manager applies the same field, as v1beta1 names it: a conflict with the
+    // manager that owns it through v1alpha1.
+    let beta_config = json!({
+        "apiVersion": "wardle.example.com/v1beta1", "kind": "Flunder",
+        "metadata": {"name": "ssa"},
+        "spec": {"flunderReference": "two", "referenceType": "Flunder"},
+    });
+    let err = b
+        .patch(
+            "ssa",
+            &PatchParams::apply("beta"),
+            &Patch::Apply(&beta_config),
+        )
+        .await
+        .unwrap_err();
+    let kube::Error::Api(status) = err else {
+        panic!("not an API error: {err}")
+    };
+    assert_eq!(status.code, 409, "{status:?}");
+    assert!(
+        status.message.contains("conflict with \"alpha\"")
+            && status.message.contains(".spec.reference"),
+        "{}",
+        status.message
+    );
+    // A field nobody owns is applied; each entry keeps its own apiVersion.
+    let beta_config = json!({
+        "apiVersion": "wardle.example.com/v1beta1", "kind": "Flunder",
+        "metadata": {"name": "ssa"},
+        "spec": {"replicas": 5},
+    });
+    let applied = b
+        .patch(
+            "ssa",
+            &PatchParams::apply("beta"),
+            &Patch::Apply(&beta_config),
+        )
+        .await
+        .unwrap();
+    assert_eq!(applied.spec.replicas, Some(5));
+    assert_eq!(applied.spec.flunder_reference.as_deref(), Some("one"));
+    let managers: Vec<(String, String)> = applied
+        .metadata
+        .managed_fields
+        .unwrap_or_default()
+        .into_iter()
+        .map(|e| {
+            (
+                e.manager.unwrap_or_default(),
+                e.api_version.unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert!(
+        managers.contains(&("alpha".into(), "wardle.example.com/v1alpha1".into())),
+        "{managers:?}"
+    );
+    assert!(
+        managers.contains(&("beta".into(), "wardle.example.com/v1beta1".into())),
+        "{managers:?}"
+    );
+    // Forced, the field changes hands: alpha no longer owns `.spec.reference`.
+    let beta_config = json!({
+        "apiVersion": "wardle.example.com/v1beta1", "kind": "Flunder",
+        "metadata": {"name": "ssa"},
+        "spec": {"replicas": 5, "flunderReference": "two", "referenceType": "Flunder"},
+    });
+    b.patch(
+        "ssa",
+        &PatchParams::apply("beta").force(),
+        &Patch::Apply(&beta_config),
+    )
+    .await
+    .unwrap();
+    let now = a.get("ssa").await.unwrap();
+    assert_eq!(now.spec.reference.as_deref(), Some("two"));
+    let alpha_fields = now
+        .metadata
+        .managed_fields
+        .unwrap_or_default()
+        .into_iter()
+        .find(|e| e.manager.as_deref() == Some("alpha"))
+        .and_then(|e| e.fields_v1)
+        .map(|f| f.0.to_string())
+        .unwrap_or_default();
+    assert!(!alpha_fields.contains("f:reference\""), "{alpha_fields}");
+}
