@@ -24,6 +24,8 @@ pub struct Group {
     versions: Vec<String>,
     factories: Vec<Factory>,
     storage_versions: StorageVersions,
+    /// The declared versions of each multi-version kind, by `<plural>.<group>`.
+    kinds: StorageVersions,
 }
 
 impl Group {
@@ -34,6 +36,7 @@ impl Group {
             versions: Vec::new(),
             factories: Vec::new(),
             storage_versions: StorageVersions::new(),
+            kinds: StorageVersions::new(),
         }
     }
 
@@ -73,6 +76,8 @@ impl Group {
             self.add_version(&v);
         }
         let resource = format!("{}.{}", kind.plural(), kind.group());
+        self.kinds
+            .insert(resource.clone(), kind.declared_versions().join(","));
         self.factories.push(Box::new(
             move |storage: &Arc<dyn Storage>, chosen: &StorageVersions| {
                 kind.build(storage, chosen.get(&resource).map(String::as_str))
@@ -83,9 +88,23 @@ impl Group {
 
     /// Stores `resource` (`<plural>.<group>`) of a multi-version kind in `version`, whatever
     /// its [`Kind`] declares (the `--storage-version` flag).
-    pub fn set_storage_version(&mut self, resource: &str, version: &str) {
+    /// A resource that is not a multi-version kind of this group, or a version the kind does
+    /// not declare, is an error naming them.
+    pub fn set_storage_version(&mut self, resource: &str, version: &str) -> Result<(), String> {
+        let Some(declared) = self.kinds.get(resource) else {
+            return Err(format!(
+                "{resource} is not a resource of {} served in several versions",
+                self.name
+            ));
+        };
+        if !declared.split(',').any(|v| v == version) {
+            return Err(format!(
+                "{resource} has no version {version:?} (it has {declared})"
+            ));
+        }
         self.storage_versions
             .insert(resource.to_string(), version.to_string());
+        Ok(())
     }
 
     /// Serves a hand-written storage (for computed resources).

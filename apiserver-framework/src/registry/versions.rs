@@ -40,6 +40,7 @@ use crate::registry::rest::{
 };
 use crate::registry::store::Store;
 use crate::registry::strategy::{DefaultStrategy, Strategy};
+use crate::registry::watch;
 use crate::resource::{ApiResource, ResourceInfo};
 use crate::schema::StructuralSchema;
 use crate::storage::{Storage, StorageError};
@@ -226,6 +227,14 @@ impl<H: Send + Sync + 'static> Kind<H> {
     /// The kind's plural resource name.
     pub fn plural(&self) -> &str {
         self.declared.first().map_or("", |d| d.info.plural.as_str())
+    }
+
+    /// Every declared version, served or not.
+    pub fn declared_versions(&self) -> Vec<String> {
+        self.declared
+            .iter()
+            .map(|d| d.info.version.clone())
+            .collect()
     }
 
     /// The served versions.
@@ -603,6 +612,44 @@ impl VersionedStorage {
         }
     }
 
+    /// A field selector on this version's fields, for a version other than the storage
+    /// version: checked against this version's selectable fields, removed from the options the
+    /// store of the storage version gets (it knows its own fields only) and returned as the
+    /// options to filter the converted objects with. Metadata fields stay with the store.
+    #[allow(clippy::type_complexity)]
+    fn split_field_selector(
+        &self,
+        opts: &ListOptions,
+    ) -> Result<(ListOptions, Option<ListOptions>), ApiError> {
+        opts.field_selector
+            .check_supported(&self.info.field_selector_labels())
+            .map_err(ApiError::bad_request)?;
+        let own_field = |field: &str| !field.starts_with("metadata.");
+        if self.is_storage_version()
+            || !opts
+                .field_selector
+                .requirements
+                .iter()
+                .any(|r| own_field(&r.field))
+        {
+            return Ok((opts.clone(), None));
+        }
+        let mut inner = opts.clone();
+        inner
+            .field_selector
+            .requirements
+            .retain(|r| !own_field(&r.field));
+        let mut own = ListOptions::default();
+        own.field_selector.requirements = opts
+            .field_selector
+            .requirements
+            .iter()
+            .filter(|r| own_field(&r.field))
+            .cloned()
+            .collect();
+        Ok((inner, Some(own)))
+    }
+
     fn computed(opts: &WriteOptions) -> WriteOptions {
         WriteOptions {
             apply: true,
@@ -685,8 +732,14 @@ impl RestStorage for VersionedStorage {
     }
 
     async fn list(&self, ctx: &RequestContext, opts: &ListOptions) -> Result<ObjectList, ApiError> {
-        let list = self.inner.list(ctx, opts).await?;
-        self.out_list(list)
+        let (inner_opts, own) = self.split_field_selector(opts)?;
+        let list = self.inner.list(ctx, &inner_opts).await?;
+        let mut list = self.out_list(list)?;
+        if let Some(own) = own {
+            list.items.retain(|item| watch::matches(&own, item));
+            list.remaining_item_count = None;
+        }
+        Ok(list)
     }
 
     async fn watch(
@@ -694,7 +747,8 @@ impl RestStorage for VersionedStorage {
         ctx: &RequestContext,
         opts: &ListOptions,
     ) -> Result<EventStream, ApiError> {
-        let stream = self.inner.watch(ctx, opts).await?;
+        let (inner_opts, own) = self.split_field_selector(opts)?;
+        let stream = self.inner.watch(ctx, &inner_opts).await?;
         let converter = self.converter.clone();
         let to = self.api_version.clone();
         let kind = self.info.kind.clone();
@@ -707,10 +761,13 @@ impl RestStorage for VersionedStorage {
                         Some(event)
                     }
                     _ => match conversion::convert_bytes(converter.as_ref(), &event.object, &to) {
-                        Ok(object) => Some(ObjectEvent {
-                            kind: event.kind,
-                            object,
-                        }),
+                        Ok(object) if own.as_ref().is_none_or(|o| watch::matches(o, &object)) => {
+                            Some(ObjectEvent {
+                                kind: event.kind,
+                                object,
+                            })
+                        }
+                        Ok(_) => None,
                         Err(e) => {
                             tracing::warn!(error = %e, "watch event of an object that does not decode dropped");
                             None

@@ -5,7 +5,7 @@
 //! [`BanFlunder`] admission plugin: a Flunder whose name a Fischer lists in
 //! `disallowedFlunders` cannot be created.
 //!
-//! [`versioned_app`] serves Flunder in two versions as sample-apiserver does: `v1alpha1`
+//! [`app`] serves Flunder in two versions as sample-apiserver does: `v1alpha1`
 //! ([`Flunder`], stored) and `v1beta1` ([`v1beta1::Flunder`], preferred, the hub they convert
 //! through); Fischer is in `v1alpha1` only.
 
@@ -217,20 +217,9 @@ impl AdmissionPlugin for BanFlunder {
     }
 }
 
-/// The wardle server: both resources and BanFlunder, Flunder in v1alpha1 only.
-pub fn app() -> App {
-    App::new("wardle")
-        .group(
-            Group::new("wardle.example.com")
-                .resource_with::<Flunder>(FlunderStrategy)
-                .resource::<Fischer>(),
-        )
-        .admission(BanFlunder)
-}
-
-/// The wardle server as sample-apiserver serves it now: Flunder in `v1alpha1` and `v1beta1`
+/// The wardle server as sample-apiserver serves it: Flunder in `v1alpha1` and `v1beta1`
 /// (see [`flunder_kind`]), Fischer in `v1alpha1`, and BanFlunder.
-pub fn versioned_app() -> App {
+pub fn app() -> App {
     App::new("wardle")
         .group(
             Group::new("wardle.example.com")

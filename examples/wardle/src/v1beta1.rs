@@ -35,6 +35,7 @@ use crate::{FlunderStatus, ReferenceType, Topping};
         json_path = ".spec.fischerReference",
         description = "The name of the referenced Fischer"
     ),
+    selectable_field = ".spec.flunderReference",
     scale(
         spec_replicas_path = ".spec.replicas",
         status_replicas_path = ".status.replicas",

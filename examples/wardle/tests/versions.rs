@@ -123,7 +123,7 @@ fn alpha(name: &str, reference: &str) -> v1alpha1::Flunder {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_object_through_both_versions() {
-    let s = serve(wardle::versioned_app(), Arc::new(MemoryStorage::new())).await;
+    let s = serve(wardle::app(), Arc::new(MemoryStorage::new())).await;
     let a: Api<v1alpha1::Flunder> = Api::namespaced(s.client.clone(), "default");
     let b: Api<v1beta1::Flunder> = Api::namespaced(s.client.clone(), "default");
 
@@ -197,11 +197,29 @@ async fn one_object_through_both_versions() {
         .unwrap();
     assert_eq!(rest.items.len(), 1);
     assert_ne!(rest.items[0].metadata.name, page.items[0].metadata.name);
+
+    // Field selectors name each version's own fields.
+    let by_beta = b
+        .list(&ListParams::default().fields("spec.flunderReference=x"))
+        .await
+        .unwrap();
+    assert_eq!(by_beta.items.len(), 1);
+    assert_eq!(by_beta.items[0].metadata.name.as_deref(), Some("y"));
+    let by_alpha = a
+        .list(&ListParams::default().fields("spec.reference=x"))
+        .await
+        .unwrap();
+    assert_eq!(by_alpha.items.len(), 1);
+    let err = b
+        .list(&ListParams::default().fields("spec.reference=x"))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("spec.reference"), "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_v1beta1_watcher_sees_v1alpha1_writes() {
-    let s = serve(wardle::versioned_app(), Arc::new(MemoryStorage::new())).await;
+    let s = serve(wardle::app(), Arc::new(MemoryStorage::new())).await;
     let a: Api<v1alpha1::Flunder> = Api::namespaced(s.client.clone(), "default");
     let b: Api<v1beta1::Flunder> = Api::namespaced(s.client.clone(), "default");
     let mut events = watcher(b, watcher::Config::default())
@@ -226,7 +244,7 @@ async fn a_v1beta1_watcher_sees_v1alpha1_writes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn discovery_prefers_v1beta1() {
-    let s = serve(wardle::versioned_app(), Arc::new(MemoryStorage::new())).await;
+    let s = serve(wardle::app(), Arc::new(MemoryStorage::new())).await;
     let (code, group) = s.raw("GET", "/apis/wardle.example.com", None).await;
     assert_eq!(code, 200);
     assert_eq!(group["preferredVersion"]["version"], "v1beta1");
@@ -276,7 +294,7 @@ async fn discovery_prefers_v1beta1() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_reads_each_version_and_explains_v1beta1() {
-    let s = serve(wardle::versioned_app(), Arc::new(MemoryStorage::new())).await;
+    let s = serve(wardle::app(), Arc::new(MemoryStorage::new())).await;
     let a: Api<v1alpha1::Flunder> = Api::namespaced(s.client.clone(), "default");
     a.create(&PostParams::default(), &alpha("k", "ref"))
         .await
@@ -390,7 +408,7 @@ async fn stored(storage: &MemoryStorage) -> Vec<Value> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn storage_version_migration_under_load() {
     let storage = Arc::new(MemoryStorage::new());
-    let first = serve(wardle::versioned_app(), storage.clone()).await;
+    let first = serve(wardle::app(), storage.clone()).await;
     let b: Api<v1beta1::Flunder> = Api::namespaced(first.client.clone(), "default");
     for i in 0..40 {
         let mut f = v1beta1::Flunder::new(&format!("m{i}"), Default::default());
@@ -409,7 +427,7 @@ async fn storage_version_migration_under_load() {
     first.server.running.shutdown().await;
 
     // The next server stores v1beta1; old objects are read converted meanwhile.
-    let app = wardle::versioned_app().storage_version("flunders.wardle.example.com", "v1beta1");
+    let app = wardle::app().storage_version("flunders.wardle.example.com", "v1beta1");
     let s = serve(app, storage.clone()).await;
     let errors = Arc::new(AtomicUsize::new(0));
     let requests = Arc::new(AtomicUsize::new(0));
@@ -488,7 +506,7 @@ async fn storage_version_migration_under_load() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_undecodable_object_is_named_and_can_be_deleted() {
     let storage = Arc::new(MemoryStorage::new());
-    let s = serve(wardle::versioned_app(), storage.clone()).await;
+    let s = serve(wardle::app(), storage.clone()).await;
     let a: Api<v1alpha1::Flunder> = Api::namespaced(s.client.clone(), "default");
     a.create(&PostParams::default(), &alpha("good", "r"))
         .await
@@ -555,7 +573,7 @@ async fn an_undecodable_object_is_named_and_can_be_deleted() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_side_apply_across_versions() {
-    let s = serve(wardle::versioned_app(), Arc::new(MemoryStorage::new())).await;
+    let s = serve(wardle::app(), Arc::new(MemoryStorage::new())).await;
     let a: Api<v1alpha1::Flunder> = Api::namespaced(s.client.clone(), "default");
     let b: Api<v1beta1::Flunder> = Api::namespaced(s.client.clone(), "default");
     let alpha_config = json!({
