@@ -675,3 +675,79 @@ async fn server_side_apply_across_versions() {
         .unwrap_or_default();
     assert!(!alpha_fields.contains("f:reference\""), "{alpha_fields}");
 }
+
+/// `wardle migrate-storage` on the embedded store of a stopped server: every Flunder is then
+/// stored in the version `--storage-version` names, read straight from the store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_migrate_storage_command_rewrites_the_embedded_store() {
+    let mut w = support::Wardle::start_with_args(&["--data-dir", "{dir}/data"]);
+    let client = w.client();
+    for i in 0..5 {
+        let res = client
+            .post(w.at(support::FLUNDERS))
+            .json(&json!({
+                "apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
+                "metadata": {"name": format!("c{i}")},
+                "spec": {"reference": format!("r{i}")},
+            }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 201);
+    }
+    w.signal("TERM");
+    assert!(
+        w.wait_exit(Duration::from_secs(20)).is_some(),
+        "wardle did not stop"
+    );
+    let data = w.dir().join("data");
+    let migrate = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_wardle"))
+            .arg("migrate-storage")
+            .arg("--data-dir")
+            .arg(&data)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run wardle migrate-storage")
+    };
+    // A version the kind does not have is refused before anything is written.
+    let out = migrate(&["--storage-version", "flunders.wardle.example.com=v9"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("has no version \"v9\""),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = migrate(&["--storage-version", "flunders.wardle.example.com=v1beta1"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("flunders.wardle.example.com: 5 objects, 5 rewritten into wardle.example.com/v1beta1, 0 not convertible"),
+        "{text}"
+    );
+    let store = apiserver_framework::storage::embedded::EmbeddedStorage::open(&data).unwrap();
+    let stored = store
+        .list(ListRequest {
+            prefix: PREFIX.into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(stored.items.len(), 5);
+    for kv in &stored.items {
+        let o: Value = serde_json::from_slice(&kv.value).unwrap();
+        assert_eq!(o["apiVersion"], "wardle.example.com/v1beta1", "{o}");
+        assert_eq!(o["spec"]["referenceType"], "Flunder", "{o}");
+        assert!(
+            o["spec"]["flunderReference"]
+                .as_str()
+                .unwrap()
+                .starts_with('r')
+        );
+    }
+}
