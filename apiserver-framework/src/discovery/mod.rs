@@ -21,6 +21,9 @@ pub struct ServedResource {
     pub status_verbs: Vec<String>,
     /// Verbs of the `scale` subresource (`get`, `patch`, `update`); empty without one.
     pub scale_verbs: Vec<String>,
+    /// The version objects are stored in (the resource's own, or its kind's storage version
+    /// when it is served in several): what `storageVersionHash` hashes.
+    pub storage_version: String,
 }
 
 /// One version of a group, with its resources.
@@ -86,7 +89,9 @@ pub fn served_groups(registry: &Registry) -> Vec<ServedGroup> {
                 group.versions.last_mut().expect("just pushed")
             }
         };
+        let storage_version = r.storage_version().unwrap_or(&info.version).to_string();
         version.resources.push(ServedResource {
+            storage_version,
             info,
             verbs,
             status_verbs,

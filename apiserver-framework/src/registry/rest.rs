@@ -133,6 +133,12 @@ pub trait RestStorage: Send + Sync + 'static {
         None
     }
 
+    /// The version objects are stored in, when not [`ResourceInfo::version`] (a kind served
+    /// in several versions); discovery's `storageVersionHash` hashes it.
+    fn storage_version(&self) -> Option<&str> {
+        None
+    }
+
     /// Reads one object.
     async fn get(&self, ctx: &RequestContext, name: &str) -> Result<Bytes, ApiError> {
         let _ = (ctx, name);

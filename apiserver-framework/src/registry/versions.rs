@@ -725,6 +725,12 @@ impl RestStorage for VersionedStorage {
         self.warning.as_deref()
     }
 
+    fn storage_version(&self) -> Option<&str> {
+        self.storage_version
+            .rsplit_once('/')
+            .map_or(Some(self.storage_version.as_str()), |(_, v)| Some(v))
+    }
+
     async fn get(&self, ctx: &RequestContext, name: &str) -> Result<Bytes, ApiError> {
         let bytes = self.inner.get(ctx, name).await?;
         conversion::convert_bytes(self.converter.as_ref(), &bytes, &self.api_version)

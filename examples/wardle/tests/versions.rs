@@ -265,6 +265,21 @@ async fn discovery_prefers_v1beta1() {
         .collect();
     assert!(kinds.contains(&"flunders"), "{kinds:?}");
     assert!(!kinds.contains(&"fischers"), "{kinds:?}");
+    // One storage version, so one storageVersionHash through every version.
+    let (_, alpha_list) = s
+        .raw("GET", "/apis/wardle.example.com/v1alpha1", None)
+        .await;
+    let hash = |list: &Value| {
+        list["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == "flunders")
+            .unwrap()["storageVersionHash"]
+            .clone()
+    };
+    assert!(hash(&list).is_string());
+    assert_eq!(hash(&list), hash(&alpha_list));
 
     let req = http::Request::builder()
         .uri("/apis")
