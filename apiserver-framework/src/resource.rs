@@ -173,3 +173,83 @@ pub trait ApiResource:
     /// `metadata.generation` is bumped exactly when this is true.
     fn spec_differs(&self, other: &Self) -> bool;
 }
+
+/// Orders two versions as Kubernetes ranks them (most preferred first): GA before beta before
+/// alpha, higher numbers first within each (`v2 > v1 > v11beta2 > v10beta3 > v3beta1 >
+/// v12alpha1 > v11alpha2`), then versions that do not look like Kubernetes versions,
+/// alphabetically (upstream's `version.CompareKubeAwareVersionStrings`).
+pub fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
+    /// (rank: 3 GA, 2 beta, 1 alpha, 0 other; major; minor).
+    fn parse(v: &str) -> (u8, u64, u64) {
+        let Some(rest) = v.strip_prefix('v') else {
+            return (0, 0, 0);
+        };
+        let digits = rest.chars().take_while(char::is_ascii_digit).count();
+        let Ok(major) = rest[..digits].parse::<u64>() else {
+            return (0, 0, 0);
+        };
+        if major == 0 && digits > 0 {
+            return (0, 0, 0);
+        }
+        let tail = &rest[digits..];
+        let (rank, minor) = if tail.is_empty() {
+            return (3, major, 0);
+        } else if let Some(n) = tail.strip_prefix("beta") {
+            (2, n)
+        } else if let Some(n) = tail.strip_prefix("alpha") {
+            (1, n)
+        } else {
+            return (0, 0, 0);
+        };
+        match minor.parse::<u64>() {
+            Ok(m) if !minor.starts_with('0') => (rank, major, m),
+            _ => (0, 0, 0),
+        }
+    }
+    let (pa, pb) = (parse(a), parse(b));
+    if pa.0 == 0 && pb.0 == 0 {
+        return a.cmp(b);
+    }
+    pb.cmp(&pa)
+}
+
+#[cfg(test)]
+mod version_order_tests {
+    use super::compare_versions;
+
+    #[test]
+    fn kubernetes_version_priority() {
+        let mut v = vec![
+            "v1alpha1",
+            "foo1",
+            "v1",
+            "v11alpha2",
+            "v1beta1",
+            "v10beta3",
+            "v2",
+            "v12alpha1",
+            "v11beta2",
+            "v3beta1",
+            "foo10",
+            "v1beta2",
+        ];
+        v.sort_by(|a, b| compare_versions(a, b));
+        assert_eq!(
+            v,
+            [
+                "v2",
+                "v1",
+                "v11beta2",
+                "v10beta3",
+                "v3beta1",
+                "v1beta2",
+                "v1beta1",
+                "v12alpha1",
+                "v11alpha2",
+                "v1alpha1",
+                "foo1",
+                "foo10"
+            ]
+        );
+    }
+}

@@ -34,6 +34,7 @@ fn flunder() -> ServedResource {
     });
     let status = json!({"type": "object", "properties": {"phase": {"type": "string"}}});
     ServedResource {
+        storage_version: VERSION.into(),
         info: ResourceInfo {
             group: GROUP.into(),
             version: VERSION.into(),
@@ -74,6 +75,7 @@ fn fischer() -> ServedResource {
         "properties": {"disallowedFlunders": {"type": "array", "items": {"type": "string"}}},
     });
     ServedResource {
+        storage_version: VERSION.into(),
         info: ResourceInfo {
             group: GROUP.into(),
             version: VERSION.into(),

@@ -16,7 +16,8 @@ use crate::host::resolver::Endpoint;
 use crate::user::UserInfo;
 
 /// The remote, available APIServices, grouped: groups by `groupPriorityMinimum` (highest
-/// first) then name, versions by `versionPriority` (highest first) then name.
+/// first) then name, versions by `versionPriority` (highest first) then Kubernetes' version
+/// order (`v1` before `v1beta1` before `v1alpha1`, as upstream's aggregator).
 fn remote_groups(services: &[APIService]) -> Vec<(String, Vec<&APIService>)> {
     let mut groups: Vec<(String, Vec<&APIService>)> = Vec::new();
     for s in services
@@ -33,7 +34,7 @@ fn remote_groups(services: &[APIService]) -> Vec<(String, Vec<&APIService>)> {
             b.spec
                 .version_priority
                 .cmp(&a.spec.version_priority)
-                .then_with(|| a.spec.version.cmp(&b.spec.version))
+                .then_with(|| crate::resource::compare_versions(&a.spec.version, &b.spec.version))
         });
     }
     groups.sort_by_key(|(name, versions)| {

@@ -74,6 +74,75 @@ impl Context<'_> {
     }
 }
 
+/// Converts objects to the other versions of their kind, so that the fields of a manager
+/// recorded in another version are compared in that version (upstream converts the old and
+/// new objects to each manager's version).
+pub trait VersionConverter: Send + Sync {
+    /// `obj` in `api_version`, with that version's schema; `None` when it cannot be converted
+    /// (its manager's fields are then compared as recorded).
+    fn to_version(&self, obj: &Value, api_version: &str) -> Option<(Value, StructuralSchema)>;
+}
+
+/// What a write changed, as seen from each manager's version.
+struct Changes<'a> {
+    versions: Option<&'a dyn VersionConverter>,
+    old: &'a Value,
+    new: &'a Value,
+    reset: &'a Set,
+    /// By API version: (modified or added, removed).
+    seen: std::collections::BTreeMap<String, (Set, Set)>,
+}
+
+impl<'a> Changes<'a> {
+    fn new(
+        ctx: &Context<'_>,
+        versions: Option<&'a dyn VersionConverter>,
+        old: &'a Value,
+        new: &'a Value,
+        reset: &'a Set,
+        changed: &Set,
+        removed: &Set,
+    ) -> Self {
+        let mut seen = std::collections::BTreeMap::new();
+        seen.insert(
+            ctx.api_version.to_string(),
+            (changed.clone(), removed.clone()),
+        );
+        Changes {
+            versions,
+            old,
+            new,
+            reset,
+            seen,
+        }
+    }
+
+    /// (modified or added, removed) in `api_version`.
+    fn of(&mut self, api_version: &str, own: &str) -> Result<&(Set, Set), ApplyError> {
+        if !self.seen.contains_key(api_version) {
+            let found = match self.versions {
+                Some(v) => match (
+                    v.to_version(self.old, api_version),
+                    v.to_version(self.new, api_version),
+                ) {
+                    (Some((old, schema)), Some((new, _))) => {
+                        let c = compare(&old, &new, schema.root())?.exclude(self.reset);
+                        Some((c.modified.union(&c.added), c.removed))
+                    }
+                    _ => None,
+                },
+                None => None,
+            };
+            let found = match found {
+                Some(f) => f,
+                None => self.seen[own].clone(),
+            };
+            self.seen.insert(api_version.to_string(), found);
+        }
+        Ok(&self.seen[api_version])
+    }
+}
+
 /// The fields a write to `subresource` does not own, as custom resources do: `status` on the
 /// main resource when the status subresource exists, `spec` on `status`.
 pub fn reset_fields(subresource: Option<&str>, status_subresource: bool) -> Set {
@@ -140,6 +209,17 @@ pub fn update(
     new: &Value,
     managed: ManagedFields,
 ) -> Result<ManagedFields, ApplyError> {
+    update_across(ctx, None, old, new, managed)
+}
+
+/// [`update`], comparing the fields of managers recorded in other versions in their version.
+pub fn update_across(
+    ctx: &Context<'_>,
+    versions: Option<&dyn VersionConverter>,
+    old: Option<&Value>,
+    new: &Value,
+    managed: ManagedFields,
+) -> Result<ManagedFields, ApplyError> {
     if managed.is_empty() && old.is_some() {
         return Ok(managed);
     }
@@ -149,7 +229,7 @@ pub fn update(
         None => empty_like(&new),
     };
     let mut managed = managed;
-    tracked_update(ctx, ctx.manager, &old, &new, &mut managed)?;
+    tracked_update(ctx, versions, ctx.manager, &old, &new, &mut managed)?;
     cap_update_managers(&mut managed);
     Ok(managed)
 }
@@ -157,6 +237,7 @@ pub fn update(
 /// `managedFieldsUpdater` + `stripMetaManager` + `Updater.Update`.
 fn tracked_update(
     ctx: &Context<'_>,
+    versions: Option<&dyn VersionConverter>,
     manager: &str,
     old: &Value,
     new: &Value,
@@ -169,12 +250,22 @@ fn tracked_update(
     } else {
         comparison.modified.union(&comparison.added)
     };
+    let mut changes = Changes::new(
+        ctx,
+        versions,
+        old,
+        new,
+        &ctx.reset_fields,
+        &changed,
+        &comparison.removed,
+    );
     let map = managed.map_mut();
     for entry in map.values_mut() {
+        let (changed, removed) = changes.of(&entry.api_version, ctx.api_version)?;
         entry.fields = entry
             .fields
-            .difference(&entry.fields.intersection(&changed))
-            .difference(&comparison.removed);
+            .difference(&entry.fields.intersection(changed))
+            .difference(removed);
     }
     map.retain(|_, e| !e.fields.is_empty());
     // `changed` is already outside the reset fields (`exclude`).
@@ -255,6 +346,19 @@ pub fn apply(
     managed: ManagedFields,
     force: bool,
 ) -> Result<(Value, ManagedFields), ApplyError> {
+    apply_across(ctx, None, live, config, managed, force)
+}
+
+/// [`apply`], comparing the fields of managers recorded in other versions in their version:
+/// a field another manager owns through another version conflicts when the apply changes it.
+pub fn apply_across(
+    ctx: &Context<'_>,
+    versions: Option<&dyn VersionConverter>,
+    live: Option<&Value>,
+    config: &Value,
+    managed: ManagedFields,
+    force: bool,
+) -> Result<(Value, ManagedFields), ApplyError> {
     if config
         .pointer("/metadata/managedFields")
         .is_some_and(|v| !v.is_null())
@@ -281,6 +385,7 @@ pub fn apply(
     if managed.is_empty() {
         tracked_update(
             ctx,
+            versions,
             BEFORE_FIRST_APPLY,
             &empty_like(&live),
             &live,
@@ -308,12 +413,22 @@ pub fn apply(
 
     let comparison = compare(&live, &new, root)?.exclude(&ctx.reset_fields);
     let changed = comparison.modified.union(&comparison.added);
+    let mut changes = Changes::new(
+        ctx,
+        versions,
+        &live,
+        &new,
+        &ctx.reset_fields,
+        &changed,
+        &comparison.removed,
+    );
     let mut conflicts = Vec::new();
     for (id, entry) in managed.map() {
         if *id == applier_id {
             continue;
         }
-        for path in entry.fields.intersection(&changed).paths() {
+        let (changed, _) = changes.of(&entry.api_version, ctx.api_version)?;
+        for path in entry.fields.intersection(changed).paths() {
             conflicts.push(Conflict {
                 manager: id.clone(),
                 path,
@@ -327,10 +442,11 @@ pub fn apply(
     let map = managed.map_mut();
     for (id, entry) in map.iter_mut() {
         if *id != applier_id {
+            let (changed, removed) = changes.of(&entry.api_version, ctx.api_version)?;
             entry.fields = entry
                 .fields
-                .difference(&entry.fields.intersection(&changed))
-                .difference(&comparison.removed);
+                .difference(&entry.fields.intersection(changed))
+                .difference(removed);
         } else {
             entry.fields = entry.fields.difference(strip_set());
             // A no-op apply leaves the object, and so the entry's time, as it was.

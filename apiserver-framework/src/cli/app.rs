@@ -64,6 +64,18 @@ enum Command {
     DevHost(DevHostOptions),
     /// Print the manifests deploying this server to a cluster.
     Manifests(ManifestsOptions),
+    /// Rewrite every object of the resources served in several versions into their storage
+    /// version (as kube-storage-version-migrator does), so that an old version can be dropped.
+    /// With etcd it runs beside the servers; the embedded store is locked by a running server.
+    MigrateStorage(Box<MigrateOptions>),
+}
+
+/// Flags of `migrate-storage`: the storage to migrate, as the server's flags name it.
+#[derive(clap::Args, Debug)]
+pub struct MigrateOptions {
+    /// The storage and the storage versions.
+    #[command(flatten)]
+    pub storage: crate::cli::storage_options::StorageOptions,
 }
 
 /// Errors of running an [`App`].
@@ -87,6 +99,9 @@ pub enum AppError {
     /// The manifests' certificates could not be created.
     #[error(transparent)]
     Tls(#[from] crate::tls::TlsError),
+    /// A `--storage-version` flag is malformed or names a version its kind does not have.
+    #[error("{0}")]
+    StorageVersion(String),
 }
 
 impl App {
@@ -105,6 +120,78 @@ impl App {
     pub fn group(mut self, group: Group) -> Self {
         self.groups.push(group);
         self
+    }
+
+    /// Stores `resource` (`<plural>.<group>`, a multi-version kind) in `version` instead of
+    /// the storage version its kind declares (what `--storage-version` sets).
+    ///
+    /// # Panics
+    /// When the resource is not a multi-version kind of this app or has no such version.
+    pub fn storage_version(self, resource: &str, version: &str) -> Self {
+        self.try_storage_version(resource, version)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn try_storage_version(mut self, resource: &str, version: &str) -> Result<Self, String> {
+        let group = self
+            .groups
+            .iter_mut()
+            .find(|g| resource.ends_with(&format!(".{}", g.name())))
+            .ok_or_else(|| format!("--storage-version: no group serves {resource}"))?;
+        group
+            .set_storage_version(resource, version)
+            .map_err(|e| format!("--storage-version: {e}"))?;
+        Ok(self)
+    }
+
+    fn with_storage_versions(
+        mut self,
+        opts: &crate::cli::storage_options::StorageOptions,
+    ) -> Result<Self, AppError> {
+        for (resource, version) in opts
+            .parsed_storage_versions()
+            .map_err(AppError::StorageVersion)?
+        {
+            self = self
+                .try_storage_version(&resource, &version)
+                .map_err(AppError::StorageVersion)?;
+        }
+        Ok(self)
+    }
+
+    /// Rewrites every object of the resources served in several versions into their storage
+    /// version (see [`crate::registry::versions::VersionedStorage::migrate`]); prints what it
+    /// did per resource.
+    pub async fn migrate_storage(self, opts: &MigrateOptions) -> Result<(), AppError> {
+        let app = self.with_storage_versions(&opts.storage)?;
+        let mut storage = opts.storage.clone();
+        storage.watch_cache = false;
+        let opened = storage.open().await?;
+        let server = app.server_builder().storage(opened.storage).build();
+        for r in server.registry().resources() {
+            let Some(v) = r
+                .as_any()
+                .downcast_ref::<crate::registry::versions::VersionedStorage>()
+            else {
+                continue;
+            };
+            if !v.is_storage_version() {
+                continue;
+            }
+            let report = v.migrate().await?;
+            println!(
+                "{}: {} objects, {} rewritten into {}, {} not convertible",
+                r.info().group_resource(),
+                report.seen,
+                report.migrated,
+                v.storage_version(),
+                report.failed.len()
+            );
+            for key in &report.failed {
+                println!("  not convertible: {key}");
+            }
+        }
+        Ok(())
     }
 
     /// Adds an admission plugin.
@@ -171,7 +258,16 @@ impl App {
 
     /// Starts the server in production mode (see [`ServeOptions`]) on the storage its options
     /// choose, and returns once it listens.
-    pub async fn start_serve(mut self, opts: &ServeOptions) -> Result<ProductionServer, AppError> {
+    pub async fn start_serve(self, opts: &ServeOptions) -> Result<ProductionServer, AppError> {
+        self.with_storage_versions(&opts.storage)?
+            .start_serve_inner(opts)
+            .await
+    }
+
+    async fn start_serve_inner(
+        mut self,
+        opts: &ServeOptions,
+    ) -> Result<ProductionServer, AppError> {
         let host = match &opts.kubeconfig {
             Some(path) => Some(host_client(Some(path)).await.map_err(ServeError::from)?),
             None => match host_client(None).await {
@@ -209,7 +305,13 @@ impl App {
 
     /// Starts the server in local mode (see [`LocalOptions`]) on the storage its options
     /// choose (the embedded store under `--data-dir` by default) and returns once it listens.
-    pub async fn start_local(mut self, opts: &LocalOptions) -> Result<LocalServer, AppError> {
+    pub async fn start_local(self, opts: &LocalOptions) -> Result<LocalServer, AppError> {
+        self.with_storage_versions(&opts.storage)?
+            .start_local_inner(opts)
+            .await
+    }
+
+    async fn start_local_inner(mut self, opts: &LocalOptions) -> Result<LocalServer, AppError> {
         let plugins = std::mem::take(&mut self.admission);
         self.admission = opts
             .admission
@@ -253,6 +355,7 @@ impl App {
                 host.shutdown().await;
                 Ok(())
             }
+            Command::MigrateStorage(opts) => self.migrate_storage(&opts).await,
             Command::Manifests(opts) => {
                 print!(
                     "{}",

@@ -62,6 +62,12 @@ pub struct StorageOptions {
     /// watch cache does.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub watch_cache: bool,
+    /// The version a resource served in several versions is stored in, as
+    /// `<plural>.<group>=<version>` (repeatable or comma-separated), instead of the one its
+    /// kind declares; objects stored in other versions are read converted, and
+    /// `migrate-storage` rewrites them.
+    #[arg(long = "storage-version", value_delimiter = ',')]
+    pub storage_versions: Vec<String>,
 }
 
 impl Default for StorageOptions {
@@ -77,6 +83,7 @@ impl Default for StorageOptions {
             etcd_keyfile: None,
             etcd_healthcheck_timeout: GoDuration(Duration::from_secs(2)),
             watch_cache: true,
+            storage_versions: Vec::new(),
         }
     }
 }
@@ -92,6 +99,22 @@ pub struct OpenedStorage {
 }
 
 impl StorageOptions {
+    /// `--storage-version` as (`<plural>.<group>`, version) pairs; an entry without `=` is an
+    /// error naming it.
+    pub fn parsed_storage_versions(&self) -> Result<Vec<(String, String)>, String> {
+        self.storage_versions
+            .iter()
+            .map(|entry| match entry.split_once('=') {
+                Some((resource, version)) if resource.contains('.') && !version.is_empty() => {
+                    Ok((resource.to_string(), version.to_string()))
+                }
+                _ => Err(format!(
+                    "--storage-version {entry:?}: expected <plural>.<group>=<version>"
+                )),
+            })
+            .collect()
+    }
+
     /// The store these flags choose: `--storage-backend`, or else etcd when `--etcd-servers`
     /// is given and the embedded store otherwise.
     pub fn backend(&self) -> StorageBackend {

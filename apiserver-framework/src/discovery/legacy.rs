@@ -137,7 +137,7 @@ fn main_resource(served: &ServedResource) -> Value {
     }
     out.insert(
         "storageVersionHash".into(),
-        storage_version_hash(&info.group, &info.version, &info.kind).into(),
+        storage_version_hash(&info.group, &served.storage_version, &info.kind).into(),
     );
     Value::Object(out)
 }

@@ -24,6 +24,9 @@ pub struct ServedResource {
     pub scale_verbs: Vec<String>,
     /// The custom subresources (get with options, actions, connect), in registration order.
     pub custom_subresources: Vec<SubresourceInfo>,
+    /// The version objects are stored in (the resource's own, or its kind's storage version
+    /// when it is served in several): what `storageVersionHash` hashes.
+    pub storage_version: String,
 }
 
 impl ServedResource {
@@ -57,7 +60,8 @@ pub struct ServedGroup {
 }
 
 /// The groups, versions and resources `registry` serves, for discovery and OpenAPI. Versions
-/// are listed in registration order (the first registered is preferred).
+/// are listed in Kubernetes' order of priority (see [`crate::resource::compare_versions`]:
+/// `v1` before `v1beta1` before `v1alpha1`), the first preferred.
 pub fn served_groups(registry: &Registry) -> Vec<ServedGroup> {
     let mut groups: Vec<ServedGroup> = Vec::new();
     for r in registry.resources() {
@@ -105,13 +109,19 @@ pub fn served_groups(registry: &Registry) -> Vec<ServedGroup> {
             .iter()
             .map(|s| s.info().clone())
             .collect();
+        let storage_version = r.storage_version().unwrap_or(&info.version).to_string();
         version.resources.push(ServedResource {
+            storage_version,
             info,
             verbs,
             status_verbs,
             scale_verbs,
             custom_subresources,
         });
+    }
+    for g in &mut groups {
+        g.versions
+            .sort_by(|a, b| crate::resource::compare_versions(&a.version, &b.version));
     }
     groups
 }

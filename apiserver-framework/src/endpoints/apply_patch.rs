@@ -16,6 +16,7 @@ use crate::error::ApiError;
 use crate::registry::field_validation::{FieldIssues, unknown_fields};
 use crate::registry::options::{FieldValidation, WriteOptions};
 use crate::registry::rest::{RequestContext, RestStorage};
+use crate::registry::versions::VersionedStorage;
 use crate::registry::yaml_body;
 use crate::resource::{ResourceInfo, ScaleSubresource};
 use crate::schema::{Field, Node, StructuralSchema};
@@ -112,8 +113,19 @@ fn prune(value: &mut Value, node: Node<'_>, top: bool) {
     }
 }
 
-/// The apply of `config` to `live` (`None`: no object yet) as the options' manager.
+/// The converter of a resource served in several versions, if it is one.
+fn versions_of(storage: &Arc<dyn RestStorage>) -> Option<&dyn apply::VersionConverter> {
+    storage
+        .as_any()
+        .downcast_ref::<VersionedStorage>()
+        .map(|v| v as &dyn apply::VersionConverter)
+}
+
+/// The apply of `config` to `live` (`None`: no object yet) as the options' manager; the
+/// fields of managers of other versions are compared in their version (`versions`).
+#[allow(clippy::too_many_arguments)]
 fn apply_to(
+    versions: Option<&dyn apply::VersionConverter>,
     info: &ResourceInfo,
     schema: &StructuralSchema,
     subresource: Option<&str>,
@@ -135,7 +147,7 @@ fn apply_to(
         None => ManagedFields::new(),
     };
     let force = opts.force.unwrap_or(false);
-    let (mut object, managed) = apply::apply(&ctx, live, config, managed, force)?;
+    let (mut object, managed) = apply::apply_across(&ctx, versions, live, config, managed, force)?;
     managed.write_to(&mut object);
     Ok(object)
 }
@@ -190,7 +202,18 @@ pub async fn apply(
         apply: true,
         ..opts.clone()
     };
-    let write = |live: Value| apply_to(info, &schema, subresource, Some(&live), &config, &opts);
+    let versions = versions_of(storage);
+    let write = |live: Value| {
+        apply_to(
+            versions,
+            info,
+            &schema,
+            subresource,
+            Some(&live),
+            &config,
+            &opts,
+        )
+    };
     // Created by another client between the read that found no object and the create: apply
     // to the object that now exists, as upstream's patch handler does (its guaranteed update
     // reads the object again), conflicts computed against that object's managed fields.
@@ -204,7 +227,7 @@ pub async fn apply(
                 });
             }
             Err(e) if e.code == 404 && subresource.is_none() && e.reason == "NotFound" => {
-                let mut object = apply_to(info, &schema, None, None, &config, &opts)?;
+                let mut object = apply_to(versions, info, &schema, None, None, &config, &opts)?;
                 object["metadata"]["name"] = json!(name);
                 match storage.create(ctx, object, &opts).await {
                     Ok(object) => {
@@ -268,7 +291,15 @@ pub async fn apply_scale(
         ..opts.clone()
     };
     let write = |live: Value| {
-        let mut object = apply_to(info, &schema, Some("scale"), Some(&live), &config, &opts)?;
+        let mut object = apply_to(
+            versions_of(storage),
+            info,
+            &schema,
+            Some("scale"),
+            Some(&live),
+            &config,
+            &opts,
+        )?;
         if let Some(rv) = &precondition {
             object["metadata"]["resourceVersion"] = json!(rv);
         }

@@ -64,7 +64,11 @@ pub async fn handle(
         Ok(res) => res,
         Err(e) => response::error(&output, &e),
     };
-    for value in warning::header_values(&warnings.texts()) {
+    let mut texts = warnings.texts();
+    if let Some(text) = storage.deprecation_warning() {
+        texts.insert(0, text.to_string());
+    }
+    for value in warning::header_values(&texts) {
         res.headers_mut().append(header::WARNING, value);
     }
     res
@@ -450,6 +454,7 @@ struct DeleteOptionsBody {
     #[serde(default)]
     dry_run: Vec<String>,
     preconditions: Option<PreconditionsBody>,
+    ignore_store_read_error_with_cluster_breaking_potential: Option<bool>,
 }
 
 /// `preconditions` of a DeleteOptions body.
@@ -501,6 +506,12 @@ fn merge_delete_body(mut opts: DeleteOptions, body: &[u8]) -> Result<DeleteOptio
                     "dryRun: Unsupported value: {d:?}: supported values: \"All\""
                 )));
             }
+        }
+        if b.ignore_store_read_error_with_cluster_breaking_potential
+            .is_some()
+        {
+            opts.ignore_store_read_error_with_cluster_breaking_potential =
+                b.ignore_store_read_error_with_cluster_breaking_potential;
         }
         if let Some(p) = b.preconditions {
             opts.precondition_uid = p.uid;

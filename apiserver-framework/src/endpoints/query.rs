@@ -154,6 +154,8 @@ impl Query {
             precondition_resource_version: None,
             propagation_policy: self.get("propagationPolicy").map(str::to_string),
             orphan_dependents: self.bool("orphanDependents")?,
+            ignore_store_read_error_with_cluster_breaking_potential: self
+                .bool("ignoreStoreReadErrorWithClusterBreakingPotential")?,
         })
     }
 }

@@ -6,11 +6,13 @@ use crate::registry::rest::RestStorage;
 use crate::registry::store::Store;
 use crate::registry::strategy::{DefaultStrategy, Strategy};
 use crate::registry::subresource::CustomSubresource;
+use crate::registry::versions::{Kind, StorageVersions};
 use crate::registry::with_subresources::WithSubresources;
 use crate::resource::ApiResource;
 use crate::storage::Storage;
 
-type Factory = Box<dyn FnOnce(&Arc<dyn Storage>) -> Arc<dyn RestStorage> + Send>;
+type Factory =
+    Box<dyn FnOnce(&Arc<dyn Storage>, &StorageVersions) -> Vec<Arc<dyn RestStorage>> + Send>;
 
 /// The resources of one API group.
 ///
@@ -26,6 +28,9 @@ pub struct Group {
     factories: Vec<Factory>,
     /// Custom subresources by `(version, plural)` of their resource.
     subresources: Vec<(String, String, Arc<dyn CustomSubresource>)>,
+    storage_versions: StorageVersions,
+    /// The declared versions of each multi-version kind, by `<plural>.<group>`.
+    kinds: StorageVersions,
 }
 
 impl Group {
@@ -36,6 +41,8 @@ impl Group {
             versions: Vec::new(),
             factories: Vec::new(),
             subresources: Vec::new(),
+            storage_versions: StorageVersions::new(),
+            kinds: StorageVersions::new(),
         }
     }
 
@@ -60,10 +67,11 @@ impl Group {
         let info = T::resource_info();
         self.check_group(&info.group);
         self.add_version(&info.version);
-        self.factories
-            .push(Box::new(move |storage: &Arc<dyn Storage>| {
-                Arc::new(Store::<T>::new(storage.clone(), strategy)) as Arc<dyn RestStorage>
-            }));
+        self.factories.push(Box::new(
+            move |storage: &Arc<dyn Storage>, _: &StorageVersions| {
+                vec![Arc::new(Store::<T>::new(storage.clone(), strategy)) as Arc<dyn RestStorage>]
+            },
+        ));
         self
     }
 
@@ -78,13 +86,51 @@ impl Group {
         )))
     }
 
+    /// Serves every version of a multi-version kind (see [`Kind`]).
+    pub fn kind<H: Send + Sync + 'static>(mut self, kind: Kind<H>) -> Self {
+        self.check_group(kind.group());
+        for v in kind.served_versions() {
+            self.add_version(&v);
+        }
+        let resource = format!("{}.{}", kind.plural(), kind.group());
+        self.kinds
+            .insert(resource.clone(), kind.declared_versions().join(","));
+        self.factories.push(Box::new(
+            move |storage: &Arc<dyn Storage>, chosen: &StorageVersions| {
+                kind.build(storage, chosen.get(&resource).map(String::as_str))
+            },
+        ));
+        self
+    }
+
+    /// Stores `resource` (`<plural>.<group>`) of a multi-version kind in `version`, whatever
+    /// its [`Kind`] declares (the `--storage-version` flag).
+    /// A resource that is not a multi-version kind of this group, or a version the kind does
+    /// not declare, is an error naming them.
+    pub fn set_storage_version(&mut self, resource: &str, version: &str) -> Result<(), String> {
+        let Some(declared) = self.kinds.get(resource) else {
+            return Err(format!(
+                "{resource} is not a resource of {} served in several versions",
+                self.name
+            ));
+        };
+        if !declared.split(',').any(|v| v == version) {
+            return Err(format!(
+                "{resource} has no version {version:?} (it has {declared})"
+            ));
+        }
+        self.storage_versions
+            .insert(resource.to_string(), version.to_string());
+        Ok(())
+    }
+
     /// Serves a hand-written storage (for computed resources that need more than
     /// [`Group::computed`] gives).
     pub fn storage(mut self, rest: Arc<dyn RestStorage>) -> Self {
         self.check_group(&rest.info().group);
         let version = rest.info().version.clone();
         self.add_version(&version);
-        self.factories.push(Box::new(move |_| rest));
+        self.factories.push(Box::new(move |_, _| vec![rest]));
         self
     }
 
@@ -139,12 +185,13 @@ impl Group {
     /// # Panics
     /// When a custom subresource names a resource the group does not serve.
     pub(crate) fn build(self, storage: &Arc<dyn Storage>) -> Vec<Arc<dyn RestStorage>> {
+        let chosen = self.storage_versions;
         let mut subresources = self.subresources;
         let built: Vec<Arc<dyn RestStorage>> = self
             .factories
             .into_iter()
-            .map(|f| {
-                let rest = f(storage);
+            .flat_map(|f| f(storage, &chosen))
+            .map(|rest| {
                 let info = rest.info().clone();
                 let (mine, rest_of) = std::mem::take(&mut subresources)
                     .into_iter()

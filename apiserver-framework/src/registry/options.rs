@@ -70,6 +70,10 @@ pub struct DeleteOptions {
     pub propagation_policy: Option<String>,
     /// `orphanDependents` (deprecated form of `propagationPolicy=Orphan`).
     pub orphan_dependents: Option<bool>,
+    /// `ignoreStoreReadErrorWithClusterBreakingPotential`: delete an object that cannot be
+    /// read (decoded) from the storage, without admission or finalizers, as upstream's unsafe
+    /// deletion of corrupt objects.
+    pub ignore_store_read_error_with_cluster_breaking_potential: Option<bool>,
 }
 
 impl DeleteOptions {

@@ -135,6 +135,18 @@ pub trait RestStorage: Send + Sync + 'static {
         &[]
     }
 
+    /// The `Warning` every response of this resource carries when its version is deprecated
+    /// (upstream's `<group>/<version> <Kind> is deprecated in v<X.Y>+…`); `None` by default.
+    fn deprecation_warning(&self) -> Option<&str> {
+        None
+    }
+
+    /// The version objects are stored in, when not [`ResourceInfo::version`] (a kind served
+    /// in several versions); discovery's `storageVersionHash` hashes it.
+    fn storage_version(&self) -> Option<&str> {
+        None
+    }
+
     /// Reads one object.
     async fn get(&self, ctx: &RequestContext, name: &str) -> Result<Bytes, ApiError> {
         let _ = (ctx, name);

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use crate::registry::rest::RestStorage;
 use crate::registry::store::Store;
+use crate::registry::versions::VersionedStorage;
 use crate::resource::ApiResource;
 
 /// Every resource a server stores, in registration order.
@@ -41,8 +42,14 @@ impl Registry {
 
     /// The generic store of `T`, for typed access from admission plugins and hooks.
     pub fn store<T: ApiResource>(&self) -> Option<&Store<T>> {
-        self.resources
-            .iter()
-            .find_map(|r| r.as_any().downcast_ref::<Store<T>>())
+        self.resources.iter().find_map(|r| {
+            let any = r.as_any();
+            any.downcast_ref::<Store<T>>().or_else(|| {
+                any.downcast_ref::<VersionedStorage>()?
+                    .inner()
+                    .as_any()
+                    .downcast_ref::<Store<T>>()
+            })
+        })
     }
 }

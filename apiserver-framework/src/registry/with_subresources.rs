@@ -59,6 +59,14 @@ impl RestStorage for WithSubresources {
         &self.subresources
     }
 
+    fn deprecation_warning(&self) -> Option<&str> {
+        self.inner.deprecation_warning()
+    }
+
+    fn storage_version(&self) -> Option<&str> {
+        self.inner.storage_version()
+    }
+
     async fn get(&self, ctx: &RequestContext, name: &str) -> Result<Bytes, ApiError> {
         self.inner.get(ctx, name).await
     }

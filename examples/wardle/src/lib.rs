@@ -4,8 +4,20 @@
 //! Two resources: the namespaced [`Flunder`] and the cluster-scoped [`Fischer`], and the
 //! [`BanFlunder`] admission plugin: a Flunder whose name a Fischer lists in
 //! `disallowedFlunders` cannot be created.
+//!
+//! [`app`] serves Flunder in two versions as sample-apiserver does: `v1alpha1`
+//! ([`Flunder`], stored) and `v1beta1` ([`v1beta1::Flunder`], preferred, the hub they convert
+//! through); Fischer is in `v1alpha1` only.
 
 use apiserver_framework::prelude::*;
+use apiserver_framework::registry::versions::Kind;
+
+pub mod v1beta1;
+
+/// `wardle.example.com/v1alpha1`: the Flunder and Fischer of this crate's root.
+pub mod v1alpha1 {
+    pub use crate::{Fischer, FischerSpec, Flunder, FlunderSpec};
+}
 
 pub mod subresources;
 
@@ -149,6 +161,30 @@ impl Strategy<Flunder> for FlunderStrategy {
     }
 }
 
+/// The rules every Flunder version follows, on the hub (v1beta1, upstream's internal form):
+/// v1alpha1's defaulting happens in its conversion; validation is `ValidateFlunder`.
+impl Strategy<v1beta1::Flunder> for FlunderStrategy {
+    fn validate(&self, obj: &v1beta1::Flunder) -> Vec<FieldError> {
+        v1beta1::validate_spec(&obj.spec)
+    }
+
+    /// Upstream's Flunder strategy validates nothing on update.
+    fn validate_update(&self, _new: &v1beta1::Flunder, _old: &v1beta1::Flunder) -> Vec<FieldError> {
+        Vec::new()
+    }
+}
+
+/// The Flunder kind as sample-apiserver serves it: `v1alpha1` and `v1beta1` (preferred by
+/// Kubernetes' version priority), converting through v1beta1, stored as `v1alpha1` (upstream's
+/// storage version; `--storage-version flunders.wardle.example.com=v1beta1` changes it).
+pub fn flunder_kind() -> Kind<v1beta1::Flunder> {
+    Kind::new()
+        .version::<Flunder>()
+        .version::<v1beta1::Flunder>()
+        .storage_version("v1alpha1")
+        .strategy(FlunderStrategy)
+}
+
 /// sample-apiserver's BanFlunder: refuses to create a Flunder whose name any Fischer lists in
 /// `disallowedFlunders`.
 pub struct BanFlunder;
@@ -183,13 +219,14 @@ impl AdmissionPlugin for BanFlunder {
     }
 }
 
-/// The wardle server: both resources, Flunder's subresources (see [`subresources`]) and
-/// BanFlunder.
+/// The wardle server as sample-apiserver serves it: Flunder in `v1alpha1` and `v1beta1`
+/// (see [`flunder_kind`]) with its subresources in `v1alpha1` (see [`subresources`]),
+/// Fischer in `v1alpha1`, and BanFlunder.
 pub fn app() -> App {
     App::new("wardle")
         .group(
             Group::new("wardle.example.com")
-                .resource_with::<Flunder>(FlunderStrategy)
+                .kind(flunder_kind())
                 .subresource::<Flunder>(subresources::describe())
                 .subresource::<Flunder>(subresources::topping())
                 .subresource::<Flunder>(subresources::console())

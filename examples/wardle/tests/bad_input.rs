@@ -459,7 +459,7 @@ async fn unknown_resource_paths_are_not_found() {
     assert_eq!(code, StatusCode::NOT_FOUND);
     // Unknown versions and groups, and paths outside the API.
     for path in [
-        "/apis/wardle.example.com/v1beta1/namespaces/default/flunders",
+        "/apis/wardle.example.com/v1/namespaces/default/flunders",
         "/apis/nope.example.com/v1/things",
         "/nothing/here",
     ] {

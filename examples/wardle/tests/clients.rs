@@ -165,7 +165,7 @@ fn resource_commands_work(k: &Kubectl, scratch: &Path) {
             panic!("kubectl 1.{minor} api-resources lists no flunders:\n{resources}")
         });
     assert!(
-        line.contains("wardle.example.com/v1alpha1") && line.contains("Flunder"),
+        line.contains("wardle.example.com/v1beta1") && line.contains("Flunder"),
         "kubectl 1.{minor}: {line}"
     );
 
@@ -187,13 +187,18 @@ fn resource_commands_work(k: &Kubectl, scratch: &Path) {
     assert!(row.contains("the-other"), "kubectl 1.{minor}: {row}");
     let obj: Value = serde_json::from_str(&k.ok(&["get", "flunder", &name, "-o", "json"]))
         .expect("get -o json prints JSON");
+    // Read through the preferred version, v1beta1.
     assert_eq!(
         obj["spec"],
-        json!({"reference": "the-other", "referenceType": "Flunder"}),
+        json!({"flunderReference": "the-other", "referenceType": "Flunder"}),
         "kubectl 1.{minor}: the stored Flunder"
     );
 
-    let explained = k.ok(&["explain", "flunders.spec"]);
+    let explained = k.ok(&[
+        "explain",
+        "flunders.spec",
+        "--api-version=wardle.example.com/v1alpha1",
+    ]);
     assert!(
         explained.contains("referenceType") && explained.contains("Defaults to `Flunder`"),
         "kubectl 1.{minor} explain:\n{explained}"
@@ -225,14 +230,16 @@ async fn discovery_finds_wardle(client: kube::Client) {
         let group = discovery
             .get("wardle.example.com")
             .unwrap_or_else(|| panic!("{how} found no wardle.example.com"));
-        let kinds: Vec<String> = group
-            .recommended_resources()
-            .into_iter()
-            .map(|(r, _)| r.kind)
-            .collect();
+        // The preferred version, v1beta1, has Flunder; Fischer is in v1alpha1 only.
+        let kinds = |resources: Vec<(kube::discovery::ApiResource, _)>| -> Vec<String> {
+            resources.into_iter().map(|(r, _)| r.kind).collect()
+        };
+        assert_eq!(group.preferred_version(), Some("v1beta1"), "{how}");
+        assert_eq!(kinds(group.recommended_resources()), ["Flunder"], "{how}");
+        let alpha = kinds(group.versioned_resources("v1alpha1"));
         assert!(
-            kinds.iter().any(|k| k == "Flunder") && kinds.iter().any(|k| k == "Fischer"),
-            "{how}: {kinds:?}"
+            alpha.iter().any(|k| k == "Flunder") && alpha.iter().any(|k| k == "Fischer"),
+            "{how}: {alpha:?}"
         );
         // The cluster's core group is there too (kube-rs' legacy discovery needs it).
         assert!(discovery.has_group(""), "{how} found no core group");

@@ -80,7 +80,7 @@ fn assert_api_resources(out: &str) {
         [
             "flunders",
             "fl",
-            "wardle.example.com/v1alpha1",
+            "wardle.example.com/v1beta1",
             "true",
             "Flunder"
         ]
@@ -137,14 +137,14 @@ fn api_resources_again_with_a_warm_discovery_cache() {
 #[test]
 fn create_from_a_yaml_file_then_get_as_a_table() {
     let w = with_f1();
-    let out = w.kubectl_ok(&["get", "flunders"]);
+    let out = w.kubectl_ok(&["get", "flunders.v1alpha1.wardle.example.com"]);
     let rows = table(&out);
     assert_eq!(rows.len(), 2, "get output: {out}");
     assert_eq!(rows[0], ["NAME", "REFERENCE", "AGE"], "get output: {out}");
     assert_eq!(rows[1][..2], ["f1", "fisch"], "get output: {out}");
     assert_eq!(rows[1].len(), 3, "get output: {out}");
     // The short name works too, and the single-object form prints the same table.
-    let out = w.kubectl_ok(&["get", "fl", "f1"]);
+    let out = w.kubectl_ok(&["get", "flunders.v1alpha1.wardle.example.com", "f1"]);
     let rows = table(&out);
     assert_eq!(rows[0], ["NAME", "REFERENCE", "AGE"]);
     assert_eq!(rows[1][..2], ["f1", "fisch"]);
@@ -153,7 +153,7 @@ fn create_from_a_yaml_file_then_get_as_a_table() {
 #[test]
 fn get_wide_adds_the_type_column() {
     let w = with_f1();
-    let out = w.kubectl_ok(&["get", "flunders", "-o", "wide"]);
+    let out = w.kubectl_ok(&["get", "flunders.v1alpha1.wardle.example.com", "-o", "wide"]);
     let rows = table(&out);
     assert_eq!(rows.len(), 2, "get -o wide output: {out}");
     assert_eq!(
@@ -171,7 +171,13 @@ fn get_wide_adds_the_type_column() {
 #[test]
 fn get_as_json() {
     let w = with_f1();
-    let obj = json(&w.kubectl_ok(&["get", "flunder", "f1", "-o", "json"]));
+    let obj = json(&w.kubectl_ok(&[
+        "get",
+        "flunders.v1alpha1.wardle.example.com",
+        "f1",
+        "-o",
+        "json",
+    ]));
     assert_eq!(obj["apiVersion"], "wardle.example.com/v1alpha1");
     assert_eq!(obj["kind"], "Flunder");
     assert_eq!(obj["metadata"]["name"], "f1");
@@ -192,7 +198,7 @@ fn get_as_json() {
     assert_eq!(obj["spec"]["reference"], "fisch");
     assert_eq!(obj["spec"]["referenceType"], "Fischer");
 
-    let list = json(&w.kubectl_ok(&["get", "flunders", "-o", "json"]));
+    let list = json(&w.kubectl_ok(&["get", "flunders.v1alpha1.wardle.example.com", "-o", "json"]));
     assert_eq!(list["kind"], "List");
     let items = list["items"].as_array().expect("items");
     assert_eq!(items.len(), 1, "{list}");
@@ -203,7 +209,13 @@ fn get_as_json() {
 #[test]
 fn get_as_yaml() {
     let w = with_f1();
-    let text = w.kubectl_ok(&["get", "flunder", "f1", "-o", "yaml"]);
+    let text = w.kubectl_ok(&[
+        "get",
+        "flunders.v1alpha1.wardle.example.com",
+        "f1",
+        "-o",
+        "yaml",
+    ]);
     let obj: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).expect("YAML");
     assert_eq!(
         obj["apiVersion"].as_str(),
@@ -226,11 +238,17 @@ fn get_as_names() {
     let file = w.write_file("f2.yaml", &flunder_yaml("f2", "f1"));
     w.kubectl_ok(&["create", "-f", file.to_str().unwrap()]);
     assert_eq!(
-        w.kubectl_ok(&["get", "flunders", "-o", "name"]),
+        w.kubectl_ok(&["get", "flunders.v1alpha1.wardle.example.com", "-o", "name"]),
         "flunder.wardle.example.com/f1\nflunder.wardle.example.com/f2\n"
     );
     assert_eq!(
-        w.kubectl_ok(&["get", "flunder", "f2", "-o", "name"]),
+        w.kubectl_ok(&[
+            "get",
+            "flunders.v1alpha1.wardle.example.com",
+            "f2",
+            "-o",
+            "name"
+        ]),
         "flunder.wardle.example.com/f2\n"
     );
 }
@@ -238,7 +256,7 @@ fn get_as_names() {
 #[test]
 fn get_of_a_missing_flunder_prints_the_not_found_error() {
     let w = Wardle::start();
-    let out = w.kubectl(&["get", "flunder", "missing"]);
+    let out = w.kubectl(&["get", "flunders.v1alpha1.wardle.example.com", "missing"]);
     assert_eq!(out.status.code(), Some(1), "stderr: {}", stderr(&out));
     assert_eq!(stdout(&out), "");
     assert_eq!(
@@ -275,7 +293,7 @@ fn get_watch_reports_added_modified_deleted_as_json() {
         "watch",
         &[
             "get",
-            "flunders",
+            "flunders.v1alpha1.wardle.example.com",
             "-w",
             "--output-watch-events",
             "-o",
@@ -291,7 +309,12 @@ fn get_watch_reports_added_modified_deleted_as_json() {
         watch.stderr()
     );
     assert_eq!(
-        w.kubectl_ok(&["label", "flunder", "f1", "color=blue"]),
+        w.kubectl_ok(&[
+            "label",
+            "flunders.v1alpha1.wardle.example.com",
+            "f1",
+            "color=blue"
+        ]),
         "flunder.wardle.example.com/f1 labeled\n"
     );
     assert!(
@@ -300,7 +323,7 @@ fn get_watch_reports_added_modified_deleted_as_json() {
         watch.stdout(),
         watch.stderr()
     );
-    w.kubectl_ok(&["delete", "flunder", "f1"]);
+    w.kubectl_ok(&["delete", "flunders.v1alpha1.wardle.example.com", "f1"]);
     assert!(
         watch.wait_for(wait, |s| event_types(s).len() >= 3),
         "no event after the delete; stdout:\n{}\nstderr:\n{}",
@@ -353,7 +376,12 @@ fn get_watch_prints_table_rows_with_event_types() {
     let w = with_f1();
     let mut watch = w.kubectl_background(
         "watch-table",
-        &["get", "flunders", "-w", "--output-watch-events"],
+        &[
+            "get",
+            "flunders.v1alpha1.wardle.example.com",
+            "-w",
+            "--output-watch-events",
+        ],
     );
     let wait = Duration::from_secs(20);
     let rows = |s: &str| {
@@ -369,13 +397,18 @@ fn get_watch_prints_table_rows_with_event_types() {
         watch.stdout(),
         watch.stderr()
     );
-    w.kubectl_ok(&["label", "flunder", "f1", "color=blue"]);
+    w.kubectl_ok(&[
+        "label",
+        "flunders.v1alpha1.wardle.example.com",
+        "f1",
+        "color=blue",
+    ]);
     assert!(
         watch.wait_for(wait, |s| rows(s).len() >= 2),
         "no MODIFIED row: {}",
         watch.stdout()
     );
-    w.kubectl_ok(&["delete", "flunder", "f1"]);
+    w.kubectl_ok(&["delete", "flunders.v1alpha1.wardle.example.com", "f1"]);
     assert!(
         watch.wait_for(wait, |s| rows(s).len() >= 3),
         "no DELETED row: {}",
@@ -407,7 +440,7 @@ fn get_watch_with_names() {
         "watch-names",
         &[
             "get",
-            "flunders",
+            "flunders.v1alpha1.wardle.example.com",
             "-w",
             "--output-watch-events",
             "-o",
@@ -421,13 +454,18 @@ fn get_watch_with_names() {
         "no initial event: {}",
         watch.stderr()
     );
-    w.kubectl_ok(&["label", "flunder", "f1", "color=blue"]);
+    w.kubectl_ok(&[
+        "label",
+        "flunders.v1alpha1.wardle.example.com",
+        "f1",
+        "color=blue",
+    ]);
     assert!(
         watch.wait_for(wait, |s| lines(s) >= 2),
         "no MODIFIED event: {}",
         watch.stdout()
     );
-    w.kubectl_ok(&["delete", "flunder", "f1"]);
+    w.kubectl_ok(&["delete", "flunders.v1alpha1.wardle.example.com", "f1"]);
     assert!(
         watch.wait_for(wait, |s| lines(s) >= 3),
         "no DELETED event: {}",
@@ -449,13 +487,18 @@ fn get_watch_with_names() {
 fn label_adds_and_removes_a_label() {
     let w = with_f1();
     assert_eq!(
-        w.kubectl_ok(&["label", "flunder", "f1", "env=prod"]),
+        w.kubectl_ok(&[
+            "label",
+            "flunders.v1alpha1.wardle.example.com",
+            "f1",
+            "env=prod"
+        ]),
         "flunder.wardle.example.com/f1 labeled\n"
     );
     assert_eq!(
         w.kubectl_ok(&[
             "get",
-            "flunder",
+            "flunders.v1alpha1.wardle.example.com",
             "f1",
             "-o",
             "jsonpath={.metadata.labels.env}"
@@ -464,15 +507,34 @@ fn label_adds_and_removes_a_label() {
     );
     // Selecting by the label finds it; another value does not.
     assert_eq!(
-        w.kubectl_ok(&["get", "flunders", "-l", "env=prod", "-o", "name"]),
+        w.kubectl_ok(&[
+            "get",
+            "flunders.v1alpha1.wardle.example.com",
+            "-l",
+            "env=prod",
+            "-o",
+            "name"
+        ]),
         "flunder.wardle.example.com/f1\n"
     );
     assert_eq!(
-        w.kubectl_ok(&["get", "flunders", "-l", "env=dev", "-o", "name"]),
+        w.kubectl_ok(&[
+            "get",
+            "flunders.v1alpha1.wardle.example.com",
+            "-l",
+            "env=dev",
+            "-o",
+            "name"
+        ]),
         ""
     );
     // Changing a label needs --overwrite.
-    let out = w.kubectl(&["label", "flunder", "f1", "env=dev"]);
+    let out = w.kubectl(&[
+        "label",
+        "flunders.v1alpha1.wardle.example.com",
+        "f1",
+        "env=dev",
+    ]);
     assert!(
         !out.status.success(),
         "relabel without --overwrite succeeded"
@@ -482,11 +544,16 @@ fn label_adds_and_removes_a_label() {
         "stderr: {}",
         stderr(&out)
     );
-    w.kubectl_ok(&["label", "flunder", "f1", "env-"]);
+    w.kubectl_ok(&[
+        "label",
+        "flunders.v1alpha1.wardle.example.com",
+        "f1",
+        "env-",
+    ]);
     assert_eq!(
         w.kubectl_ok(&[
             "get",
-            "flunder",
+            "flunders.v1alpha1.wardle.example.com",
             "f1",
             "-o",
             "jsonpath={.metadata.labels.env}"
@@ -494,7 +561,14 @@ fn label_adds_and_removes_a_label() {
         ""
     );
     assert_eq!(
-        w.kubectl_ok(&["get", "flunders", "-l", "env", "-o", "name"]),
+        w.kubectl_ok(&[
+            "get",
+            "flunders.v1alpha1.wardle.example.com",
+            "-l",
+            "env",
+            "-o",
+            "name"
+        ]),
         ""
     );
 }
@@ -504,10 +578,26 @@ fn label_adds_and_removes_a_label() {
 #[test]
 fn removing_the_last_label_leaves_no_labels_map() {
     let w = with_f1();
-    w.kubectl_ok(&["label", "flunder", "f1", "env=prod"]);
-    w.kubectl_ok(&["label", "flunder", "f1", "env-"]);
+    w.kubectl_ok(&[
+        "label",
+        "flunders.v1alpha1.wardle.example.com",
+        "f1",
+        "env=prod",
+    ]);
+    w.kubectl_ok(&[
+        "label",
+        "flunders.v1alpha1.wardle.example.com",
+        "f1",
+        "env-",
+    ]);
     assert_eq!(
-        w.kubectl_ok(&["get", "flunder", "f1", "-o", "jsonpath={.metadata.labels}"]),
+        w.kubectl_ok(&[
+            "get",
+            "flunders.v1alpha1.wardle.example.com",
+            "f1",
+            "-o",
+            "jsonpath={.metadata.labels}"
+        ]),
         ""
     );
 }
@@ -515,7 +605,13 @@ fn removing_the_last_label_leaves_no_labels_map() {
 #[test]
 fn replace_with_the_object_read_back() {
     let w = with_f1();
-    let text = w.kubectl_ok(&["get", "flunder", "f1", "-o", "yaml"]);
+    let text = w.kubectl_ok(&[
+        "get",
+        "flunders.v1alpha1.wardle.example.com",
+        "f1",
+        "-o",
+        "yaml",
+    ]);
     let mut obj: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).expect("YAML");
     let old_rv = obj["metadata"]["resourceVersion"]
         .as_str()
@@ -527,7 +623,13 @@ fn replace_with_the_object_read_back() {
         w.kubectl_ok(&["replace", "-f", file.to_str().unwrap()]),
         "flunder.wardle.example.com/f1 replaced\n"
     );
-    let after = json(&w.kubectl_ok(&["get", "flunder", "f1", "-o", "json"]));
+    let after = json(&w.kubectl_ok(&[
+        "get",
+        "flunders.v1alpha1.wardle.example.com",
+        "f1",
+        "-o",
+        "json",
+    ]));
     assert_eq!(after["spec"]["reference"], "other");
     assert_eq!(after["spec"]["referenceType"], "Fischer");
     assert_ne!(after["metadata"]["resourceVersion"], old_rv.as_str());
@@ -555,10 +657,10 @@ fn delete_one_flunder() {
     let file = w.write_file("f2.yaml", &flunder_yaml("f2", "f1"));
     w.kubectl_ok(&["create", "-f", file.to_str().unwrap()]);
     assert_eq!(
-        w.kubectl_ok(&["delete", "flunder", "f1"]),
+        w.kubectl_ok(&["delete", "flunders.v1alpha1.wardle.example.com", "f1"]),
         "flunder.wardle.example.com \"f1\" deleted\n"
     );
-    let out = w.kubectl(&["get", "flunder", "f1"]);
+    let out = w.kubectl(&["get", "flunders.v1alpha1.wardle.example.com", "f1"]);
     assert!(!out.status.success());
     assert!(
         stderr(&out).contains("(NotFound)"),
@@ -566,11 +668,11 @@ fn delete_one_flunder() {
         stderr(&out)
     );
     assert_eq!(
-        w.kubectl_ok(&["get", "flunders", "-o", "name"]),
+        w.kubectl_ok(&["get", "flunders.v1alpha1.wardle.example.com", "-o", "name"]),
         "flunder.wardle.example.com/f2\n"
     );
     // Deleting it again is NotFound.
-    let out = w.kubectl(&["delete", "flunder", "f1"]);
+    let out = w.kubectl(&["delete", "flunders.v1alpha1.wardle.example.com", "f1"]);
     assert!(!out.status.success());
     assert_eq!(
         stderr(&out),
@@ -583,7 +685,7 @@ fn delete_all_empties_the_namespace() {
     let w = with_f1();
     let file = w.write_file("f2.yaml", &flunder_yaml("f2", "f1"));
     w.kubectl_ok(&["create", "-f", file.to_str().unwrap()]);
-    let out = w.kubectl_ok(&["delete", "flunders", "--all"]);
+    let out = w.kubectl_ok(&["delete", "flunders.v1alpha1.wardle.example.com", "--all"]);
     let mut lines: Vec<_> = out.lines().collect();
     lines.sort();
     assert_eq!(
@@ -593,7 +695,7 @@ fn delete_all_empties_the_namespace() {
             "flunder.wardle.example.com \"f2\" deleted"
         ]
     );
-    let out = w.kubectl(&["get", "flunders"]);
+    let out = w.kubectl(&["get", "flunders.v1alpha1.wardle.example.com"]);
     assert!(out.status.success(), "stderr: {}", stderr(&out));
     assert_eq!(stdout(&out), "");
     assert_eq!(stderr(&out), "No resources found in default namespace.\n");
@@ -625,7 +727,7 @@ fn ban_flunder_refuses_a_name_a_fischer_lists() {
         ),
         "stderr: {err}"
     );
-    let out = w.kubectl(&["get", "flunder", "banned"]);
+    let out = w.kubectl(&["get", "flunders.v1alpha1.wardle.example.com", "banned"]);
     assert!(
         stderr(&out).contains("(NotFound)"),
         "the banned flunder was stored: {}",
@@ -646,7 +748,11 @@ fn ban_flunder_refuses_a_name_a_fischer_lists() {
 #[test]
 fn explain_flunders_spec() {
     let w = Wardle::start();
-    let out = w.kubectl_ok(&["explain", "flunders.spec"]);
+    let out = w.kubectl_ok(&[
+        "explain",
+        "flunders.spec",
+        "--api-version=wardle.example.com/v1alpha1",
+    ]);
     assert!(
         out.contains("KIND:") && out.contains("Flunder"),
         "explain output: {out}"
@@ -680,7 +786,11 @@ fn explain_flunders_spec() {
 #[test]
 fn explain_shows_the_field_doc_of_reference_type() {
     let w = Wardle::start();
-    let out = w.kubectl_ok(&["explain", "flunders.spec.referenceType"]);
+    let out = w.kubectl_ok(&[
+        "explain",
+        "flunders.spec.referenceType",
+        "--api-version=wardle.example.com/v1alpha1",
+    ]);
     assert!(
         out.contains("The kind of the referenced object."),
         "explain output: {out}"

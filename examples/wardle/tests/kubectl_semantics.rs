@@ -52,7 +52,7 @@ fn label_and_field_selectors() {
     create_flunder(&w, "c", &[("app", "db")], "r1");
 
     let get = |args: &[&str]| {
-        let mut all = vec!["get", "flunders"];
+        let mut all = vec!["get", "flunders.v1alpha1.wardle.example.com"];
         all.extend_from_slice(args);
         names(&w.kubectl_ok(&all))
     };
@@ -73,7 +73,7 @@ fn label_and_field_selectors() {
 
     let out = w.kubectl(&[
         "get",
-        "flunders",
+        "flunders.v1alpha1.wardle.example.com",
         "--field-selector",
         "spec.referenceType=x",
     ]);
@@ -83,7 +83,12 @@ fn label_and_field_selectors() {
         "{}",
         stderr(&out)
     );
-    let out = w.kubectl(&["get", "flunders", "-l", "app in (x"]);
+    let out = w.kubectl(&[
+        "get",
+        "flunders.v1alpha1.wardle.example.com",
+        "-l",
+        "app in (x",
+    ]);
     assert!(!out.status.success());
     assert!(
         stderr(&out).contains("unable to parse requirement"),
@@ -91,7 +96,12 @@ fn label_and_field_selectors() {
         stderr(&out)
     );
     // Selectors apply to deletecollection too.
-    let out = w.kubectl_ok(&["delete", "flunders", "-l", "app=web"]);
+    let out = w.kubectl_ok(&[
+        "delete",
+        "flunders.v1alpha1.wardle.example.com",
+        "-l",
+        "app=web",
+    ]);
     assert!(
         out.contains("\"a\" deleted") && out.contains("\"b\" deleted"),
         "{out}"
@@ -105,7 +115,12 @@ fn chunked_get_returns_every_object() {
     for i in 0..7 {
         create_flunder(&w, &format!("f{i}"), &[], "r");
     }
-    let out = w.kubectl(&["get", "flunders", "--chunk-size=2", "-v=6"]);
+    let out = w.kubectl(&[
+        "get",
+        "flunders.v1alpha1.wardle.example.com",
+        "--chunk-size=2",
+        "-v=6",
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(
         names(&stdout(&out)),
@@ -129,25 +144,25 @@ fn patch_types() {
     create_flunder(&w, "p", &[("a", "1")], "r");
     w.kubectl_ok(&[
         "patch",
-        "flunder",
+        "flunders.v1alpha1.wardle.example.com",
         "p",
         "--type=json",
         "-p",
         r#"[{"op":"replace","path":"/spec/reference","value":"json"},{"op":"add","path":"/metadata/labels/b","value":"2"}]"#,
     ]);
-    let obj = get_json(&w, &["flunder", "p"]);
+    let obj = get_json(&w, &["flunders.v1alpha1.wardle.example.com", "p"]);
     assert_eq!(obj["spec"]["reference"], "json");
     assert_eq!(obj["metadata"]["labels"], json!({"a": "1", "b": "2"}));
 
     w.kubectl_ok(&[
         "patch",
-        "flunder",
+        "flunders.v1alpha1.wardle.example.com",
         "p",
         "--type=merge",
         "-p",
         r#"{"metadata":{"labels":{"a":null}},"spec":{"toppings":[{"name":"x","amount":1},{"name":"y"}]}}"#,
     ]);
-    let obj = get_json(&w, &["flunder", "p"]);
+    let obj = get_json(&w, &["flunders.v1alpha1.wardle.example.com", "p"]);
     assert_eq!(obj["metadata"]["labels"], json!({"b": "2"}));
     assert_eq!(obj["spec"]["toppings"].as_array().unwrap().len(), 2);
 
@@ -155,26 +170,26 @@ fn patch_types() {
     // Kubernetes API servers, the patch's items come in its order, before the untouched ones.
     w.kubectl_ok(&[
         "patch",
-        "flunder",
+        "flunders.v1alpha1.wardle.example.com",
         "p",
         "--type=strategic",
         "-p",
         r#"{"spec":{"toppings":[{"name":"x","amount":5},{"name":"z"}]}}"#,
     ]);
-    let obj = get_json(&w, &["flunder", "p"]);
+    let obj = get_json(&w, &["flunders.v1alpha1.wardle.example.com", "p"]);
     assert_eq!(
         obj["spec"]["toppings"],
         json!([{"name": "x", "amount": 5}, {"name": "z"}, {"name": "y"}])
     );
     w.kubectl_ok(&[
         "patch",
-        "flunder",
+        "flunders.v1alpha1.wardle.example.com",
         "p",
         "--type=strategic",
         "-p",
         r#"{"spec":{"toppings":[{"name":"y","$patch":"delete"}]}}"#,
     ]);
-    let obj = get_json(&w, &["flunder", "p"]);
+    let obj = get_json(&w, &["flunders.v1alpha1.wardle.example.com", "p"]);
     assert_eq!(
         obj["spec"]["toppings"],
         json!([{"name": "x", "amount": 5}, {"name": "z"}])
@@ -183,7 +198,7 @@ fn patch_types() {
     // A JSON patch whose test fails is refused with 422 and changes nothing.
     let out = w.kubectl(&[
         "patch",
-        "flunder",
+        "flunders.v1alpha1.wardle.example.com",
         "p",
         "--type=json",
         "-p",
@@ -198,7 +213,7 @@ fn patch_types() {
     // A patch producing an invalid object is refused by validation.
     let out = w.kubectl(&[
         "patch",
-        "flunder",
+        "flunders.v1alpha1.wardle.example.com",
         "p",
         "--type=merge",
         "-p",
@@ -210,7 +225,10 @@ fn patch_types() {
         "{}",
         stderr(&out)
     );
-    assert_eq!(get_json(&w, &["flunder", "p"])["spec"]["reference"], "json");
+    assert_eq!(
+        get_json(&w, &["flunders.v1alpha1.wardle.example.com", "p"])["spec"]["reference"],
+        "json"
+    );
 }
 
 const APPLY_1: &str = "\
@@ -274,9 +292,14 @@ fn client_side_apply_adds_changes_and_removes() {
     };
     assert_eq!(apply(APPLY_1), "flunder.wardle.example.com/ap created\n");
     // Someone else adds a label; apply must keep it (three-way merge).
-    w.kubectl_ok(&["label", "flunder", "ap", "other=kept"]);
+    w.kubectl_ok(&[
+        "label",
+        "flunders.v1alpha1.wardle.example.com",
+        "ap",
+        "other=kept",
+    ]);
     assert_eq!(apply(APPLY_2), "flunder.wardle.example.com/ap configured\n");
-    let obj = get_json(&w, &["flunder", "ap"]);
+    let obj = get_json(&w, &["flunders.v1alpha1.wardle.example.com", "ap"]);
     assert_eq!(obj["spec"]["reference"], "two");
     assert_eq!(
         obj["spec"]["toppings"][0],
@@ -290,7 +313,7 @@ fn client_side_apply_adds_changes_and_removes() {
     );
 
     assert_eq!(apply(APPLY_3), "flunder.wardle.example.com/ap configured\n");
-    let obj = get_json(&w, &["flunder", "ap"]);
+    let obj = get_json(&w, &["flunders.v1alpha1.wardle.example.com", "ap"]);
     assert_eq!(
         obj["metadata"]["labels"],
         json!({"keep": "yes", "other": "kept"}),
@@ -342,7 +365,7 @@ fn server_side_dry_run_and_diff() {
         obj["metadata"]["uid"].is_string(),
         "defaulted like a real create"
     );
-    let out = w.kubectl(&["get", "flunder", "d"]);
+    let out = w.kubectl(&["get", "flunders.v1alpha1.wardle.example.com", "d"]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("NotFound"), "{}", stderr(&out));
 
@@ -375,7 +398,7 @@ fn server_side_dry_run_and_diff() {
     );
     // diff is a dry run: nothing changed.
     assert_eq!(
-        get_json(&w, &["flunder", "d"])["spec"]["reference"],
+        get_json(&w, &["flunders.v1alpha1.wardle.example.com", "d"])["spec"]["reference"],
         "first"
     );
 }
@@ -389,21 +412,36 @@ fn finalizers_hold_deletion_until_removed() {
          \x20 finalizers:\n  - example.com/hold\nspec: {}\n",
     );
     w.kubectl_ok(&["create", "-f", file.to_str().unwrap()]);
-    let out = w.kubectl_ok(&["delete", "flunder", "fin", "--wait=false"]);
+    let out = w.kubectl_ok(&[
+        "delete",
+        "flunders.v1alpha1.wardle.example.com",
+        "fin",
+        "--wait=false",
+    ]);
     assert_eq!(out, "flunder.wardle.example.com \"fin\" deleted\n");
-    let obj = get_json(&w, &["flunder", "fin"]);
+    let obj = get_json(&w, &["flunders.v1alpha1.wardle.example.com", "fin"]);
     assert!(obj["metadata"]["deletionTimestamp"].is_string(), "{obj}");
     assert_eq!(obj["metadata"]["deletionGracePeriodSeconds"], 0);
 
     // A watcher sees the DELETED event once the finalizer goes.
     let mut watch = w.kubectl_background(
         "watch",
-        &["get", "flunders", "--watch-only", "--output-watch-events"],
+        &[
+            "get",
+            "flunders.v1alpha1.wardle.example.com",
+            "--watch-only",
+            "--output-watch-events",
+        ],
     );
     std::thread::sleep(Duration::from_millis(500));
     let mut wait = w.kubectl_background(
         "wait",
-        &["wait", "--for=delete", "flunder/fin", "--timeout=30s"],
+        &[
+            "wait",
+            "--for=delete",
+            "flunders.v1alpha1.wardle.example.com/fin",
+            "--timeout=30s",
+        ],
     );
     std::thread::sleep(Duration::from_millis(500));
     assert!(
@@ -412,7 +450,7 @@ fn finalizers_hold_deletion_until_removed() {
     );
     w.kubectl_ok(&[
         "patch",
-        "flunder",
+        "flunders.v1alpha1.wardle.example.com",
         "fin",
         "--type=json",
         "-p",
@@ -428,7 +466,7 @@ fn finalizers_hold_deletion_until_removed() {
         "watch: {}",
         watch.stdout()
     );
-    let out = w.kubectl(&["get", "flunder", "fin"]);
+    let out = w.kubectl(&["get", "flunders.v1alpha1.wardle.example.com", "fin"]);
     assert!(stderr(&out).contains("NotFound"), "{}", stderr(&out));
 }
 
@@ -436,13 +474,21 @@ fn finalizers_hold_deletion_until_removed() {
 fn scale_subresource() {
     let w = Wardle::start();
     create_flunder(&w, "s", &[], "r");
-    let out = w.kubectl_ok(&["scale", "flunder", "s", "--replicas=3"]);
+    let out = w.kubectl_ok(&[
+        "scale",
+        "flunders.v1alpha1.wardle.example.com",
+        "s",
+        "--replicas=3",
+    ]);
     assert_eq!(out, "flunder.wardle.example.com/s scaled\n");
-    assert_eq!(get_json(&w, &["flunder", "s"])["spec"]["replicas"], 3);
+    assert_eq!(
+        get_json(&w, &["flunders.v1alpha1.wardle.example.com", "s"])["spec"]["replicas"],
+        3
+    );
     // With a precondition kubectl sends an update that must match the current replicas.
     let out = w.kubectl(&[
         "scale",
-        "flunder",
+        "flunders.v1alpha1.wardle.example.com",
         "s",
         "--current-replicas=2",
         "--replicas=4",
@@ -450,7 +496,7 @@ fn scale_subresource() {
     assert!(!out.status.success(), "{}", stdout(&out));
     w.kubectl_ok(&[
         "scale",
-        "flunder",
+        "flunders.v1alpha1.wardle.example.com",
         "s",
         "--current-replicas=3",
         "--replicas=4",
@@ -464,7 +510,12 @@ fn scale_subresource() {
     assert_eq!(scale["apiVersion"], "autoscaling/v1");
     assert_eq!(scale["spec"]["replicas"], 4);
     assert_eq!(scale["status"]["replicas"], 0);
-    let out = w.kubectl(&["scale", "flunder", "s", "--replicas=-1"]);
+    let out = w.kubectl(&[
+        "scale",
+        "flunders.v1alpha1.wardle.example.com",
+        "s",
+        "--replicas=-1",
+    ]);
     assert!(!out.status.success());
     // Fischers have no scale subresource.
     let out = w.kubectl(&[
@@ -507,7 +558,11 @@ fn field_validation_strict_warn_and_ignore() {
         "{}",
         stderr(&out)
     );
-    assert!(!w.kubectl(&["get", "flunder", "u"]).status.success());
+    assert!(
+        !w.kubectl(&["get", "flunders.v1alpha1.wardle.example.com", "u"])
+            .status
+            .success()
+    );
 
     let out = w.kubectl(&["create", "-f", path, "--validate=warn"]);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -522,11 +577,11 @@ fn field_validation_strict_warn_and_ignore() {
         ]
     );
     // Unknown fields are never stored.
-    let obj = get_json(&w, &["flunder", "u"]);
+    let obj = get_json(&w, &["flunders.v1alpha1.wardle.example.com", "u"]);
     assert!(obj["spec"].get("extra").is_none(), "{obj}");
     assert_eq!(obj["spec"]["toppings"], json!([{"name": "a"}]));
 
-    w.kubectl_ok(&["delete", "flunder", "u"]);
+    w.kubectl_ok(&["delete", "flunders.v1alpha1.wardle.example.com", "u"]);
     let out = w.kubectl(&["create", "-f", path, "--validate=ignore"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(!stderr(&out).contains("Warning"), "{}", stderr(&out));
@@ -534,7 +589,7 @@ fn field_validation_strict_warn_and_ignore() {
     // Patches are checked too (kubectl patch sends no fieldValidation: Warn).
     let out = w.kubectl(&[
         "patch",
-        "flunder",
+        "flunders.v1alpha1.wardle.example.com",
         "u",
         "--type=merge",
         "-p",
@@ -546,7 +601,10 @@ fn field_validation_strict_warn_and_ignore() {
         "{}",
         stderr(&out)
     );
-    assert_eq!(get_json(&w, &["flunder", "u"])["spec"]["reference"], "y");
+    assert_eq!(
+        get_json(&w, &["flunders.v1alpha1.wardle.example.com", "u"])["spec"]["reference"],
+        "y"
+    );
 }
 
 #[test]
@@ -554,11 +612,11 @@ fn dry_run_writes_store_nothing() {
     let w = Wardle::start();
     create_flunder(&w, "a", &[("app", "x")], "r");
     create_flunder(&w, "b", &[("app", "x")], "r");
-    let snapshot = || get_json(&w, &["flunders"])["items"].clone();
+    let snapshot = || get_json(&w, &["flunders.v1alpha1.wardle.example.com"])["items"].clone();
     let before = snapshot();
 
     // update
-    let mut changed = get_json(&w, &["flunder", "a"]);
+    let mut changed = get_json(&w, &["flunders.v1alpha1.wardle.example.com", "a"]);
     changed["spec"]["reference"] = json!("changed");
     let file = w.write_file("a.json", &changed.to_string());
     let out = w.kubectl_ok(&[
@@ -573,7 +631,7 @@ fn dry_run_writes_store_nothing() {
     // patch
     let out = w.kubectl_ok(&[
         "patch",
-        "flunder",
+        "flunders.v1alpha1.wardle.example.com",
         "a",
         "--dry-run=server",
         "--type=merge",
@@ -584,7 +642,12 @@ fn dry_run_writes_store_nothing() {
     ]);
     assert_eq!(json(&out)["metadata"]["labels"]["new"], "1");
     // delete, and deletecollection through the raw API
-    w.kubectl_ok(&["delete", "flunder", "a", "--dry-run=server"]);
+    w.kubectl_ok(&[
+        "delete",
+        "flunders.v1alpha1.wardle.example.com",
+        "a",
+        "--dry-run=server",
+    ]);
     let out = w.kubectl_ok(&[
         "delete",
         "--raw",

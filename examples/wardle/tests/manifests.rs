@@ -139,7 +139,27 @@ fn manifests_deploy_the_server_behind_an_apiservice() {
     assert_eq!(claim.metadata.namespace.as_deref(), Some("wardle"));
 
     // The APIService: group, version, Service reference and the CA.
-    let api = one(&m.api_services, "APIService");
+    // One APIService per served version (Flunder is served in v1alpha1 and v1beta1), the
+    // same but for the version; the v1alpha1 one is checked in full.
+    let mut names: Vec<_> = m
+        .api_services
+        .iter()
+        .filter_map(|a| a.metadata.name.clone())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["v1alpha1.wardle.example.com", "v1beta1.wardle.example.com"]
+    );
+    assert_eq!(
+        m.api_services[0].spec.ca_bundle,
+        m.api_services[1].spec.ca_bundle
+    );
+    let api = m
+        .api_services
+        .iter()
+        .find(|a| a.spec.version == "v1alpha1")
+        .unwrap();
     assert_eq!(api.api_version, "apiregistration.k8s.io/v1");
     assert_eq!(api.kind, "APIService");
     assert_eq!(
@@ -341,7 +361,7 @@ fn a_second_run_reuses_the_ca() {
     let dir = tempfile::tempdir().unwrap();
     let first = manifests(dir.path());
     let second = manifests(dir.path());
-    let bundle = |m: &Manifests| one(&m.api_services, "APIService").spec.ca_bundle.clone();
+    let bundle = |m: &Manifests| m.api_services[0].spec.ca_bundle.clone();
     assert_eq!(bundle(&first), bundle(&second));
     let tls_crt = |m: &Manifests| {
         one(&m.secrets, "Secret").data.as_ref().unwrap()["tls.crt"]

@@ -184,8 +184,15 @@ fn defaulted(mut object: Value) -> Value {
             .get("reference")
             .and_then(Value::as_str)
             .is_some_and(|r| !r.is_empty());
-        if has_reference && spec.get("referenceType").is_none_or(Value::is_null) {
+        let untyped = spec.get("referenceType").is_none_or(Value::is_null);
+        if has_reference && untyped {
             spec.insert("referenceType".into(), json!("Flunder"));
+        }
+        // Rules run on the hub (v1beta1), where a reference lives in the field its type
+        // names: an empty reference without a type goes nowhere, as upstream (whose v1alpha1
+        // `reference` is omitted when empty).
+        if !has_reference && untyped {
+            spec.remove("reference");
         }
     }
     object

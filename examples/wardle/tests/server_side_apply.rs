@@ -57,7 +57,7 @@ fn kubectl_apply_server_side() {
     w.kubectl_ok(&["apply", "--server-side", "-f", f]);
     let obj: Value = serde_json::from_str(&w.kubectl_ok(&[
         "get",
-        "flunder",
+        "flunders.v1alpha1.wardle.example.com",
         "ssa",
         "-o",
         "json",
@@ -108,7 +108,7 @@ fn kubectl_apply_server_side() {
     w.kubectl_ok(&["apply", "--server-side", "-f", f]);
     let yaml = w.kubectl_ok(&[
         "get",
-        "flunder",
+        "flunders.v1alpha1.wardle.example.com",
         "ssa",
         "-o",
         "yaml",
@@ -131,7 +131,13 @@ fn kubectl_apply_server_side() {
     assert!(yaml.contains("fieldsType: FieldsV1"), "{yaml}");
 
     // The default view hides them.
-    let plain = w.kubectl_ok(&["get", "flunder", "ssa", "-o", "yaml"]);
+    let plain = w.kubectl_ok(&[
+        "get",
+        "flunders.v1alpha1.wardle.example.com",
+        "ssa",
+        "-o",
+        "yaml",
+    ]);
     assert!(!plain.contains("managedFields"), "{plain}");
 }
 
@@ -146,10 +152,15 @@ fn writes_other_than_apply_are_recorded_as_updates() {
         .to_string(),
     );
     w.kubectl_ok(&["create", "-f", file.to_str().unwrap()]);
-    w.kubectl_ok(&["label", "flunder", "upd", "team=blue"]);
+    w.kubectl_ok(&[
+        "label",
+        "flunders.v1alpha1.wardle.example.com",
+        "upd",
+        "team=blue",
+    ]);
     let obj: Value = serde_json::from_str(&w.kubectl_ok(&[
         "get",
-        "flunder",
+        "flunders.v1alpha1.wardle.example.com",
         "upd",
         "-o",
         "json",

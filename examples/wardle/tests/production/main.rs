@@ -5,6 +5,7 @@
 mod admission;
 mod aggregator_routing;
 mod stack;
+mod versions;
 mod watch_prefix;
 
 use std::io::{BufRead, BufReader};
