@@ -33,6 +33,9 @@ mod status;
 pub mod wait;
 mod watch_events;
 
+/// The kube-rs crate the kit's clients come from (`Api`, `Client`, `Status`, `WatchEvent`), for
+/// tests that do not depend on kube-rs themselves.
+pub use kube;
 pub use server::{TestServer, TestServerError, users};
 pub use status::expect_status;
 pub use watch_events::WatchEvents;
