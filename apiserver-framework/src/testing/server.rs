@@ -57,7 +57,7 @@ enum Serving {
     Local(LocalServer),
     Production {
         server: ProductionServer,
-        host: DevHost,
+        host: Box<DevHost>,
     },
 }
 
@@ -226,7 +226,7 @@ impl TestServer {
         );
         let running = serve::start(server.clone(), &opts)
             .await
-            .map_err(|e| crate::cli::app::AppError::from(e))?;
+            .map_err(crate::cli::app::AppError::from)?;
         let mut clients = BTreeMap::new();
         let mut kubeconfigs = BTreeMap::new();
         for user in [users::ADMIN, users::ALICE, users::BOB] {
@@ -238,7 +238,7 @@ impl TestServer {
             url: host.url.clone(),
             serving: Serving::Production {
                 server: running,
-                host,
+                host: Box::new(host),
             },
             server,
             clients,
@@ -380,7 +380,7 @@ impl TestServer {
             Serving::Local(local) => local.running.shutdown().await,
             Serving::Production { server, host } => {
                 server.shutdown().await;
-                host.shutdown().await;
+                (*host).shutdown().await;
             }
         }
     }
