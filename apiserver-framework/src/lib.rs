@@ -59,10 +59,12 @@ pub mod server;
 // APIServices and the proxy to their backends.
 pub mod aggregator;
 
-// Layer 8: command line and dev host
-// Wiring only: the App and its commands, and the stand-in host cluster of local development.
+// Layer 8: command line, dev host and test kit
+// Wiring only: the App and its commands, the stand-in host cluster of local development, and
+// the kit that serves an App in a test with clients for it.
 pub mod cli;
 pub mod devhost;
+pub mod testing;
 
 pub use apiserver_derive::ApiResource;
 pub use cli::App;

@@ -346,7 +346,7 @@ const HOP_BY_HOP: &[&str] = &[
 ];
 
 /// Removes the hop-by-hop headers, as Go's reverse proxy does: first every header the
-/// `Connection` headers name, then [`HOP_BY_HOP`].
+/// `Connection` headers name, then `HOP_BY_HOP`.
 pub fn remove_hop_by_hop(headers: &mut HeaderMap) {
     let named: Vec<HeaderName> = headers
         .get_all(header::CONNECTION)

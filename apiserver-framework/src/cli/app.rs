@@ -200,6 +200,21 @@ impl App {
         self
     }
 
+    /// Selects the admission plugins as `serve` and `local` do: `host` plugins (production
+    /// mode's NamespaceLifecycle and webhooks) before the app's own, then those `options`
+    /// enable or leave enabled by default. For servers started piece by piece, as the test kit
+    /// ([`crate::testing`]) does.
+    pub fn select_admission(
+        mut self,
+        host: Vec<Arc<dyn AdmissionPlugin>>,
+        options: &crate::admission::options::AdmissionOptions,
+    ) -> Result<Self, AppError> {
+        let mut plugins = host;
+        plugins.append(&mut self.admission);
+        self.admission = options.select(plugins, &admission::options::HOST_PLUGINS)?;
+        Ok(self)
+    }
+
     /// Sets what `/version` reports.
     pub fn version(mut self, version: VersionInfo) -> Self {
         self.version = version;

@@ -246,7 +246,7 @@ impl RunningServer {
 }
 
 /// Serves `chain` on `listener` with TLS `tls` in a background task, within the connection
-/// limits of the chain's [`RequestLimits`](crate::server::filters::RequestLimits) (HTTP/2 is
+/// limits of the chain's [`RequestLimits`] (HTTP/2 is
 /// not offered when they disable it).
 pub fn start(
     listener: TcpListener,

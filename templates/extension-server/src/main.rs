@@ -1,103 +1,11 @@
 //! {{project-name}}: a Kubernetes extension API server built with apiserver-framework.
 //!
 //! `cargo run -- local` serves it on https://127.0.0.1:8443 and writes
-//! `./{{project-name}}.kubeconfig` for kubectl.
-
-use apiserver_framework::prelude::*;
-
-// Replace Widget with your own resource; the book's "Defining resources" chapter explains every
-// attribute of the derive.
-
-/// A Widget is something with a size and a purpose.
-#[derive(ApiResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[resource(
-    group = "{{group}}",
-    version = "v1alpha1",
-    kind = "Widget",
-    namespaced,
-    status = "WidgetStatus",
-    shortname = "wd",
-    printcolumn(
-        name = "Size",
-        type = "integer",
-        json_path = ".spec.size",
-        description = "How big the widget is"
-    ),
-    printcolumn(
-        name = "Ready",
-        type = "boolean",
-        json_path = ".status.ready",
-        priority = 1
-    )
-)]
-#[serde(rename_all = "camelCase")]
-pub struct WidgetSpec {
-    /// How big the widget is (at least 1).
-    pub size: u32,
-    /// What the widget is for (default: `general`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub purpose: Option<String>,
-}
-
-/// The observed state of a Widget, written through the `status` subresource.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct WidgetStatus {
-    /// Whether the widget is ready.
-    #[serde(default)]
-    pub ready: bool,
-}
-
-/// Defaulting and validation of Widgets.
-pub struct WidgetStrategy;
-
-impl Strategy<Widget> for WidgetStrategy {
-    fn default(&self, obj: &mut Widget) {
-        if obj.spec.purpose.is_none() {
-            obj.spec.purpose = Some("general".into());
-        }
-    }
-
-    fn validate(&self, obj: &Widget) -> Vec<FieldError> {
-        let mut errs = Vec::new();
-        if obj.spec.size == 0 {
-            errs.push(FieldError::invalid(
-                "spec.size",
-                obj.spec.size,
-                "must be at least 1",
-            ));
-        }
-        errs
-    }
-}
-
-/// Refuses to create Widgets whose names start with `system-`.
-pub struct ReservedNames;
-
-#[async_trait::async_trait]
-impl AdmissionPlugin for ReservedNames {
-    fn name(&self) -> &str {
-        "ReservedNames"
-    }
-
-    fn handles(&self, resource: &ResourceInfo, operation: Operation) -> bool {
-        operation == Operation::Create && resource.kind == "Widget"
-    }
-
-    async fn validate(&self, attrs: &AdmissionAttributes<'_>) -> Result<(), ApiError> {
-        if attrs.name.starts_with("system-") {
-            return Err(attrs.forbidden("names starting with system- are reserved"));
-        }
-        Ok(())
-    }
-}
+//! `./{{project-name}}.kubeconfig` for kubectl; `cargo run -- --help` lists the other commands.
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    let app = App::new("{{project-name}}")
-        .group(Group::new("{{group}}").resource_with::<Widget>(WidgetStrategy))
-        .admission(ReservedNames);
-    match app.run().await {
+    match {{crate_name}}::app().run().await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("{{project-name}}: {e}");

@@ -25,7 +25,7 @@
 //!
 //! After an I/O error (a full disk), redb refuses every transaction until the database is
 //! closed and opened again; the writer does that by itself, and the store takes writes again
-//! once the disk has room, without a restart (see [`recovery`]). Until then, writes fail with
+//! once the disk has room, without a restart (see `recovery`). Until then, writes fail with
 //! [`StorageError::Internal`] and [`EmbeddedHealth`] says why.
 
 mod failure;

@@ -1,0 +1,41 @@
+//! A test kit for servers built with the framework: start an [`App`](crate::App) in the test
+//! process and drive it with real clients over HTTPS on loopback.
+//!
+//! - [`TestServer::start`] serves the app as `local` mode does (self-signed TLS, a bearer token,
+//!   every request allowed), on a free loopback port with the memory store, and hands out a ready
+//!   `kube::Client`, the base URL, a kubeconfig file for `kubectl`, and the app's registry;
+//! - [`TestServer::production`] serves it as `serve` does, behind a development host
+//!   ([`crate::devhost`]): authentication and authorization delegated to the host, the host's
+//!   admission plugins, and the host's users `admin`, `alice` (editor) and `bob` (viewer) as
+//!   ready clients, so authorization rules and admission plugins run as in a cluster;
+//! - [`wait`] waits for objects and conditions, [`WatchEvents`] collects watch events, and
+//!   [`expect_status`] checks a refusal's `Status` reason and code;
+//! - [`conformance`] checks every resource the app registered against Kubernetes' semantics
+//!   (CRUD, watch, paging, selectors, patches, server-side apply, discovery and OpenAPI).
+//!
+//! ```no_run
+//! use apiserver_framework::prelude::*;
+//! use apiserver_framework::testing::{TestServer, conformance::Conformance};
+//!
+//! # fn app() -> App { App::new("widget-server") }
+//! // In a `#[tokio::test]`:
+//! async fn my_server_conforms() {
+//!     let server = TestServer::start(app()).await.expect("the server starts");
+//!     Conformance::new(&server).run().await.assert_passed();
+//! }
+//! ```
+//!
+//! Storage backends have a conformance suite of their own: [`crate::storage::conformance`].
+
+pub mod conformance;
+mod server;
+mod status;
+pub mod wait;
+mod watch_events;
+
+/// The kube-rs crate the kit's clients come from (`Api`, `Client`, `Status`, `WatchEvent`), for
+/// tests that do not depend on kube-rs themselves.
+pub use kube;
+pub use server::{TestServer, TestServerError, users};
+pub use status::expect_status;
+pub use watch_events::WatchEvents;
