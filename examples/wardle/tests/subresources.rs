@@ -187,7 +187,9 @@ async fn getter_and_action_with_kubectl() {
         .unwrap()
         .iter()
         .find(|g| g["metadata"]["name"] == "wardle.example.com")
-        .and_then(|g| g["versions"][0]["resources"].as_array())
+        .and_then(|g| g["versions"].as_array())
+        .and_then(|vs| vs.iter().find(|v| v["version"] == "v1alpha1"))
+        .and_then(|v| v["resources"].as_array())
         .and_then(|r| r.iter().find(|r| r["resource"] == "flunders"))
         .cloned()
         .expect("flunders in aggregated discovery");

@@ -57,7 +57,8 @@ async fn start_answers_kube_rs_kubectl_and_shows_the_registry() {
         .filter_map(|f| f.metadata.name.clone())
         .collect();
     assert_eq!(names, ["from-kube-rs"]);
-    assert_eq!(server.registry().resources().len(), 2);
+    // Flunder in v1alpha1 and v1beta1, Fischer in v1alpha1.
+    assert_eq!(server.registry().resources().len(), 3);
     assert!(server.user(users::BOB).is_none(), "local mode has one user");
     server.shutdown().await;
 }
@@ -242,8 +243,8 @@ async fn wardle_passes_the_conformance_check() {
         .expect("wardle starts");
     let report = Conformance::new(&server).run().await;
     report.assert_passed();
-    // Both resources, all seven checks each.
-    assert_eq!(report.outcomes.len(), 14, "{report:?}");
+    // Flunder in both versions and Fischer, all seven checks each.
+    assert_eq!(report.outcomes.len(), 21, "{report:?}");
 }
 
 /// A resource whose printer column reads a field its spec does not have.
