@@ -1,5 +1,6 @@
 //! The HTTP layer of resources: paths, options, content negotiation, handlers and encodings.
 
+pub mod also_authorize;
 pub mod apply_patch;
 pub mod audit_hook;
 pub mod blocking;

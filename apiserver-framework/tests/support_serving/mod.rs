@@ -45,6 +45,8 @@ pub const SNAILS: &str = "/apis/slow.example.com/v1/namespaces/default/snails";
 pub const TOKEN: &str = "secret-token";
 /// Creating in this namespace is forbidden.
 pub const LOCKED: &str = "locked";
+/// Unsafe deletes (`unsafe-delete-ignore-read-errors`) in this namespace are forbidden.
+pub const GUARDED: &str = "guarded";
 
 /// The generic store of snails, creates delayed.
 struct Sleepy {
@@ -87,7 +89,7 @@ impl RestStorage for Sleepy {
     }
 }
 
-/// Allows everything but creating in namespace [`LOCKED`].
+/// Allows everything but creating in namespace [`LOCKED`] and unsafe deletes in [`GUARDED`].
 struct LockedNamespace;
 
 #[async_trait::async_trait]
@@ -96,6 +98,11 @@ impl Authorizer for LockedNamespace {
         Ok(match &attrs.request {
             AuthzRequest::Resource(r) if r.verb == "create" && r.namespace == LOCKED => {
                 Decision::Deny("the namespace is locked".into())
+            }
+            AuthzRequest::Resource(r)
+                if r.verb == "unsafe-delete-ignore-read-errors" && r.namespace == GUARDED =>
+            {
+                Decision::Deny("unsafe deletes are not allowed here".into())
             }
             _ => Decision::Allow,
         })

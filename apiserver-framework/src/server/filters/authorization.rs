@@ -11,6 +11,7 @@ use http::{Request, Response};
 use super::filter::{ChainInner, Filter, FilterLayer, Next};
 use crate::audit;
 use crate::authz::{self, Attributes, Authorizer, Decision, ParsedRequest};
+use crate::endpoints::also_authorize::{AlsoAuthorize, VerbAuthorizer, VerbDecision};
 use crate::user::UserInfo;
 
 /// Authorizes requests.
@@ -23,7 +24,7 @@ pub fn layer(authorizer: Arc<dyn Authorizer>) -> FilterLayer<AuthorizationFilter
 }
 
 impl Filter for AuthorizationFilter {
-    async fn filter<S: ChainInner>(self, req: Request<Body>, next: Next<S>) -> Response<Body> {
+    async fn filter<S: ChainInner>(self, mut req: Request<Body>, next: Next<S>) -> Response<Body> {
         let attrs = Attributes {
             user: req
                 .extensions()
@@ -43,7 +44,15 @@ impl Filter for AuthorizationFilter {
             create = Some(check);
         }
         match decision {
-            Ok(Decision::Allow) => next.run(req).await,
+            Ok(Decision::Allow) => {
+                let also = ChainVerbAuthorizer {
+                    authorizer: self.0.clone(),
+                    attrs,
+                };
+                req.extensions_mut()
+                    .insert(AlsoAuthorize(std::sync::Arc::new(also)));
+                next.run(req).await
+            }
             Ok(Decision::Deny(reason) | Decision::NoOpinion(reason)) => {
                 tracing::debug!(uri = %req.uri(), %reason, "forbidden");
                 let accept = req
@@ -60,6 +69,37 @@ impl Filter for AuthorizationFilter {
                     .map_or_else(|| req.uri().path(), |p| p.as_str());
                 authz::internal_error_response(uri, &e.0)
             }
+        }
+    }
+}
+
+/// Further verbs a handler asks about, put to the chain's authorizer for the request's user and
+/// resource (upstream's handlers call the authorizer the same way).
+struct ChainVerbAuthorizer {
+    authorizer: Arc<dyn Authorizer>,
+    attrs: Attributes,
+}
+
+#[async_trait::async_trait]
+impl VerbAuthorizer for ChainVerbAuthorizer {
+    async fn authorize_verb(&self, verb: &str) -> VerbDecision {
+        let mut attrs = self.attrs.clone();
+        match &mut attrs.request {
+            authz::Request::Resource(r) => {
+                r.verb = verb.to_string();
+                // As upstream: the further verb is asked of the resource itself.
+                r.subresource.clear();
+            }
+            authz::Request::NonResource(_) => {
+                return VerbDecision::Refused("not allowed on a non-resource request".to_string());
+            }
+        }
+        match self.authorizer.authorize(&attrs).await {
+            Ok(Decision::Allow) => VerbDecision::Allowed,
+            Ok(Decision::Deny(reason) | Decision::NoOpinion(reason)) => {
+                VerbDecision::Refused(reason)
+            }
+            Err(e) => VerbDecision::Failed(e.0),
         }
     }
 }
