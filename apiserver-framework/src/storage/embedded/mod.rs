@@ -29,6 +29,7 @@
 //! [`StorageError::Internal`] and [`EmbeddedHealth`] says why.
 
 mod failure;
+mod page_counts;
 mod reads;
 mod recovery;
 mod tables;
@@ -95,6 +96,8 @@ struct Shared {
     fault: Mutex<Option<String>>,
     /// Set by a reader that met an I/O error of the open database: the writer reopens it.
     broken: AtomicBool,
+    /// What the last pages of lists counted after them.
+    page_counts: page_counts::PageCounts,
 }
 
 impl Shared {
@@ -150,6 +153,7 @@ impl EmbeddedStorage {
             committed: AtomicU64::new(revision),
             fault: Mutex::new(None),
             broken: AtomicBool::new(false),
+            page_counts: Default::default(),
         });
         let (writes, requests) = mpsc::channel();
         let writer = Writer::new(
@@ -326,7 +330,11 @@ impl Storage for EmbeddedStorage {
     }
 
     async fn list(&self, req: ListRequest) -> Result<ListPage, StorageError> {
-        read(&self.shared, move |snapshot| snapshot.list(&req)).await
+        let shared = Arc::clone(&self.shared);
+        read(&self.shared, move |snapshot| {
+            snapshot.list(&req, &shared.page_counts)
+        })
+        .await
     }
 
     async fn create(&self, key: &str, value: Bytes) -> Result<u64, StorageError> {
