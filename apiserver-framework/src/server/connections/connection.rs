@@ -216,6 +216,8 @@ impl<H: ServeRequest> ConnectionServer<H> {
         let activity = activity.clone();
         let first_request = first_request.clone();
         let stopped = stop.clone();
+        // The connection's client certificate chain is verified once per trusted authority.
+        let verified = crate::auth::VerifiedChains::default();
         let service = move |req: Request<Incoming>| {
             first_request.notify_one();
             let in_flight = activity.request_started();
@@ -229,6 +231,7 @@ impl<H: ServeRequest> ConnectionServer<H> {
             req.extensions_mut().insert(PeerAddr(peer));
             if let Some(certs) = &certs {
                 req.extensions_mut().insert(certs.clone());
+                req.extensions_mut().insert(verified.clone());
             }
             let parsed = ParsedRequest::of(req.method(), req.uri().path(), req.uri().query());
             let long_running = filters::long_running::is_long_running(&parsed);
