@@ -12,7 +12,9 @@
 pub mod apiservice;
 pub mod available;
 pub mod discovery;
+mod lookup;
 pub mod openapi;
+mod pool;
 pub mod proxy;
 
 use std::collections::HashMap;
@@ -57,6 +59,7 @@ pub struct Aggregator {
     registry: OnceLock<Arc<Registry>>,
     state: RwLock<State>,
     generation: AtomicU64,
+    lookup: lookup::ServiceLookup,
 }
 
 /// What the controller observed in its last pass.
@@ -85,6 +88,7 @@ impl Aggregator {
             registry: OnceLock::new(),
             state: RwLock::new(State::default()),
             generation: AtomicU64::new(0),
+            lookup: lookup::ServiceLookup::default(),
         })
     }
 
@@ -136,12 +140,12 @@ impl Aggregator {
     }
 
     /// The stored APIService of `group` and `version`.
-    async fn current(&self, group: &str, version: &str) -> Option<APIService> {
-        let store = self.registry.get()?.store::<APIService>()?;
-        let service = store
-            .get_object(None, &format!("{version}.{group}"))
-            .await
-            .ok()?;
+    async fn current(&self, group: &str, version: &str) -> Option<Arc<APIService>> {
+        let registry = self.registry.get()?;
+        let service = self
+            .lookup
+            .get(registry, &format!("{version}.{group}"))
+            .await?;
         (service.spec.group == group && service.spec.version == version).then_some(service)
     }
 
