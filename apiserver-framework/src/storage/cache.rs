@@ -88,12 +88,49 @@ enum Message {
     Reset(u64),
 }
 
+/// A key's value in the cache: a [`KeyValue`] without its key, which the map holds once.
+struct Stored {
+    value: Bytes,
+    create_revision: u64,
+    mod_revision: u64,
+}
+
+impl Stored {
+    fn of(kv: &KeyValue) -> Self {
+        Stored {
+            value: kv.value.clone(),
+            create_revision: kv.create_revision,
+            mod_revision: kv.mod_revision,
+        }
+    }
+
+    fn key_value(&self, key: &str) -> KeyValue {
+        KeyValue {
+            key: key.to_string(),
+            value: self.value.clone(),
+            create_revision: self.create_revision,
+            mod_revision: self.mod_revision,
+        }
+    }
+}
+
+/// Every key and value of the backend, by key.
+fn by_key(items: Vec<KeyValue>) -> BTreeMap<String, Stored> {
+    items
+        .into_iter()
+        .map(|kv| {
+            let stored = Stored::of(&kv);
+            (kv.key, stored)
+        })
+        .collect()
+}
+
 struct State {
     /// The last revision applied.
     revision: u64,
     /// Every event with a revision above this one (up to `revision`) is in `window`.
     start: u64,
-    data: BTreeMap<String, KeyValue>,
+    data: BTreeMap<String, Stored>,
     window: VecDeque<StorageEvent>,
 }
 
@@ -118,7 +155,7 @@ impl Shared {
                 st.data.remove(&event.kv.key);
             }
             _ => {
-                st.data.insert(event.kv.key.clone(), event.kv.clone());
+                st.data.insert(event.kv.key.clone(), Stored::of(&event.kv));
             }
         }
         st.revision = rev;
@@ -138,11 +175,7 @@ impl Shared {
 
     fn reset(&self, page: ListPage) {
         let mut st = self.state.lock();
-        st.data = page
-            .items
-            .into_iter()
-            .map(|kv| (kv.key.clone(), kv))
-            .collect();
+        st.data = by_key(page.items);
         st.revision = page.revision;
         st.start = page.revision;
         st.window.clear();
@@ -168,7 +201,7 @@ impl Shared {
                 remaining += 1;
                 continue;
             }
-            items.push(v.clone());
+            items.push(v.key_value(k));
         }
         ListPage {
             items,
@@ -218,11 +251,7 @@ impl CachedStorage {
             window: options.window.max(1),
             resyncs: AtomicU64::new(0),
         });
-        shared.state.lock().data = page
-            .items
-            .into_iter()
-            .map(|kv| (kv.key.clone(), kv))
-            .collect();
+        shared.state.lock().data = by_key(page.items);
         let task = tokio::spawn(follow(Arc::clone(&backend), Arc::clone(&shared), stream));
         Ok(Arc::new(CachedStorage {
             backend,
@@ -320,7 +349,13 @@ impl Storage for CachedStorage {
         }
         let target = self.backend.current_revision().await?;
         if self.wait_for(target, self.consistency_timeout).await {
-            Ok(self.shared.state.lock().data.get(key).cloned())
+            Ok(self
+                .shared
+                .state
+                .lock()
+                .data
+                .get(key)
+                .map(|v| v.key_value(key)))
         } else {
             self.backend.get(key).await
         }
