@@ -67,16 +67,23 @@ pub struct EmbeddedOptions {
     pub watch_buffer: usize,
     /// Most writes committed together in one transaction. Default 256.
     pub max_batch: usize,
-    /// Bytes of redb's page cache; `None` keeps redb's default.
+    /// Bytes of redb's page cache; `None` keeps redb's default (1 GiB). Default
+    /// [`DEFAULT_CACHE_SIZE`].
     pub cache_size: Option<usize>,
 }
+
+/// The default size of redb's page cache: 16 MiB. The store's pages stay in the operating
+/// system's page cache either way; a page cache of redb's own as large as the file would hold
+/// every object a second time in the process, beside the watch cache that serves reads of
+/// the latest state. With 16 MiB the B-tree's inner pages and the recent writes stay cached.
+pub const DEFAULT_CACHE_SIZE: usize = 16 << 20;
 
 impl Default for EmbeddedOptions {
     fn default() -> Self {
         EmbeddedOptions {
             watch_buffer: 1024,
             max_batch: 256,
-            cache_size: None,
+            cache_size: Some(DEFAULT_CACHE_SIZE),
         }
     }
 }
