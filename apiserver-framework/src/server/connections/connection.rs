@@ -240,7 +240,10 @@ impl<H: ServeRequest> ConnectionServer<H> {
             let gzip = !long_running && compression::accepts_gzip(req.headers());
             let handler = handler.clone();
             let stopped = stopped.clone();
-            async move {
+            // Boxed: hyper keeps an HTTP/2 stream's task, sized for this future, for as long as
+            // the response body is sent (a watch's whole life); the handler chain's future is
+            // large, and a box is freed once the response has started.
+            Box::pin(async move {
                 let res = match gzip {
                     true => compression::compressed(req, move |req| handler.serve(req)).await,
                     false => handler.serve(req).await,
@@ -256,7 +259,7 @@ impl<H: ServeRequest> ConnectionServer<H> {
                         _in_flight: in_flight,
                     })
                 }))
-            }
+            })
         };
         hyper::service::service_fn(service)
     }
