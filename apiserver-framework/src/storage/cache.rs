@@ -12,7 +12,7 @@
 //! | `get` | memory, once the cache has caught up with the backend's current revision, when the backend knows that revision without a round trip ([`Storage::local_revision`]: the embedded and memory stores); the backend otherwise (for etcd a consistent read of one key costs as much as learning the current revision) |
 //! | `list` with `revision: None` | memory, once the cache has caught up with the backend's current revision (consistent read); the backend if it does not within [`CacheOptions::consistency_timeout`] |
 //! | `list` with `from_cache` | memory, once the cache has applied every write made through it (no round trip to the backend) |
-//! | `list` at an explicit revision | the backend (the cache keeps only the present) |
+//! | `list` at an explicit revision | memory when it is the cache's revision (the next page of a list the cache served, nothing written since); the backend otherwise (the cache keeps only the present) |
 //! | `watch` | memory: the event window, then live events |
 //!
 //! # The event window
@@ -53,6 +53,7 @@ use parking_lot::Mutex;
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 
+use super::page_counts::PageCounts;
 use super::{
     EventKind, KeyValue, ListPage, ListRequest, Storage, StorageError, StorageEvent, WatchStream,
 };
@@ -185,11 +186,21 @@ impl Shared {
         self.applied.send_replace(page.revision);
     }
 
-    fn list(&self, req: &ListRequest) -> ListPage {
+    /// A list of what the cache holds; with `at`, only if the cache holds the state at that
+    /// revision (it has applied it and nothing after). A page continuing one whose count of the
+    /// keys after it is in `counts` walks only its own items.
+    fn list(&self, req: &ListRequest, at: Option<u64>, counts: &PageCounts) -> Option<ListPage> {
         let st = self.state.lock();
+        if at.is_some_and(|rev| rev != st.revision) {
+            return None;
+        }
         let start = match &req.start_after {
             Some(k) if k.as_str() >= req.prefix.as_str() => Bound::Excluded(k.clone()),
             _ => Bound::Included(req.prefix.clone()),
+        };
+        let known = match (&req.start_after, req.limit) {
+            (Some(after), limit) if limit > 0 => counts.after(st.revision, &req.prefix, after),
+            _ => None,
         };
         let mut items = Vec::new();
         let mut remaining = 0u64;
@@ -199,16 +210,29 @@ impl Shared {
             }
             if req.limit > 0 && items.len() >= req.limit {
                 remaining += 1;
+                if known.is_some() {
+                    break;
+                }
                 continue;
             }
             items.push(v.key_value(k));
         }
-        ListPage {
+        if let Some(known) = known
+            && remaining > 0
+        {
+            remaining = known.saturating_sub(items.len() as u64);
+        }
+        if remaining > 0
+            && let Some(last) = items.last()
+        {
+            counts.remember(st.revision, &req.prefix, &last.key, remaining);
+        }
+        Some(ListPage {
             items,
             revision: st.revision,
             more: remaining > 0,
             remaining,
-        }
+        })
     }
 }
 
@@ -220,6 +244,8 @@ pub struct CachedStorage {
     consistency_timeout: Duration,
     /// The highest revision a write through this cache was acknowledged at.
     written: AtomicU64,
+    /// What the last pages of lists counted after them.
+    page_counts: PageCounts,
     task: JoinHandle<()>,
 }
 
@@ -258,6 +284,7 @@ impl CachedStorage {
             shared,
             consistency_timeout: options.consistency_timeout,
             written: AtomicU64::new(0),
+            page_counts: PageCounts::default(),
             task,
         }))
     }
@@ -362,7 +389,11 @@ impl Storage for CachedStorage {
     }
 
     async fn list(&self, req: ListRequest) -> Result<ListPage, StorageError> {
-        if req.revision.is_some() {
+        if let Some(rev) = req.revision {
+            // The next page of a list read at the cache's revision (nothing written since).
+            if let Some(page) = self.shared.list(&req, Some(rev), &self.page_counts) {
+                return Ok(page);
+            }
             return self.backend.list(req).await;
         }
         let target = if req.from_cache {
@@ -371,7 +402,10 @@ impl Storage for CachedStorage {
             self.backend.current_revision().await?
         };
         if self.wait_for(target, self.consistency_timeout).await {
-            Ok(self.shared.list(&req))
+            Ok(self
+                .shared
+                .list(&req, None, &self.page_counts)
+                .unwrap_or_default())
         } else {
             self.backend.list(req).await
         }

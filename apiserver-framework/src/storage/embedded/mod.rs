@@ -29,7 +29,6 @@
 //! [`StorageError::Internal`] and [`EmbeddedHealth`] says why.
 
 mod failure;
-mod page_counts;
 mod reads;
 mod recovery;
 mod tables;
@@ -104,7 +103,7 @@ struct Shared {
     /// Set by a reader that met an I/O error of the open database: the writer reopens it.
     broken: AtomicBool,
     /// What the last pages of lists counted after them.
-    page_counts: page_counts::PageCounts,
+    page_counts: crate::storage::page_counts::PageCounts,
 }
 
 impl Shared {

@@ -6,10 +6,10 @@ use std::ops::Bound;
 use redb::{Database, ReadTransaction, ReadableDatabase, ReadableTable};
 
 use super::failure::{Failure, corrupt};
-use super::page_counts::PageCounts;
 use super::tables::{
     COMPACTED, LATEST, LOG, META, REVISION, VERSIONS, Version, decode, live_at, live_before,
 };
+use crate::storage::page_counts::PageCounts;
 use crate::storage::{EventKind, KeyValue, ListPage, ListRequest, StorageError, StorageEvent};
 
 /// A batch of the change log, read for a watch.

@@ -6,10 +6,10 @@
 //! following key: on a sweep of `n` objects in pages of `limit`, `n² / (2·limit)` keys in all.
 //! But the state at a revision never changes, and the next page of a sweep starts right after
 //! the last key of the previous one at the same revision, so its count is the previous count
-//! minus the page's items. The store keeps the last few such counts; a page whose start is
-//! among them reads only its own items and the one after them (to know that more follow).
-//! A page that misses (the first page, a page continued on another replica, an evicted count)
-//! counts in full, as before.
+//! minus the page's items. The embedded store and the watch cache keep the last few such
+//! counts; a page whose start is among them reads only its own items and the one after them
+//! (to know that more follow). A page that misses (the first page, a page continued on another
+//! replica, an evicted count) counts in full.
 
 use std::collections::VecDeque;
 
@@ -28,12 +28,12 @@ struct Cursor {
 
 /// The last [`KEPT`] counts of keys after a page's last key.
 #[derive(Default)]
-pub(super) struct PageCounts(Mutex<VecDeque<(Cursor, u64)>>);
+pub(crate) struct PageCounts(Mutex<VecDeque<(Cursor, u64)>>);
 
 impl PageCounts {
     /// The number of keys under `prefix` after `after` at `revision`, if a page ending at
     /// `after` counted them.
-    pub(super) fn after(&self, revision: u64, prefix: &str, after: &str) -> Option<u64> {
+    pub(crate) fn after(&self, revision: u64, prefix: &str, after: &str) -> Option<u64> {
         self.0
             .lock()
             .iter()
@@ -42,7 +42,7 @@ impl PageCounts {
     }
 
     /// Remembers that `count` keys under `prefix` follow `after` at `revision`.
-    pub(super) fn remember(&self, revision: u64, prefix: &str, after: &str, count: u64) {
+    pub(crate) fn remember(&self, revision: u64, prefix: &str, after: &str, count: u64) {
         let cursor = Cursor {
             revision,
             prefix: prefix.to_string(),
