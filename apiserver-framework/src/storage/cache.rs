@@ -191,7 +191,8 @@ impl Shared {
     /// keys after it is in `counts` walks only its own items.
     fn list(&self, req: &ListRequest, at: Option<u64>, counts: &PageCounts) -> Option<ListPage> {
         let st = self.state.lock();
-        if at.is_some_and(|rev| rev != st.revision) {
+        // Not the cache's revision, or one compacted through the cache while it was behind.
+        if at.is_some_and(|rev| rev != st.revision || rev < st.start) {
             return None;
         }
         let start = match &req.start_after {
