@@ -4,7 +4,7 @@
 //! keep-alive; writes a markdown table, JSON and SVG charts.
 //!
 //! ```sh
-//! ./scripts/bench            # release build, then the full run (under ten minutes)
+//! ./scripts/bench            # release build, then the full run (about fifteen minutes)
 //! ./scripts/bench --smoke    # every scenario, tiny, in well under a minute (what CI runs)
 //! ./scripts/bench --only get,list   # some groups of scenarios (see --help)
 //! ```

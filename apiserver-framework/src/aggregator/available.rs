@@ -107,11 +107,13 @@ async fn pass(agg: &Aggregator, storage: &Arc<dyn RestStorage>, ctx: &RequestCon
         state.openapi_v3.extend(result.openapi_v3);
         observed.push(service);
     }
-    agg.backends.retain(|name| {
+    let kept = |name: &str| {
         observed
             .iter()
             .any(|s| s.metadata.name.as_deref() == Some(name))
-    });
+    };
+    agg.backends.retain(kept);
+    agg.lookup.retain(kept);
     state.services = observed;
     agg.set_state(state);
 }

@@ -14,7 +14,9 @@ pub mod apiservice;
 pub mod available;
 pub mod discovery;
 mod endpoints;
+mod lookup;
 pub mod openapi;
+mod pool;
 pub mod proxy;
 pub mod upgrade;
 
@@ -61,6 +63,7 @@ pub struct Aggregator {
     state: RwLock<State>,
     generation: AtomicU64,
     endpoints: endpoints::EndpointHealth,
+    lookup: lookup::ServiceLookup,
 }
 
 /// What the controller observed in its last pass.
@@ -90,6 +93,7 @@ impl Aggregator {
             state: RwLock::new(State::default()),
             generation: AtomicU64::new(0),
             endpoints: endpoints::EndpointHealth::default(),
+            lookup: lookup::ServiceLookup::default(),
         })
     }
 
@@ -142,12 +146,12 @@ impl Aggregator {
     }
 
     /// The stored APIService of `group` and `version`.
-    async fn current(&self, group: &str, version: &str) -> Option<APIService> {
-        let store = self.registry.get()?.store::<APIService>()?;
-        let service = store
-            .get_object(None, &format!("{version}.{group}"))
-            .await
-            .ok()?;
+    async fn current(&self, group: &str, version: &str) -> Option<Arc<APIService>> {
+        let registry = self.registry.get()?;
+        let service = self
+            .lookup
+            .get(registry, &format!("{version}.{group}"))
+            .await?;
         (service.spec.group == group && service.spec.version == version).then_some(service)
     }
 

@@ -9,10 +9,7 @@ use std::sync::Arc;
 use axum::body::Body;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Request, Response, StatusCode, Uri};
-use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use parking_lot::Mutex;
 use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
@@ -48,11 +45,10 @@ pub enum ProxyError {
     Tls(#[from] rustls::Error),
 }
 
-/// An HTTPS client to one backend.
-pub(crate) type BackendClient = Client<HttpsConnector<HttpConnector>, Body>;
+pub(crate) use super::pool::BackendClient;
 
 /// The aggregator's HTTPS clients to its backends, one per APIService (rebuilt when its TLS
-/// settings or endpoint change).
+/// settings or endpoint change), each a pool of HTTP/2 connections ([`super::pool`]).
 pub(crate) struct Backends {
     cert_chain: Vec<CertificateDer<'static>>,
     key_pem: String,
@@ -131,7 +127,7 @@ impl Backends {
             .with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(server_name))
             .enable_http1()
             .wrap_connector(http);
-        Ok(Client::builder(TokioExecutor::new()).build(connector))
+        Ok(BackendClient::http1_only(connector))
     }
 
     fn build(&self, key: &ClientKey) -> Result<BackendClient, ProxyError> {
@@ -146,7 +142,7 @@ impl Backends {
             .enable_http1()
             .enable_http2()
             .wrap_connector(http);
-        Ok(Client::builder(TokioExecutor::new()).build(connector))
+        Ok(BackendClient::new(connector))
     }
 
     /// The TLS settings of a client: the front-proxy certificate, the APIService's trust.

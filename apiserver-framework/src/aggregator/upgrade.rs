@@ -41,7 +41,7 @@ pub(crate) fn take(parts: &mut Parts) -> Option<(HeaderValue, OnUpgrade)> {
 /// connections in a task of their own.
 pub(crate) fn splice(
     client: Option<OnUpgrade>,
-    mut backend: Response<hyper::body::Incoming>,
+    mut backend: Response<super::pool::BackendBody>,
     endpoint: &Endpoint,
 ) -> Response<Body> {
     let backend_upgrade = hyper::upgrade::on(&mut backend);

@@ -94,12 +94,27 @@ impl CaBundle {
     /// it must chain to one of the authorities and every certificate must be valid at this
     /// time.
     pub fn verify_client_chain(&self, chain: &[CertificateDer<'_>]) -> Result<(), ChainError> {
+        self.verify_client_chain_at(chain, UnixTime::now())
+    }
+
+    /// [`verify_client_chain`](Self::verify_client_chain) at time `now`.
+    pub(crate) fn verify_client_chain_at(
+        &self,
+        chain: &[CertificateDer<'_>],
+        now: UnixTime,
+    ) -> Result<(), ChainError> {
         let (leaf, intermediates) = chain.split_first().ok_or(ChainError::NoCertificate)?;
         let verifier = self.verifier.as_ref().ok_or(ChainError::NoAuthority)?;
         verifier
-            .verify_client_cert(leaf, intermediates, UnixTime::now())
+            .verify_client_cert(leaf, intermediates, now)
             .map(|_| ())
             .map_err(ChainError::Verify)
+    }
+
+    /// The verifier of this bundle: the same for clones of it, another for any other bundle
+    /// (a reload of the same PEM included). `None` for the empty bundle.
+    pub(crate) fn authority(&self) -> Option<&Arc<dyn ClientCertVerifier>> {
+        self.verifier.as_ref()
     }
 }
 

@@ -22,6 +22,7 @@ pub mod request_header;
 pub mod token_cache;
 pub mod token_review;
 pub mod union;
+pub mod verified;
 pub mod x509;
 
 pub use anonymous::{AnonymousAuthenticator, anonymous_user};
@@ -33,6 +34,7 @@ pub use delegating::{DelegatingAuthenticator, DelegatingOptions, client_cert_ver
 pub use options::{AuthConfigError, AuthenticationOptions};
 pub use peer::{PeerAddr, PeerCertificates};
 pub use token_review::{TokenReviewError, TokenReviewer};
+pub use verified::VerifiedChains;
 
 /// Removes the credentials of an authenticated request before it goes further, as
 /// upstream's authentication filter does: `Authorization`, the configured front-proxy

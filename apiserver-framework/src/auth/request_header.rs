@@ -10,7 +10,7 @@ use http::request::Parts;
 
 use super::cert_subject::CertSubject;
 use super::delegated::{DelegatedAuthConfig, RequestHeaderConfig};
-use super::{Authenticated, Authenticator, PeerCertificates};
+use super::{Authenticated, Authenticator, PeerCertificates, VerifiedChains};
 use crate::user::UserInfo;
 
 /// Authenticates requests from a trusted front proxy by its headers.
@@ -30,17 +30,27 @@ impl RequestHeaderAuthenticator {
     }
 }
 
-/// Whether `chain` is a trusted front proxy under `settings`.
-fn trusted(chain: &PeerCertificates, settings: &RequestHeaderConfig) -> Result<(), String> {
-    settings
-        .ca
-        .verify_client_chain(&chain.0)
-        .map_err(|e| e.to_string())?;
+/// Whether `chain` is a trusted front proxy under `settings`; through the connection's
+/// `verified` chains when the listener provides them.
+fn trusted(
+    chain: &PeerCertificates,
+    verified: Option<&VerifiedChains>,
+    settings: &RequestHeaderConfig,
+) -> Result<(), String> {
+    match verified {
+        Some(memo) => memo.verify(&settings.ca, &chain.0),
+        None => settings.ca.verify_client_chain(&chain.0),
+    }
+    .map_err(|e| e.to_string())?;
     if settings.allowed_names.is_empty() {
         return Ok(());
     }
     let leaf = chain.0.first().ok_or("no client certificate")?;
-    let subject = CertSubject::from_der(leaf).map_err(|e| e.to_string())?;
+    let subject = match verified {
+        Some(memo) => memo.subject(leaf),
+        None => CertSubject::from_der(leaf),
+    }
+    .map_err(|e| e.to_string())?;
     if settings.allowed_names.contains(&subject.common_name) {
         Ok(())
     } else {
@@ -62,7 +72,8 @@ impl Authenticator for RequestHeaderAuthenticator {
         if settings.ca.is_empty() || chain.0.is_empty() {
             return Authenticated::NoCredentials;
         }
-        if let Err(reason) = trusted(chain, settings) {
+        let verified = parts.extensions.get::<VerifiedChains>();
+        if let Err(reason) = trusted(chain, verified, settings) {
             tracing::debug!("front-proxy certificate not trusted: {reason}");
             return Authenticated::Invalid;
         }

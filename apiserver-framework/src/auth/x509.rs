@@ -7,7 +7,7 @@ use http::request::Parts;
 
 use super::cert_subject::CertSubject;
 use super::delegated::DelegatedAuthConfig;
-use super::{Authenticated, Authenticator, PeerCertificates};
+use super::{Authenticated, Authenticator, PeerCertificates, VerifiedChains};
 use crate::user::UserInfo;
 
 /// Authenticates requests by their client certificate, as upstream's x509 authenticator
@@ -40,11 +40,20 @@ impl Authenticator for X509Authenticator {
         if current.client_ca.is_empty() {
             return Authenticated::NoCredentials;
         }
-        if let Err(err) = current.client_ca.verify_client_chain(chain) {
+        let verified = parts.extensions.get::<VerifiedChains>();
+        let result = match verified {
+            Some(memo) => memo.verify(&current.client_ca, chain),
+            None => current.client_ca.verify_client_chain(chain),
+        };
+        if let Err(err) = result {
             tracing::debug!("client certificate not trusted: {err}");
             return Authenticated::Invalid;
         }
-        match CertSubject::from_der(leaf) {
+        let subject = match verified {
+            Some(memo) => memo.subject(leaf),
+            None => CertSubject::from_der(leaf),
+        };
+        match subject {
             Ok(subject) if subject.common_name.is_empty() => Authenticated::NoCredentials,
             Ok(subject) => Authenticated::User(UserInfo {
                 username: subject.common_name,

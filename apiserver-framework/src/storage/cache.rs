@@ -12,7 +12,7 @@
 //! | `get` | memory, once the cache has caught up with the backend's current revision, when the backend knows that revision without a round trip ([`Storage::local_revision`]: the embedded and memory stores); the backend otherwise (for etcd a consistent read of one key costs as much as learning the current revision) |
 //! | `list` with `revision: None` | memory, once the cache has caught up with the backend's current revision (consistent read); the backend if it does not within [`CacheOptions::consistency_timeout`] |
 //! | `list` with `from_cache` | memory, once the cache has applied every write made through it (no round trip to the backend) |
-//! | `list` at an explicit revision | the backend (the cache keeps only the present) |
+//! | `list` at an explicit revision | memory when it is the cache's revision (the next page of a list the cache served, nothing written since); the backend otherwise (the cache keeps only the present) |
 //! | `watch` | memory: the event window, then live events |
 //!
 //! # The event window
@@ -53,6 +53,7 @@ use parking_lot::Mutex;
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 
+use super::page_counts::PageCounts;
 use super::{
     EventKind, KeyValue, ListPage, ListRequest, Storage, StorageError, StorageEvent, WatchStream,
 };
@@ -88,12 +89,49 @@ enum Message {
     Reset(u64),
 }
 
+/// A key's value in the cache: a [`KeyValue`] without its key, which the map holds once.
+struct Stored {
+    value: Bytes,
+    create_revision: u64,
+    mod_revision: u64,
+}
+
+impl Stored {
+    fn of(kv: &KeyValue) -> Self {
+        Stored {
+            value: kv.value.clone(),
+            create_revision: kv.create_revision,
+            mod_revision: kv.mod_revision,
+        }
+    }
+
+    fn key_value(&self, key: &str) -> KeyValue {
+        KeyValue {
+            key: key.to_string(),
+            value: self.value.clone(),
+            create_revision: self.create_revision,
+            mod_revision: self.mod_revision,
+        }
+    }
+}
+
+/// Every key and value of the backend, by key.
+fn by_key(items: Vec<KeyValue>) -> BTreeMap<String, Stored> {
+    items
+        .into_iter()
+        .map(|kv| {
+            let stored = Stored::of(&kv);
+            (kv.key, stored)
+        })
+        .collect()
+}
+
 struct State {
     /// The last revision applied.
     revision: u64,
     /// Every event with a revision above this one (up to `revision`) is in `window`.
     start: u64,
-    data: BTreeMap<String, KeyValue>,
+    data: BTreeMap<String, Stored>,
     window: VecDeque<StorageEvent>,
 }
 
@@ -118,7 +156,7 @@ impl Shared {
                 st.data.remove(&event.kv.key);
             }
             _ => {
-                st.data.insert(event.kv.key.clone(), event.kv.clone());
+                st.data.insert(event.kv.key.clone(), Stored::of(&event.kv));
             }
         }
         st.revision = rev;
@@ -138,11 +176,7 @@ impl Shared {
 
     fn reset(&self, page: ListPage) {
         let mut st = self.state.lock();
-        st.data = page
-            .items
-            .into_iter()
-            .map(|kv| (kv.key.clone(), kv))
-            .collect();
+        st.data = by_key(page.items);
         st.revision = page.revision;
         st.start = page.revision;
         st.window.clear();
@@ -152,11 +186,22 @@ impl Shared {
         self.applied.send_replace(page.revision);
     }
 
-    fn list(&self, req: &ListRequest) -> ListPage {
+    /// A list of what the cache holds; with `at`, only if the cache holds the state at that
+    /// revision (it has applied it and nothing after). A page continuing one whose count of the
+    /// keys after it is in `counts` walks only its own items.
+    fn list(&self, req: &ListRequest, at: Option<u64>, counts: &PageCounts) -> Option<ListPage> {
         let st = self.state.lock();
+        // Not the cache's revision, or one compacted through the cache while it was behind.
+        if at.is_some_and(|rev| rev != st.revision || rev < st.start) {
+            return None;
+        }
         let start = match &req.start_after {
             Some(k) if k.as_str() >= req.prefix.as_str() => Bound::Excluded(k.clone()),
             _ => Bound::Included(req.prefix.clone()),
+        };
+        let known = match (&req.start_after, req.limit) {
+            (Some(after), limit) if limit > 0 => counts.after(st.revision, &req.prefix, after),
+            _ => None,
         };
         let mut items = Vec::new();
         let mut remaining = 0u64;
@@ -166,16 +211,29 @@ impl Shared {
             }
             if req.limit > 0 && items.len() >= req.limit {
                 remaining += 1;
+                if known.is_some() {
+                    break;
+                }
                 continue;
             }
-            items.push(v.clone());
+            items.push(v.key_value(k));
         }
-        ListPage {
+        if let Some(known) = known
+            && remaining > 0
+        {
+            remaining = known.saturating_sub(items.len() as u64);
+        }
+        if remaining > 0
+            && let Some(last) = items.last()
+        {
+            counts.remember(st.revision, &req.prefix, &last.key, remaining);
+        }
+        Some(ListPage {
             items,
             revision: st.revision,
             more: remaining > 0,
             remaining,
-        }
+        })
     }
 }
 
@@ -187,6 +245,8 @@ pub struct CachedStorage {
     consistency_timeout: Duration,
     /// The highest revision a write through this cache was acknowledged at.
     written: AtomicU64,
+    /// What the last pages of lists counted after them.
+    page_counts: PageCounts,
     task: JoinHandle<()>,
 }
 
@@ -218,17 +278,14 @@ impl CachedStorage {
             window: options.window.max(1),
             resyncs: AtomicU64::new(0),
         });
-        shared.state.lock().data = page
-            .items
-            .into_iter()
-            .map(|kv| (kv.key.clone(), kv))
-            .collect();
+        shared.state.lock().data = by_key(page.items);
         let task = tokio::spawn(follow(Arc::clone(&backend), Arc::clone(&shared), stream));
         Ok(Arc::new(CachedStorage {
             backend,
             shared,
             consistency_timeout: options.consistency_timeout,
             written: AtomicU64::new(0),
+            page_counts: PageCounts::default(),
             task,
         }))
     }
@@ -320,14 +377,24 @@ impl Storage for CachedStorage {
         }
         let target = self.backend.current_revision().await?;
         if self.wait_for(target, self.consistency_timeout).await {
-            Ok(self.shared.state.lock().data.get(key).cloned())
+            Ok(self
+                .shared
+                .state
+                .lock()
+                .data
+                .get(key)
+                .map(|v| v.key_value(key)))
         } else {
             self.backend.get(key).await
         }
     }
 
     async fn list(&self, req: ListRequest) -> Result<ListPage, StorageError> {
-        if req.revision.is_some() {
+        if let Some(rev) = req.revision {
+            // The next page of a list read at the cache's revision (nothing written since).
+            if let Some(page) = self.shared.list(&req, Some(rev), &self.page_counts) {
+                return Ok(page);
+            }
             return self.backend.list(req).await;
         }
         let target = if req.from_cache {
@@ -336,7 +403,10 @@ impl Storage for CachedStorage {
             self.backend.current_revision().await?
         };
         if self.wait_for(target, self.consistency_timeout).await {
-            Ok(self.shared.list(&req))
+            Ok(self
+                .shared
+                .list(&req, None, &self.page_counts)
+                .unwrap_or_default())
         } else {
             self.backend.list(req).await
         }

@@ -11,6 +11,7 @@ pub mod embedded;
 #[cfg(feature = "etcd")]
 pub mod etcd;
 pub mod memory;
+pub(crate) mod page_counts;
 
 use bytes::Bytes;
 use futures::stream::BoxStream;

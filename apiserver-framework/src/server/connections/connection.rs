@@ -216,6 +216,8 @@ impl<H: ServeRequest> ConnectionServer<H> {
         let activity = activity.clone();
         let first_request = first_request.clone();
         let stopped = stop.clone();
+        // The connection's client certificate chain is verified once per trusted authority.
+        let verified = crate::auth::VerifiedChains::default();
         let service = move |req: Request<Incoming>| {
             first_request.notify_one();
             let in_flight = activity.request_started();
@@ -229,6 +231,7 @@ impl<H: ServeRequest> ConnectionServer<H> {
             req.extensions_mut().insert(PeerAddr(peer));
             if let Some(certs) = &certs {
                 req.extensions_mut().insert(certs.clone());
+                req.extensions_mut().insert(verified.clone());
             }
             // Read once here (to tell watches apart) for the whole handler chain.
             filters::request_info::read(&mut req);
@@ -240,7 +243,10 @@ impl<H: ServeRequest> ConnectionServer<H> {
             let gzip = !long_running && compression::accepts_gzip(req.headers());
             let handler = handler.clone();
             let stopped = stopped.clone();
-            async move {
+            // Boxed: hyper keeps an HTTP/2 stream's task, sized for this future, for as long as
+            // the response body is sent (a watch's whole life); the handler chain's future is
+            // large, and a box is freed once the response has started.
+            Box::pin(async move {
                 let res = match gzip {
                     true => compression::compressed(req, move |req| handler.serve(req)).await,
                     false => handler.serve(req).await,
@@ -256,7 +262,7 @@ impl<H: ServeRequest> ConnectionServer<H> {
                         _in_flight: in_flight,
                     })
                 }))
-            }
+            })
         };
         hyper::service::service_fn(service)
     }

@@ -66,16 +66,23 @@ pub struct EmbeddedOptions {
     pub watch_buffer: usize,
     /// Most writes committed together in one transaction. Default 256.
     pub max_batch: usize,
-    /// Bytes of redb's page cache; `None` keeps redb's default.
+    /// Bytes of redb's page cache; `None` keeps redb's default (1 GiB). Default
+    /// [`DEFAULT_CACHE_SIZE`].
     pub cache_size: Option<usize>,
 }
+
+/// The default size of redb's page cache: 16 MiB. The store's pages stay in the operating
+/// system's page cache either way; a page cache of redb's own as large as the file would hold
+/// every object a second time in the process, beside the watch cache that serves reads of
+/// the latest state. With 16 MiB the B-tree's inner pages and the recent writes stay cached.
+pub const DEFAULT_CACHE_SIZE: usize = 16 << 20;
 
 impl Default for EmbeddedOptions {
     fn default() -> Self {
         EmbeddedOptions {
             watch_buffer: 1024,
             max_batch: 256,
-            cache_size: None,
+            cache_size: Some(DEFAULT_CACHE_SIZE),
         }
     }
 }
@@ -95,6 +102,8 @@ struct Shared {
     fault: Mutex<Option<String>>,
     /// Set by a reader that met an I/O error of the open database: the writer reopens it.
     broken: AtomicBool,
+    /// What the last pages of lists counted after them.
+    page_counts: crate::storage::page_counts::PageCounts,
 }
 
 impl Shared {
@@ -150,6 +159,7 @@ impl EmbeddedStorage {
             committed: AtomicU64::new(revision),
             fault: Mutex::new(None),
             broken: AtomicBool::new(false),
+            page_counts: Default::default(),
         });
         let (writes, requests) = mpsc::channel();
         let writer = Writer::new(
@@ -326,7 +336,11 @@ impl Storage for EmbeddedStorage {
     }
 
     async fn list(&self, req: ListRequest) -> Result<ListPage, StorageError> {
-        read(&self.shared, move |snapshot| snapshot.list(&req)).await
+        let shared = Arc::clone(&self.shared);
+        read(&self.shared, move |snapshot| {
+            snapshot.list(&req, &shared.page_counts)
+        })
+        .await
     }
 
     async fn create(&self, key: &str, value: Bytes) -> Result<u64, StorageError> {

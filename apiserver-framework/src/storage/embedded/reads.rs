@@ -9,6 +9,7 @@ use super::failure::{Failure, corrupt};
 use super::tables::{
     COMPACTED, LATEST, LOG, META, REVISION, VERSIONS, Version, decode, live_at, live_before,
 };
+use crate::storage::page_counts::PageCounts;
 use crate::storage::{EventKind, KeyValue, ListPage, ListRequest, StorageError, StorageEvent};
 
 /// A batch of the change log, read for a watch.
@@ -52,28 +53,35 @@ impl Snapshot {
         live_at(&versions, key, mod_revision).map(Some)
     }
 
-    /// A list, at the latest or an older revision.
-    pub(super) fn list(&self, req: &ListRequest) -> Result<ListPage, Failure> {
+    /// A list, at the latest or an older revision. A page that continues one whose count of
+    /// the keys after it is in `counts` reads only its own items (see [`PageCounts`]).
+    pub(super) fn list(&self, req: &ListRequest, counts: &PageCounts) -> Result<ListPage, Failure> {
         let (current, compacted) = self.revisions()?;
+        let mut page = Page::new(req, counts, req.revision.unwrap_or(current));
         match req.revision {
-            None => self.list_latest(req, current),
-            Some(rev) if rev > current => Err(StorageError::FutureRevision {
-                requested: rev,
-                current,
+            None => self.list_latest(req, &mut page)?,
+            Some(rev) if rev > current => {
+                return Err(StorageError::FutureRevision {
+                    requested: rev,
+                    current,
+                }
+                .into());
             }
-            .into()),
-            Some(rev) if rev == current => self.list_latest(req, current),
-            Some(rev) if rev < compacted => Err(StorageError::Compacted {
-                requested: rev,
-                compacted,
+            Some(rev) if rev == current => self.list_latest(req, &mut page)?,
+            Some(rev) if rev < compacted => {
+                return Err(StorageError::Compacted {
+                    requested: rev,
+                    compacted,
+                }
+                .into());
             }
-            .into()),
-            Some(rev) => self.list_at(req, rev),
+            Some(rev) => self.list_at(req, rev, &mut page)?,
         }
+        Ok(page.finish(req, counts))
     }
 
     /// The latest state, through the `latest` index.
-    fn list_latest(&self, req: &ListRequest, current: u64) -> Result<ListPage, Failure> {
+    fn list_latest(&self, req: &ListRequest, page: &mut Page) -> Result<(), Failure> {
         let latest = self.0.open_table(LATEST)?;
         let versions = self.0.open_table(VERSIONS)?;
         let prefix = req.prefix.as_str();
@@ -81,7 +89,6 @@ impl Snapshot {
             Some(after) if after >= prefix => Bound::Excluded(after),
             _ => Bound::Included(prefix),
         };
-        let mut page = Page::new(req.limit);
         for entry in latest.range::<&str>((start, Bound::Unbounded))? {
             let (k, v) = entry?;
             let key = k.value();
@@ -90,21 +97,22 @@ impl Snapshot {
             }
             if page.wants_item() {
                 page.items.push(live_at(&versions, key, v.value().1)?);
+            } else if page.counted() {
+                break;
             }
         }
-        Ok(page.finish(current))
+        Ok(())
     }
 
     /// The state at an older revision, from the versions: for each key, its newest version at
     /// or below `rev`, unless that is a tombstone.
-    fn list_at(&self, req: &ListRequest, rev: u64) -> Result<ListPage, Failure> {
+    fn list_at(&self, req: &ListRequest, rev: u64, page: &mut Page) -> Result<(), Failure> {
         let versions = self.0.open_table(VERSIONS)?;
         let prefix = req.prefix.as_str();
         let start = match req.start_after.as_deref() {
             Some(after) if after >= prefix => Bound::Excluded((after, u64::MAX)),
             _ => Bound::Included((prefix, 0)),
         };
-        let mut page = Page::new(req.limit);
         // The key being scanned and its newest version at or below `rev`: (revision, live).
         let mut key: Option<String> = None;
         let mut found: Option<(u64, bool)> = None;
@@ -124,7 +132,10 @@ impl Snapshot {
             }
             if key.as_deref() != Some(this) {
                 if let Some(done) = key.take() {
-                    emit(&done, found.take(), &mut page)?;
+                    emit(&done, found.take(), page)?;
+                    if page.counted() {
+                        return Ok(());
+                    }
                 }
                 key = Some(this.to_string());
             }
@@ -133,9 +144,9 @@ impl Snapshot {
             }
         }
         if let Some(done) = key {
-            emit(&done, found, &mut page)?;
+            emit(&done, found, page)?;
         }
-        Ok(page.finish(rev))
+        Ok(())
     }
 
     /// The changes after revision `after` under `prefix`, in revision order, stopping early
@@ -232,15 +243,27 @@ where
 struct Page {
     items: Vec<KeyValue>,
     limit: usize,
+    /// The revision the page is read at.
+    revision: u64,
+    /// Items after the limit seen so far.
     remaining: u64,
+    /// The number of keys after the page's start, when a previous page counted them: then
+    /// the items after the limit need not be walked.
+    known: Option<u64>,
 }
 
 impl Page {
-    fn new(limit: usize) -> Self {
+    fn new(req: &ListRequest, counts: &PageCounts, revision: u64) -> Self {
+        let known = match (&req.start_after, req.limit) {
+            (Some(after), limit) if limit > 0 => counts.after(revision, &req.prefix, after),
+            _ => None,
+        };
         Page {
             items: Vec::new(),
-            limit,
+            limit: req.limit,
+            revision,
             remaining: 0,
+            known,
         }
     }
 
@@ -254,12 +277,27 @@ impl Page {
         }
     }
 
-    fn finish(self, revision: u64) -> ListPage {
+    /// Whether the page is full, more items follow, and their number is known without walking
+    /// them.
+    fn counted(&self) -> bool {
+        self.remaining > 0 && self.known.is_some()
+    }
+
+    fn finish(self, req: &ListRequest, counts: &PageCounts) -> ListPage {
+        let remaining = match self.known {
+            Some(known) if self.remaining > 0 => known.saturating_sub(self.items.len() as u64),
+            _ => self.remaining,
+        };
+        if remaining > 0
+            && let Some(last) = self.items.last()
+        {
+            counts.remember(self.revision, &req.prefix, &last.key, remaining);
+        }
         ListPage {
             items: self.items,
-            revision,
-            more: self.remaining > 0,
-            remaining: self.remaining,
+            revision: self.revision,
+            more: remaining > 0,
+            remaining,
         }
     }
 }
