@@ -114,6 +114,7 @@ impl ServerRunOptions {
             http2_ping_timeout: self.http2_ping_timeout.0,
             disable_http2: self.disable_http2_serving,
             max_open_connections: self.max_open_connections,
+            response_send_timeout: self.request_timeout.0,
             ..ConnectionLimits::default()
         }
     }
