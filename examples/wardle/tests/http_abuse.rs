@@ -370,8 +370,9 @@ async fn request_smuggling(w: &Wardle) {
 }
 
 /// A pipelining flood: 5,000 requests written on one connection whose answers are not read
-/// for 3 s; the server stops reading when its answers back up (memory stays bounded), then
-/// answers every one, in order.
+/// for 2 s (less than the request timeout, past which an unsent answer closes the
+/// connection); the server stops reading when its answers back up (memory stays bounded),
+/// then answers every one, in order.
 async fn pipelining_flood(w: &Wardle, baseline: f64) {
     const REQUESTS: usize = 5_000;
     let s = h1(w).await;
@@ -388,7 +389,7 @@ async fn pipelining_flood(w: &Wardle, baseline: f64) {
             .expect("write the requests");
         writer
     });
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
     let rss = rss_mib(w.pid());
     println!("pipelining flood: RSS {rss:.1} MiB while the answers back up");
     assert!(
@@ -571,7 +572,7 @@ async fn write_flood<S: AsyncWrite + Unpin>(s: &mut S, chunk: &[u8], most: usize
 
 /// A CONTINUATION flood (CVE-2024-27316 and kin): a HEADERS frame without END_HEADERS and
 /// then CONTINUATION frames without end. The server stops at its header list bound (16 KiB):
-/// the stream is refused with 431 or the connection closed, long before 64 MiB are sent.
+/// the stream is refused with 431 or the connection closed, long before 16 MiB are sent.
 async fn continuation_flood(w: &Wardle) {
     let mut s = h2(w, &[]).await;
     let block = get_block(w, "/readyz");
@@ -579,7 +580,7 @@ async fn continuation_flood(w: &Wardle) {
     let mut filler = Vec::new();
     hpack_field(&mut filler, "x-filler", &"f".repeat(16_000));
     let chunk = frame(CONTINUATION, 0, 1, &filler);
-    let (written, closed) = write_flood(&mut s, &chunk, 64 << 20).await;
+    let (written, closed) = write_flood(&mut s, &chunk, 16 << 20).await;
     let (bytes, closed_after) = read_until_closed(&mut s, Duration::from_secs(10)).await;
     let got = frames(&bytes);
     println!(
@@ -587,8 +588,8 @@ async fn continuation_flood(w: &Wardle) {
         goaway(&got)
     );
     assert!(
-        written < 64 << 20,
-        "the server read 64 MiB of CONTINUATION frames"
+        written < 16 << 20,
+        "the server read 16 MiB of CONTINUATION frames"
     );
     assert!(closed || closed_after, "the connection stays open");
 }
@@ -598,12 +599,12 @@ async fn continuation_flood(w: &Wardle) {
 async fn control_frame_flood(w: &Wardle, kind: u8, payload: &[u8], baseline: f64) {
     let mut s = h2(w, &[]).await;
     let chunk: Vec<u8> = (0..1000).flat_map(|_| frame(kind, 0, 0, payload)).collect();
-    let (written, closed) = write_flood(&mut s, &chunk, 256 << 20).await;
+    let (written, closed) = write_flood(&mut s, &chunk, 64 << 20).await;
     let rss = rss_mib(w.pid());
     println!("{kind:#x} flood: {written} bytes written, closed: {closed}, RSS {rss:.1} MiB");
     assert!(
-        written < 256 << 20,
-        "the server read 256 MiB of control frames unanswered"
+        written < 64 << 20,
+        "the server read 64 MiB of control frames unanswered"
     );
     assert!(rss <= baseline + 64.0, "RSS {rss:.1} MiB during the flood");
 }
@@ -643,7 +644,7 @@ async fn rapid_reset(w: &Wardle) {
         "the connection stays open after {sent} resets"
     );
     assert!(goaway(&got).is_some() || closed, "no GOAWAY");
-    assert!(answered < 20_000, "every reset stream was served");
+    assert!(answered <= 1_000, "{answered} reset streams were served");
 }
 
 /// A zero flow-control window: the client opens 100 streams of a large list with an initial
