@@ -114,6 +114,7 @@ impl ServerRunOptions {
             http2_ping_timeout: self.http2_ping_timeout.0,
             disable_http2: self.disable_http2_serving,
             max_open_connections: self.max_open_connections,
+            response_send_timeout: self.request_timeout.0,
             ..ConnectionLimits::default()
         }
     }
@@ -167,7 +168,14 @@ mod tests {
         assert_eq!(l.min_request_timeout, Duration::from_secs(30));
         assert_eq!(o.shutdown().delay, Duration::from_secs(2));
         assert_eq!(o.shutdown().drain_timeout, Duration::from_secs(5));
-        assert_eq!(o.connections(), ConnectionLimits::default());
+        // The request timeout also bounds sending a response.
+        assert_eq!(
+            o.connections(),
+            ConnectionLimits {
+                response_send_timeout: Duration::from_secs(5),
+                ..ConnectionLimits::default()
+            }
+        );
         assert!(Cli::try_parse_from(["x", "--max-requests-inflight=-1"]).is_err());
         assert!(Cli::try_parse_from(["x", "--request-timeout=-1s"]).is_err());
     }

@@ -23,6 +23,8 @@ pub struct Activity {
     evict: Notify,
     /// The connection became idle.
     became_idle: Notify,
+    /// A response stayed unsent past its deadline: the connection is closed at once.
+    abort: Notify,
 }
 
 #[derive(Debug)]
@@ -50,6 +52,7 @@ impl Default for Activity {
             evicting: AtomicBool::new(false),
             evict: Notify::new(),
             became_idle: Notify::new(),
+            abort: Notify::new(),
         }
     }
 }
@@ -144,6 +147,18 @@ impl Activity {
     /// Resolves once the last request in flight has finished.
     pub async fn idle(&self) {
         self.became_idle.notified().await
+    }
+
+    /// A response could not be sent in time (see
+    /// [`ConnectionLimits::response_send_timeout`]): the connection is to be closed now, with
+    /// whatever it still holds.
+    pub fn abort(&self) {
+        self.abort.notify_one();
+    }
+
+    /// Resolves once [`Activity::abort`] was called.
+    pub async fn aborted(&self) {
+        self.abort.notified().await
     }
 }
 

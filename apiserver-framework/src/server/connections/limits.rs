@@ -47,6 +47,14 @@ pub struct ConnectionLimits {
     pub unread_body_drain_bytes: u64,
     /// How long that reading may take.
     pub unread_body_drain_timeout: Duration,
+    /// How long a response that is not long-running (not a watch, proxy or stream) may take
+    /// to be sent once its handler has answered; a connection still holding such a response
+    /// past it is closed. Upstream's request timeout covers writing the response and aborts
+    /// it when it runs out; without this bound a client that stops reading, or grants no
+    /// HTTP/2 flow-control window while answering PINGs, would hold its answers (up to a
+    /// stream limit of lists per connection) in the server's memory for as long as it
+    /// likes. The `--request-timeout` (60 s); zero for no limit.
+    pub response_send_timeout: Duration,
 }
 
 /// Upstream's `MaxConcurrentStreams` when `--http2-max-streams-per-connection` is 0.
@@ -65,6 +73,7 @@ impl Default for ConnectionLimits {
             max_open_connections: None,
             unread_body_drain_bytes: 8 * 1024 * 1024,
             unread_body_drain_timeout: Duration::from_secs(10),
+            response_send_timeout: Duration::from_secs(60),
         }
     }
 }
