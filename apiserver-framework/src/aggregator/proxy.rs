@@ -47,16 +47,25 @@ pub enum ProxyError {
 
 pub(crate) use super::pool::BackendClient;
 
-/// The aggregator's HTTPS clients to its backends, one per APIService (rebuilt when its TLS
-/// settings or endpoint change), each a pool of HTTP/2 connections ([`super::pool`]).
+/// The aggregator's HTTPS clients to its backends, each a pool of HTTP/2 connections
+/// ([`super::pool`]). APIServices with the same TLS settings (the group-versions one backend
+/// serves) share one client, as client-go's transport cache shares kube-aggregator's
+/// transports; a client is rebuilt when an APIService's TLS settings or endpoint change.
 pub(crate) struct Backends {
     cert_chain: Vec<CertificateDer<'static>>,
     key_pem: String,
-    clients: Mutex<HashMap<String, (ClientKey, BackendClient)>>,
+    clients: Mutex<Clients>,
+}
+
+/// The clients by their TLS settings, and the settings each APIService uses.
+#[derive(Default)]
+struct Clients {
+    by_key: HashMap<ClientKey, BackendClient>,
+    by_service: HashMap<String, ClientKey>,
 }
 
 /// What a cached client depends on.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 struct ClientKey {
     server_name: String,
     ca_bundle: Vec<u8>,
@@ -72,7 +81,7 @@ impl Backends {
         Ok(Backends {
             cert_chain,
             key_pem: key_pem.to_owned(),
-            clients: Mutex::new(HashMap::new()),
+            clients: Mutex::new(Clients::default()),
         })
     }
 
@@ -89,19 +98,26 @@ impl Backends {
             insecure: service.spec.insecure_skip_tls_verify,
         };
         let mut clients = self.clients.lock();
-        if let Some((k, c)) = clients.get(&name)
-            && *k == key
-        {
-            return Ok(c.clone());
+        let client = match clients.by_key.get(&key) {
+            Some(c) => c.clone(),
+            None => {
+                let c = self.build(&key)?;
+                clients.by_key.insert(key.clone(), c.clone());
+                c
+            }
+        };
+        if clients.by_service.get(&name) != Some(&key) {
+            clients.by_service.insert(name, key);
+            clients.drop_unused();
         }
-        let client = self.build(&key)?;
-        clients.insert(name, (key, client.clone()));
         Ok(client)
     }
 
     /// Drops the clients of APIServices whose name `keep` rejects.
     pub(crate) fn retain(&self, keep: impl Fn(&str) -> bool) {
-        self.clients.lock().retain(|name, _| keep(name));
+        let mut clients = self.clients.lock();
+        clients.by_service.retain(|name, _| keep(name));
+        clients.drop_unused();
     }
 
     /// An HTTP/1.1-only client for `service` at `endpoint`, for requests that upgrade the
@@ -174,6 +190,14 @@ impl Backends {
         let server_name = ServerName::try_from(key.server_name.clone())
             .map_err(|_| ProxyError::ServerName(key.server_name.clone()))?;
         Ok((config, server_name))
+    }
+}
+
+impl Clients {
+    /// Drops the clients no APIService uses any more.
+    fn drop_unused(&mut self) {
+        let used: Vec<ClientKey> = self.by_service.values().cloned().collect();
+        self.by_key.retain(|key, _| used.contains(key));
     }
 }
 
