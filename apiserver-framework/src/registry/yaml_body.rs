@@ -3,9 +3,10 @@
 //! The YAML parser (libyaml, through `serde_yaml_ng`) reads a whole document into events before
 //! anything looks at its depth, and its scanner does work proportional to the flow nesting
 //! (`[`, `{`) for every token: a body nested tens of thousands of levels deep takes seconds of
-//! CPU before `serde_yaml_ng`'s own depth limit (128, the same as `serde_json`'s) refuses it.
-//! [`check_depth`] finds such a body in one linear pass and refuses it with the same bound,
-//! before the parser runs, in the words upstream's YAML decoder uses (`exceeded max depth of`).
+//! CPU before `serde_yaml_ng`'s own depth limit (128 levels) refuses it. [`check_depth`] finds
+//! such a body in one linear pass and refuses it, before the parser runs, in the words
+//! upstream's YAML decoder uses (`exceeded max depth of`), at the bound of JSON bodies
+//! ([`MAX_DEPTH`], 127 levels: what `serde_json` decodes, since the object is stored as JSON).
 //!
 //! No YAML crate reports its nesting as it scans, so the pass is written here: it follows
 //! libyaml's scanner (`scanner.c` of libyaml 0.2.5, which `serde_yaml_ng` runs) token by token —
@@ -13,13 +14,16 @@
 //! counts flow levels plus block indentation levels. Its count is never below the parser's
 //! flow level wherever the parser gets to (input past a syntax error is never parsed, so there
 //! it may count anything), and never above the document's real depth for a document the parser
-//! accepts, so it refuses exactly what would be refused later anyway, only sooner.
+//! accepts, so it refuses exactly what would be refused later anyway (by the parser, or by the
+//! JSON decoding of the stored object), only sooner.
 
 use serde::de::DeserializeOwned;
 
-/// The deepest nesting of collections accepted in a body: `serde_json`'s and `serde_yaml_ng`'s
-/// recursion limit.
-pub const MAX_DEPTH: usize = 128;
+/// The deepest nesting of collections accepted in a body: the deepest `serde_json` decodes (its
+/// recursion limit of 128 counts the level it refuses). `serde_yaml_ng` would accept one level
+/// more, but a YAML body becomes JSON, which is stored and read back with `serde_json`: a level
+/// more would store an object no read could decode.
+pub const MAX_DEPTH: usize = 127;
 
 /// A body nested deeper than [`MAX_DEPTH`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -562,12 +566,17 @@ mod tests {
             );
             let deep = nested(open, close, MAX_DEPTH + 1);
             assert!(check_depth(deep.as_bytes()).is_err(), "{open}");
-            assert!(parsed(&deep).is_err(), "{open}");
+            // The YAML parser takes one level more; the stored JSON could not be read back.
+            let deeper = nested(open, close, MAX_DEPTH + 2);
+            assert!(parsed(&deeper).is_err(), "{open}");
         }
+        let json = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        assert!(serde_json::from_str::<serde_json::Value>(&json(MAX_DEPTH)).is_ok());
+        assert!(serde_json::from_str::<serde_json::Value>(&json(MAX_DEPTH + 1)).is_err());
         let err = check_depth(nested("[", "]", 200).as_bytes()).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "exceeded max depth of 128 at line 1 column 129"
+            "exceeded max depth of 127 at line 1 column 128"
         );
     }
 
@@ -579,7 +588,7 @@ mod tests {
             doc.push_str("a:\n");
         }
         let err = check_depth(doc.as_bytes()).unwrap_err();
-        assert_eq!(err.line, 129);
+        assert_eq!(err.line, 128);
         let doc: String = (0..MAX_DEPTH)
             .map(|i| format!("{}a:\n", " ".repeat(i)))
             .collect();
@@ -622,7 +631,7 @@ mod tests {
             assert!(check_depth(doc.as_bytes()).is_err(), "{level}");
         }
         let mut doc = String::new();
-        for i in 0..MAX_DEPTH + 1 {
+        for i in 0..MAX_DEPTH + 2 {
             doc.push_str(&" ".repeat(i));
             doc.push_str("a: |\n");
             doc.push_str(&" ".repeat(i + 2));

@@ -114,7 +114,7 @@ async fn deeply_nested_yaml_is_refused_at_once() {
         let message = status["message"].as_str().unwrap();
         assert!(
             message.starts_with(
-                "couldn't get version/kind; yaml parse error: exceeded max depth of 128 at line "
+                "couldn't get version/kind; yaml parse error: exceeded max depth of 127 at line "
             ),
             "{what}: {message}"
         );
@@ -135,7 +135,7 @@ async fn deeply_nested_yaml_is_refused_at_once() {
         status_of(&text)["message"]
             .as_str()
             .unwrap()
-            .starts_with("error decoding YAML: exceeded max depth of 128"),
+            .starts_with("error decoding YAML: exceeded max depth of 127"),
         "{text}"
     );
 }
