@@ -18,6 +18,8 @@ mod lookup;
 pub mod openapi;
 mod pool;
 pub mod proxy;
+mod replay;
+mod retry;
 pub mod upgrade;
 
 use std::collections::HashMap;
