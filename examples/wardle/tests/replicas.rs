@@ -55,9 +55,11 @@ const WRITERS: usize = 3;
 const WATCHERS: usize = 3;
 /// Readers getting one object over and over around the kill.
 const READERS: usize = 4;
-/// How long after a replica died a write sent to it may still fail: the time the aggregator
-/// takes to read the close of its connection to it.
-const AGGREGATOR_NOTICES: Duration = Duration::from_millis(0);
+/// How long after a replica died a write may still fail, and only as written to the
+/// aggregator's connection to it before the aggregator read the close (a 503 saying the
+/// connection broke): a scheduling race on a loaded machine. None was seen in 11 runs; the
+/// aggregator used to send requests there for up to 250 ms.
+const AGGREGATOR_NOTICES: Duration = Duration::from_millis(20);
 /// How often the aggregator probes the replicas.
 const PROBE_INTERVAL: Duration = Duration::from_millis(500);
 /// Each replica's `--shutdown-delay-duration`: longer than a probe interval, so that the
@@ -721,8 +723,12 @@ async fn replicas_behind_the_aggregator_survive_kills_rollouts_and_etcd_failover
         after.len()
     );
     for w in &around_kill {
+        let broken_connection = w
+            .outcome
+            .as_ref()
+            .is_err_and(|e| e.starts_with("503: \"") && e.contains("connection"));
         assert!(
-            w.sent < killed_at + AGGREGATOR_NOTICES,
+            w.sent < killed_at || (w.sent < killed_at + AGGREGATOR_NOTICES && broken_connection),
             "{} ({}) sent {:?} after the replica died failed: {:?}",
             w.name,
             w.method,
