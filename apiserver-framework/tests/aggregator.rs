@@ -1,6 +1,10 @@
 //! The aggregator in front of a real backend server, both over HTTPS on loopback: APIService
 //! availability, proxying with front-proxy identity headers, watches through the proxy,
-//! merged discovery and OpenAPI, and recovery after the backend restarts.
+//! merged discovery and OpenAPI, and recovery after the backend restarts; and ([`retry`])
+//! requests that failed on one backend of several going to another when that is safe.
+
+#[path = "aggregator/retry.rs"]
+mod retry;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -8,33 +8,35 @@
 //! * the availability controller asks every address `/readyz` once per pass (as the kubelet's
 //!   readiness probe feeds a Service's endpoints): a replica that is shutting down fails it
 //!   first, and stops getting requests while it finishes those it has;
-//! * a request that could not connect to an address marks it not ready at once, and goes to
-//!   the next address: a replica that died takes no request beyond those it had in flight;
+//! * a request that could not connect to an address, or whose connection to it broke, marks
+//!   it not ready at once; so does a pooled connection that breaks while idle (the pool reports
+//!   it as soon as the socket closes): a replica that died takes no request beyond those it had
+//!   in flight;
+//! * a request that failed before any response byte goes to the next address when that is safe
+//!   ([`super::retry`]): one sent after a replica died, or refused by a replica shutting down,
+//!   is answered by another; so is a read that was in flight on it;
 //! * a later `/readyz` that passes puts the address back.
 //!
 //! Requests and watches go round-robin over the ready addresses; the others are tried last, so
 //! that a Service whose every address looks down is still tried rather than refused.
 
-use std::collections::HashMap;
-use std::pin::Pin;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::task::{Context, Poll};
 
 use axum::body::Body;
-use bytes::Bytes;
 use http::{Request, Response};
-use http_body::{Frame, SizeHint};
 use parking_lot::Mutex;
 
 use super::proxy::{self, BackendClient};
+use super::replay::Replay;
 use crate::host::resolver::Endpoint;
 use crate::user::UserInfo;
 
 /// The readiness of every backend address the aggregator has seen, and the round-robin turn.
 #[derive(Debug, Default)]
 pub(crate) struct EndpointHealth {
-    ready: Mutex<HashMap<String, bool>>,
+    ready: Arc<Mutex<HashMap<String, bool>>>,
     turn: AtomicUsize,
 }
 
@@ -57,12 +59,24 @@ impl EndpointHealth {
 
     /// Records whether `authority` is ready.
     pub(crate) fn set_ready(&self, authority: &str, ready: bool) {
-        let mut map = self.ready.lock();
-        if map.get(authority) != Some(&ready) {
-            tracing::info!(endpoint = authority, ready, "aggregator endpoint readiness");
-        }
-        map.insert(authority.to_string(), ready);
+        record(&self.ready, authority, ready);
     }
+
+    /// Has `client`'s pool mark an address not ready as soon as a connection to it breaks.
+    fn watch(&self, client: &BackendClient) {
+        client.report_broken(|| {
+            let ready = Arc::clone(&self.ready);
+            Box::new(move |authority: &str| record(&ready, authority, false))
+        });
+    }
+}
+
+fn record(map: &Mutex<HashMap<String, bool>>, authority: &str, ready: bool) {
+    let mut map = map.lock();
+    if map.get(authority) != Some(&ready) {
+        tracing::info!(endpoint = authority, ready, "aggregator endpoint readiness");
+    }
+    map.insert(authority.to_string(), ready);
 }
 
 /// Probes `/readyz` of every endpoint at once and records the answers: 2xx is ready,
@@ -72,6 +86,7 @@ pub(crate) async fn probe_readiness(
     client: &BackendClient,
     endpoints: &[Endpoint],
 ) {
+    health.watch(client);
     let probes = endpoints.iter().map(|endpoint| async move {
         let fetched = proxy::get(
             client,
@@ -88,9 +103,12 @@ pub(crate) async fn probe_readiness(
     futures::future::join_all(probes).await;
 }
 
-/// Forwards `req` to the first of `endpoints` (in [`EndpointHealth::order`]) that takes it:
-/// an endpoint that refuses the connection is marked not ready and the request, not sent yet,
-/// goes to the next. Any answer of a backend, error statuses included, is the answer.
+/// Forwards `req` to the first of `endpoints` (in [`EndpointHealth::order`]) that answers. A
+/// request that failed before any response byte goes to the next endpoint when the failure says
+/// it is safe ([`super::retry`]); each endpoint is tried once, and the last one once more on a
+/// fresh connection when its failure was on a reused one. An endpoint that could not be reached
+/// or whose connection broke is marked not ready at once. Any answer of a backend, error
+/// statuses included, is the answer.
 pub(crate) async fn forward(
     health: &EndpointHealth,
     client: &BackendClient,
@@ -98,32 +116,48 @@ pub(crate) async fn forward(
     req: Request<Body>,
     user: &UserInfo,
 ) -> Response<Body> {
+    health.watch(client);
     let (parts, body) = req.into_parts();
-    let slot = Arc::new(Mutex::new(Some(body)));
+    let body = Replay::new(body);
+    let mut attempts: VecDeque<(Endpoint, bool)> = health
+        .order(endpoints)
+        .into_iter()
+        .map(|endpoint| (endpoint, false))
+        .collect();
     let mut last = None;
-    for endpoint in health.order(endpoints) {
-        // Headers, method and URI as received: `proxy::forward` rewrites its own copy.
-        let Some(body) = slot
-            .lock()
-            .is_some()
-            .then(|| Reclaimable::new(slot.clone()))
-        else {
-            break;
-        };
-        let mut attempt = Request::new(Body::new(body));
+    while let Some((endpoint, fresh)) = attempts.pop_front() {
+        // Headers, method and URI as received: `proxy::forward_once` rewrites its own copy.
+        let mut attempt = Request::new(Body::new(body.attempt()));
         *attempt.method_mut() = parts.method.clone();
         *attempt.uri_mut() = parts.uri.clone();
         *attempt.version_mut() = parts.version;
         *attempt.headers_mut() = parts.headers.clone();
-        match proxy::forward(client, &endpoint, attempt, user).await {
-            Ok(res) => return res,
-            Err(not_connected) => {
-                tracing::warn!(endpoint = %endpoint.authority, error = %not_connected,
-                    "backend endpoint refused the connection; trying the next");
-                health.set_ready(&endpoint.authority, false);
-                last = Some(not_connected);
+        let failed = match proxy::forward_once(client, &endpoint, attempt, user, fresh).await {
+            Ok(res) => {
+                body.settle();
+                return res;
             }
+            Err(failed) => failed,
+        };
+        if failed.fate.marks_down() {
+            health.set_ready(&endpoint.authority, false);
         }
+        let retry = failed.fate.may_retry(
+            &parts.method,
+            &parts.headers,
+            body.replayable(),
+            failed.reused,
+        );
+        tracing::warn!(endpoint = %endpoint.authority, error = %failed, fate = ?failed.fate,
+            method = %parts.method, retry, "request to a backend endpoint failed");
+        if !retry {
+            last = Some(failed);
+            break;
+        }
+        if attempts.is_empty() && failed.reused && !fresh {
+            attempts.push_back((endpoint, true));
+        }
+        last = Some(failed);
     }
     match last {
         // As kube-aggregator's proxy answers a transport failure.
@@ -132,77 +166,6 @@ pub(crate) async fn forward(
             format!("{e}\n"),
         ),
         None => proxy::unavailable(),
-    }
-}
-
-/// Whether `error` says the request never reached the backend: its connection was refused
-/// (nothing listens at the address, e.g. a replica that just died).
-pub(crate) fn never_connected(error: &(dyn std::error::Error + 'static)) -> bool {
-    let mut current = Some(error);
-    while let Some(e) = current {
-        if let Some(legacy) = e.downcast_ref::<hyper_util::client::legacy::Error>()
-            && legacy.is_connect()
-        {
-            return true;
-        }
-        if let Some(io) = e.downcast_ref::<std::io::Error>()
-            && io.kind() == std::io::ErrorKind::ConnectionRefused
-        {
-            return true;
-        }
-        current = e.source();
-    }
-    false
-}
-
-/// A request body that goes back to its slot if the request is never sent: the first poll
-/// takes the body out of the slot; until then the caller can hand it to another attempt.
-struct Reclaimable {
-    slot: Arc<Mutex<Option<Body>>>,
-    taken: Option<Body>,
-}
-
-impl Reclaimable {
-    fn new(slot: Arc<Mutex<Option<Body>>>) -> Self {
-        Reclaimable { slot, taken: None }
-    }
-}
-
-impl http_body::Body for Reclaimable {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
-        let this = self.get_mut();
-        if this.taken.is_none() {
-            this.taken = this.slot.lock().take();
-        }
-        match this.taken.as_mut() {
-            Some(body) => Pin::new(body).poll_frame(cx),
-            None => Poll::Ready(None),
-        }
-    }
-
-    fn is_end_stream(&self) -> bool {
-        match &self.taken {
-            Some(body) => body.is_end_stream(),
-            None => self.slot.lock().as_ref().is_none_or(|b| b.is_end_stream()),
-        }
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        match &self.taken {
-            Some(body) => body.size_hint(),
-            None => self
-                .slot
-                .lock()
-                .as_ref()
-                .map(|b| b.size_hint())
-                .unwrap_or_else(|| SizeHint::with_exact(0)),
-        }
     }
 }
 
@@ -239,27 +202,5 @@ mod tests {
             .map(|_| health.order(all.clone())[0].authority.clone())
             .collect();
         assert_eq!(firsts.len(), 3);
-    }
-
-    #[tokio::test]
-    async fn an_unpolled_body_goes_back_to_its_slot() {
-        use http_body::Body as _;
-        use http_body_util::BodyExt as _;
-        let slot = Arc::new(Mutex::new(Some(Body::from("payload"))));
-        let first = Reclaimable::new(slot.clone());
-        assert_eq!(first.size_hint().exact(), Some(7));
-        drop(first);
-        let second = Reclaimable::new(slot.clone());
-        let bytes = second.collect().await.unwrap().to_bytes();
-        assert_eq!(&bytes[..], b"payload");
-        assert!(slot.lock().is_none(), "a sent body cannot be sent again");
-    }
-
-    #[test]
-    fn a_refused_connection_is_never_connected() {
-        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
-        assert!(never_connected(&refused));
-        let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
-        assert!(!never_connected(&reset));
     }
 }

@@ -5,7 +5,8 @@
 //! [`GenericApiServerBuilder::aggregator`](crate::server::generic::GenericApiServerBuilder::aggregator);
 //! that server must also serve [`apiservice::group`]. Requests for a group-version that a
 //! remote APIService registers are proxied to its backend ([`proxy`]), spread over the ready
-//! endpoints of its Service and failing over from an endpoint that refuses connections;
+//! endpoints of its Service, a request that failed before any response byte going to the next
+//! endpoint when that is safe, by the rules of Go's HTTP clients;
 //! discovery and OpenAPI documents include the backends' groups ([`discovery`], [`openapi`]); the availability
 //! controller ([`available`]), started with [`Aggregator::start`], probes backends and keeps
 //! the `Available` conditions (and the merged documents) up to date.
@@ -18,6 +19,8 @@ mod lookup;
 pub mod openapi;
 mod pool;
 pub mod proxy;
+mod replay;
+mod retry;
 pub mod upgrade;
 
 use std::collections::HashMap;

@@ -11,12 +11,18 @@
 //! server's streams run out. The count stays below the default limit of Go's HTTP/2 servers
 //! (250), so that a backend built on k8s.io/apiserver never makes requests wait either.
 //!
+//! A connection leaves the pool as soon as it ends: a task drives each one and removes it when
+//! it closes. When it ends with an error (the backend's socket closed or reset without a
+//! `GOAWAY`, as when a replica is killed) the pool also reports its address as broken
+//! ([`BackendClient::report_broken`]), so that the aggregator takes the endpoint out before
+//! the next request would pick it.
+//!
 //! Written here because hyper's pooled client keeps one HTTP/2 connection per host and the
 //! ecosystem has no HTTP/2 client pool that opens connections by stream count.
 
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
 use axum::body::Body;
@@ -32,6 +38,8 @@ use hyper_util::client::legacy::connect::{Connection as _, HttpConnector};
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use parking_lot::Mutex;
 use tower::ServiceExt as _;
+
+use super::retry::Fate;
 
 /// The most requests one HTTP/2 connection to a backend carries at once.
 pub(crate) const STREAMS_PER_CONNECTION: usize = 250;
@@ -50,6 +58,44 @@ pub(crate) enum ClientError {
     Connect(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
+/// A request that failed, with what the failure tells about its fate.
+#[derive(Debug)]
+pub(crate) struct SendError {
+    /// The failure.
+    pub(crate) error: ClientError,
+    /// Whether a backend may have acted on the request.
+    pub(crate) fate: Fate,
+    /// It went on a connection that had carried requests before.
+    pub(crate) reused: bool,
+}
+
+/// The failure with its causes, `outer: inner: …`.
+impl std::fmt::Display for SendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut written = self.error.to_string();
+        f.write_str(&written)?;
+        let mut source = std::error::Error::source(&self.error);
+        while let Some(s) = source {
+            let text = s.to_string();
+            if !written.contains(&text) {
+                write!(f, ": {text}")?;
+                written.push_str(&text);
+            }
+            source = s.source();
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for SendError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
+/// Called with a backend's address when one of its connections broke.
+type BrokenHook = Box<dyn Fn(&str) + Send + Sync>;
+
 /// An HTTPS client to one backend (cheap to clone: clones share the connections).
 #[derive(Clone)]
 pub(crate) struct BackendClient(Arc<Inner>);
@@ -64,6 +110,8 @@ struct Inner {
     opening: tokio::sync::Mutex<()>,
     /// The backend chose HTTP/1.1 when offered both.
     http1_only: AtomicBool,
+    /// Told the address of every connection that broke.
+    on_broken: OnceLock<BrokenHook>,
 }
 
 struct H2Connection {
@@ -103,7 +151,16 @@ impl BackendClient {
             connections: Mutex::new(Vec::new()),
             opening: tokio::sync::Mutex::new(()),
             http1_only: AtomicBool::new(false),
+            on_broken: OnceLock::new(),
         }))
+    }
+
+    /// Has the pool call the hook `make` makes (made once per client) with a backend's address
+    /// whenever one of its connections to it ends with an error.
+    pub(crate) fn report_broken(&self, make: impl FnOnce() -> BrokenHook) {
+        if self.0.on_broken.get().is_none() {
+            let _ = self.0.on_broken.set(make());
+        }
     }
 
     /// How many HTTP/2 connections are open.
@@ -116,42 +173,88 @@ impl BackendClient {
     /// request's stream until it ends or is dropped.
     pub(crate) async fn request(
         &self,
-        mut req: Request<Body>,
+        req: Request<Body>,
     ) -> Result<Response<BackendBody>, ClientError> {
+        self.send(req, false).await.map_err(|e| e.error)
+    }
+
+    /// Sends `req` (whose URI is absolute), on a new connection when `fresh`, and answers the
+    /// response; a failure says whether a backend may have acted on the request.
+    pub(crate) async fn send(
+        &self,
+        mut req: Request<Body>,
+        fresh: bool,
+    ) -> Result<Response<BackendBody>, SendError> {
         if !self.0.http1_only.load(Ordering::Acquire) {
-            match self.h2_connection(req.uri()).await? {
-                Some(conn) => {
+            let connection = self
+                .h2_connection(req.uri(), fresh)
+                .await
+                .map_err(|error| SendError {
+                    error,
+                    fate: Fate::Unreachable,
+                    reused: false,
+                })?;
+            match connection {
+                Some((conn, reused)) => {
                     let streams = Arc::clone(&conn.streams);
                     streams.fetch_add(1, Ordering::AcqRel);
                     let guard = StreamGuard(streams);
                     *req.version_mut() = http::Version::HTTP_2;
                     let mut send = conn.send.clone();
                     drop(conn);
-                    let res = send.send_request(req).await?;
-                    return Ok(res.map(|body| BackendBody {
-                        body,
-                        stream: Some(guard),
-                    }));
+                    return match send.try_send_request(req).await {
+                        Ok(res) => Ok(res.map(|body| BackendBody {
+                            body,
+                            stream: Some(guard),
+                        })),
+                        Err(failed) => {
+                            // Handed back: the connection had closed before it went out.
+                            let fate = match failed.message() {
+                                Some(_) => Fate::Unsent,
+                                None => Fate::of_http2(failed.error()),
+                            };
+                            Err(SendError {
+                                error: ClientError::Http2(failed.into_error()),
+                                fate,
+                                reused,
+                            })
+                        }
+                    };
                 }
                 None => self.0.http1_only.store(true, Ordering::Release),
             }
         }
         *req.version_mut() = http::Version::HTTP_11;
-        let res = self.0.http1.request(req).await?;
-        Ok(res.map(|body| BackendBody { body, stream: None }))
+        match self.0.http1.request(req).await {
+            Ok(res) => Ok(res.map(|body| BackendBody { body, stream: None })),
+            // hyper-util's pool sends a request that found its pooled connection closed again
+            // by itself; of the rest, only a failed connect is known not to have been sent.
+            Err(e) => Err(SendError {
+                fate: match e.is_connect() {
+                    true => Fate::Unreachable,
+                    false => Fate::Failed,
+                },
+                error: ClientError::Http1(e),
+                reused: false,
+            }),
+        }
     }
 
-    /// An open HTTP/2 connection with a free stream, opened if none has one; `None` when the
-    /// backend does not speak HTTP/2.
-    async fn h2_connection(&self, uri: &Uri) -> Result<Option<Arc<H2Connection>>, ClientError> {
+    /// An open HTTP/2 connection with a free stream, opened if none has one (or if `fresh`),
+    /// and whether it carried requests before; `None` when the backend does not speak HTTP/2.
+    async fn h2_connection(
+        &self,
+        uri: &Uri,
+        fresh: bool,
+    ) -> Result<Option<(Arc<H2Connection>, bool)>, ClientError> {
         let authority = uri.authority();
-        if let Some(conn) = self.pick(authority) {
-            return Ok(Some(conn));
+        if !fresh && let Some(conn) = self.pick(authority) {
+            return Ok(Some((conn, true)));
         }
         let _opening = self.0.opening.lock().await;
         // Another request may have opened one meanwhile.
-        if let Some(conn) = self.pick(authority) {
-            return Ok(Some(conn));
+        if !fresh && let Some(conn) = self.pick(authority) {
+            return Ok(Some((conn, true)));
         }
         let io = self
             .0
@@ -166,19 +269,33 @@ impl BackendClient {
         let (send, connection) = http2::Builder::new(TokioExecutor::new())
             .timer(TokioTimer::new())
             .handshake(io)
-            .await?;
-        tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::debug!(error = %e, "a backend HTTP/2 connection ended");
-            }
-        });
+            .await
+            .map_err(|e| ClientError::Connect(Box::new(e)))?;
         let conn = Arc::new(H2Connection {
             authority: authority.cloned(),
             send,
             streams: Arc::new(AtomicUsize::new(0)),
         });
         self.0.connections.lock().push(Arc::clone(&conn));
-        Ok(Some(conn))
+        let pool = Arc::downgrade(&self.0);
+        let watched = Arc::downgrade(&conn);
+        let authority = authority.map(|a| a.to_string());
+        tokio::spawn(async move {
+            let ended = connection.await;
+            let Some(pool) = pool.upgrade() else {
+                return;
+            };
+            pool.connections
+                .lock()
+                .retain(|c| !std::ptr::eq(Arc::as_ptr(c), watched.as_ptr()));
+            if let Err(e) = ended {
+                tracing::debug!(error = %e, "a backend HTTP/2 connection broke");
+                if let (Some(authority), Some(hook)) = (authority, pool.on_broken.get()) {
+                    hook(&authority);
+                }
+            }
+        });
+        Ok(Some((conn, false)))
     }
 
     /// The open connection to `authority` with the fewest streams, if one has a free stream;
@@ -288,6 +405,104 @@ mod tests {
             }
         });
         (addr, pem)
+    }
+
+    /// How a [`closable_server`] ends its connections.
+    #[derive(Clone, Copy)]
+    enum Close {
+        /// Drops the socket with nothing said, as a killed process's sockets close.
+        Kill,
+        /// Sends `GOAWAY` and closes, as a server shutting down.
+        Graceful,
+    }
+
+    /// An HTTPS server speaking only HTTP/2, answering `200 ok`, whose connections end as the
+    /// sender says; its address, certificate (PEM) and that sender.
+    async fn closable_server() -> (
+        std::net::SocketAddr,
+        String,
+        tokio::sync::watch::Sender<Option<Close>>,
+    ) {
+        let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+        let pem = cert.cert.pem();
+        let key =
+            rustls::pki_types::PrivateKeyDer::try_from(cert.signing_key.serialize_der()).unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert.cert.der().clone()], key)
+            .unwrap();
+        config.alpn_protocols = vec![b"h2".to_vec()];
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (close, closed) = tokio::sync::watch::channel(None);
+        tokio::spawn(async move {
+            loop {
+                let (tcp, _) = listener.accept().await.unwrap();
+                let acceptor = acceptor.clone();
+                let mut closed = closed.clone();
+                tokio::spawn(async move {
+                    let Ok(tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let service = hyper::service::service_fn(|_req| async {
+                        Ok::<_, Infallible>(Response::new(http_body_util::Full::new(
+                            Bytes::from_static(b"ok"),
+                        )))
+                    });
+                    let conn = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                        .serve_connection(TokioIo::new(tls), service);
+                    let mut conn = std::pin::pin!(conn);
+                    tokio::select! {
+                        _ = conn.as_mut() => return,
+                        _ = closed.wait_for(Option::is_some) => {}
+                    }
+                    let how = *closed.borrow();
+                    if let Some(Close::Graceful) = how {
+                        conn.as_mut().graceful_shutdown();
+                        let _ = conn.await;
+                    }
+                    // Close::Kill: the connection and its socket are dropped here.
+                });
+            }
+        });
+        (addr, pem, close)
+    }
+
+    /// A pooled connection whose backend dies while it is idle leaves the pool, and its address
+    /// is reported broken, with no request sent; one the backend closes with `GOAWAY` leaves
+    /// the pool and is not reported.
+    #[tokio::test]
+    async fn a_connection_that_breaks_while_idle_leaves_the_pool_and_is_reported() {
+        for (how, reported) in [(Close::Kill, true), (Close::Graceful, false)] {
+            let (addr, ca, close) = closable_server().await;
+            let client = BackendClient::new(connector(&ca));
+            let broken: Arc<Mutex<Vec<String>>> = Arc::default();
+            let seen = broken.clone();
+            client.report_broken(|| Box::new(move |a: &str| seen.lock().push(a.to_string())));
+            let res = client.request(get(addr)).await.unwrap();
+            assert_eq!(res.status(), 200);
+            drop(res);
+            assert_eq!(client.connections(), 1);
+            close.send(Some(how)).unwrap();
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while client.connections() > 0 {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the pool keeps a closed connection"
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+            // The report comes with the removal, from the same task.
+            let broken = broken.lock().clone();
+            match reported {
+                true => assert_eq!(broken, [format!("localhost:{}", addr.port())]),
+                false => assert!(broken.is_empty(), "{broken:?}"),
+            }
+        }
     }
 
     fn connector(ca_pem: &str) -> HttpsConnector<HttpConnector> {

@@ -45,7 +45,8 @@ pub enum ProxyError {
     Tls(#[from] rustls::Error),
 }
 
-pub(crate) use super::pool::BackendClient;
+pub(crate) use super::pool::{BackendClient, SendError};
+use super::retry::Fate;
 
 /// The aggregator's HTTPS clients to its backends, each a pool of HTTP/2 connections
 /// ([`super::pool`]). APIServices with the same TLS settings (the group-versions one backend
@@ -397,21 +398,34 @@ fn accepts_trailers(headers: &HeaderMap) -> bool {
         })
 }
 
-/// A request that never reached the backend: the connection to it failed, so nothing was
-/// sent and the request can go to another endpoint.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub(crate) struct NotConnected(pub(crate) String);
-
 /// Forwards `req` to `endpoint` as `user`, streaming both bodies; a transport failure is a
-/// plain-text 503 with the error, as kube-aggregator's proxy answers, except a connection that
-/// failed ([`NotConnected`]: the caller may try another endpoint).
+/// plain-text 503 with the error, as kube-aggregator's proxy answers, except when no
+/// connection could be opened to the endpoint (the caller may try another endpoint).
 pub(crate) async fn forward(
     client: &BackendClient,
     endpoint: &Endpoint,
     req: Request<Body>,
     user: &UserInfo,
-) -> Result<Response<Body>, NotConnected> {
+) -> Result<Response<Body>, SendError> {
+    match forward_once(client, endpoint, req, user, false).await {
+        Err(e) if e.fate != Fate::Unreachable => {
+            tracing::warn!(error = %e, "error while proxying request to {}", endpoint.authority);
+            Ok(plain(StatusCode::SERVICE_UNAVAILABLE, format!("{e}\n")))
+        }
+        other => other,
+    }
+}
+
+/// Forwards `req` to `endpoint` as `user` (on a new connection when `fresh`), streaming both
+/// bodies; a transport failure before any response byte is the caller's to answer or retry
+/// ([`SendError::fate`]).
+pub(crate) async fn forward_once(
+    client: &BackendClient,
+    endpoint: &Endpoint,
+    req: Request<Body>,
+    user: &UserInfo,
+    fresh: bool,
+) -> Result<Response<Body>, SendError> {
     let (mut parts, body) = req.into_parts();
     let path = parts
         .uri
@@ -447,7 +461,7 @@ pub(crate) async fn forward(
         on_upgrade
     });
     parts.extensions = http::Extensions::new();
-    match client.request(Request::from_parts(parts, body)).await {
+    match client.send(Request::from_parts(parts, body), fresh).await {
         Ok(res) if res.status() == StatusCode::SWITCHING_PROTOCOLS && upgrade.is_some() => {
             Ok(super::upgrade::splice(upgrade, res, endpoint))
         }
@@ -456,11 +470,7 @@ pub(crate) async fn forward(
             remove_hop_by_hop(&mut parts.headers);
             Ok(Response::from_parts(parts, Body::new(body)))
         }
-        Err(e) if super::endpoints::never_connected(&e) => Err(NotConnected(error_chain(&e))),
-        Err(e) => {
-            tracing::warn!(error = %e, "error while proxying request to {}", endpoint.authority);
-            Ok(plain(StatusCode::SERVICE_UNAVAILABLE, format!("{e}\n")))
-        }
+        Err(e) => Err(e),
     }
 }
 
