@@ -130,7 +130,7 @@ impl<H: ServeRequest> ConnectionServer<H> {
                 PeerCertificates(Arc::new(c.iter().map(|c| c.clone().into_owned()).collect()))
             });
         let first_request = Arc::new(Notify::new());
-        let service = self.service(peer, certs, &activity, &first_request, &stop);
+        let service = self.service(peer, certs, http2, &activity, &first_request, &stop);
         let io = TokioIo::new(TrackedIo::new(tls, activity.clone()));
         let conn = self.http.serve_connection_with_upgrades(io, service);
         tokio::pin!(conn);
@@ -205,6 +205,7 @@ impl<H: ServeRequest> ConnectionServer<H> {
         &self,
         peer: SocketAddr,
         certs: Option<PeerCertificates>,
+        http2: bool,
         activity: &Arc<Activity>,
         first_request: &Arc<Notify>,
         stop: &watch::Receiver<bool>,
@@ -225,12 +226,18 @@ impl<H: ServeRequest> ConnectionServer<H> {
         let service = move |req: Request<Incoming>| {
             first_request.notify_one();
             let in_flight = activity.request_started();
+            // HTTP/2: an answer given before the body was read waits until its rest has been
+            // read (see `unread_body`), unless the client waits for the answer to send it.
+            let hold_early_answers = http2 && !expects_continue(req.headers());
+            let mut drain = None;
             let mut req = req.map(|incoming| {
-                Body::new(UnreadBody::new(
+                let body = UnreadBody::new(
                     incoming,
                     limits.unread_body_drain_bytes,
                     limits.unread_body_drain_timeout,
-                ))
+                );
+                drain = hold_early_answers.then(|| body.drain());
+                Body::new(body)
             });
             req.extensions_mut().insert(PeerAddr(peer));
             if let Some(certs) = &certs {
@@ -256,6 +263,9 @@ impl<H: ServeRequest> ConnectionServer<H> {
                     true => compression::compressed(req, move |req| handler.serve(req)).await,
                     false => handler.serve(req).await,
                 };
+                if let Some(drain) = drain.filter(|d| d.draining()) {
+                    drain.finished().await;
+                }
                 // Watches end cleanly when the server stops.
                 let res = match long_running {
                     true => res.map(|b| lifecycle::until_stopped(b, stopped)),
@@ -275,6 +285,13 @@ impl<H: ServeRequest> ConnectionServer<H> {
         };
         hyper::service::service_fn(service)
     }
+}
+
+/// Whether the request asks for `100 Continue` before its body is sent.
+fn expects_continue(headers: &http::HeaderMap) -> bool {
+    headers
+        .get(http::header::EXPECT)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"))
 }
 
 /// Resolves once `stop` is (or already was) true, or its sender is gone.

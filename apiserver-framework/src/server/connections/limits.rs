@@ -43,9 +43,10 @@ pub struct ConnectionLimits {
     /// An answer given before the request body was read (401, 413, 429, …) leaves the rest
     /// of the body unread; it is read and discarded, up to this many bytes, so that the client
     /// finishes sending and reads the answer (see
-    /// [`crate::server::connections::unread_body`]).
+    /// [`crate::server::connections::unread_body`]). Over HTTP/2 the answer is sent once that
+    /// reading is done. A body announcing more is not read.
     pub unread_body_drain_bytes: u64,
-    /// How long that reading may take.
+    /// How long that reading may take (and so, over HTTP/2, how long such an answer may wait).
     pub unread_body_drain_timeout: Duration,
     /// How long a response that is not long-running (not a watch, proxy or stream) may take
     /// to be sent once its handler has answered; a connection still holding such a response

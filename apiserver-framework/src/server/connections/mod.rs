@@ -8,8 +8,8 @@
 //!   the open-files limit, the longest-idle one making room for a new one ([`descriptors`],
 //!   [`activity::OpenConnections`]);
 //! - HTTP/2 with `--http2-max-streams-per-connection` streams and keep-alive pings;
-//! - answers given before the request body was read reach the client intact
-//!   ([`unread_body`]);
+//! - answers given before the request body was read reach the client intact: the rest of
+//!   the body is read (within bounds), over HTTP/2 before the answer is sent ([`unread_body`]);
 //! - large responses are gzip-compressed as upstream does ([`compression`]).
 
 pub mod accept;

@@ -12,7 +12,17 @@
 //! Reading the rest instead lets the client finish sending and then read the answer, as
 //! Go's server does for HTTP/1.1 (it reads up to 256 KiB). The reading is bounded in bytes
 //! and time ([`ConnectionLimits`](super::ConnectionLimits)); past either, the body is dropped
-//! and the stream reset (`NO_ERROR` once the response is complete).
+//! and the stream reset (`NO_ERROR` once the response is complete). A body announcing more
+//! than the byte bound is not read at all (as Go does past its bound).
+//!
+//! Over HTTP/2 the connection also holds such an answer back until that reading is done
+//! ([`Drain`]): a client that reads the answer's headers while still sending may end its body
+//! there, short of its `content-length` (curl 7.88 does: "HTTP error before end of send, stop
+//! sending"), and the server's HTTP/2 stack (`h2`) resets a stream whose body ends short with
+//! `PROTOCOL_ERROR`, dropping whatever of the answer it has not sent yet. The headers and the
+//! body of an answer leave in separate steps, so a client can read the headers alone; it then
+//! got the reset instead of the body. Holding the answer until the body is read means the
+//! client has finished sending before it sees any of it.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -21,6 +31,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
+use tokio::sync::watch;
 
 /// A request body read to its end in the background if dropped before that.
 #[derive(Debug)]
@@ -28,6 +39,8 @@ pub struct UnreadBody<B: Body + Unpin + Send + 'static> {
     inner: Option<B>,
     max_bytes: u64,
     timeout: Duration,
+    /// True while the rest is being read in the background; dropped when that ends.
+    draining: Option<watch::Sender<bool>>,
 }
 
 impl<B: Body + Unpin + Send + 'static> UnreadBody<B> {
@@ -38,6 +51,33 @@ impl<B: Body + Unpin + Send + 'static> UnreadBody<B> {
             inner: Some(inner),
             max_bytes,
             timeout,
+            draining: Some(watch::Sender::new(false)),
+        }
+    }
+
+    /// Tells when reading the body's unread rest, if it comes to that, is over.
+    pub fn drain(&self) -> Drain {
+        Drain(self.draining.as_ref().map(watch::Sender::subscribe))
+    }
+}
+
+/// Whether, and until when, a request body let go of unread is being read in the background.
+#[derive(Debug)]
+pub struct Drain(Option<watch::Receiver<bool>>);
+
+impl Drain {
+    /// Whether the body was dropped unread and its rest is being read now.
+    pub fn draining(&self) -> bool {
+        self.0.as_ref().is_some_and(|d| *d.borrow())
+    }
+
+    /// Resolves once the body's rest is no longer being read: at once unless it is being read
+    /// now, then when that reading ends (the body's end, or a bound reached). A body still held
+    /// (by the handler or anything it gave it to) is not waited for.
+    pub async fn finished(self) {
+        if let Some(mut draining) = self.0 {
+            // An error: the reading is over (its sender is gone).
+            let _ = draining.wait_for(|d| !*d).await;
         }
     }
 }
@@ -78,9 +118,23 @@ impl<B: Body + Unpin + Send + 'static> Drop for UnreadBody<B> {
         if body.is_end_stream() || self.max_bytes == 0 || self.timeout.is_zero() {
             return;
         }
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(discard(body, self.max_bytes, self.timeout));
+        // More left than would be read: not worth starting (the stream is reset, or the
+        // connection closed, once the answer is sent).
+        if body.size_hint().lower() > self.max_bytes {
+            return;
         }
+        let (Ok(runtime), Some(draining)) =
+            (tokio::runtime::Handle::try_current(), self.draining.take())
+        else {
+            return;
+        };
+        draining.send_replace(true);
+        let (max_bytes, timeout) = (self.max_bytes, self.timeout);
+        runtime.spawn(async move {
+            discard(body, max_bytes, timeout).await;
+            // The body is dropped by now: the stream's receiving side is done with.
+            drop(draining);
+        });
     }
 }
 
@@ -144,5 +198,30 @@ mod tests {
         ));
         tokio::time::sleep(Duration::from_millis(200)).await;
         assert_eq!(read.load(Ordering::SeqCst), 5);
+    }
+
+    #[tokio::test]
+    async fn the_drain_tells_when_a_dropped_body_has_been_read() {
+        // Held: nothing to wait for.
+        let read = Arc::new(AtomicUsize::new(0));
+        let body = UnreadBody::new(counted(10, read.clone()), 1 << 20, Duration::from_secs(5));
+        let drain = body.drain();
+        assert!(!drain.draining());
+        drain.finished().await;
+
+        // Dropped unread: draining until the last frame is read.
+        let drain = body.drain();
+        drop(body);
+        assert!(drain.draining());
+        drain.finished().await;
+        assert_eq!(read.load(Ordering::SeqCst), 10);
+
+        // A body announcing more than the bound is not read at all.
+        let big = http_body_util::Full::new(Bytes::from(vec![0u8; 8192]));
+        let body = UnreadBody::new(big, 4096, Duration::from_secs(5));
+        let drain = body.drain();
+        drop(body);
+        assert!(!drain.draining());
+        drain.finished().await;
     }
 }
