@@ -121,6 +121,8 @@ struct GadgetLimit {
     seen: Seen,
 }
 
+/// Whether admission handed on the store's object (borrowed) or decoded one (owned).
+#[allow(clippy::ptr_arg)] // it reads which variant the Cow is
 fn how(obj: &Cow<'_, Gadget>) -> &'static str {
     match obj {
         Cow::Borrowed(_) => "typed",

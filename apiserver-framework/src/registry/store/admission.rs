@@ -65,7 +65,6 @@ impl<T: ApiResource> Store<T> {
         match phase {
             Phase::Mutating => {
                 ctx.admission.mutate(&mut attrs).await?;
-                drop(attrs);
                 *obj = self.decode_value(value)?;
             }
             Phase::Validating => ctx.admission.validate(&attrs).await?,
