@@ -2,8 +2,8 @@
 //!
 //! Build Kubernetes-style aggregated (extension) API servers from plain Rust structs.
 //!
-//! Put `#[derive(ApiResource)]` on a spec struct, register the generated type in a [`Group`],
-//! and [`App`] gives you a server with Kubernetes REST semantics, discovery, OpenAPI, health
+//! Put `#[derive(ApiResource)]` on a spec struct, register the generated type with
+//! [`App::resource`], and [`App`] gives you a server with Kubernetes REST semantics, discovery, OpenAPI, health
 //! checks and a command line with a `local` development mode that `kubectl` can talk to.
 #![warn(missing_docs)]
 
@@ -72,16 +72,31 @@ pub use error::{ApiError, Result};
 pub use registry::group::Group;
 pub use resource::{ApiResource, PrinterColumn, ResourceInfo, ScaleSubresource, Scope};
 
-/// Everything a typical server needs, in one import.
+/// Everything a typical server needs, in one import: `use apiserver_framework::prelude::*;`.
+///
+/// The derive and the resource traits, [`App`] and its [`Kind`](crate::registry::versions::Kind)s,
+/// strategies, admission plugins (with `#[async_trait]`, so a server needs no `async-trait`
+/// dependency of its own), custom and computed subresources, errors, and the serde and schemars
+/// derives the resource types use.
 pub mod prelude {
     pub use crate::ApiResource;
     pub use crate::cli::App;
     pub use crate::error::{ApiError, FieldError, Result};
     pub use crate::registry::admission::{AdmissionAttributes, AdmissionPlugin, Operation};
+    pub use crate::registry::computed::ResourceProvider;
     pub use crate::registry::group::Group;
+    pub use crate::registry::options::WriteOptions;
+    pub use crate::registry::rest::RequestContext;
     pub use crate::registry::strategy::Strategy;
+    pub use crate::registry::subresource::{
+        Action, Connecter, CustomSubresource, GetterWithOptions, Session, Subresource,
+        SubresourceNames,
+    };
+    pub use crate::registry::versions::{Deprecation, Kind};
     pub use crate::resource::{ResourceInfo, Scope};
+    pub use async_trait::async_trait;
     pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    pub use kube_core::{Resource, ResourceExt};
     pub use schemars::JsonSchema;
     pub use serde::{Deserialize, Serialize};
 }

@@ -114,6 +114,13 @@ impl ResourceInfo {
         }
     }
 
+    /// Whether this is `T`'s resource (same group and plural), in any version: the versions
+    /// of a multi-version kind are one resource. Admission plugins pick their resources with
+    /// it (`resource.is::<Flunder>()`).
+    pub fn is<T: ApiResource>(&self) -> bool {
+        self.group == T::group(&()) && self.plural == T::plural(&())
+    }
+
     /// Kind of the list type, e.g. `FlunderList`.
     pub fn list_kind(&self) -> String {
         format!("{}List", self.kind)

@@ -14,20 +14,32 @@ use crate::cli::serve_options::ServeOptions;
 use crate::devhost::{self, DevHost, DevHostError, DevHostOptions, Extension};
 use crate::host::client::host_client;
 use crate::registry::admission::AdmissionPlugin;
-use crate::registry::group::Group;
+use crate::registry::computed::ResourceProvider;
+use crate::registry::group::{Group, RegistrationError};
+use crate::registry::strategy::{DefaultStrategy, Strategy};
+use crate::registry::subresource::CustomSubresource;
+use crate::registry::versions::Kind;
+use crate::resource::ApiResource;
 use crate::server::filters::filter::ChainInner;
 use crate::server::filters::{ChainLayers, ChainPosition, ChainService};
 use crate::server::generic::{GenericApiServer, GenericApiServerBuilder};
 use crate::server::version::VersionInfo;
 
-/// A server built with the framework: its groups, admission plugins and command line.
+/// A server built with the framework: its resources, admission plugins and command line.
 ///
 /// ```text
 /// App::new("wardle")
-///     .group(Group::new("wardle.example.com").resource::<Flunder>())
+///     .resource::<Flunder>()
+///     .resource_with::<Fischer>(FischerStrategy)
+///     .admission(BanFlunder)
 ///     .run()
 ///     .await
 /// ```
+///
+/// Resources are served in the group and version their `#[derive(ApiResource)]` names;
+/// resources of one group form one group (and one group-version per version). [`Group`] is
+/// there for what needs the group spelled out; a resource registered in a group other than its
+/// type's is an error every command reports ([`App::check`]) before serving anything.
 pub struct App {
     name: String,
     groups: Vec<Group>,
@@ -102,6 +114,9 @@ pub enum AppError {
     /// A `--storage-version` flag is malformed or names a version its kind does not have.
     #[error("{0}")]
     StorageVersion(String),
+    /// A resource or subresource cannot be served as registered (see [`RegistrationError`]).
+    #[error(transparent)]
+    Registration(#[from] RegistrationError),
 }
 
 impl App {
@@ -116,10 +131,79 @@ impl App {
         }
     }
 
-    /// Serves the resources of `group`.
+    /// Serves the resources of `group` (added to what the app already serves of that group).
     pub fn group(mut self, group: Group) -> Self {
-        self.groups.push(group);
+        match self.groups.iter().position(|g| g.name() == group.name()) {
+            Some(i) => {
+                let mine = std::mem::replace(&mut self.groups[i], Group::new(""));
+                self.groups[i] = mine.merge(group);
+            }
+            None => self.groups.push(group),
+        }
         self
+    }
+
+    /// Applies `f` to the group named `name`, created (after the others) if new.
+    fn in_group(mut self, name: &str, f: impl FnOnce(Group) -> Group) -> Self {
+        let i = match self.groups.iter().position(|g| g.name() == name) {
+            Some(i) => i,
+            None => {
+                self.groups.push(Group::new(name));
+                self.groups.len() - 1
+            }
+        };
+        let group = std::mem::replace(&mut self.groups[i], Group::new(""));
+        self.groups[i] = f(group);
+        self
+    }
+
+    /// Serves `T` in the group and version its derive names, with the generic store and the
+    /// default strategy.
+    pub fn resource<T: ApiResource>(self) -> Self {
+        self.resource_with::<T>(DefaultStrategy)
+    }
+
+    /// Serves `T` in the group and version its derive names, with the generic store driven by
+    /// `strategy`.
+    pub fn resource_with<T: ApiResource>(self, strategy: impl Strategy<T>) -> Self {
+        let group = T::group(&());
+        self.in_group(&group, |g| g.resource_with::<T>(strategy))
+    }
+
+    /// Serves every version of a multi-version kind (see [`Kind`]) in the kind's group.
+    pub fn kind<H: Send + Sync + 'static>(self, kind: Kind<H>) -> Self {
+        let group = kind.group().to_string();
+        self.in_group(&group, |g| g.kind(kind))
+    }
+
+    /// Serves a custom subresource (see [`crate::registry::subresource`]) of `T`'s resource, in
+    /// `T`'s group and version.
+    pub fn subresource<T: ApiResource>(self, subresource: Arc<dyn CustomSubresource>) -> Self {
+        let group = T::group(&());
+        self.in_group(&group, |g| g.subresource::<T>(subresource))
+    }
+
+    /// Serves `T` computed by `provider` on each request (see [`crate::registry::computed`]),
+    /// in the group and version its derive names: read-only, nothing stored.
+    pub fn computed<T: ApiResource>(self, provider: impl ResourceProvider<T>) -> Self {
+        let group = T::group(&());
+        self.in_group(&group, |g| g.computed::<T>(provider))
+    }
+
+    /// Whether everything registered can be served: the first [`RegistrationError`] (a
+    /// resource registered in a group other than its type's, naming both; a subresource of a
+    /// resource not served…). Every command checks this before it starts anything.
+    pub fn check(&self) -> Result<(), AppError> {
+        for g in &self.groups {
+            g.check()?;
+        }
+        Ok(())
+    }
+
+    /// The server this app describes, on a new in-memory store (for tests and tools; the
+    /// commands open the storage their flags choose).
+    pub fn build(self) -> Result<GenericApiServer, AppError> {
+        Ok(self.server_builder().try_build()?)
     }
 
     /// Stores `resource` (`<plural>.<group>`, a multi-version kind) in `version` instead of
@@ -166,8 +250,9 @@ impl App {
         let app = self.with_storage_versions(&opts.storage)?;
         let mut storage = opts.storage.clone();
         storage.watch_cache = false;
+        app.check()?;
         let opened = storage.open().await?;
-        let server = app.server_builder().storage(opened.storage).build();
+        let server = app.server_builder().storage(opened.storage).try_build()?;
         for r in server.registry().resources() {
             let Some(v) = r
                 .as_any()
@@ -274,6 +359,7 @@ impl App {
     /// Starts the server in production mode (see [`ServeOptions`]) on the storage its options
     /// choose, and returns once it listens.
     pub async fn start_serve(self, opts: &ServeOptions) -> Result<ProductionServer, AppError> {
+        self.check()?;
         self.with_storage_versions(&opts.storage)?
             .start_serve_inner(opts)
             .await
@@ -310,17 +396,19 @@ impl App {
         for check in opened.readiness_checks {
             builder = builder.readiness_check(check);
         }
-        Ok(serve::start(Arc::new(builder.build()), opts).await?)
+        Ok(serve::start(Arc::new(builder.try_build()?), opts).await?)
     }
 
     /// Starts a development host prepared for this app (see [`DevHostOptions`]).
     pub async fn start_dev_host(&self, opts: &DevHostOptions) -> Result<DevHost, AppError> {
+        self.check()?;
         Ok(devhost::start(&self.extension(), opts).await?)
     }
 
     /// Starts the server in local mode (see [`LocalOptions`]) on the storage its options
     /// choose (the embedded store under `--data-dir` by default) and returns once it listens.
     pub async fn start_local(self, opts: &LocalOptions) -> Result<LocalServer, AppError> {
+        self.check()?;
         self.with_storage_versions(&opts.storage)?
             .start_local_inner(opts)
             .await
@@ -344,7 +432,7 @@ impl App {
         for check in opened.readiness_checks {
             builder = builder.readiness_check(check);
         }
-        Ok(local::start(&name, Arc::new(builder.build()), opts).await?)
+        Ok(local::start(&name, Arc::new(builder.try_build()?), opts).await?)
     }
 
     /// Parses the process's command line and runs the chosen command until it is stopped
@@ -372,6 +460,7 @@ impl App {
             }
             Command::MigrateStorage(opts) => self.migrate_storage(&opts).await,
             Command::Manifests(opts) => {
+                self.check()?;
                 print!(
                     "{}",
                     manifests::render(&self.name, &self.group_versions(), &opts)?

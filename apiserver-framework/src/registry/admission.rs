@@ -7,14 +7,48 @@
 //! refuses a request returns an [`ApiError`]; [`AdmissionAttributes::forbidden`] builds the
 //! upstream `403 Forbidden` shape (`<resource> "<name>" is forbidden: <reason>`). The plugins
 //! the framework provides (webhooks, namespace lifecycle, filters) are in [`crate::admission`].
+//!
+//! A plugin reads the objects typed ([`AdmissionAttributes::object`],
+//! [`AdmissionAttributes::old_object`]) and picks its resources by type
+//! ([`ResourceInfo::is`]):
+//!
+//! ```
+//! use apiserver_framework::prelude::*;
+//! # #[derive(ApiResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+//! # #[resource(group = "example.com", version = "v1", kind = "Widget", namespaced)]
+//! # pub struct WidgetSpec { pub size: u32 }
+//!
+//! struct SmallWidgets;
+//!
+//! #[async_trait]
+//! impl AdmissionPlugin for SmallWidgets {
+//!     fn name(&self) -> &str {
+//!         "SmallWidgets"
+//!     }
+//!
+//!     fn handles(&self, resource: &ResourceInfo, operation: Operation) -> bool {
+//!         operation == Operation::Create && resource.is::<Widget>()
+//!     }
+//!
+//!     async fn validate(&self, attrs: &AdmissionAttributes<'_>) -> Result<(), ApiError> {
+//!         match attrs.object::<Widget>()? {
+//!             Some(widget) if widget.spec.size > 10 => Err(attrs.forbidden("too big")),
+//!             _ => Ok(()),
+//!         }
+//!     }
+//! }
+//! ```
 
+use std::any::Any;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use super::scheme::Registry;
+use super::versions::VersionedStorage;
 use crate::error::ApiError;
-use crate::resource::ResourceInfo;
+use crate::resource::{ApiResource, ResourceInfo};
 use crate::user::UserInfo;
 
 /// The kind of write being admitted.
@@ -40,9 +74,11 @@ pub struct AdmissionAttributes<'a> {
     pub namespace: Option<&'a str>,
     /// The object's name (may be empty for a create with `generateName`).
     pub name: &'a str,
-    /// The object as it will be stored (absent on delete). Mutating plugins may change it.
+    /// The object as it will be stored, as JSON (absent on delete). Mutating plugins may
+    /// change it. [`AdmissionAttributes::object`] reads it typed.
     pub object: Option<&'a mut Value>,
-    /// The stored object (updates and deletes).
+    /// The stored object, as JSON (updates and deletes). [`AdmissionAttributes::old_object`]
+    /// reads it typed.
     pub old_object: Option<&'a Value>,
     /// The caller.
     pub user: &'a UserInfo,
@@ -50,9 +86,82 @@ pub struct AdmissionAttributes<'a> {
     pub dry_run: bool,
     /// Every resource the server stores, to look up other objects.
     pub registry: &'a Registry,
+    /// The typed form of `object`, when the store holds it and no plugin may have changed the
+    /// JSON since (the validating phase).
+    pub(crate) typed_object: Option<&'a (dyn Any + Send + Sync)>,
+    /// The typed form of `old_object`, when the store holds it.
+    pub(crate) typed_old_object: Option<&'a (dyn Any + Send + Sync)>,
 }
 
-impl AdmissionAttributes<'_> {
+impl<'a> AdmissionAttributes<'a> {
+    /// Whether the request is for `T`'s resource, in any of its versions (see
+    /// [`ResourceInfo::is`]).
+    pub fn is<T: ApiResource>(&self) -> bool {
+        self.resource.is::<T>()
+    }
+
+    /// The object as it will be stored, as a `T` (absent on delete).
+    ///
+    /// `T` is the request's resource in any version: the store's own typed object when it
+    /// holds one (validating plugins), else decoded from [`AdmissionAttributes::object`]
+    /// (converted first when `T` is another version of a multi-version kind). A `T` of another
+    /// resource is an internal error naming both.
+    pub fn object<T: ApiResource>(&self) -> Result<Option<Cow<'_, T>>, ApiError> {
+        self.typed(self.typed_object, self.object.as_deref())
+    }
+
+    /// The stored object, as a `T` (updates and deletes); see
+    /// [`AdmissionAttributes::object`].
+    pub fn old_object<T: ApiResource>(&self) -> Result<Option<Cow<'_, T>>, ApiError> {
+        self.typed(self.typed_old_object, self.old_object)
+    }
+
+    fn typed<T: ApiResource>(
+        &self,
+        typed: Option<&'a (dyn Any + Send + Sync)>,
+        value: Option<&Value>,
+    ) -> Result<Option<Cow<'_, T>>, ApiError> {
+        if !self.is::<T>() {
+            return Err(ApiError::internal(format!(
+                "admission asked for a {}, but the request is for {}",
+                type_name::<T>(),
+                self.resource.group_resource()
+            )));
+        }
+        if let Some(t) = typed.and_then(|t| t.downcast_ref::<T>()) {
+            return Ok(Some(Cow::Borrowed(t)));
+        }
+        let Some(value) = value else {
+            return Ok(None);
+        };
+        let decode = |v: &Value| {
+            T::deserialize(v).map_err(|e| {
+                ApiError::internal(format!("decoding {} for admission: {e}", type_name::<T>()))
+            })
+        };
+        if T::version(&()) == self.resource.version.as_str() {
+            return decode(value).map(|t| Some(Cow::Owned(t)));
+        }
+        // Another version of a multi-version kind: convert as its storage does.
+        let converter = self
+            .registry
+            .resources()
+            .iter()
+            .filter(|r| r.info().is::<T>())
+            .find_map(|r| Some(r.as_any().downcast_ref::<VersionedStorage>()?.converter()))
+            .ok_or_else(|| {
+                ApiError::internal(format!(
+                    "admission asked for a {}, which the server does not convert {} to",
+                    type_name::<T>(),
+                    self.resource.api_version()
+                ))
+            })?;
+        let converted = converter
+            .convert(value.clone(), &T::api_version(&()))
+            .map_err(|e| ApiError::internal(format!("converting for admission: {e}")))?;
+        decode(&converted).map(|t| Some(Cow::Owned(t)))
+    }
+
     /// The upstream `403 Forbidden` for this request, with `reason` as the explanation.
     pub fn forbidden(&self, reason: &str) -> ApiError {
         let name = if self.name.is_empty() {
@@ -66,6 +175,11 @@ impl AdmissionAttributes<'_> {
         };
         ApiError::forbidden(self.resource, name, reason)
     }
+}
+
+/// `<Kind>.<group>/<version>` of `T`, for messages.
+fn type_name<T: ApiResource>() -> String {
+    format!("{}.{}/{}", T::kind(&()), T::group(&()), T::version(&()))
 }
 
 /// An admission plugin. Override [`AdmissionPlugin::mutate`], [`AdmissionPlugin::validate`]

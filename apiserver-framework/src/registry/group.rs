@@ -1,4 +1,5 @@
-//! [`Group`]: the resources of one API group, as a server's builder receives them.
+//! [`Group`]: the resources of one API group, as a server's builder receives them, and the
+//! [`RegistrationError`]s a group reports instead of serving what it cannot.
 
 use std::sync::Arc;
 
@@ -14,7 +15,72 @@ use crate::storage::Storage;
 type Factory =
     Box<dyn FnOnce(&Arc<dyn Storage>, &StorageVersions) -> Vec<Arc<dyn RestStorage>> + Send>;
 
-/// The resources of one API group.
+/// What cannot be registered: reported by [`Group::check`] (and so by `App`'s commands and
+/// [`GenericApiServerBuilder::try_build`](crate::server::GenericApiServerBuilder::try_build))
+/// rather than served.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RegistrationError {
+    /// A resource registered in a group other than the one its type names.
+    #[error(
+        "{kind} ({api_version}) is registered in group {group:?}, but its type names group {expected:?}"
+    )]
+    WrongGroup {
+        /// The resource's kind.
+        kind: String,
+        /// The resource's `<group>/<version>`.
+        api_version: String,
+        /// The group it was registered in.
+        group: String,
+        /// The group its type names.
+        expected: String,
+    },
+    /// The same resource registered twice in one version.
+    #[error("{resource} is registered twice in version {version}")]
+    DuplicateResource {
+        /// `<plural>.<group>`.
+        resource: String,
+        /// The version.
+        version: String,
+    },
+    /// A custom subresource name that is empty, holds a `/`, or is `status` or `scale`.
+    #[error("invalid custom subresource name {name:?} of {resource}")]
+    InvalidSubresourceName {
+        /// `<plural>.<group>`.
+        resource: String,
+        /// The name.
+        name: String,
+    },
+    /// The same custom subresource registered twice.
+    #[error("subresource {plural}/{name} of group {group:?} ({version}) is registered twice")]
+    DuplicateSubresource {
+        /// The group.
+        group: String,
+        /// The version.
+        version: String,
+        /// The resource's plural.
+        plural: String,
+        /// The subresource's name.
+        name: String,
+    },
+    /// A custom subresource of a resource its group does not serve.
+    #[error(
+        "subresource {plural}/{name} is registered for {plural} in {version}, which group {group:?} does not serve"
+    )]
+    UnservedSubresource {
+        /// The group.
+        group: String,
+        /// The version.
+        version: String,
+        /// The resource's plural.
+        plural: String,
+        /// The subresource's name.
+        name: String,
+    },
+}
+
+/// The resources of one API group, for what needs explicit group options; most servers
+/// register resources on the `App` directly (`App::resource::<T>()`), which groups them by the
+/// group their derive names.
 ///
 /// ```text
 /// Group::new("wardle.example.com")
@@ -22,6 +88,9 @@ type Factory =
 ///     .resource_with::<Fischer>(FischerStrategy)
 ///     .subresource::<Flunder>(Subresource::getter(names, Describe))
 /// ```
+///
+/// A resource of another group is not served: [`Group::check`] reports it, naming both
+/// groups, and the server does not start.
 pub struct Group {
     name: String,
     versions: Vec<String>,
@@ -31,6 +100,10 @@ pub struct Group {
     storage_versions: StorageVersions,
     /// The declared versions of each multi-version kind, by `<plural>.<group>`.
     kinds: StorageVersions,
+    /// The `(version, plural)` of every resource registered.
+    served: Vec<(String, String)>,
+    /// What could not be registered.
+    errors: Vec<RegistrationError>,
 }
 
 impl Group {
@@ -43,7 +116,48 @@ impl Group {
             subresources: Vec::new(),
             storage_versions: StorageVersions::new(),
             kinds: StorageVersions::new(),
+            served: Vec::new(),
+            errors: Vec::new(),
         }
+    }
+
+    /// Whether everything registered can be served: the first [`RegistrationError`] if not.
+    pub fn check(&self) -> Result<(), RegistrationError> {
+        if let Some(e) = self.errors.first() {
+            return Err(e.clone());
+        }
+        match self
+            .subresources
+            .iter()
+            .find(|(v, p, _)| !self.served.iter().any(|(sv, sp)| sv == v && sp == p))
+        {
+            Some((version, plural, s)) => Err(RegistrationError::UnservedSubresource {
+                group: self.name.clone(),
+                version: version.clone(),
+                plural: plural.clone(),
+                name: s.info().name.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Adds what `other`, a group of the same name, registers to this group.
+    pub(crate) fn merge(mut self, other: Group) -> Self {
+        debug_assert_eq!(self.name, other.name);
+        for v in &other.versions {
+            self.add_version(v);
+        }
+        for (version, plural) in other.served {
+            self.add_served(&version, &plural);
+        }
+        self.factories.extend(other.factories);
+        for (version, plural, sub) in other.subresources {
+            self = self.subresource_of(&version, &plural, sub);
+        }
+        self.storage_versions.extend(other.storage_versions);
+        self.kinds.extend(other.kinds);
+        self.errors.extend(other.errors);
+        self
     }
 
     /// The group's name.
@@ -65,8 +179,9 @@ impl Group {
     pub fn resource_with<T: ApiResource>(mut self, strategy: impl Strategy<T>) -> Self {
         let strategy: Arc<dyn Strategy<T>> = Arc::new(strategy);
         let info = T::resource_info();
-        self.check_group(&info.group);
-        self.add_version(&info.version);
+        if !self.accepts(&info) {
+            return self;
+        }
         self.factories.push(Box::new(
             move |storage: &Arc<dyn Storage>, _: &StorageVersions| {
                 vec![Arc::new(Store::<T>::new(storage.clone(), strategy)) as Arc<dyn RestStorage>]
@@ -88,9 +203,18 @@ impl Group {
 
     /// Serves every version of a multi-version kind (see [`Kind`]).
     pub fn kind<H: Send + Sync + 'static>(mut self, kind: Kind<H>) -> Self {
-        self.check_group(kind.group());
+        if kind.group() != self.name {
+            self.errors.push(RegistrationError::WrongGroup {
+                kind: kind.kind().to_string(),
+                api_version: format!("{}/{}", kind.group(), kind.served_versions().join(",")),
+                group: self.name.clone(),
+                expected: kind.group().to_string(),
+            });
+            return self;
+        }
         for v in kind.served_versions() {
             self.add_version(&v);
+            self.add_served(&v, kind.plural());
         }
         let resource = format!("{}.{}", kind.plural(), kind.group());
         self.kinds
@@ -127,9 +251,9 @@ impl Group {
     /// Serves a hand-written storage (for computed resources that need more than
     /// [`Group::computed`] gives).
     pub fn storage(mut self, rest: Arc<dyn RestStorage>) -> Self {
-        self.check_group(&rest.info().group);
-        let version = rest.info().version.clone();
-        self.add_version(&version);
+        if !self.accepts(rest.info()) {
+            return self;
+        }
         self.factories.push(Box::new(move |_, _| vec![rest]));
         self
     }
@@ -150,17 +274,26 @@ impl Group {
         subresource: Arc<dyn CustomSubresource>,
     ) -> Self {
         let name = &subresource.info().name;
-        assert!(
-            !name.is_empty() && !name.contains('/') && !matches!(name.as_str(), "status" | "scale"),
-            "invalid custom subresource name {name:?}"
-        );
-        assert!(
-            !self
-                .subresources
-                .iter()
-                .any(|(v, p, s)| v == version && p == plural && s.info().name == *name),
-            "subresource {plural}/{name} registered twice"
-        );
+        if name.is_empty() || name.contains('/') || matches!(name.as_str(), "status" | "scale") {
+            self.errors.push(RegistrationError::InvalidSubresourceName {
+                resource: format!("{plural}.{}", self.name),
+                name: name.clone(),
+            });
+            return self;
+        }
+        if self
+            .subresources
+            .iter()
+            .any(|(v, p, s)| v == version && p == plural && s.info().name == *name)
+        {
+            self.errors.push(RegistrationError::DuplicateSubresource {
+                group: self.name.clone(),
+                version: version.to_string(),
+                plural: plural.to_string(),
+                name: name.clone(),
+            });
+            return self;
+        }
         self.subresources
             .push((version.to_string(), plural.to_string(), subresource));
         self
@@ -172,18 +305,37 @@ impl Group {
         }
     }
 
-    fn check_group(&self, group: &str) {
-        assert_eq!(
-            group, self.name,
-            "resource of group {group:?} registered in Group {:?}",
-            self.name
-        );
+    fn add_served(&mut self, version: &str, plural: &str) {
+        if self.served.iter().any(|(v, p)| v == version && p == plural) {
+            self.errors.push(RegistrationError::DuplicateResource {
+                resource: format!("{plural}.{}", self.name),
+                version: version.to_string(),
+            });
+        } else {
+            self.served.push((version.to_string(), plural.to_string()));
+        }
+    }
+
+    /// Whether a resource described by `info` belongs here; records it (or the error).
+    fn accepts(&mut self, info: &crate::resource::ResourceInfo) -> bool {
+        if info.group != self.name {
+            self.errors.push(RegistrationError::WrongGroup {
+                kind: info.kind.clone(),
+                api_version: info.api_version(),
+                group: self.name.clone(),
+                expected: info.group.clone(),
+            });
+            return false;
+        }
+        self.add_version(&info.version);
+        self.add_served(&info.version, &info.plural);
+        true
     }
 
     /// Builds the storages of the group's resources on `storage`.
     ///
     /// # Panics
-    /// When a custom subresource names a resource the group does not serve.
+    /// When [`Group::check`] reports an error (callers check first).
     pub(crate) fn build(self, storage: &Arc<dyn Storage>) -> Vec<Arc<dyn RestStorage>> {
         let chosen = self.storage_versions;
         let mut subresources = self.subresources;

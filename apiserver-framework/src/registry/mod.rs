@@ -16,6 +16,7 @@ pub mod scheme;
 pub mod store;
 pub mod strategy;
 pub mod subresource;
+pub mod typed;
 pub mod versions;
 pub mod watch;
 pub mod with_subresources;

@@ -2,8 +2,10 @@
 
 use std::sync::Arc;
 
+use crate::error::ApiError;
 use crate::registry::rest::RestStorage;
 use crate::registry::store::Store;
+use crate::registry::typed::TypedResource;
 use crate::registry::versions::VersionedStorage;
 use crate::resource::ApiResource;
 
@@ -30,6 +32,17 @@ impl Registry {
             let i = r.info();
             i.group == group && i.version == version && i.plural == plural
         })
+    }
+
+    /// `T`'s resource in `T`'s version, read and written as `T` (see [`TypedResource`]); an
+    /// internal error naming it when the server does not serve it.
+    pub fn resource<T: ApiResource>(&self) -> Result<TypedResource<'_, T>, ApiError> {
+        let (group, version, plural) = (T::group(&()), T::version(&()), T::plural(&()));
+        self.find(&group, &version, &plural)
+            .map(TypedResource::new)
+            .ok_or_else(|| {
+                ApiError::internal(format!("{plural}.{group} is not served in {version}"))
+            })
     }
 
     /// Whether any resource of `group` (and `version`, if given) is served here.

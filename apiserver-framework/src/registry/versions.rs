@@ -224,6 +224,11 @@ impl<H: Send + Sync + 'static> Kind<H> {
         self.declared.first().map_or("", |d| d.info.group.as_str())
     }
 
+    /// The kind's name (of its first version), e.g. `Flunder`.
+    pub fn kind(&self) -> &str {
+        self.declared.first().map_or("", |d| d.info.kind.as_str())
+    }
+
     /// The kind's plural resource name.
     pub fn plural(&self) -> &str {
         self.declared.first().map_or("", |d| d.info.plural.as_str())

@@ -23,7 +23,7 @@ use crate::error::ApiError;
 use crate::metrics::recorder::ServedRoute;
 use crate::openapi;
 use crate::registry::admission::{AdmissionChain, AdmissionPlugin};
-use crate::registry::group::Group;
+use crate::registry::group::{Group, RegistrationError};
 use crate::registry::rest::RequestContext;
 use crate::registry::scheme::Registry;
 use crate::server::filters::filter::ChainInner;
@@ -638,7 +638,20 @@ impl GenericApiServerBuilder {
     }
 
     /// Builds the server.
+    ///
+    /// # Panics
+    /// When a group cannot serve what it registered ([`Group::check`]); [`Self::try_build`]
+    /// reports that as an error instead.
     pub fn build(self) -> GenericApiServer {
+        self.try_build().unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Builds the server, or reports the first [`RegistrationError`] of its groups (a resource
+    /// registered in another group than its type's, a subresource of a resource not served…).
+    pub fn try_build(self) -> Result<GenericApiServer, RegistrationError> {
+        for g in &self.groups {
+            g.check()?;
+        }
         let storage = self
             .storage
             .unwrap_or_else(|| Arc::new(MemoryStorage::new()) as Arc<dyn Storage>);
@@ -659,7 +672,7 @@ impl GenericApiServerBuilder {
             readyz.add(c);
         }
         readyz.add(Arc::new(self.lifecycle.shutdown_check()));
-        GenericApiServer {
+        Ok(GenericApiServer {
             name: self.name,
             registry: Arc::new(Registry::new(resources)),
             admission: Arc::new(AdmissionChain::new(self.admission)),
@@ -672,7 +685,7 @@ impl GenericApiServerBuilder {
             lifecycle: self.lifecycle,
             layers: self.layers,
             documents: parking_lot::RwLock::new(None),
-        }
+        })
     }
 }
 

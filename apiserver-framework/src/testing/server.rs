@@ -153,7 +153,8 @@ impl TestServer {
                 .server_builder()
                 .storage(opened.storage)
                 .delegate_to(host)
-                .build(),
+                .try_build()
+                .map_err(crate::cli::app::AppError::from)?,
         );
         let running = local::start(&name, server.clone(), &opts)
             .await
@@ -222,7 +223,8 @@ impl TestServer {
             app.select_admission(host_plugins(host_client), &opts.admission)?
                 .server_builder()
                 .storage(opened.storage)
-                .build(),
+                .try_build()
+                .map_err(crate::cli::app::AppError::from)?,
         );
         let running = serve::start(server.clone(), &opts)
             .await

@@ -15,8 +15,6 @@ use std::time::{Duration, Instant};
 use apiserver_framework::devhost::node;
 use apiserver_framework::duration::GoDuration;
 use apiserver_framework::prelude::*;
-use apiserver_framework::registry::computed::ResourceProvider;
-use apiserver_framework::registry::rest::RequestContext;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 /// The resource metrics of a node, as metrics-server serves them
@@ -147,7 +145,7 @@ impl MachineMetrics {
     }
 }
 
-#[async_trait::async_trait]
+#[async_trait]
 impl ResourceProvider<NodeMetrics> for MachineMetrics {
     async fn list(&self, _ctx: &RequestContext) -> Result<Vec<NodeMetrics>, ApiError> {
         let cpu = self.cpu_usage().await?;
@@ -181,8 +179,7 @@ impl ResourceProvider<NodeMetrics> for MachineMetrics {
 
 /// The metrics server: `metrics.k8s.io/v1beta1` nodes, computed.
 pub fn app() -> App {
-    App::new("metrics")
-        .group(Group::new("metrics.k8s.io").computed::<NodeMetrics>(MachineMetrics::default()))
+    App::new("metrics").computed::<NodeMetrics>(MachineMetrics::default())
 }
 
 #[cfg(test)]

@@ -10,7 +10,6 @@
 //! through); Fischer is in `v1alpha1` only.
 
 use apiserver_framework::prelude::*;
-use apiserver_framework::registry::versions::Kind;
 
 pub mod v1beta1;
 
@@ -189,16 +188,14 @@ pub fn flunder_kind() -> Kind<v1beta1::Flunder> {
 /// `disallowedFlunders`.
 pub struct BanFlunder;
 
-#[async_trait::async_trait]
+#[async_trait]
 impl AdmissionPlugin for BanFlunder {
     fn name(&self) -> &str {
         "BanFlunder"
     }
 
     fn handles(&self, resource: &ResourceInfo, operation: Operation) -> bool {
-        operation == Operation::Create
-            && resource.group == "wardle.example.com"
-            && resource.kind == "Flunder"
+        operation == Operation::Create && resource.is::<Flunder>()
     }
 
     async fn validate(&self, attrs: &AdmissionAttributes<'_>) -> Result<(), ApiError> {
@@ -224,14 +221,11 @@ impl AdmissionPlugin for BanFlunder {
 /// Fischer in `v1alpha1`, and BanFlunder.
 pub fn app() -> App {
     App::new("wardle")
-        .group(
-            Group::new("wardle.example.com")
-                .kind(flunder_kind())
-                .subresource::<Flunder>(subresources::describe())
-                .subresource::<Flunder>(subresources::topping())
-                .subresource::<Flunder>(subresources::console())
-                .resource::<Fischer>(),
-        )
+        .kind(flunder_kind())
+        .subresource::<Flunder>(subresources::describe())
+        .subresource::<Flunder>(subresources::topping())
+        .subresource::<Flunder>(subresources::console())
+        .resource::<Fischer>()
         .admission(BanFlunder)
 }
 

@@ -8,16 +8,9 @@
 //!   standard input channel back on the standard output channel (upper-cased with
 //!   `?upper=true`).
 
-use apiserver_framework::error::FieldError;
 use apiserver_framework::prelude::*;
 use apiserver_framework::registry::connect::{self, ConnectStream};
-use apiserver_framework::registry::rest::RequestContext;
-use apiserver_framework::registry::subresource::{
-    Action, Connecter, CustomSubresource, GetterWithOptions, Session, Subresource, SubresourceNames,
-};
 use std::sync::Arc;
-
-use serde_json::Value;
 
 use crate::{Flunder, Topping};
 
@@ -59,15 +52,7 @@ pub struct FlunderDescription {
 /// The `describe` subresource.
 pub struct Describe;
 
-fn flunder_store(
-    ctx: &RequestContext,
-) -> Result<&apiserver_framework::registry::store::Store<Flunder>, ApiError> {
-    ctx.registry
-        .store::<Flunder>()
-        .ok_or_else(|| ApiError::internal("flunders are not served"))
-}
-
-#[async_trait::async_trait]
+#[async_trait]
 impl GetterWithOptions for Describe {
     type Options = DescribeOptions;
     type Output = FlunderDescription;
@@ -85,9 +70,7 @@ impl GetterWithOptions for Describe {
                 "maxToppings: Invalid value: {n}: must be greater than or equal to 0"
             )));
         }
-        let flunder = flunder_store(ctx)?
-            .get_object(ctx.namespace.as_deref(), name)
-            .await?;
+        let flunder = ctx.registry.resource::<Flunder>()?.get(ctx, name).await?;
         let limit = options.max_toppings.map_or(usize::MAX, |n| n as usize);
         let listed: Vec<&Topping> = flunder.spec.toppings.iter().take(limit).collect();
         let refers_to = flunder.spec.reference.as_ref().map(|r| {
@@ -136,7 +119,7 @@ pub struct ToppingRequest {
 /// The `topping` action.
 pub struct AddTopping;
 
-#[async_trait::async_trait]
+#[async_trait]
 impl Action for AddTopping {
     type Input = ToppingRequest;
     type Output = Flunder;
@@ -157,38 +140,25 @@ impl Action for AddTopping {
                 &[FieldError::required("name", "")],
             ));
         }
-        let storage = ctx
-            .registry
-            .find("wardle.example.com", "v1alpha1", "flunders")
-            .ok_or_else(|| ApiError::internal("flunders are not served"))?;
-        let topping = serde_json::json!({"name": input.name, "amount": input.amount});
-        let add = move |mut object: Value| -> Result<Value, ApiError> {
-            let spec = object
-                .as_object_mut()
-                .ok_or_else(|| ApiError::internal("a Flunder is not an object"))?
-                .entry("spec")
-                .or_insert_with(|| serde_json::json!({}));
-            let toppings = spec
-                .as_object_mut()
-                .ok_or_else(|| ApiError::internal("a Flunder's spec is not an object"))?
-                .entry("toppings")
-                .or_insert_with(|| serde_json::json!([]));
-            let list = toppings
-                .as_array_mut()
-                .ok_or_else(|| ApiError::internal("toppings is not a list"))?;
-            match list.iter_mut().find(|t| t["name"] == topping["name"]) {
-                Some(t) => *t = topping.clone(),
-                None => list.push(topping.clone()),
-            }
-            Ok(object)
+        let topping = Topping {
+            name: input.name,
+            amount: input.amount,
         };
-        let opts = apiserver_framework::registry::options::WriteOptions {
+        let add = |flunder: &mut Flunder| {
+            let toppings = &mut flunder.spec.toppings;
+            match toppings.iter_mut().find(|t| t.name == topping.name) {
+                Some(t) => *t = topping.clone(),
+                None => toppings.push(topping.clone()),
+            }
+            Ok(())
+        };
+        let opts = WriteOptions {
             dry_run,
             field_manager: "wardle-topping".into(),
             ..Default::default()
         };
-        let bytes = storage.patch(ctx, name, None, &add, &opts).await?;
-        serde_json::from_slice(&bytes).map_err(ApiError::internal)
+        let flunders = ctx.registry.resource::<Flunder>()?;
+        flunders.update(ctx, name, add, &opts).await
     }
 }
 
@@ -204,7 +174,7 @@ pub struct ConsoleOptions {
 /// The `console` connect subresource.
 pub struct Console;
 
-#[async_trait::async_trait]
+#[async_trait]
 impl Connecter for Console {
     type Options = ConsoleOptions;
 
@@ -215,9 +185,7 @@ impl Connecter for Console {
         options: ConsoleOptions,
     ) -> Result<Session, ApiError> {
         // The Flunder must exist: a missing one answers 404 before anything is upgraded.
-        flunder_store(ctx)?
-            .get_object(ctx.namespace.as_deref(), name)
-            .await?;
+        ctx.registry.resource::<Flunder>()?.get(ctx, name).await?;
         Ok(Box::new(move |stream| {
             Box::pin(echo(stream, options.upper))
         }))

@@ -74,14 +74,14 @@ impl Strategy<Widget> for WidgetStrategy {
 /// Refuses to create Widgets whose names start with `system-`.
 pub struct ReservedNames;
 
-#[async_trait::async_trait]
+#[async_trait]
 impl AdmissionPlugin for ReservedNames {
     fn name(&self) -> &str {
         "ReservedNames"
     }
 
     fn handles(&self, resource: &ResourceInfo, operation: Operation) -> bool {
-        operation == Operation::Create && resource.kind == "Widget"
+        operation == Operation::Create && resource.is::<Widget>()
     }
 
     async fn validate(&self, attrs: &AdmissionAttributes<'_>) -> Result<(), ApiError> {
@@ -95,6 +95,6 @@ impl AdmissionPlugin for ReservedNames {
 /// The server: the Widget resource with its strategy, and the ReservedNames admission plugin.
 pub fn app() -> App {
     App::new("{{project-name}}")
-        .group(Group::new("{{group}}").resource_with::<Widget>(WidgetStrategy))
+        .resource_with::<Widget>(WidgetStrategy)
         .admission(ReservedNames)
 }

@@ -42,6 +42,12 @@ impl<T: ApiResource> Store<T> {
         let old_value = write.old.map(Self::to_value).transpose()?;
         let name = obj.meta().name.clone().unwrap_or_default();
         let namespace = obj.meta().namespace.clone();
+        // Validating plugins see the object as it is: they get the typed one as well. Mutating
+        // plugins may change the JSON, so `object::<T>()` decodes it there.
+        let typed: Option<&T> = match phase {
+            Phase::Mutating => None,
+            Phase::Validating => Some(obj),
+        };
         let mut attrs = AdmissionAttributes {
             operation: write.operation,
             resource: &self.info,
@@ -53,6 +59,8 @@ impl<T: ApiResource> Store<T> {
             user: &ctx.user,
             dry_run: write.dry_run,
             registry: &ctx.registry,
+            typed_object: typed.map(|t| t as _),
+            typed_old_object: write.old.map(|t| t as _),
         };
         match phase {
             Phase::Mutating => {
@@ -88,6 +96,8 @@ impl<T: ApiResource> Store<T> {
             user: &ctx.user,
             dry_run,
             registry: &ctx.registry,
+            typed_object: None,
+            typed_old_object: Some(obj),
         };
         ctx.admission.mutate(&mut attrs).await?;
         ctx.admission.validate(&attrs).await
