@@ -53,21 +53,14 @@ pub struct WidgetStrategy;
 
 impl Strategy<Widget> for WidgetStrategy {
     fn default(&self, obj: &mut Widget) {
-        if obj.spec.purpose.is_none() {
-            obj.spec.purpose = Some("general".into());
-        }
+        obj.spec.purpose.get_or_insert_with(|| "general".into());
     }
 
     fn validate(&self, obj: &Widget) -> Vec<FieldError> {
-        let mut errs = Vec::new();
         if obj.spec.size == 0 {
-            errs.push(FieldError::invalid(
-                "spec.size",
-                obj.spec.size,
-                "must be at least 1",
-            ));
+            return vec![FieldError::invalid("spec.size", 0, "must be at least 1")];
         }
-        errs
+        Vec::new()
     }
 }
 
