@@ -15,6 +15,61 @@ use crate::resource::ResourceInfo;
 /// A result whose error is an [`ApiError`].
 pub type Result<T, E = ApiError> = std::result::Result<T, E>;
 
+/// The `reason`s of the errors this module builds, as `metav1.StatusReason` names them: match
+/// an error by its reason with [`ApiError::is`] rather than by comparing strings, as
+/// upstream's `apierrors.IsNotFound` and `IsAlreadyExists` do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StatusReason {
+    /// 404: the object or route does not exist.
+    NotFound,
+    /// 409: a create found an object of that name.
+    AlreadyExists,
+    /// 409: the write found another revision, or a precondition failed.
+    Conflict,
+    /// 422: the object failed validation.
+    Invalid,
+    /// 403: the request is not allowed.
+    Forbidden,
+    /// 400: the request is malformed.
+    BadRequest,
+    /// 401: the caller is not authenticated.
+    Unauthorized,
+    /// 405: the verb is not served here.
+    MethodNotAllowed,
+    /// 406: no acceptable media type.
+    NotAcceptable,
+    /// 415: the body's media type is not accepted.
+    UnsupportedMediaType,
+    /// 413: the body is too large.
+    RequestEntityTooLarge,
+    /// 410: the resource version or continue token is too old.
+    Expired,
+    /// 500: the server failed.
+    InternalError,
+}
+
+impl StatusReason {
+    /// The reason as it stands in a `Status`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            StatusReason::NotFound => "NotFound",
+            StatusReason::AlreadyExists => "AlreadyExists",
+            StatusReason::Conflict => "Conflict",
+            StatusReason::Invalid => "Invalid",
+            StatusReason::Forbidden => "Forbidden",
+            StatusReason::BadRequest => "BadRequest",
+            StatusReason::Unauthorized => "Unauthorized",
+            StatusReason::MethodNotAllowed => "MethodNotAllowed",
+            StatusReason::NotAcceptable => "NotAcceptable",
+            StatusReason::UnsupportedMediaType => "UnsupportedMediaType",
+            StatusReason::RequestEntityTooLarge => "RequestEntityTooLarge",
+            StatusReason::Expired => "Expired",
+            StatusReason::InternalError => "InternalError",
+        }
+    }
+}
+
 /// One cause of an error, as `details.causes[]` of a Status.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StatusCause {
@@ -123,6 +178,11 @@ impl ApiError {
         }
     }
 
+    /// Whether the error has `reason`.
+    pub fn is(&self, reason: StatusReason) -> bool {
+        self.reason == reason.as_str()
+    }
+
     /// The same error with `details` set.
     pub fn with_details(mut self, details: StatusDetails) -> Self {
         self.details = Some(Box::new(details));
@@ -142,7 +202,7 @@ impl ApiError {
     pub fn not_found(info: &ResourceInfo, name: &str) -> Self {
         ApiError::new(
             404,
-            "NotFound",
+            StatusReason::NotFound.as_str(),
             format!("{} {:?} not found", info.group_resource(), name),
         )
         .with_details(Self::resource_details(info, name))
@@ -152,7 +212,7 @@ impl ApiError {
     pub fn already_exists(info: &ResourceInfo, name: &str) -> Self {
         ApiError::new(
             409,
-            "AlreadyExists",
+            StatusReason::AlreadyExists.as_str(),
             format!("{} {:?} already exists", info.group_resource(), name),
         )
         .with_details(Self::resource_details(info, name))
@@ -162,7 +222,7 @@ impl ApiError {
     pub fn conflict(info: &ResourceInfo, name: &str, why: &str) -> Self {
         ApiError::new(
             409,
-            "Conflict",
+            StatusReason::Conflict.as_str(),
             format!(
                 "Operation cannot be fulfilled on {} {:?}: {}",
                 info.group_resource(),
@@ -208,7 +268,7 @@ impl ApiError {
             1 => format!("{qualified} {name:?} is invalid: {}", texts[0]),
             _ => format!("{qualified} {name:?} is invalid: [{}]", texts.join(", ")),
         };
-        ApiError::new(422, "Invalid", message).with_details(StatusDetails {
+        ApiError::new(422, StatusReason::Invalid.as_str(), message).with_details(StatusDetails {
             name: name.to_string(),
             group: group.to_string(),
             kind: kind.to_string(),
@@ -224,24 +284,25 @@ impl ApiError {
         } else {
             format!("{} {:?} is forbidden: {}", info.group_resource(), name, why)
         };
-        ApiError::new(403, "Forbidden", message).with_details(Self::resource_details(info, name))
+        ApiError::new(403, StatusReason::Forbidden.as_str(), message)
+            .with_details(Self::resource_details(info, name))
     }
 
     /// 400 `BadRequest` with the given message.
     pub fn bad_request(message: impl Into<String>) -> Self {
-        ApiError::new(400, "BadRequest", message)
+        ApiError::new(400, StatusReason::BadRequest.as_str(), message)
     }
 
     /// 401 `Unauthorized`.
     pub fn unauthorized() -> Self {
-        ApiError::new(401, "Unauthorized", "Unauthorized")
+        ApiError::new(401, StatusReason::Unauthorized.as_str(), "Unauthorized")
     }
 
     /// 405 `MethodNotAllowed`: `<action> is not supported on resources of kind "<gr>"`.
     pub fn method_not_supported(info: &ResourceInfo, action: &str) -> Self {
         ApiError::new(
             405,
-            "MethodNotAllowed",
+            StatusReason::MethodNotAllowed.as_str(),
             format!(
                 "{action} is not supported on resources of kind {:?}",
                 info.group_resource()
@@ -258,7 +319,7 @@ impl ApiError {
     pub fn route_not_found() -> Self {
         ApiError::new(
             404,
-            "NotFound",
+            StatusReason::NotFound.as_str(),
             "the server could not find the requested resource",
         )
         .with_details(StatusDetails::default())
@@ -268,7 +329,7 @@ impl ApiError {
     pub fn method_not_allowed() -> Self {
         ApiError::new(
             405,
-            "MethodNotAllowed",
+            StatusReason::MethodNotAllowed.as_str(),
             "the server does not allow this method on the requested resource",
         )
         .with_details(StatusDetails::default())
@@ -278,7 +339,7 @@ impl ApiError {
     pub fn not_acceptable(accepted: &[&str]) -> Self {
         ApiError::new(
             406,
-            "NotAcceptable",
+            StatusReason::NotAcceptable.as_str(),
             format!(
                 "only the following media types are accepted: {}",
                 accepted.join(", ")
@@ -290,7 +351,7 @@ impl ApiError {
     pub fn unsupported_media_type(accepted: &[&str]) -> Self {
         ApiError::new(
             415,
-            "UnsupportedMediaType",
+            StatusReason::UnsupportedMediaType.as_str(),
             format!(
                 "the body of the request was in an unknown format - accepted media types include: {}",
                 accepted.join(", ")
@@ -302,14 +363,14 @@ impl ApiError {
     pub fn too_large(message: &str) -> Self {
         ApiError::new(
             413,
-            "RequestEntityTooLarge",
+            StatusReason::RequestEntityTooLarge.as_str(),
             format!("Request entity too large: {message}"),
         )
     }
 
     /// 410 `Expired`.
     pub fn expired(message: impl Into<String>) -> Self {
-        ApiError::new(410, "Expired", message)
+        ApiError::new(410, StatusReason::Expired.as_str(), message)
     }
 
     /// 500 `InternalError`: `Internal error occurred: <err>`.
@@ -317,7 +378,7 @@ impl ApiError {
         let err = err.to_string();
         ApiError::new(
             500,
-            "InternalError",
+            StatusReason::InternalError.as_str(),
             format!("Internal error occurred: {err}"),
         )
         .with_details(StatusDetails {

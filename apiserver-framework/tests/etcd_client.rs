@@ -29,7 +29,7 @@ async fn next(watch: &mut Watch) -> WatchResponse {
 
 #[tokio::test]
 async fn puts_gets_and_status() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::start().expect("etcd starts");
     let c = client(&etcd).await;
     let put = c.put("/k/a", "one").await.unwrap();
     let r1 = put.header.unwrap().revision;
@@ -74,7 +74,7 @@ async fn puts_gets_and_status() {
 
 #[tokio::test]
 async fn transactions_guard_on_revisions() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::start().expect("etcd starts");
     let c = client(&etcd).await;
     let create = |value: &'static str| TxnRequest {
         compare: vec![Compare::create_revision(
@@ -122,7 +122,7 @@ async fn transactions_guard_on_revisions() {
 
 #[tokio::test]
 async fn watches_report_events_progress_and_cancel() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::start().expect("etcd starts");
     let c = client(&etcd).await;
     let r0 = c
         .put("/w/a", "zero")
@@ -173,7 +173,7 @@ async fn watches_report_events_progress_and_cancel() {
 
 #[tokio::test]
 async fn a_watch_from_a_compacted_revision_is_canceled_with_the_oldest_revision() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::start().expect("etcd starts");
     let c = client(&etcd).await;
     let r1 = c.put("/c/a", "1").await.unwrap().header.unwrap().revision;
     c.put("/c/a", "2").await.unwrap();
@@ -212,7 +212,7 @@ async fn a_watch_from_a_compacted_revision_is_canceled_with_the_oldest_revision(
 #[tokio::test]
 async fn options_that_make_no_client_are_refused() {
     let files = tempfile::tempdir().unwrap();
-    let (_, tls) = support_etcd::tls_files(files.path());
+    let (_, tls) = support_etcd::tls_files(files.path()).expect("test certificates");
     let not_pem = files.path().join("not.pem");
     std::fs::write(&not_pem, "not a certificate").unwrap();
     let with = |servers: &[&str]| EtcdOptions {

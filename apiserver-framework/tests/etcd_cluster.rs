@@ -12,7 +12,7 @@ use apiserver_framework::cli::local;
 use apiserver_framework::prelude::*;
 use apiserver_framework::storage::etcd::EtcdStorage;
 use serde_json::{Value, json};
-use support_etcd::Cluster;
+use support_etcd::{CLUSTER_SIZE, EtcdCluster};
 
 /// A widget.
 #[derive(ApiResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
@@ -151,7 +151,7 @@ struct Setup {
     _server: local::LocalServer,
 }
 
-async fn serve(cluster: &Cluster) -> Setup {
+async fn serve(cluster: &EtcdCluster) -> Setup {
     let served = support_etcd::serve::<Widget>(
         "cluster",
         "cluster.example.com",
@@ -189,7 +189,7 @@ async fn wait_ready(client: &Client) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_server_survives_losing_the_etcd_leader() {
     let test_start = Instant::now();
-    let mut cluster = Cluster::start();
+    let mut cluster = EtcdCluster::start(CLUSTER_SIZE).expect("the etcd cluster starts");
     let setup = serve(&cluster).await;
     let client = setup.client.clone();
 
@@ -198,7 +198,7 @@ async fn the_server_survives_losing_the_etcd_leader() {
         .map(|id| tokio::spawn(writer(client.clone(), id, start)))
         .collect();
     tokio::time::sleep(KILL_AFTER).await;
-    let leader = cluster.leader().await;
+    let leader = cluster.leader().await.expect("an etcd leader");
     cluster.kill(leader);
     let killed_at = start.elapsed();
     eprintln!("killed leader m{leader} at {killed_at:?}");
@@ -321,12 +321,12 @@ async fn the_server_survives_losing_the_etcd_leader() {
 /// not connect to it again, to another member.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_request_succeeds_once_a_member_is_gone() {
-    let mut cluster = Cluster::start();
+    let mut cluster = EtcdCluster::start(CLUSTER_SIZE).expect("the etcd cluster starts");
     let setup = serve(&cluster).await;
     assert_eq!(setup.client.create("before").await.0, 201);
-    let leader = cluster.leader().await;
+    let leader = cluster.leader().await.expect("an etcd leader");
     cluster.kill(leader);
-    let _new_leader = cluster.leader().await;
+    let _new_leader = cluster.leader().await.expect("an etcd leader");
     wait_ready(&setup.client).await;
     let mut failed = Vec::new();
     for i in 0..30 {

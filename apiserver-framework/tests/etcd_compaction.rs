@@ -41,12 +41,16 @@ async fn compactions(etcd: &Etcd) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn servers_take_turns_compacting() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::start().expect("etcd starts");
     // Different prefixes, as different servers; replicas of one server would share one: the
     // turn key is outside every prefix either way.
     let mut servers = Vec::new();
     for i in 0..SERVERS {
-        servers.push(Arc::new(etcd.storage(&format!("/registry/s{i}")).await));
+        servers.push(Arc::new(
+            etcd.storage(&format!("/registry/s{i}"))
+                .await
+                .expect("connect to the test etcd"),
+        ));
     }
     let compactors: Vec<_> = servers
         .iter()
@@ -127,9 +131,15 @@ async fn servers_take_turns_compacting() {
 #[tokio::test]
 async fn one_turn_per_version() {
     use apiserver_framework::storage::etcd::compact::{CompactionTurn, StepOutcome};
-    let etcd = Etcd::start();
-    let a: EtcdStorage = etcd.storage("/registry/a").await;
-    let b: EtcdStorage = etcd.storage("/registry/b").await;
+    let etcd = Etcd::start().expect("etcd starts");
+    let a: EtcdStorage = etcd
+        .storage("/registry/a")
+        .await
+        .expect("connect to the test etcd");
+    let b: EtcdStorage = etcd
+        .storage("/registry/b")
+        .await
+        .expect("connect to the test etcd");
     let (a1, out) = a.compaction_step(CompactionTurn::default()).await.unwrap();
     assert_eq!(out, StepOutcome::Claimed);
     assert_eq!(a1.version, 1);

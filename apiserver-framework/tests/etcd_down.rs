@@ -66,7 +66,7 @@ impl Server {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_server_survives_etcd_going_away() {
-    let mut etcd = Etcd::start();
+    let mut etcd = Etcd::start().expect("etcd starts");
     let served = support_etcd::serve::<Widget>(
         "down",
         "down.example.com",
@@ -130,7 +130,7 @@ async fn the_server_survives_etcd_going_away() {
     );
 
     // etcd comes back on the same data: the server recovers by itself.
-    etcd.restart();
+    etcd.restart().expect("etcd restarts");
     let deadline = Instant::now() + Duration::from_secs(30);
     while s.get("/readyz").await.0 != 200 {
         assert!(Instant::now() < deadline, "not ready again after 30 s");

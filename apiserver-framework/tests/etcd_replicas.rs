@@ -129,7 +129,7 @@ fn rv(obj: &Value) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_on_one_etcd_are_one_server() {
-    let etcd = Etcd::start();
+    let etcd = Etcd::start().expect("etcd starts");
     let a = Replica::start(&etcd).await;
     let b = Replica::start(&etcd).await;
 

@@ -37,8 +37,11 @@ async fn next_event(
 
 #[tokio::test]
 async fn revisions_cas_and_delete() {
-    let etcd = Etcd::start();
-    let s = etcd.storage("/registry").await;
+    let etcd = Etcd::start().expect("etcd starts");
+    let s = etcd
+        .storage("/registry")
+        .await
+        .expect("connect to the test etcd");
     let r0 = s.current_revision().await.unwrap();
     let r1 = s.create("/a/1", b("one")).await.unwrap();
     assert!(r1 > r0);
@@ -110,8 +113,11 @@ async fn revisions_cas_and_delete() {
 
 #[tokio::test]
 async fn paged_lists_at_a_fixed_revision() {
-    let etcd = Etcd::start();
-    let s = etcd.storage("/registry").await;
+    let etcd = Etcd::start().expect("etcd starts");
+    let s = etcd
+        .storage("/registry")
+        .await
+        .expect("connect to the test etcd");
     for i in 0..5 {
         s.create(&format!("/p/{i}"), b(&i.to_string()))
             .await
@@ -177,8 +183,11 @@ async fn paged_lists_at_a_fixed_revision() {
 
 #[tokio::test]
 async fn a_list_at_a_future_revision_is_refused() {
-    let etcd = Etcd::start();
-    let s = etcd.storage("/registry").await;
+    let etcd = Etcd::start().expect("etcd starts");
+    let s = etcd
+        .storage("/registry")
+        .await
+        .expect("connect to the test etcd");
     let current = s.create("/f/a", b("a")).await.unwrap();
     let err = s
         .list(ListRequest {
@@ -199,8 +208,11 @@ async fn a_list_at_a_future_revision_is_refused() {
 
 #[tokio::test]
 async fn watch_replays_history_then_follows_live() {
-    let etcd = Etcd::start();
-    let s = etcd.storage("/registry").await;
+    let etcd = Etcd::start().expect("etcd starts");
+    let s = etcd
+        .storage("/registry")
+        .await
+        .expect("connect to the test etcd");
     let r1 = s.create("/w/a", b("a")).await.unwrap();
     let r2 = s.update("/w/a", b("a2"), r1).await.unwrap();
     s.create("/other/x", b("x")).await.unwrap();
@@ -243,8 +255,11 @@ async fn watch_replays_history_then_follows_live() {
 
 #[tokio::test]
 async fn watch_from_now_sees_only_later_changes() {
-    let etcd = Etcd::start();
-    let s = etcd.storage("/registry").await;
+    let etcd = Etcd::start().expect("etcd starts");
+    let s = etcd
+        .storage("/registry")
+        .await
+        .expect("connect to the test etcd");
     s.create("/n/old", b("old")).await.unwrap();
     let mut w = s.watch("/n/", 0).await.unwrap();
     let r = s.create("/n/new", b("new")).await.unwrap();
@@ -262,8 +277,11 @@ async fn watch_from_now_sees_only_later_changes() {
 
 #[tokio::test]
 async fn compaction_expires_old_revisions() {
-    let etcd = Etcd::start();
-    let s = etcd.storage("/registry").await;
+    let etcd = Etcd::start().expect("etcd starts");
+    let s = etcd
+        .storage("/registry")
+        .await
+        .expect("connect to the test etcd");
     let r1 = s.create("/c/a", b("a")).await.unwrap();
     let r2 = s.update("/c/a", b("b"), r1).await.unwrap();
     let r3 = s.update("/c/a", b("c"), r2).await.unwrap();
@@ -320,10 +338,16 @@ async fn compaction_expires_old_revisions() {
 
 #[tokio::test]
 async fn stores_with_different_prefixes_share_revisions_but_not_keys() {
-    let etcd = Etcd::start();
-    let one = etcd.storage("/one").await;
-    let two = etcd.storage("/two/").await; // a trailing slash is dropped
-    let raw = etcd.storage("").await;
+    let etcd = Etcd::start().expect("etcd starts");
+    let one = etcd
+        .storage("/one")
+        .await
+        .expect("connect to the test etcd");
+    let two = etcd
+        .storage("/two/")
+        .await
+        .expect("connect to the test etcd"); // a trailing slash is dropped
+    let raw = etcd.storage("").await.expect("connect to the test etcd");
     let r1 = one.create("/k/a", b("in one")).await.unwrap();
     let mut w = two.watch("/k/", r1).await.unwrap();
     let r2 = two.create("/k/a", b("in two")).await.unwrap();
@@ -370,8 +394,11 @@ async fn stores_with_different_prefixes_share_revisions_but_not_keys() {
 
 #[tokio::test]
 async fn values_of_one_and_a_half_mebibytes() {
-    let etcd = Etcd::start();
-    let s = etcd.storage("/registry").await;
+    let etcd = Etcd::start().expect("etcd starts");
+    let s = etcd
+        .storage("/registry")
+        .await
+        .expect("connect to the test etcd");
     let big = |fill: u8| Bytes::from(vec![fill; 3 * 512 * 1024]);
     let mut w = s.watch("/big/", 0).await.unwrap();
     let r1 = s.create("/big/a", big(b'a')).await.unwrap();
@@ -394,8 +421,12 @@ async fn values_of_one_and_a_half_mebibytes() {
 
 #[tokio::test]
 async fn concurrent_writers_get_distinct_increasing_revisions() {
-    let etcd = Etcd::start();
-    let s = Arc::new(etcd.storage("/registry").await);
+    let etcd = Etcd::start().expect("etcd starts");
+    let s = Arc::new(
+        etcd.storage("/registry")
+            .await
+            .expect("connect to the test etcd"),
+    );
     let mut tasks = Vec::new();
     for t in 0..8 {
         let s = s.clone();
@@ -421,8 +452,12 @@ async fn concurrent_writers_get_distinct_increasing_revisions() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_compare_and_swap_loses_no_increment() {
-    let etcd = Etcd::start();
-    let s = Arc::new(etcd.storage("/registry").await);
+    let etcd = Etcd::start().expect("etcd starts");
+    let s = Arc::new(
+        etcd.storage("/registry")
+            .await
+            .expect("connect to the test etcd"),
+    );
     s.create("/counter", b("0")).await.unwrap();
     let mut tasks = Vec::new();
     for _ in 0..8 {
@@ -462,8 +497,11 @@ async fn concurrent_compare_and_swap_loses_no_increment() {
 
 #[tokio::test]
 async fn an_etcd_that_goes_away_answers_unavailable_then_serves_again() {
-    let mut etcd = Etcd::start();
-    let s = etcd.storage("/registry").await;
+    let mut etcd = Etcd::start().expect("etcd starts");
+    let s = etcd
+        .storage("/registry")
+        .await
+        .expect("connect to the test etcd");
     let r1 = s.create("/d/a", b("a")).await.unwrap();
     s.check_health().await.unwrap();
     let mut w = s.watch("/d/", r1).await.unwrap();
@@ -493,7 +531,7 @@ async fn an_etcd_that_goes_away_answers_unavailable_then_serves_again() {
     assert!(started.elapsed() < 2 * timeout + Duration::from_secs(1));
     assert!(s.check_health().await.is_err());
 
-    etcd.restart();
+    etcd.restart().expect("etcd restarts");
     // The client reconnects on its own; give it a few seconds.
     let deadline = Instant::now() + Duration::from_secs(15);
     while s.check_health().await.is_err() {
@@ -510,7 +548,7 @@ async fn an_etcd_that_goes_away_answers_unavailable_then_serves_again() {
 
 #[tokio::test]
 async fn a_hung_etcd_times_out_instead_of_hanging_requests() {
-    let etcd = Etcd::start();
+    let mut etcd = Etcd::start().expect("etcd starts");
     let timeout = Duration::from_millis(1500);
     // Keep-alive pings every 30 s (the default): only the request timeout ends a request.
     let patient = EtcdOptions {
@@ -529,7 +567,7 @@ async fn a_hung_etcd_times_out_instead_of_hanging_requests() {
     let r1 = s.create("/h/a", b("a")).await.unwrap();
     let mut w = p.watch("/h/", r1).await.unwrap();
 
-    etcd.freeze();
+    etcd.freeze().expect("etcd freezes");
     let within = |what: &str, started: Instant, low: Duration, high: Duration| {
         let took = started.elapsed();
         assert!(took >= low && took < high, "{what} took {took:?}");
@@ -570,7 +608,7 @@ async fn a_hung_etcd_times_out_instead_of_hanging_requests() {
     );
     assert!(w.next().await.is_none(), "the stream ends after its error");
 
-    etcd.thaw();
+    etcd.thaw().expect("etcd thaws");
     let deadline = Instant::now() + Duration::from_secs(15);
     while s.check_health().await.is_err() || fresh.check_health().await.is_err() {
         assert!(Instant::now() < deadline, "etcd did not answer again");
@@ -587,8 +625,8 @@ async fn a_hung_etcd_times_out_instead_of_hanging_requests() {
 #[tokio::test]
 async fn tls_with_client_certificates() {
     let certs = tempfile::tempdir().unwrap();
-    let (server, client) = support_etcd::tls_files(certs.path());
-    let etcd = Etcd::start_tls(server);
+    let (server, client) = support_etcd::tls_files(certs.path()).expect("test certificates");
+    let etcd = Etcd::start_tls(server).expect("etcd starts with TLS");
     let opts = EtcdOptions {
         ca_file: Some(client.ca_file.clone()),
         cert_file: Some(client.cert_file.clone()),
@@ -646,13 +684,17 @@ async fn bad_options_are_refused_at_connect() {
 async fn etcd_conforms() {
     use apiserver_framework::storage::conformance::{self, NewStore};
     use std::sync::atomic::{AtomicUsize, Ordering};
-    let etcd = Arc::new(Etcd::start());
+    let etcd = Arc::new(Etcd::start().expect("etcd starts"));
     let count = Arc::new(AtomicUsize::new(0));
     conformance::run_all(&move || -> NewStore {
         let (etcd, n) = (etcd.clone(), count.fetch_add(1, Ordering::Relaxed));
         Box::pin(async move {
             // `/c0000/`, `/c0001/`, …: no prefix is a string prefix of another.
-            Arc::new(etcd.storage(&format!("/c{n:04}")).await) as Arc<dyn Storage>
+            Arc::new(
+                etcd.storage(&format!("/c{n:04}"))
+                    .await
+                    .expect("connect to the test etcd"),
+            ) as Arc<dyn Storage>
         })
     })
     .await;

@@ -193,17 +193,3 @@ pub fn free_port() -> Result<u16, String> {
         .map(|a| a.port())
         .map_err(|e| format!("no free loopback port: {e}"))
 }
-
-/// Sends `signal` (a `kill` signal name such as `STOP`) to process `pid`.
-pub fn signal(pid: u32, signal: &str) -> Result<(), String> {
-    let status = Command::new("kill")
-        .arg(format!("-{signal}"))
-        .arg(pid.to_string())
-        .status()
-        .map_err(|e| format!("running kill: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("kill -{signal} {pid}: {status}"))
-    }
-}

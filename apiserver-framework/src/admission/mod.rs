@@ -8,8 +8,8 @@
 //! plugins right before the object is stored.
 
 pub mod filter;
-pub mod host;
-pub mod lifecycle;
-pub mod options;
-pub mod production;
-pub mod webhook;
+pub(crate) mod host;
+pub(crate) mod lifecycle;
+pub(crate) mod options;
+pub(crate) mod production;
+pub(crate) mod webhook;

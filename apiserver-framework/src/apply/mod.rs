@@ -12,12 +12,12 @@
 //! The caller stores the result with [`ManagedFields::write_to`] and resets the fields its
 //! strategy resets (such as `status` on the main resource) in the object itself.
 
-pub mod conflict;
-pub mod error;
-pub mod fieldpath;
-pub mod managed;
-pub mod merge;
-pub mod typed;
+pub(crate) mod conflict;
+pub(crate) mod error;
+pub(crate) mod fieldpath;
+pub(crate) mod managed;
+pub(crate) mod merge;
+pub(crate) mod typed;
 mod value;
 
 #[cfg(test)]

@@ -4,12 +4,12 @@
 //! [`LogBackend`] (`--audit-log-path`, rotated by size). Every response carries the request's
 //! `Audit-Id`.
 
-pub mod backend;
-pub mod event;
-pub mod filter;
-pub mod options;
-pub mod policy;
-pub mod rotation;
+pub(crate) mod backend;
+pub(crate) mod event;
+pub(crate) mod filter;
+pub(crate) mod options;
+pub(crate) mod policy;
+pub(crate) mod rotation;
 
 pub use backend::{AuditBackend, LogBackend};
 pub use event::{Event, EventUser, Level, ObjectReference, ResponseStatus, Stage};

@@ -7,23 +7,23 @@
 //! The TLS listener asks for client certificates with [`client_cert_verifier`] over the same
 //! configuration.
 
-pub mod anonymous;
+pub(crate) mod anonymous;
 pub mod authenticator;
-pub mod ca_bundle;
-pub mod cert_subject;
-pub mod client_cert;
-pub mod configmap;
+pub(crate) mod ca_bundle;
+pub(crate) mod cert_subject;
+pub(crate) mod client_cert;
+pub(crate) mod configmap;
 pub mod delegated;
-pub mod delegating;
-pub mod group_adder;
-pub mod options;
-pub mod peer;
-pub mod request_header;
-pub mod token_cache;
-pub mod token_review;
-pub mod union;
-pub mod verified;
-pub mod x509;
+pub(crate) mod delegating;
+pub(crate) mod group_adder;
+pub(crate) mod options;
+pub(crate) mod peer;
+pub(crate) mod request_header;
+pub(crate) mod token_cache;
+pub(crate) mod token_review;
+pub(crate) mod union;
+pub(crate) mod verified;
+pub(crate) mod x509;
 
 pub use anonymous::{AnonymousAuthenticator, anonymous_user};
 pub use authenticator::{Authenticated, Authenticator, StaticTokenAuthenticator};

@@ -92,6 +92,7 @@ impl TokenCache {
     }
 
     /// How many answers are kept, and the bytes they are counted for.
+    #[cfg(test)]
     pub fn usage(&self) -> (usize, usize) {
         let entries = self.entries.lock();
         (entries.len(), entries.bytes())

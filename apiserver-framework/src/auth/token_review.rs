@@ -263,6 +263,7 @@ impl TokenReviewAuthenticator {
     }
 
     /// How many reviews are in flight (shared by their waiting lookups).
+    #[cfg(test)]
     pub fn in_flight(&self) -> usize {
         self.in_flight.lock().len()
     }

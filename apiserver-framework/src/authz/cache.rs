@@ -145,16 +145,19 @@ impl<K: Hash + Eq, V: Clone> ExpiringCache<K, V> {
     }
 
     /// How many entries are kept (expired ones go at the next access).
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.entries.len()
     }
 
     /// Whether no entries are kept.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
     /// The bytes the kept entries are counted for.
+    #[cfg(test)]
     pub fn bytes(&self) -> usize {
         self.bytes
     }

@@ -9,18 +9,18 @@
 //! [`UnionAuthorizer`] (the first decision wins), and [`DelegatingAuthorizerConfig`] putting the
 //! delegated ones together.
 
-pub mod allow_all;
+pub(crate) mod allow_all;
 pub mod attributes;
-pub mod cache;
-pub mod delegating;
-pub mod forbidden;
-pub mod internal_error;
-pub mod options;
+pub(crate) mod cache;
+pub(crate) mod delegating;
+pub(crate) mod forbidden;
+pub(crate) mod internal_error;
+pub(crate) mod options;
 pub mod path;
-pub mod privileged;
-pub mod union;
-pub mod upgrade;
-pub mod webhook;
+pub(crate) mod privileged;
+pub(crate) mod union;
+pub(crate) mod upgrade;
+pub(crate) mod webhook;
 
 pub use allow_all::AllowAll;
 pub use attributes::{ParsedRequest, request_of};

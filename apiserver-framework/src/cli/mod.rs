@@ -4,13 +4,13 @@
 //! <server> local [--secure-port 8443] [--write-kubeconfig PATH] [--cert-dir DIR] ...
 //! ```
 
-pub mod app;
+pub(crate) mod app;
 pub mod local;
-pub mod logging;
-pub mod manifests;
-pub mod serve;
+pub(crate) mod logging;
+pub(crate) mod manifests;
+pub(crate) mod serve;
 pub mod serve_options;
-pub mod server_run_options;
+pub(crate) mod server_run_options;
 pub mod storage_options;
 
 pub use app::App;

@@ -11,19 +11,19 @@
 //! [`local_host`] is the smaller stand-in `local` mode puts behind an app's server: the core
 //! group's `/api` and the self reviews.
 
-pub mod core;
+pub(crate) mod core;
 pub mod files;
 pub mod host;
-pub mod kubeconfig;
+pub(crate) mod kubeconfig;
 pub mod local_host;
 pub mod node;
-pub mod options;
+pub(crate) mod options;
 pub mod pki;
-pub mod reviews;
+pub(crate) mod reviews;
 pub mod rules;
 pub mod self_reviews;
 pub mod tokens;
-pub mod webhooks;
+pub(crate) mod webhooks;
 
 pub use host::{DevHost, DevHostError, Extension, start};
 pub use options::DevHostOptions;

@@ -1,9 +1,10 @@
 //! A further authorization a handler needs besides the handler chain's: upstream's handlers
 //! ask the authorizer again for what only the request's options reveal, such as the
 //! `unsafe-delete-ignore-read-errors` verb of a delete that sets
-//! `ignoreStoreReadErrorWithClusterBreakingPotential`. The authorization filter puts an
-//! [`AlsoAuthorize`] for the request's user and resource into the request's extensions; the
-//! handler asks it for the further verb on the same resource, namespace and name.
+//! `ignoreStoreReadErrorWithClusterBreakingPotential`. The authorization filter puts its
+//! [`AlsoAuthorize`] (one per chain, shared by every request) into an allowed request's
+//! extensions; only a handler that asks builds the further check, from the user and the request
+//! reading the extensions already hold, for the same resource, namespace and name.
 
 use std::sync::Arc;
 
@@ -24,36 +25,36 @@ pub enum VerbDecision {
     Failed(String),
 }
 
-/// Authorizes a further verb for the request's user on the request's resource (implemented by
+/// Authorizes a further verb for a request's user on the request's resource (implemented by
 /// the handler chain's authorization filter).
 #[async_trait::async_trait]
 pub trait VerbAuthorizer: Send + Sync {
-    /// Whether the request's user may also do `verb` on the resource, namespace and name the
-    /// request names.
-    async fn authorize_verb(&self, verb: &str) -> VerbDecision;
+    /// Whether the user of the request with these extensions may also do `verb` on the
+    /// resource, namespace and name the request names.
+    async fn authorize_verb(&self, request: &http::Extensions, verb: &str) -> VerbDecision;
 }
 
-/// The request's [`VerbAuthorizer`], in its extensions.
+/// The chain's [`VerbAuthorizer`], in an allowed request's extensions.
 #[derive(Clone)]
 pub struct AlsoAuthorize(pub Arc<dyn VerbAuthorizer>);
 
 /// Upstream's check of an unsafe delete: the user must also be allowed
 /// [`UNSAFE_DELETE_VERB`], else 403 `Forbidden` with upstream's message (`not permitted to do
-/// "unsafe-delete-ignore-read-errors", reason: …`). Without an authorizer to ask, the delete is
-/// refused.
+/// "unsafe-delete-ignore-read-errors", reason: …`). Without an authorizer to ask (the request's
+/// extensions hold no [`AlsoAuthorize`]), the delete is refused.
 pub async fn unsafe_delete_allowed(
-    also: Option<&AlsoAuthorize>,
+    request: &http::Extensions,
     info: &ResourceInfo,
     name: &str,
 ) -> Result<(), ApiError> {
-    let Some(also) = also else {
+    let Some(also) = request.get::<AlsoAuthorize>() else {
         return Err(ApiError::forbidden(
             info,
             name,
             "no authorizer to check the unsafe delete",
         ));
     };
-    match also.0.authorize_verb(UNSAFE_DELETE_VERB).await {
+    match also.0.authorize_verb(request, UNSAFE_DELETE_VERB).await {
         VerbDecision::Allowed => Ok(()),
         VerbDecision::Refused(reason) => Err(ApiError::forbidden(
             info,

@@ -12,7 +12,7 @@ use crate::endpoints::audit_hook::AuditHook;
 use crate::endpoints::blocking;
 use crate::endpoints::body_checks::Collected;
 use crate::endpoints::scale;
-use crate::error::ApiError;
+use crate::error::{ApiError, StatusReason};
 use crate::registry::field_validation::{FieldIssues, unknown_fields};
 use crate::registry::options::{FieldValidation, WriteOptions};
 use crate::registry::rest::{RequestContext, RestStorage};
@@ -226,7 +226,7 @@ pub async fn apply(
                     created: false,
                 });
             }
-            Err(e) if e.code == 404 && subresource.is_none() && e.reason == "NotFound" => {
+            Err(e) if subresource.is_none() && e.is(StatusReason::NotFound) => {
                 let mut object = apply_to(versions, info, &schema, None, None, &config, &opts)?;
                 object["metadata"]["name"] = json!(name);
                 match storage.create(ctx, object, &opts).await {
@@ -236,7 +236,7 @@ pub async fn apply(
                             created: true,
                         });
                     }
-                    Err(e) if e.reason == "AlreadyExists" && attempt < APPLY_RETRIES => {
+                    Err(e) if e.is(StatusReason::AlreadyExists) && attempt < APPLY_RETRIES => {
                         attempt += 1;
                     }
                     Err(e) => return Err(e),
@@ -310,6 +310,9 @@ pub async fn apply_scale(
 
 #[cfg(test)]
 mod tests {
+    use std::any::Any;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
     use super::*;
 
     #[test]
@@ -333,5 +336,112 @@ mod tests {
                 "spec": {"a": "1", "list": [{"n": "x"}], "free": {"any": {"thing": 1}},
                          "labels": {"k": "v"}}})
         );
+    }
+
+    use crate::registry::store::Store;
+    use crate::registry::store::fixture::{self, Widget};
+
+    /// A store that loses the create race once: just before its first create, another client
+    /// creates the same object (red), so that create answers 409 `AlreadyExists`.
+    struct Racing {
+        inner: Store<Widget>,
+        raced: AtomicBool,
+    }
+
+    #[async_trait::async_trait]
+    impl RestStorage for Racing {
+        fn info(&self) -> &ResourceInfo {
+            self.inner.info()
+        }
+        fn verbs(&self) -> Vec<&'static str> {
+            self.inner.verbs()
+        }
+        fn as_any(&self) -> &dyn Any {
+            self
+        }
+        fn structural_schema(&self) -> StructuralSchema {
+            self.inner.structural_schema()
+        }
+        async fn create(
+            &self,
+            ctx: &RequestContext,
+            body: Value,
+            opts: &WriteOptions,
+        ) -> Result<Bytes, ApiError> {
+            if !self.raced.swap(true, Ordering::SeqCst) {
+                let other = fixture::body(&Widget::new("w", "red"));
+                let racer = WriteOptions {
+                    field_manager: "racer".into(),
+                    ..Default::default()
+                };
+                self.inner.create(ctx, other, &racer).await?;
+            }
+            self.inner.create(ctx, body, opts).await
+        }
+        async fn patch(
+            &self,
+            ctx: &RequestContext,
+            name: &str,
+            subresource: Option<&str>,
+            patch: &(dyn Fn(Value) -> Result<Value, ApiError> + Send + Sync),
+            opts: &WriteOptions,
+        ) -> Result<Bytes, ApiError> {
+            self.inner.patch(ctx, name, subresource, patch, opts).await
+        }
+    }
+
+    /// An apply that finds no object (404 `NotFound`), then loses the create to another client
+    /// (409 `AlreadyExists`), applies to the object that now exists: both errors are told apart
+    /// by their reason, so matching either wrongly fails this test with that error.
+    #[tokio::test]
+    async fn an_apply_that_loses_the_create_race_applies_to_the_winner() {
+        let (inner, _) = fixture::store();
+        let storage: Arc<dyn RestStorage> = Arc::new(Racing {
+            inner,
+            raced: AtomicBool::new(false),
+        });
+        let ctx = fixture::ctx();
+        let body = Bytes::from_static(
+            br#"{"apiVersion":"test.example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"color":"blue"}}"#,
+        );
+        let opts = WriteOptions {
+            field_manager: "applier".into(),
+            // The other client's create owns `spec.color`: take it over.
+            force: Some(true),
+            ..Default::default()
+        };
+        let applied = apply(
+            &storage,
+            &ctx,
+            "w",
+            None,
+            &body,
+            &opts,
+            &Collected::default(),
+            None,
+        )
+        .await
+        .expect("the apply retries against the object the other client created");
+        assert!(!applied.created, "the other client created the object");
+        let stored = fixture::decode(&applied.object);
+        assert_eq!(stored.spec.color, "blue");
+        assert!(
+            stored
+                .metadata
+                .managed_fields
+                .is_some_and(|m| m.iter().any(|e| e.manager.as_deref() == Some("applier"))),
+            "the apply's manager owns its fields"
+        );
+    }
+
+    /// A 409 that is not `AlreadyExists` (a conflict) is not the create race: it is answered.
+    #[test]
+    fn only_already_exists_is_the_create_race() {
+        let (store, _) = fixture::store();
+        let info = store.info();
+        assert!(ApiError::already_exists(info, "w").is(StatusReason::AlreadyExists));
+        assert!(!ApiError::conflict(info, "w", "changed").is(StatusReason::AlreadyExists));
+        assert!(ApiError::not_found(info, "w").is(StatusReason::NotFound));
+        assert!(!ApiError::route_not_found().is(StatusReason::AlreadyExists));
     }
 }

@@ -9,7 +9,7 @@ use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Limited};
 use serde_json::Value;
 
-use crate::endpoints::also_authorize::{self, AlsoAuthorize};
+use crate::endpoints::also_authorize;
 use crate::endpoints::apply_patch;
 use crate::endpoints::audit_hook::AuditHook;
 use crate::endpoints::blocking;
@@ -227,11 +227,13 @@ async fn dispatch(
             response::object(StatusCode::OK, output, info, obj)
         }
         (Verb::Delete, Some(n)) if sub.is_none() => {
-            let also = req.extensions().get::<AlsoAuthorize>().cloned();
+            // Kept for the further check an unsafe delete needs (moved, not copied).
+            let mut req = req;
+            let extensions = std::mem::take(req.extensions_mut());
             let (query_opts, body) = (query.delete_options()?, read_body(req).await?);
             let opts = merge_delete_body(query_opts, &body)?;
             if opts.ignore_store_read_error_with_cluster_breaking_potential == Some(true) {
-                also_authorize::unsafe_delete_allowed(also.as_ref(), info, n).await?;
+                also_authorize::unsafe_delete_allowed(&extensions, info, n).await?;
             }
             match storage.delete(ctx, n, &opts).await? {
                 DeleteOutcome::Deleted(status) => {

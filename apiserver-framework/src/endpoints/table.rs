@@ -104,21 +104,18 @@ fn columns(info: &ResourceInfo) -> Vec<Column> {
 /// declared printer columns in order, then `Age` (`date`) unless a column named `Age` was
 /// declared. Every definition has all of `name`, `type`, `format`, `description` and
 /// `priority`.
+#[cfg(test)]
 pub fn column_definitions(info: &ResourceInfo) -> Vec<Value> {
     columns(info).iter().map(Column::definition).collect()
 }
 
 /// One table row for `object`: `cells` (one per column of [`column_definitions`]) and
-/// `object` as `include` asks (see [`row_at`]). Ages are computed against the current time.
-pub fn row(info: &ResourceInfo, object: &Value, include: IncludeObject) -> Value {
-    row_at(info, object, include, jiff::Timestamp::now())
-}
-
-/// Like [`row`], computing ages against `now`.
+/// `object` as `include` asks, ages computed against `now`.
 ///
 /// `object` is: for [`IncludeObject::Metadata`] a `PartialObjectMetadata` (apiVersion
 /// `meta.k8s.io/v1`) holding the object's metadata; for [`IncludeObject::Object`] the object
 /// itself; for [`IncludeObject::None`] `null` (as upstream encodes an empty `RawExtension`).
+#[cfg(test)]
 pub fn row_at(
     info: &ResourceInfo,
     object: &Value,
@@ -699,8 +696,13 @@ mod tests {
         );
         let full = row_at(&flunder_info(), &obj, IncludeObject::Object, now());
         assert_eq!(full["object"], obj);
-        // The public wrapper uses the current time.
-        let live = row(&flunder_info(), &obj, IncludeObject::None);
+        // Against the current time.
+        let live = row_at(
+            &flunder_info(),
+            &obj,
+            IncludeObject::None,
+            jiff::Timestamp::now(),
+        );
         assert_eq!(live["cells"].as_array().unwrap().len(), 7);
     }
 

@@ -6,8 +6,8 @@
 //! handler chain ([`RequestRecorder`]) and the storage wrapper ([`storage::InstrumentedStorage`])
 //! record into them, and every chain of the process serves them.
 
-pub mod labels;
-pub mod recorder;
+pub(crate) mod labels;
+pub(crate) mod recorder;
 pub mod storage;
 
 use std::sync::OnceLock;

@@ -217,6 +217,22 @@ struct QueryParameter {
     vendor_extension: Vec<NamedAny>,
 }
 
+impl From<SimpleParameter> for QueryParameter {
+    /// The same fields, at a query parameter's tags.
+    fn from(p: SimpleParameter) -> Self {
+        QueryParameter {
+            required: p.required,
+            r#in: p.r#in,
+            description: p.description,
+            name: p.name,
+            r#type: p.r#type,
+            format: p.format,
+            unique_items: p.unique_items,
+            vendor_extension: p.vendor_extension,
+        }
+    }
+}
+
 /// `HeaderParameterSubSchema` and `PathParameterSubSchema` (the same fields).
 #[derive(Clone, PartialEq, Message)]
 struct SimpleParameter {
@@ -487,16 +503,28 @@ fn text(v: &Value, key: &str) -> String {
     v.get(key).and_then(Value::as_str).unwrap_or("").to_string()
 }
 
+/// The strings of an array (other items skipped); nothing for another value.
+fn strings(v: &Value) -> Vec<String> {
+    each(Some(v), |s| s.as_str().map(str::to_string))
+}
+
 fn texts(v: &Value, key: &str) -> Vec<String> {
-    v.get(key)
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
+    v.get(key).map(strings).unwrap_or_default()
+}
+
+/// `f` of each item of an array (those it answers), in order; nothing for another value.
+fn each<T>(v: Option<&Value>, f: impl FnMut(&Value) -> Option<T>) -> Vec<T> {
+    v.and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(f).collect())
         .unwrap_or_default()
+}
+
+/// A `$ref` with its description.
+fn reference(v: &Value) -> JsonReference {
+    JsonReference {
+        r#ref: text(v, "$ref"),
+        description: text(v, "description"),
+    }
 }
 
 fn flag(v: &Value, key: &str) -> bool {
@@ -551,13 +579,7 @@ fn schema(v: &Value) -> Schema {
         Some(Value::String(t)) => Some(TypeItem {
             value: vec![t.clone()],
         }),
-        Some(Value::Array(ts)) => Some(TypeItem {
-            value: ts
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect(),
-        }),
+        Some(ts @ Value::Array(_)) => Some(TypeItem { value: strings(ts) }),
         _ => None,
     };
     let items = match v.get("items") {
@@ -595,19 +617,11 @@ fn schema(v: &Value) -> Schema {
         max_properties: integer(v, "maxProperties"),
         min_properties: integer(v, "minProperties"),
         required: texts(v, "required"),
-        r#enum: v
-            .get("enum")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().map(any).collect())
-            .unwrap_or_default(),
+        r#enum: each(v.get("enum"), |e| Some(any(e))),
         additional_properties,
         r#type: type_item,
         items,
-        all_of: v
-            .get("allOf")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().map(schema).collect())
-            .unwrap_or_default(),
+        all_of: each(v.get("allOf"), |s| Some(schema(s))),
         properties: v.get("properties").map(|p| Properties {
             additional_properties: named_schemas(Some(p)),
         }),
@@ -621,10 +635,7 @@ fn schema(v: &Value) -> Schema {
 fn parameter(v: &Value) -> ParametersItem {
     use non_body_parameter::Oneof as NonBody;
     let oneof = if v.get("$ref").is_some() {
-        parameters_item::Oneof::JsonReference(JsonReference {
-            r#ref: text(v, "$ref"),
-            description: text(v, "description"),
-        })
+        parameters_item::Oneof::JsonReference(reference(v))
     } else {
         let location = text(v, "in");
         let simple = || SimpleParameter {
@@ -653,16 +664,7 @@ fn parameter(v: &Value) -> ParametersItem {
                 oneof: Some(NonBody::Header(simple())),
             }),
             _ => parameter::Oneof::NonBodyParameter(NonBodyParameter {
-                oneof: Some(NonBody::Query(QueryParameter {
-                    required: flag(v, "required"),
-                    r#in: location.clone(),
-                    description: text(v, "description"),
-                    name: text(v, "name"),
-                    r#type: text(v, "type"),
-                    format: text(v, "format"),
-                    unique_items: flag(v, "uniqueItems"),
-                    vendor_extension: extensions(v),
-                })),
+                oneof: Some(NonBody::Query(simple().into())),
             }),
         };
         parameters_item::Oneof::Parameter(Parameter { oneof: Some(param) })
@@ -671,10 +673,7 @@ fn parameter(v: &Value) -> ParametersItem {
 }
 
 fn parameters(v: &Value) -> Vec<ParametersItem> {
-    v.get("parameters")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().map(parameter).collect())
-        .unwrap_or_default()
+    each(v.get("parameters"), |p| Some(parameter(p)))
 }
 
 fn operation(v: &Value) -> Operation {
@@ -686,10 +685,7 @@ fn operation(v: &Value) -> Operation {
                     .filter(|(code, _)| !code.starts_with("x-"))
                     .map(|(code, r)| {
                         let value = if r.get("$ref").is_some() {
-                            response_value::Oneof::JsonReference(JsonReference {
-                                r#ref: text(r, "$ref"),
-                                description: text(r, "description"),
-                            })
+                            response_value::Oneof::JsonReference(reference(r))
                         } else {
                             response_value::Oneof::Response(Response {
                                 description: text(r, "description"),
@@ -770,37 +766,23 @@ fn document(v: &Value) -> Document {
         definitions: v.get("definitions").map(|d| Definitions {
             additional_properties: named_schemas(Some(d)),
         }),
-        security: v
-            .get("security")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .map(|req| SecurityRequirement {
-                        additional_properties: req
-                            .as_object()
-                            .map(|m| {
-                                m.iter()
-                                    .map(|(name, scopes)| NamedStringArray {
-                                        name: name.clone(),
-                                        value: Some(StringArray {
-                                            value: scopes
-                                                .as_array()
-                                                .map(|s| {
-                                                    s.iter()
-                                                        .filter_map(Value::as_str)
-                                                        .map(str::to_string)
-                                                        .collect()
-                                                })
-                                                .unwrap_or_default(),
-                                        }),
-                                    })
-                                    .collect()
+        security: each(v.get("security"), |req| {
+            Some(SecurityRequirement {
+                additional_properties: req
+                    .as_object()
+                    .map(|m| {
+                        m.iter()
+                            .map(|(name, scopes)| NamedStringArray {
+                                name: name.clone(),
+                                value: Some(StringArray {
+                                    value: strings(scopes),
+                                }),
                             })
-                            .unwrap_or_default(),
+                            .collect()
                     })
-                    .collect()
+                    .unwrap_or_default(),
             })
-            .unwrap_or_default(),
+        }),
         security_definitions: v
             .get("securityDefinitions")
             .and_then(Value::as_object)

@@ -3,8 +3,8 @@
 //! field validation walk.
 
 mod build;
-pub mod object_meta;
-pub mod structural;
+pub(crate) mod object_meta;
+pub(crate) mod structural;
 #[cfg(test)]
 mod tests;
 

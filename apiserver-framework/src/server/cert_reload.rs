@@ -28,7 +28,6 @@ struct Loaded {
     key: Arc<CertifiedKey>,
     cert_pem: String,
     key_pem: String,
-    ca_pem: String,
 }
 
 fn load(cert: &Path, key: &Path) -> Result<Loaded, TlsError> {
@@ -37,7 +36,6 @@ fn load(cert: &Path, key: &Path) -> Result<Loaded, TlsError> {
         key: serving.certified_key()?,
         cert_pem: serving.chain_pem,
         key_pem: serving.key_pem,
-        ca_pem: serving.ca_pem,
     })
 }
 
@@ -51,12 +49,6 @@ impl ReloadingCert {
             key_path,
             state: RwLock::new(loaded),
         })
-    }
-
-    /// The last certificate of the chain being served (what clients should trust when the
-    /// chain ends with its CA).
-    pub fn ca_pem(&self) -> String {
-        self.state.read().ca_pem.clone()
     }
 
     /// Re-reads the files; swaps the certificate when they changed and are valid. Returns

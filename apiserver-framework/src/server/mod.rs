@@ -1,14 +1,14 @@
 //! Servers: the generic API server and its delegation chain, health, version, certificate
 //! reloading and the HTTPS listener.
 
-pub mod cert_reload;
+pub(crate) mod cert_reload;
 pub mod connections;
 pub mod filters;
-pub mod front;
+pub(crate) mod front;
 pub mod generic;
-pub mod health;
+pub(crate) mod health;
 pub mod lifecycle;
 pub mod serve;
-pub mod version;
+pub(crate) mod version;
 
 pub use generic::{GenericApiServer, GenericApiServerBuilder};

@@ -28,6 +28,7 @@
 //! Storage backends have a conformance suite of their own: [`crate::storage::conformance`].
 
 pub mod conformance;
+pub mod etcd;
 mod server;
 mod status;
 pub mod wait;

@@ -42,7 +42,7 @@ impl<T> Mutex<T> {
     }
 }
 use serde_json::{Value, json};
-use support_etcd::Cluster;
+use support_etcd::{CLUSTER_SIZE, EtcdCluster};
 use wardle::Flunder;
 
 const FLUNDERS: &str = "/apis/wardle.example.com/v1alpha1/namespaces/default/flunders";
@@ -331,7 +331,7 @@ async fn watch(api: Api<Flunder>, seen: Arc<Mutex<Seen>>) {
 }
 
 /// Sums a counter of etcd's metrics over the running members.
-async fn etcd_counter(cluster: &Cluster, line_prefix: &str, must_contain: &str) -> u64 {
+async fn etcd_counter(cluster: &EtcdCluster, line_prefix: &str, must_contain: &str) -> u64 {
     let mut total = 0;
     for (i, url) in cluster.urls().iter().enumerate() {
         if !cluster.is_running(i) {
@@ -408,7 +408,7 @@ impl Setup {
     }
 }
 
-async fn setup(cluster: &Cluster) -> Setup {
+async fn setup(cluster: &EtcdCluster) -> Setup {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let ports: Vec<u16> = (0..REPLICAS).map(|_| free_port()).collect();
     let opts = DevHostOptions {
@@ -492,7 +492,7 @@ async fn setup(cluster: &Cluster) -> Setup {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn replicas_behind_the_aggregator_survive_kills_rollouts_and_etcd_failover() {
     let test_start = Instant::now();
-    let mut cluster = Cluster::start();
+    let mut cluster = EtcdCluster::start(CLUSTER_SIZE).expect("the etcd cluster starts");
     let mut s = setup(&cluster).await;
     eprintln!("set up in {:?}", test_start.elapsed());
     let compactions_before = etcd_counter(
@@ -662,7 +662,7 @@ async fn replicas_behind_the_aggregator_survive_kills_rollouts_and_etcd_failover
     let compaction_window = compactions_from.elapsed();
 
     // 3. The etcd leader killed mid-load.
-    let leader = cluster.leader().await;
+    let leader = cluster.leader().await.expect("an etcd leader");
     cluster.kill(leader);
     let leader_killed_at = Instant::now();
     eprintln!("killed etcd leader m{leader} at {:?}", test_start.elapsed());

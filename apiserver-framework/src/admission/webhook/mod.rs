@@ -8,9 +8,9 @@
 //! runs. Not supported yet: `matchPolicy: Equivalent` (only the exact resource matches),
 //! `matchConditions` (ignored) and `reinvocationPolicy` (never reinvoked).
 
-pub mod client;
-pub mod matching;
-pub mod review;
+pub(crate) mod client;
+pub(crate) mod matching;
+pub(crate) mod review;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -101,6 +101,40 @@ fn empty_metadata() -> Value {
     json!({"creationTimestamp": null})
 }
 
+/// The [`RestStorage`] of a review type: create only (answered by the type's `review`), with
+/// protobuf bodies decoded by `$decoder`.
+macro_rules! review_storage {
+    ($ty:ty, $decoder:path) => {
+        #[async_trait::async_trait]
+        impl RestStorage for $ty {
+            fn info(&self) -> &ResourceInfo {
+                &self.info
+            }
+
+            fn protobuf_decoder(&self) -> Option<ProtobufDecoder> {
+                Some($decoder)
+            }
+
+            fn verbs(&self) -> Vec<&'static str> {
+                vec!["create"]
+            }
+
+            fn as_any(&self) -> &dyn Any {
+                self
+            }
+
+            async fn create(
+                &self,
+                ctx: &RequestContext,
+                body: Value,
+                _opts: &WriteOptions,
+            ) -> Result<Bytes, ApiError> {
+                self.review(ctx, body).await
+            }
+        }
+    };
+}
+
 // ---------------------------------------------------------------------------------------------
 // SelfSubjectReview
 
@@ -139,30 +173,11 @@ fn user_info(u: &UserInfo) -> authn::UserInfo {
     }
 }
 
-#[async_trait::async_trait]
-impl RestStorage for SelfSubjectReviews {
-    fn info(&self) -> &ResourceInfo {
-        &self.info
-    }
+review_storage!(SelfSubjectReviews, protobuf::self_subject_review);
 
-    fn protobuf_decoder(&self) -> Option<ProtobufDecoder> {
-        Some(protobuf::self_subject_review)
-    }
-
-    fn verbs(&self) -> Vec<&'static str> {
-        vec!["create"]
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    async fn create(
-        &self,
-        ctx: &RequestContext,
-        _body: Value,
-        _opts: &WriteOptions,
-    ) -> Result<Bytes, ApiError> {
+impl SelfSubjectReviews {
+    /// Answers a create of a review with this body.
+    async fn review(&self, ctx: &RequestContext, _body: Value) -> Result<Bytes, ApiError> {
         let now = jiff::Timestamp::now();
         let now = now
             .round(
@@ -321,30 +336,14 @@ fn access_attributes(user: &UserInfo, spec: &authz::SelfSubjectAccessReviewSpec)
     }
 }
 
-#[async_trait::async_trait]
-impl RestStorage for SelfSubjectAccessReviews {
-    fn info(&self) -> &ResourceInfo {
-        &self.info
-    }
+review_storage!(
+    SelfSubjectAccessReviews,
+    protobuf::self_subject_access_review
+);
 
-    fn protobuf_decoder(&self) -> Option<ProtobufDecoder> {
-        Some(protobuf::self_subject_access_review)
-    }
-
-    fn verbs(&self) -> Vec<&'static str> {
-        vec!["create"]
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    async fn create(
-        &self,
-        ctx: &RequestContext,
-        body: Value,
-        _opts: &WriteOptions,
-    ) -> Result<Bytes, ApiError> {
+impl SelfSubjectAccessReviews {
+    /// Answers a create of a review with this body.
+    async fn review(&self, ctx: &RequestContext, body: Value) -> Result<Bytes, ApiError> {
         let spec: authz::SelfSubjectAccessReviewSpec = decode(&body, "spec")?;
         let metadata = body.get("metadata").cloned().unwrap_or(Value::Null);
         let errs = validate_access_review(&metadata, &spec);
@@ -483,30 +482,11 @@ impl SelfSubjectRulesReviews {
     }
 }
 
-#[async_trait::async_trait]
-impl RestStorage for SelfSubjectRulesReviews {
-    fn info(&self) -> &ResourceInfo {
-        &self.info
-    }
+review_storage!(SelfSubjectRulesReviews, protobuf::self_subject_rules_review);
 
-    fn protobuf_decoder(&self) -> Option<ProtobufDecoder> {
-        Some(protobuf::self_subject_rules_review)
-    }
-
-    fn verbs(&self) -> Vec<&'static str> {
-        vec!["create"]
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    async fn create(
-        &self,
-        ctx: &RequestContext,
-        body: Value,
-        _opts: &WriteOptions,
-    ) -> Result<Bytes, ApiError> {
+impl SelfSubjectRulesReviews {
+    /// Answers a create of a review with this body.
+    async fn review(&self, ctx: &RequestContext, body: Value) -> Result<Bytes, ApiError> {
         let spec: authz::SelfSubjectRulesReviewSpec = decode(&body, "spec")?;
         let namespace = spec.namespace.unwrap_or_default();
         if namespace.is_empty() {

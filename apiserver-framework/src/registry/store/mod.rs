@@ -12,7 +12,7 @@ mod create;
 mod delete;
 mod errors;
 #[cfg(test)]
-mod fixture;
+pub(crate) mod fixture;
 mod list;
 mod managed_fields;
 mod update;

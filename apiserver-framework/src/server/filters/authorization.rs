@@ -16,11 +16,19 @@ use crate::user::UserInfo;
 
 /// Authorizes requests.
 #[derive(Clone)]
-pub struct AuthorizationFilter(pub Arc<dyn Authorizer>);
+pub struct AuthorizationFilter {
+    authorizer: Arc<dyn Authorizer>,
+    /// Further verbs for handlers: built once with the filter, handed to each allowed request
+    /// by reference count; a handler that asks builds the check from the request's extensions.
+    also: AlsoAuthorize,
+}
 
 /// The authorization filter as a layer.
 pub fn layer(authorizer: Arc<dyn Authorizer>) -> FilterLayer<AuthorizationFilter> {
-    FilterLayer(AuthorizationFilter(authorizer))
+    let also = AlsoAuthorize(Arc::new(ChainVerbAuthorizer {
+        authorizer: authorizer.clone(),
+    }));
+    FilterLayer(AuthorizationFilter { authorizer, also })
 }
 
 impl Filter for AuthorizationFilter {
@@ -33,24 +41,19 @@ impl Filter for AuthorizationFilter {
                 .unwrap_or_default(),
             request: ParsedRequest::of_request(&req).0.as_ref().clone(),
         };
-        let mut decision = self.0.authorize(&attrs).await;
+        let mut decision = self.authorizer.authorize(&attrs).await;
         audit::annotate_authorization(req.extensions(), &decision);
         // A WebSocket upgrade of a subresource must also be allowed to `create`.
         let mut create = None;
         if matches!(decision, Ok(Decision::Allow))
             && let Some(check) = authz::upgrade::create_check(&attrs, req.headers())
         {
-            decision = self.0.authorize(&check).await;
+            decision = self.authorizer.authorize(&check).await;
             create = Some(check);
         }
         match decision {
             Ok(Decision::Allow) => {
-                let also = ChainVerbAuthorizer {
-                    authorizer: self.0.clone(),
-                    attrs,
-                };
-                req.extensions_mut()
-                    .insert(AlsoAuthorize(std::sync::Arc::new(also)));
+                req.extensions_mut().insert(self.also);
                 next.run(req).await
             }
             Ok(Decision::Deny(reason) | Decision::NoOpinion(reason)) => {
@@ -74,16 +77,22 @@ impl Filter for AuthorizationFilter {
 }
 
 /// Further verbs a handler asks about, put to the chain's authorizer for the request's user and
-/// resource (upstream's handlers call the authorizer the same way).
+/// resource (upstream's handlers call the authorizer the same way): the user and the request
+/// reading the filter authorized, read again from the request's extensions.
 struct ChainVerbAuthorizer {
     authorizer: Arc<dyn Authorizer>,
-    attrs: Attributes,
 }
 
 #[async_trait::async_trait]
 impl VerbAuthorizer for ChainVerbAuthorizer {
-    async fn authorize_verb(&self, verb: &str) -> VerbDecision {
-        let mut attrs = self.attrs.clone();
+    async fn authorize_verb(&self, request: &http::Extensions, verb: &str) -> VerbDecision {
+        let Some(parsed) = request.get::<ParsedRequest>() else {
+            return VerbDecision::Refused("the request was not read".to_string());
+        };
+        let mut attrs = Attributes {
+            user: request.get::<UserInfo>().cloned().unwrap_or_default(),
+            request: parsed.0.as_ref().clone(),
+        };
         match &mut attrs.request {
             authz::Request::Resource(r) => {
                 r.verb = verb.to_string();

@@ -217,34 +217,44 @@ pub enum CompareTarget {
 }
 
 impl Compare {
-    /// Compares the version of `key` (0 when the key is absent) with `version`.
-    pub fn version(key: Vec<u8>, result: CompareResult, version: i64) -> Self {
+    /// Compares `target` of `key` with `with`.
+    fn of(key: Vec<u8>, result: CompareResult, target: CompareTarget, with: CompareWith) -> Self {
         Compare {
             result: result as i32,
-            target: CompareTarget::Version as i32,
+            target: target as i32,
             key,
-            with: Some(CompareWith::Version(version)),
+            with: Some(with),
         }
+    }
+
+    /// Compares the version of `key` (0 when the key is absent) with `version`.
+    pub fn version(key: Vec<u8>, result: CompareResult, version: i64) -> Self {
+        Compare::of(
+            key,
+            result,
+            CompareTarget::Version,
+            CompareWith::Version(version),
+        )
     }
 
     /// Compares the creation revision of `key` with `revision` (0 when the key is absent).
     pub fn create_revision(key: Vec<u8>, result: CompareResult, revision: i64) -> Self {
-        Compare {
-            result: result as i32,
-            target: CompareTarget::Create as i32,
+        Compare::of(
             key,
-            with: Some(CompareWith::CreateRevision(revision)),
-        }
+            result,
+            CompareTarget::Create,
+            CompareWith::CreateRevision(revision),
+        )
     }
 
     /// Compares the last modification revision of `key` with `revision`.
     pub fn mod_revision(key: Vec<u8>, result: CompareResult, revision: i64) -> Self {
-        Compare {
-            result: result as i32,
-            target: CompareTarget::Mod as i32,
+        Compare::of(
             key,
-            with: Some(CompareWith::ModRevision(revision)),
-        }
+            result,
+            CompareTarget::Mod,
+            CompareWith::ModRevision(revision),
+        )
     }
 }
 
