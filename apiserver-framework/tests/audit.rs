@@ -2,12 +2,11 @@
 //! with the real flags, events read back from the JSON-lines log, impersonation authorized by
 //! a rules-based test double of the authorizer.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use apiserver_framework::audit::{AuditOptions, Auditor};
-use apiserver_framework::auth::{self, Authenticated, Authenticator};
+use apiserver_framework::auth::StaticTokens;
 use apiserver_framework::authz::{Attributes, AuthorizationError, Authorizer, Decision, Request};
 use apiserver_framework::prelude::*;
 use apiserver_framework::server::GenericApiServer;
@@ -53,22 +52,6 @@ rules:
   nonResourceURLs: ["/healthz*"]
 - level: Metadata
 "#;
-
-struct TokenTable(BTreeMap<&'static str, UserInfo>);
-
-#[async_trait::async_trait]
-impl Authenticator for TokenTable {
-    async fn authenticate(&self, parts: &http::request::Parts) -> Authenticated {
-        match auth::authenticator::bearer_token(parts) {
-            None => Authenticated::NoCredentials,
-            Some(t) => self
-                .0
-                .get(t)
-                .cloned()
-                .map_or(Authenticated::Invalid, Authenticated::User),
-        }
-    }
-}
 
 /// `alice` may do anything with flunders; `bob` is denied with a reason; `imp` may only
 /// impersonate the user `alice`, the group `devs` and the extra `scopes=read`.
@@ -133,11 +116,11 @@ impl Server {
         };
         let auditor: Auditor = options.build().unwrap().unwrap();
         let user = |name: &str| UserInfo::new(name, &["system:authenticated"]);
-        let users = TokenTable(BTreeMap::from([
+        let users = StaticTokens::from([
             ("alice-token", user("alice")),
             ("bob-token", user("bob")),
             ("imp-token", user("imp")),
-        ]));
+        ]);
         let chain = HandlerChain::new(Arc::new(server), Arc::new(users), Arc::new(Rules))
             .with_audit(Arc::new(auditor));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -3,12 +3,11 @@
 //! object reference and (at level `Request` and up) record the decoded object; patches, apply
 //! configurations included, are recorded as JSON; refused requests record no body at all.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use apiserver_framework::audit::{AuditOptions, Auditor};
-use apiserver_framework::auth::{self, Authenticated, Authenticator};
+use apiserver_framework::auth::StaticTokens;
 use apiserver_framework::authz::{Attributes, AuthorizationError, Authorizer, Decision};
 use apiserver_framework::prelude::*;
 use apiserver_framework::server::GenericApiServer;
@@ -40,22 +39,6 @@ rules:
   namespaces: ["meta"]
 - level: Request
 "#;
-
-struct Tokens(BTreeMap<&'static str, UserInfo>);
-
-#[async_trait::async_trait]
-impl Authenticator for Tokens {
-    async fn authenticate(&self, parts: &http::request::Parts) -> Authenticated {
-        match auth::authenticator::bearer_token(parts) {
-            None => Authenticated::NoCredentials,
-            Some(t) => self
-                .0
-                .get(t)
-                .cloned()
-                .map_or(Authenticated::Invalid, Authenticated::User),
-        }
-    }
-}
 
 /// `alice` may do anything; everyone else is refused.
 struct OnlyAlice;
@@ -99,10 +82,10 @@ impl Server {
         .build()
         .unwrap()
         .unwrap();
-        let users = Tokens(BTreeMap::from([
+        let users = StaticTokens::from([
             ("alice", UserInfo::new("alice", &["system:authenticated"])),
             ("bob", UserInfo::new("bob", &["system:authenticated"])),
-        ]));
+        ]);
         let chain = HandlerChain::new(Arc::new(server), Arc::new(users), Arc::new(OnlyAlice))
             .with_audit(Arc::new(auditor));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

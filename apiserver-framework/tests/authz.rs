@@ -4,11 +4,10 @@
 //! The host cluster is replaced by a rules-based reviewer test double; everything between the
 //! HTTPS client and it is the real thing.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use apiserver_framework::auth::{self, Authenticated, Authenticator};
+use apiserver_framework::auth::StaticTokens;
 use apiserver_framework::authz::{
     Attributes, AuthorizationError, DelegatingAuthorizerConfig, Request, ReviewStatus,
     SubjectAccessReviewer,
@@ -35,26 +34,9 @@ pub struct FlunderSpec {
 
 const FLUNDERS: &str = "/apis/wardle.example.com/v1alpha1/namespaces/default/flunders";
 
-/// A test double of the delegated authenticator: bearer tokens mapped to users.
-struct TokenTable(BTreeMap<&'static str, UserInfo>);
-
-#[async_trait::async_trait]
-impl Authenticator for TokenTable {
-    async fn authenticate(&self, parts: &http::request::Parts) -> Authenticated {
-        match auth::authenticator::bearer_token(parts) {
-            None => Authenticated::NoCredentials,
-            Some(t) => self
-                .0
-                .get(t)
-                .cloned()
-                .map_or(Authenticated::Invalid, Authenticated::User),
-        }
-    }
-}
-
-fn users() -> TokenTable {
+fn users() -> StaticTokens {
     let user = |name: &str, groups: &[&str]| UserInfo::new(name, groups);
-    TokenTable(BTreeMap::from([
+    StaticTokens::from([
         ("alice-token", user("alice", &["system:authenticated"])),
         ("reader-token", user("reader", &["system:authenticated"])),
         ("mallory-token", user("mallory", &["system:authenticated"])),
@@ -63,7 +45,7 @@ fn users() -> TokenTable {
             user("admin", &["system:masters", "system:authenticated"]),
         ),
         ("broken-token", user("broken", &["system:authenticated"])),
-    ]))
+    ])
 }
 
 /// A rules-based test double of the host cluster's SubjectAccessReview: `alice` may do

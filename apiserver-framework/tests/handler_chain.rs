@@ -7,12 +7,11 @@
 //! so nothing else may send requests while they are compared.
 
 use std::any::Any;
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use apiserver_framework::auth::{self, Authenticated, Authenticator, PeerAddr};
+use apiserver_framework::auth::{PeerAddr, StaticTokens};
 use apiserver_framework::authz::{
     Attributes, AuthorizationError, Authorizer, Decision, Request as AuthzRequest,
 };
@@ -47,23 +46,6 @@ pub struct GizmoSpec {
 }
 
 const GIZMOS: &str = "/apis/chain.example.com/v1/namespaces/default/gizmos";
-
-/// Bearer tokens mapped to users.
-struct TokenTable(BTreeMap<&'static str, UserInfo>);
-
-#[async_trait::async_trait]
-impl Authenticator for TokenTable {
-    async fn authenticate(&self, parts: &http::request::Parts) -> Authenticated {
-        match auth::authenticator::bearer_token(parts) {
-            None => Authenticated::NoCredentials,
-            Some(t) => self
-                .0
-                .get(t)
-                .cloned()
-                .map_or(Authenticated::Invalid, Authenticated::User),
-        }
-    }
-}
 
 /// Allows everything but deletes.
 struct NoDeletes;
@@ -218,10 +200,10 @@ async fn serve() -> Served {
             }),
         )
         .build();
-    let users = TokenTable(BTreeMap::from([(
+    let users = StaticTokens::from([(
         "alice-token",
         UserInfo::new("alice", &["system:authenticated"]),
-    )]));
+    )]);
     let chain = HandlerChain::new(Arc::new(server), Arc::new(users), Arc::new(NoDeletes))
         .with_layer(
             ChainPosition::AfterAuthorization,

@@ -26,7 +26,7 @@ pub(crate) mod verified;
 pub(crate) mod x509;
 
 pub use anonymous::{AnonymousAuthenticator, anonymous_user};
-pub use authenticator::{Authenticated, Authenticator, StaticTokenAuthenticator};
+pub use authenticator::{Authenticated, Authenticator, StaticTokenAuthenticator, StaticTokens};
 pub use ca_bundle::CaBundle;
 pub use configmap::{DelegatedAuthSetup, parse_configmap_data, start_delegated_config};
 pub use delegated::{AuthSnapshot, DelegatedAuthConfig, RequestHeaderConfig};
