@@ -2,11 +2,13 @@
 //! the rest of the chain ([`Next`]), as each of upstream's filters wraps the handler after it.
 //!
 //! Written here rather than taken from `axum::middleware::from_fn`, which would box the rest
-//! of the chain once per request and filter; these services are cloned into the future
-//! instead.
+//! of the chain once per request and filter. Each filter's service keeps the rest of the chain
+//! behind an [`Arc`], so that handing a request on clones one level of the chain (the next
+//! service's filter and an `Arc`), not every service behind it.
 
 use std::convert::Infallible;
 use std::future::Future;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use axum::body::Body;
@@ -46,12 +48,15 @@ impl<S> ChainInner for S where
 }
 
 /// The rest of the chain behind a filter.
-pub struct Next<S>(S);
+pub struct Next<S>(Arc<S>);
 
 impl<S: ChainInner> Next<S> {
     /// Serves `req` with the rest of the chain.
     pub async fn run(self, req: Request<Body>) -> Response<Body> {
-        match self.0.oneshot(req).await {
+        // The service behind is cloned only here, where it is called: one level, since its
+        // own rest of the chain sits behind an `Arc` too.
+        let service = Arc::unwrap_or_clone(self.0);
+        match service.oneshot(req).await {
             Ok(res) => res,
             Err(never) => match never {},
         }
@@ -68,7 +73,7 @@ impl<F: Clone, S> Layer<S> for FilterLayer<F> {
     fn layer(&self, inner: S) -> Self::Service {
         FilterService {
             filter: self.0.clone(),
-            inner,
+            inner: Arc::new(inner),
         }
     }
 }
@@ -77,7 +82,7 @@ impl<F: Clone, S> Layer<S> for FilterLayer<F> {
 #[derive(Clone, Debug)]
 pub struct FilterService<F, S> {
     filter: F,
-    inner: S,
+    inner: Arc<S>,
 }
 
 impl<F: Filter, S: ChainInner> Service<Request<Body>> for FilterService<F, S> {
