@@ -71,6 +71,10 @@ struct Options {
     /// Creates per second of the writer of the 10,000-watcher fan-out (full run).
     #[arg(long, default_value_t = 5.0)]
     many_watch_rate: f64,
+    /// Events of the 10,000-watcher fan-out on wardle (full run; the baseline gets a fifth),
+    /// fewer for a shorter run while iterating.
+    #[arg(long, default_value_t = 1000)]
+    many_watch_events: usize,
 }
 
 fn groups_help() -> String {
@@ -108,6 +112,7 @@ fn main() -> ExitCode {
             measure: Duration::from_secs_f64(options.measure),
             watch_rate: options.watch_rate,
             many_watch_rate: options.many_watch_rate,
+            many_watch_events: options.many_watch_events,
             h2_streams: options.h2_streams,
         })
     };

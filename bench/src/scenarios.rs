@@ -105,6 +105,8 @@ pub struct Knobs {
     pub watch_rate: f64,
     /// Creates per second of the writer of the fan-out to many watchers.
     pub many_watch_rate: f64,
+    /// Events of the fan-out to many watchers on wardle (the baseline's run has a fifth).
+    pub many_watch_events: usize,
     /// Clients to an HTTP/2 connection.
     pub h2_streams: usize,
 }
@@ -139,11 +141,11 @@ impl Plan {
                 .to_vec(),
             many_watchers: FanOut {
                 watchers: 10_000,
-                events: 1000,
+                events: knobs.many_watch_events,
                 rate: knobs.many_watch_rate,
             },
             many_watchers_streams: 100,
-            many_watchers_baseline_events: 200,
+            many_watchers_baseline_events: (knobs.many_watch_events / 5).max(1),
             sweep_clients: vec![1, 8, 64, 256],
             sweep_measure: Duration::from_secs(3),
             start_runs: 10,

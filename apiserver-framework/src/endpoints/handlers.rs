@@ -144,7 +144,7 @@ async fn dispatch(
             let mut opts = query.list_options(true)?;
             default_watch_timeout(&mut opts, &req);
             let stream = storage.watch(ctx, &opts).await?;
-            Ok(watch_response(*output, info.clone(), stream))
+            Ok(watch_response(*output, info, stream))
         }
         (Verb::Watch, Some(n)) if path.legacy_watch => {
             let mut opts = query.list_options(true)?;
@@ -157,7 +157,7 @@ async fn dispatch(
                     value: n.to_string(),
                 });
             let stream = storage.watch(ctx, &opts).await?;
-            Ok(watch_response(*output, info.clone(), stream))
+            Ok(watch_response(*output, info, stream))
         }
         (Verb::List, None) => {
             let opts = query.list_options(false)?;
@@ -544,12 +544,18 @@ fn default_watch_timeout(opts: &mut crate::registry::options::ListOptions, req: 
 /// Streams watch events as newline-delimited JSON (`{"type":…,"object":…}`).
 fn watch_response(
     output: Output,
-    info: crate::resource::ResourceInfo,
+    info: &crate::resource::ResourceInfo,
     stream: crate::registry::rest::EventStream,
 ) -> Response<Body> {
+    // Kept for the watch's whole life, so only when the events are re-encoded (JSON events
+    // carry the stored object as it is).
+    let info = (!matches!(output, Output::Json | Output::Yaml)).then(|| Box::new(info.clone()));
     let mut first = true;
     let body = stream.map(move |ev| {
-        let object = response::watch_object(&output, &info, &ev.object, ev.kind, first);
+        let object = match &info {
+            Some(info) => response::watch_object(&output, info, &ev.object, ev.kind, first),
+            None => ev.object,
+        };
         if !matches!(ev.kind, WatchEventType::Error | WatchEventType::Bookmark) {
             first = false;
         }

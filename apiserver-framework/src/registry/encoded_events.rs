@@ -13,35 +13,53 @@ use crate::storage::KeyValue;
 /// How many recent changes are kept encoded.
 pub const CAPACITY: usize = 4096;
 
-/// Recently encoded changes, keyed by key and revision.
+/// Recently encoded changes, by revision.
 #[derive(Debug, Default)]
 pub struct EncodedEvents {
     inner: Mutex<Recent>,
 }
 
+/// A change's key and its encoded object.
+#[derive(Debug)]
+struct Entry {
+    key: String,
+    bytes: Bytes,
+}
+
 #[derive(Debug, Default)]
 struct Recent {
-    by_change: HashMap<(String, u64), Bytes>,
-    order: VecDeque<(String, u64)>,
+    /// Looked up by revision (no key is built to look one up); the key is checked, as a
+    /// revision could change more than one key.
+    by_revision: HashMap<u64, Entry>,
+    order: VecDeque<u64>,
 }
 
 impl EncodedEvents {
     /// The object of `kv` at its revision: the shared bytes when another watcher asked first,
     /// else encoded now and kept for the others.
     pub fn get_or_encode(&self, kv: &KeyValue) -> Bytes {
-        let id = (kv.key.clone(), kv.mod_revision);
         let Ok(mut recent) = self.inner.lock() else {
             return with_resource_version(&kv.value, kv.mod_revision);
         };
-        if let Some(bytes) = recent.by_change.get(&id) {
-            return bytes.clone();
+        if let Some(entry) = recent.by_revision.get(&kv.mod_revision) {
+            if entry.key == kv.key {
+                return entry.bytes.clone();
+            }
+            // Another key of the same revision: encoded, not kept.
+            return with_resource_version(&kv.value, kv.mod_revision);
         }
         let bytes = with_resource_version(&kv.value, kv.mod_revision);
-        recent.by_change.insert(id.clone(), bytes.clone());
-        recent.order.push_back(id);
+        recent.by_revision.insert(
+            kv.mod_revision,
+            Entry {
+                key: kv.key.clone(),
+                bytes: bytes.clone(),
+            },
+        );
+        recent.order.push_back(kv.mod_revision);
         while recent.order.len() > CAPACITY {
             if let Some(old) = recent.order.pop_front() {
-                recent.by_change.remove(&old);
+                recent.by_revision.remove(&old);
             }
         }
         bytes
@@ -78,5 +96,14 @@ mod tests {
         let c = events.get_or_encode(&kv);
         assert_ne!(a.as_ptr(), c.as_ptr(), "old changes are forgotten");
         assert_eq!(a, c);
+        // Another key at a kept revision gets its own object.
+        let other = KeyValue {
+            key: "/g/r/b".into(),
+            value: Bytes::from_static(br#"{"metadata":{"name":"b"}}"#),
+            ..kv.clone()
+        };
+        let d = events.get_or_encode(&other);
+        assert!(std::str::from_utf8(&d).unwrap().contains(r#""name":"b""#));
+        assert_eq!(events.get_or_encode(&kv), c);
     }
 }

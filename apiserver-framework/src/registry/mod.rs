@@ -6,6 +6,7 @@ pub mod computed;
 pub mod connect;
 pub mod continue_token;
 pub mod conversion;
+pub(crate) mod converted_events;
 pub(crate) mod encoded_events;
 pub(crate) mod encoding;
 pub mod field_validation;

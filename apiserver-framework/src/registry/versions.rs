@@ -33,6 +33,7 @@ use crate::error::{ApiError, FieldError, StatusCause, StatusDetails};
 use crate::registry::conversion::{
     self, ConversionError, Converter, ConvertingStorage, HubConversion, MigrationReport, Spoke,
 };
+use crate::registry::converted_events::ConvertedEvents;
 use crate::registry::options::{DeleteOptions, ListOptions, WriteOptions};
 use crate::registry::rest::{
     DeleteOutcome, EventStream, ObjectEvent, ObjectList, RequestContext, RestStorage,
@@ -322,6 +323,7 @@ impl<H: Send + Sync + 'static> Kind<H> {
                     raw: storage.clone(),
                     prefix: prefix.clone(),
                     storage_version: storage_api_version.clone(),
+                    converted: Arc::default(),
                 }) as Arc<dyn RestStorage>
             })
             .collect()
@@ -431,6 +433,8 @@ pub struct VersionedStorage {
     raw: Arc<dyn Storage>,
     prefix: String,
     storage_version: String,
+    /// The watch events of this version, converted (or checked) once for all watchers.
+    converted: Arc<ConvertedEvents>,
 }
 
 impl VersionedStorage {
@@ -761,6 +765,7 @@ impl RestStorage for VersionedStorage {
         let (inner_opts, own) = self.split_field_selector(opts)?;
         let stream = self.inner.watch(ctx, &inner_opts).await?;
         let converter = self.converter.clone();
+        let converted = self.converted.clone();
         let to = self.api_version.clone();
         let kind = self.info.kind.clone();
         Ok(stream
@@ -771,7 +776,9 @@ impl RestStorage for VersionedStorage {
                         event.object = retag(&event.object, &to, &kind);
                         Some(event)
                     }
-                    _ => match conversion::convert_bytes(converter.as_ref(), &event.object, &to) {
+                    _ => match converted.get_or_convert(&event.object, |object| {
+                        conversion::convert_bytes(converter.as_ref(), object, &to)
+                    }) {
                         Ok(object) if own.as_ref().is_none_or(|o| watch::matches(o, &object)) => {
                             Some(ObjectEvent {
                                 kind: event.kind,

@@ -70,8 +70,12 @@ pub fn too_old(requested: u64, compacted: u64) -> ApiError {
 
 /// The event a watcher sees for a storage event (if any), including the transitions in and
 /// out of its selectors, as upstream's watch cache reports them.
-fn filter(opts: &ListOptions, ev: &StorageEvent, encoded: &EncodedEvents) -> Option<ObjectEvent> {
-    let sel = |v: &[u8]| matches(opts, v);
+fn filter(
+    selectors: Option<&ListOptions>,
+    ev: &StorageEvent,
+    encoded: &EncodedEvents,
+) -> Option<ObjectEvent> {
+    let sel = |v: &[u8]| selectors.is_none_or(|opts| matches(opts, v));
     let now = sel(&ev.kv.value);
     let kind = match ev.kind {
         EventKind::Created => now.then_some(WatchEventType::Added),
@@ -128,9 +132,12 @@ pub fn run(
     deadline: Instant,
     encoded: Arc<EncodedEvents>,
 ) -> EventStream {
-    let opts = opts.clone();
-    let info = info.clone();
     let bookmarks = opts.allow_watch_bookmarks;
+    // What the watch keeps for its whole life: the selectors only when there are some, the
+    // resource only when bookmarks are sent.
+    let selectors = (!opts.label_selector.is_empty() || !opts.field_selector.is_empty())
+        .then(|| Box::new(opts.clone()));
+    let info = bookmarks.then(|| Box::new(info.clone()));
     let inputs = futures::stream::select(
         live.map(Input::Storage),
         if bookmarks {
@@ -147,10 +154,10 @@ pub fn run(
                 return futures::future::ready(None);
             }
             let out = match input {
-                Input::Tick => Some(bookmark(&info, *seen, false)),
+                Input::Tick => info.as_ref().map(|info| bookmark(info, *seen, false)),
                 Input::Storage(Ok(ev)) => {
                     *seen = (*seen).max(ev.kv.mod_revision);
-                    filter(&opts, &ev, &encoded)
+                    filter(selectors.as_deref(), &ev, &encoded)
                 }
                 Input::Storage(Err(e)) => {
                     *ended = true;

@@ -83,8 +83,9 @@ impl Default for CacheOptions {
 /// What the background task tells watchers.
 #[derive(Clone, Debug)]
 enum Message {
-    /// One change, applied to the cache.
-    Event(StorageEvent),
+    /// One change, applied to the cache (shared: a watcher copies it only when its prefix
+    /// matches).
+    Event(Arc<StorageEvent>),
     /// The cache relisted the backend; its window now starts at this revision.
     Reset(u64),
 }
@@ -169,7 +170,7 @@ impl Shared {
             }
         }
         // Sent under the lock: a watcher subscribing under it sees each event exactly once.
-        let _ = self.events.send(Message::Event(event));
+        let _ = self.events.send(Message::Event(Arc::new(event)));
         drop(st);
         self.applied.send_replace(rev);
     }
@@ -461,41 +462,39 @@ impl Storage for CachedStorage {
         let last = st.revision.max(after);
         let rx = self.shared.events.subscribe();
         drop(st);
-        let live = futures::stream::unfold(Some((rx, last)), move |state| {
-            let prefix = prefix.clone();
-            async move {
-                let (mut rx, mut last) = state?;
-                loop {
-                    match rx.recv().await {
-                        Ok(Message::Event(ev)) => {
-                            if ev.kv.mod_revision <= last {
-                                continue;
-                            }
-                            last = ev.kv.mod_revision;
-                            if ev.kv.key.starts_with(&prefix) {
-                                return Some((Ok(ev), Some((rx, last))));
-                            }
+        // The prefix travels in the state: nothing is allocated per event but the event.
+        let live = futures::stream::unfold(Some((rx, last, prefix)), |state| async move {
+            let (mut rx, mut last, prefix) = state?;
+            loop {
+                match rx.recv().await {
+                    Ok(Message::Event(ev)) => {
+                        if ev.kv.mod_revision <= last {
+                            continue;
                         }
-                        Ok(Message::Reset(start)) => {
-                            return Some((
-                                Err(StorageError::Compacted {
-                                    requested: last,
-                                    compacted: start,
-                                }),
-                                None,
-                            ));
+                        last = ev.kv.mod_revision;
+                        if ev.kv.key.starts_with(&prefix) {
+                            return Some((Ok(StorageEvent::clone(&ev)), Some((rx, last, prefix))));
                         }
-                        Err(broadcast::error::RecvError::Lagged(_)) => {
-                            return Some((
-                                Err(StorageError::Compacted {
-                                    requested: last,
-                                    compacted: last,
-                                }),
-                                None,
-                            ));
-                        }
-                        Err(broadcast::error::RecvError::Closed) => return None,
                     }
+                    Ok(Message::Reset(start)) => {
+                        return Some((
+                            Err(StorageError::Compacted {
+                                requested: last,
+                                compacted: start,
+                            }),
+                            None,
+                        ));
+                    }
+                    Err(broadcast::error::RecvError::Lagged(_)) => {
+                        return Some((
+                            Err(StorageError::Compacted {
+                                requested: last,
+                                compacted: last,
+                            }),
+                            None,
+                        ));
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return None,
                 }
             }
         });

@@ -1,0 +1,149 @@
+//! The watch events of one served version, converted once per change however many watchers
+//! receive them.
+//!
+//! Every watcher of a kind receives the same shared bytes for a change (see
+//! [`super::encoded_events`]); a version other than the storage version converts them, and a
+//! version that is the storage version still checks that they decode as its type. Done per
+//! watcher, that is a JSON decode (and a copy) for each of them: here it is done for the first
+//! watcher to see a change, and the others get its answer.
+//!
+//! A change is recognised by its bytes: looked up by their address and length (the watchers
+//! share one allocation), and accepted only when the kept input is equal to the bytes asked
+//! about, so a lookup can never answer another object's conversion.
+
+use std::collections::{HashMap, VecDeque};
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+
+use crate::registry::conversion::ConversionError;
+
+/// How many recent changes are kept converted.
+pub const CAPACITY: usize = 4096;
+
+/// Recently converted watch events of one version.
+#[derive(Debug, Default)]
+pub struct ConvertedEvents {
+    inner: Mutex<Recent>,
+}
+
+/// A change's bytes as the watchers received them, and their conversion.
+#[derive(Debug)]
+struct Entry {
+    input: Bytes,
+    output: Result<Bytes, ConversionError>,
+}
+
+#[derive(Debug, Default)]
+struct Recent {
+    by_input: HashMap<(usize, usize), Entry>,
+    order: VecDeque<(usize, usize)>,
+}
+
+impl ConvertedEvents {
+    /// The conversion of `object`: the one made for another watcher of the same bytes, else
+    /// `convert(object)`, kept for the others. An output equal to its input (a check that
+    /// passed) is kept as the input's bytes, so that it costs no memory of its own.
+    pub fn get_or_convert(
+        &self,
+        object: &Bytes,
+        convert: impl FnOnce(&[u8]) -> Result<Bytes, ConversionError>,
+    ) -> Result<Bytes, ConversionError> {
+        let id = (object.as_ptr() as usize, object.len());
+        if let Some(entry) = self.inner.lock().by_input.get(&id)
+            && entry.input == *object
+        {
+            return entry.output.clone();
+        }
+        let output = match convert(object) {
+            Ok(out) if out == *object => Ok(object.clone()),
+            other => other,
+        };
+        let mut recent = self.inner.lock();
+        let previous = recent.by_input.insert(
+            id,
+            Entry {
+                input: object.clone(),
+                output: output.clone(),
+            },
+        );
+        if previous.is_none() {
+            recent.order.push_back(id);
+        }
+        while recent.order.len() > CAPACITY {
+            if let Some(old) = recent.order.pop_front() {
+                recent.by_input.remove(&old);
+            }
+        }
+        output
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    #[test]
+    fn one_conversion_per_change() {
+        let events = ConvertedEvents::default();
+        let calls = AtomicUsize::new(0);
+        let upper = |b: &[u8]| {
+            calls.fetch_add(1, Ordering::Relaxed);
+            Ok(Bytes::from(b.to_ascii_uppercase()))
+        };
+        let object = Bytes::from_static(b"{\"a\":1}");
+        let (a, b) = (
+            events.get_or_convert(&object, upper).unwrap(),
+            events.get_or_convert(&object.clone(), upper).unwrap(),
+        );
+        assert_eq!(calls.load(Ordering::Relaxed), 1);
+        assert_eq!(a, b"{\"A\":1}"[..]);
+        assert_eq!(a.as_ptr(), b.as_ptr(), "the same bytes are shared");
+        // Equal bytes elsewhere are converted on their own; a check that passes keeps the input.
+        let same = |b: &[u8]| Ok(Bytes::copy_from_slice(b));
+        let other = Bytes::from(b"{\"a\":1}".to_vec());
+        let c = events.get_or_convert(&other, same).unwrap();
+        assert_eq!(c.as_ptr(), other.as_ptr());
+        // Failures are shared too.
+        let broken = Bytes::from_static(b"nope");
+        let fail = |_: &[u8]| Err(ConversionError::NotJson("nope".into()));
+        assert!(events.get_or_convert(&broken, fail).is_err());
+        assert!(events.get_or_convert(&broken, upper).is_err());
+    }
+
+    #[test]
+    fn an_entry_for_other_bytes_at_the_same_address_is_not_used() {
+        let events = ConvertedEvents::default();
+        let object = Bytes::from_static(b"abc");
+        // An entry under this address and length whose input is other bytes (as if the first
+        // object had been freed and its memory reused).
+        events.inner.lock().by_input.insert(
+            (object.as_ptr() as usize, object.len()),
+            Entry {
+                input: Bytes::from_static(b"xyz"),
+                output: Ok(Bytes::from_static(b"XYZ")),
+            },
+        );
+        let upper = |b: &[u8]| Ok(Bytes::from(b.to_ascii_uppercase()));
+        assert_eq!(events.get_or_convert(&object, upper).unwrap(), "ABC");
+        assert_eq!(events.get_or_convert(&object, upper).unwrap(), "ABC");
+    }
+
+    #[test]
+    fn old_changes_are_forgotten() {
+        let events = ConvertedEvents::default();
+        let objects: Vec<Bytes> = (0..CAPACITY + 10)
+            .map(|i| Bytes::from(i.to_string()))
+            .collect();
+        for o in &objects {
+            events
+                .get_or_convert(o, |b| Ok(Bytes::copy_from_slice(b)))
+                .unwrap();
+        }
+        let recent = events.inner.lock();
+        assert_eq!(recent.order.len(), CAPACITY);
+        assert_eq!(recent.by_input.len(), CAPACITY);
+    }
+}
