@@ -72,6 +72,37 @@ impl<T: ApiResource> Store<T> {
         Ok(())
     }
 
+    /// Runs the validating phase of the admission chain on `obj` and answers the JSON the
+    /// plugins read, for the caller's next use of it; `None` when no plugin wants the request
+    /// (the JSON is then not made).
+    pub(super) async fn admit_validating(
+        &self,
+        ctx: &RequestContext,
+        write: &Write<'_, T>,
+        obj: &T,
+    ) -> Result<Option<serde_json::Value>, ApiError> {
+        if !ctx.admission.handles(&self.info, write.operation) {
+            return Ok(None);
+        }
+        let mut value = Self::to_value(obj)?;
+        let old_value = write.old.map(Self::to_value).transpose()?;
+        let meta = obj.meta();
+        let attrs = AdmissionAttributes {
+            operation: write.operation,
+            resource: &self.info,
+            subresource: write.subresource,
+            namespace: meta.namespace.as_deref(),
+            name: meta.name.as_deref().unwrap_or_default(),
+            object: Some(&mut value),
+            old_object: old_value.as_ref(),
+            user: &ctx.user,
+            dry_run: write.dry_run,
+            registry: &ctx.registry,
+        };
+        ctx.admission.validate(&attrs).await?;
+        Ok(Some(value))
+    }
+
     /// Runs both phases of the admission chain on the delete of `obj`.
     pub(super) async fn admit_delete(
         &self,

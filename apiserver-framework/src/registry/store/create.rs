@@ -46,8 +46,9 @@ impl<T: ApiResource> Store<T> {
         if !errs.is_empty() {
             return Err(ApiError::invalid(&self.info, &name, &errs));
         }
-        self.admit(Phase::Validating, ctx, &write, &mut obj).await?;
-        self.track_update(None, &mut obj, None, opts)?;
+        // The JSON validating admission reads is the one managed fields are computed from.
+        let value = self.admit_validating(ctx, &write, &obj).await?;
+        self.track_update_of(None, &mut obj, value, None, opts)?;
         let bytes = self.encode(&mut obj)?;
         let key = self.key(namespace, &name);
         let storage_error = |op, e| storage_error(&self.info, op, &name, e);

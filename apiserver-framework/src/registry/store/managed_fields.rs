@@ -33,11 +33,26 @@ impl<T: ApiResource> Store<T> {
         subresource: Option<&str>,
         opts: &WriteOptions,
     ) -> Result<(), ApiError> {
+        self.track_update_of(old, new, None, subresource, opts)
+    }
+
+    /// [`track_update`](Self::track_update), given `new`'s JSON when the caller has it.
+    pub(super) fn track_update_of(
+        &self,
+        old: Option<&T>,
+        new: &mut T,
+        new_value: Option<serde_json::Value>,
+        subresource: Option<&str>,
+        opts: &WriteOptions,
+    ) -> Result<(), ApiError> {
         if opts.apply {
             return Ok(());
         }
         let old_value = old.map(Self::to_value).transpose()?;
-        let new_value = Self::to_value(new)?;
+        let new_value = match new_value {
+            Some(v) => v,
+            None => Self::to_value(new)?,
+        };
         let managed =
             apply::ManagedFields::for_update(old_value.as_ref(), &new_value, subresource.is_some());
         let api_version = self.info.api_version();
