@@ -98,6 +98,8 @@ impl<T: ApiResource> Store<T> {
             user: &ctx.user,
             dry_run: write.dry_run,
             registry: &ctx.registry,
+            typed_object: Some(obj),
+            typed_old_object: write.old.map(|t| t as _),
         };
         ctx.admission.validate(&attrs).await?;
         Ok(Some(value))
