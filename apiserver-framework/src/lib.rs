@@ -69,7 +69,7 @@ pub mod testing;
 pub use apiserver_derive::ApiResource;
 pub use cli::App;
 pub use error::{ApiError, Result};
-pub use registry::group::Group;
+pub use registry::group::{Group, RegistrationError};
 pub use resource::{ApiResource, PrinterColumn, ResourceInfo, ScaleSubresource, Scope};
 
 /// Everything a typical server needs, in one import: `use apiserver_framework::prelude::*;`.
