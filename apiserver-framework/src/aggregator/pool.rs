@@ -363,10 +363,14 @@ mod tests {
 
     use super::*;
 
-    /// An HTTPS server speaking only HTTP/2 and allowing `max_streams` streams per connection,
-    /// whose answers send their headers and then hold the body open until the client drops it;
-    /// its address and its certificate (PEM).
-    async fn held_open_server(max_streams: u32) -> (std::net::SocketAddr, String) {
+    /// A loopback listener with a TLS acceptor for a fresh self-signed `localhost` certificate,
+    /// offering only `h2`; its address and the certificate (PEM).
+    async fn h2_tls_listener() -> (
+        TcpListener,
+        std::net::SocketAddr,
+        tokio_rustls::TlsAcceptor,
+        String,
+    ) {
         let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
         let pem = cert.cert.pem();
         let key =
@@ -382,6 +386,14 @@ mod tests {
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
+        (listener, addr, acceptor, pem)
+    }
+
+    /// An HTTPS server speaking only HTTP/2 and allowing `max_streams` streams per connection,
+    /// whose answers send their headers and then hold the body open until the client drops it;
+    /// its address and its certificate (PEM).
+    async fn held_open_server(max_streams: u32) -> (std::net::SocketAddr, String) {
+        let (listener, addr, acceptor, pem) = h2_tls_listener().await;
         tokio::spawn(async move {
             loop {
                 let (tcp, _) = listener.accept().await.unwrap();
@@ -423,21 +435,7 @@ mod tests {
         String,
         tokio::sync::watch::Sender<Option<Close>>,
     ) {
-        let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
-        let pem = cert.cert.pem();
-        let key =
-            rustls::pki_types::PrivateKeyDer::try_from(cert.signing_key.serialize_der()).unwrap();
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut config = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(vec![cert.cert.der().clone()], key)
-            .unwrap();
-        config.alpn_protocols = vec![b"h2".to_vec()];
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
+        let (listener, addr, acceptor, pem) = h2_tls_listener().await;
         let (close, closed) = tokio::sync::watch::channel(None);
         tokio::spawn(async move {
             loop {
