@@ -17,9 +17,10 @@ use futures::StreamExt;
 use serde_json::Value;
 
 use crate::error::FieldError;
+use crate::registry::checked_values::CheckedValues;
 use crate::registry::strategy::Strategy;
 use crate::storage::{
-    KeyValue, ListPage, ListRequest, Storage, StorageError, StorageEvent, WatchStream,
+    CorruptValue, KeyValue, ListPage, ListRequest, Storage, StorageError, StorageEvent, WatchStream,
 };
 
 /// Why an object could not be converted.
@@ -200,12 +201,19 @@ pub fn convert_bytes(
 
 /// A [`Storage`] that reads every object in one version (the storage version of a kind): the
 /// generic store of the storage version sits on it and so never sees another version. Writes
-/// pass through unchanged (they are in the storage version already). A value that does not
-/// convert is passed on as stored, for the layer above to report.
+/// pass through unchanged (they are in the storage version already).
+///
+/// Reads are checked: a value that does not decode as the storage version's type (or does not
+/// convert to it) fails the read with [`StorageError::Corrupt`] naming its key, as upstream
+/// fails reads of corrupt objects. Each value is checked once ([`CheckedValues`]): later reads
+/// of the same revision pass its bytes through untouched. Watch events and deleted values are
+/// converted where they can be and passed on as stored otherwise, for the layer above to
+/// report.
 pub struct ConvertingStorage {
     inner: Arc<dyn Storage>,
     converter: Arc<dyn Converter>,
     storage_version: String,
+    checked: CheckedValues,
 }
 
 impl ConvertingStorage {
@@ -219,12 +227,66 @@ impl ConvertingStorage {
             inner,
             converter,
             storage_version: storage_version.into(),
+            checked: CheckedValues::default(),
         }
     }
 
     fn convert(&self, mut kv: KeyValue) -> KeyValue {
         kv.value = convert_value(self.converter.as_ref(), kv.value, &self.storage_version);
         kv
+    }
+
+    /// `items` in the storage version, each checked to decode once per revision; the values
+    /// that do not, all of them, fail the read.
+    fn checked(&self, mut items: Vec<KeyValue>) -> Result<Vec<KeyValue>, StorageError> {
+        let to = self.storage_version.as_str();
+        let mut unchecked = self
+            .checked
+            .unchecked(items.iter().map(|kv| (kv.key.as_str(), kv.mod_revision)));
+        // A remembered revision was stored in the storage version; the prefix is checked
+        // anyway, so that nothing but such a value is ever passed through unconverted.
+        unchecked.extend(
+            items
+                .iter()
+                .enumerate()
+                .filter(|(_, kv)| leading_api_version(&kv.value) != Some(to))
+                .map(|(i, _)| i),
+        );
+        if unchecked.is_empty() {
+            return Ok(items);
+        }
+        unchecked.sort_unstable();
+        unchecked.dedup();
+        let mut corrupt = Vec::new();
+        let mut good = Vec::with_capacity(unchecked.len());
+        for i in unchecked {
+            let kv = &mut items[i];
+            let stored_as_read = leading_api_version(&kv.value) == Some(to);
+            match convert_bytes(self.converter.as_ref(), &kv.value, to) {
+                Ok(value) => {
+                    // A value stored in another version is converted on every read (until a
+                    // migration rewrites it); only values stored as they are read are
+                    // remembered.
+                    if stored_as_read {
+                        good.push(i);
+                    } else {
+                        kv.value = value;
+                    }
+                }
+                Err(e) => corrupt.push(CorruptValue {
+                    key: kv.key.clone(),
+                    message: e.to_string(),
+                }),
+            }
+        }
+        if !corrupt.is_empty() {
+            return Err(StorageError::Corrupt(corrupt));
+        }
+        self.checked.record(
+            good.into_iter()
+                .map(|i| (items[i].key.as_str(), items[i].mod_revision)),
+        );
+        Ok(items)
     }
 }
 
@@ -239,15 +301,15 @@ fn convert_value(converter: &dyn Converter, value: Bytes, to: &str) -> Bytes {
 #[async_trait::async_trait]
 impl Storage for ConvertingStorage {
     async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
-        Ok(self.inner.get(key).await?.map(|kv| self.convert(kv)))
+        match self.inner.get(key).await? {
+            Some(kv) => Ok(self.checked(vec![kv])?.pop()),
+            None => Ok(None),
+        }
     }
 
     async fn list(&self, req: ListRequest) -> Result<ListPage, StorageError> {
         let mut page = self.inner.list(req).await?;
-        page.items = std::mem::take(&mut page.items)
-            .into_iter()
-            .map(|kv| self.convert(kv))
-            .collect();
+        page.items = self.checked(std::mem::take(&mut page.items))?;
         Ok(page)
     }
 
@@ -265,6 +327,7 @@ impl Storage for ConvertingStorage {
         expected: Option<u64>,
     ) -> Result<(u64, KeyValue), StorageError> {
         let (rev, kv) = self.inner.delete(key, expected).await?;
+        self.checked.forget(key);
         Ok((rev, self.convert(kv)))
     }
 
@@ -391,5 +454,132 @@ mod tests {
         );
         assert_eq!(leading_api_version(br#"{"apiVersion":"g\"/v1"}"#), None);
         assert_eq!(leading_api_version(b"garbage"), None);
+    }
+
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use crate::storage::memory::MemoryStorage;
+
+    /// Two versions, `g/v1` (stored) and `g/v2`, whose objects hold a number `n`; counts the
+    /// decode checks.
+    #[derive(Default)]
+    struct Numbers {
+        checks: AtomicUsize,
+    }
+
+    impl Converter for Numbers {
+        fn convert(&self, mut obj: Value, to: &str) -> Result<Value, ConversionError> {
+            self.check(obj.to_string().as_bytes(), &api_version_of(&obj)?)?;
+            obj["apiVersion"] = Value::String(to.to_string());
+            Ok(obj)
+        }
+
+        fn check(&self, obj: &[u8], api_version: &str) -> Result<(), ConversionError> {
+            self.checks.fetch_add(1, Ordering::Relaxed);
+            let value: Value =
+                serde_json::from_slice(obj).map_err(|e| ConversionError::Failed {
+                    from: api_version.into(),
+                    to: api_version.into(),
+                    message: e.to_string(),
+                })?;
+            match value["n"].is_number() {
+                true => Ok(()),
+                false => Err(ConversionError::Failed {
+                    from: api_version.into(),
+                    to: api_version.into(),
+                    message: "n is not a number".into(),
+                }),
+            }
+        }
+
+        fn api_versions(&self) -> Vec<String> {
+            vec!["g/v1".into(), "g/v2".into()]
+        }
+
+        fn validate(
+            &self,
+            _: &Value,
+            _: Option<&Value>,
+        ) -> Result<Vec<FieldError>, ConversionError> {
+            Ok(Vec::new())
+        }
+    }
+
+    fn object(version: &str, n: &str) -> Bytes {
+        Bytes::from(format!(
+            r#"{{"apiVersion":"g/{version}","kind":"K","n":{n}}}"#
+        ))
+    }
+
+    fn list_all() -> ListRequest {
+        ListRequest {
+            prefix: "/k/".into(),
+            start_after: None,
+            limit: 0,
+            revision: None,
+            from_cache: false,
+        }
+    }
+
+    #[tokio::test]
+    async fn reads_check_each_stored_value_once() {
+        let raw: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+        let numbers = Arc::new(Numbers::default());
+        let storage = ConvertingStorage::new(raw.clone(), numbers.clone(), "g/v1");
+        let checks = || numbers.checks.load(Ordering::Relaxed);
+        raw.create("/k/a", object("v1", "1")).await.unwrap();
+        raw.create("/k/b", object("v1", "2")).await.unwrap();
+        assert_eq!(storage.list(list_all()).await.unwrap().items.len(), 2);
+        assert_eq!(checks(), 2);
+        // Read again, as a list and one by one: no value is decoded again, and the bytes are
+        // the stored ones.
+        let page = storage.list(list_all()).await.unwrap();
+        let a = storage.get("/k/a").await.unwrap().unwrap();
+        assert_eq!(checks(), 2);
+        assert_eq!(page.items[0].value, object("v1", "1"));
+        assert_eq!(a.value, object("v1", "1"));
+        // A new revision of a key is checked again.
+        let rev = a.mod_revision;
+        raw.update("/k/a", object("v1", "3"), rev).await.unwrap();
+        storage.get("/k/a").await.unwrap().unwrap();
+        assert_eq!(checks(), 3);
+        // A value stored in another version is converted on every read.
+        raw.create("/k/c", object("v2", "4")).await.unwrap();
+        for _ in 0..2 {
+            let c = storage.get("/k/c").await.unwrap().unwrap();
+            assert_eq!(
+                c.value,
+                Bytes::from(r#"{"apiVersion":"g/v1","kind":"K","n":4}"#)
+            );
+        }
+        assert_eq!(checks(), 5);
+    }
+
+    #[tokio::test]
+    async fn a_value_that_does_not_decode_fails_the_read_naming_its_key() {
+        let raw: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+        let storage = ConvertingStorage::new(raw.clone(), Arc::new(Numbers::default()), "g/v1");
+        raw.create("/k/a", object("v1", "1")).await.unwrap();
+        raw.create("/k/b", object("v1", "2")).await.unwrap();
+        storage.list(list_all()).await.unwrap();
+        // Corrupted after it was read and remembered: the new revision is read as new.
+        let rev = raw.get("/k/b").await.unwrap().unwrap().mod_revision;
+        raw.update("/k/b", object("v1", r#""two""#), rev)
+            .await
+            .unwrap();
+        raw.create("/k/c", object("v2", "[]")).await.unwrap();
+        let corrupt = |err: StorageError| match err {
+            StorageError::Corrupt(values) => values.into_iter().map(|v| v.key).collect::<Vec<_>>(),
+            other => panic!("not a corrupt-value error: {other}"),
+        };
+        let err = storage.list(list_all()).await.unwrap_err();
+        assert_eq!(corrupt(err), ["/k/b", "/k/c"]);
+        let err = storage.get("/k/b").await.unwrap_err();
+        assert_eq!(corrupt(err), ["/k/b"]);
+        // The readable one still reads; a deleted corrupt one no longer fails the list.
+        storage.get("/k/a").await.unwrap().unwrap();
+        raw.delete("/k/b", None).await.unwrap();
+        storage.delete("/k/c", None).await.unwrap();
+        assert_eq!(storage.list(list_all()).await.unwrap().items.len(), 1);
     }
 }

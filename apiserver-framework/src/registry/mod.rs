@@ -2,6 +2,7 @@
 //! options and the server's scheme of groups.
 
 pub mod admission;
+pub(crate) mod checked_values;
 pub mod computed;
 pub mod connect;
 pub mod continue_token;

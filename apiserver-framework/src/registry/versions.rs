@@ -29,7 +29,7 @@ use futures::StreamExt;
 use serde_json::Value;
 
 use crate::apply;
-use crate::error::{ApiError, FieldError, StatusCause, StatusDetails};
+use crate::error::{ApiError, FieldError, StatusDetails};
 use crate::registry::conversion::{
     self, ConversionError, Converter, ConvertingStorage, HubConversion, MigrationReport, Spoke,
 };
@@ -39,12 +39,12 @@ use crate::registry::rest::{
     DeleteOutcome, EventStream, ObjectEvent, ObjectList, RequestContext, RestStorage,
     WatchEventType,
 };
-use crate::registry::store::Store;
+use crate::registry::store::{Store, storage_error};
 use crate::registry::strategy::{DefaultStrategy, Strategy};
 use crate::registry::watch;
 use crate::resource::{ApiResource, ResourceInfo};
 use crate::schema::StructuralSchema;
-use crate::storage::{Storage, StorageError};
+use crate::storage::{CorruptValue, Storage, StorageError};
 
 /// When a version was deprecated (and is removed), as upstream's prerelease-lifecycle markers
 /// say: requests to it answer with a `Warning` header.
@@ -477,63 +477,50 @@ impl VersionedStorage {
         }
     }
 
-    /// A stored object in this version; an object that does not decode is a 500 naming it.
-    fn out(&self, object: &[u8]) -> Result<Bytes, ApiError> {
-        conversion::convert_bytes(self.converter.as_ref(), object, &self.api_version)
-            .map_err(|e| self.corrupt(&object_name(object), &e))
+    /// An object of the storage version's store in this version. The store's objects were
+    /// checked to decode where they were read ([`ConvertingStorage`]) or encoded from its type
+    /// a moment ago, so one already in this version is answered as it is; any other is
+    /// converted, and one that does not convert is a 500 naming it.
+    fn out(&self, object: Bytes) -> Result<Bytes, ApiError> {
+        self.in_version(object)
+            .map_err(|(e, object)| self.corrupt(&object_name(&object), &e))
     }
 
-    /// The object a write of the storage version answered, in this version: the store encoded
-    /// it from the storage version's type a moment ago, so an object already in this version
-    /// is answered as it is, without decoding it again to check it.
-    fn out_written(&self, object: Bytes) -> Result<Bytes, ApiError> {
+    /// `object` in this version, or why it does not convert (with the object).
+    fn in_version(&self, object: Bytes) -> Result<Bytes, (ConversionError, Bytes)> {
         if conversion::leading_api_version(&object) == Some(self.api_version.as_str()) {
             return Ok(object);
         }
-        self.out(&object)
+        conversion::convert_bytes(self.converter.as_ref(), &object, &self.api_version)
+            .map_err(|e| (e, object))
     }
 
+    /// The 500 of a read of `name` (`<namespace>/<name>` or `<name>`) that does not convert.
     fn corrupt(&self, name: &str, err: &ConversionError) -> ApiError {
-        tracing::warn!(resource = %self.info.group_resource(), name, error = %err, "stored object does not decode");
-        ApiError::internal(format!(
-            "StorageError: corrupt object, Code: 7, Key: {}{name}, ResourceVersion: 0, AdditionalErrorMsg: {err}",
-            self.prefix
-        ))
+        let value = CorruptValue {
+            key: format!("{}{name}", self.prefix),
+            message: err.to_string(),
+        };
+        storage_error(&self.info, "get", name, StorageError::Corrupt(vec![value]))
     }
 
-    /// Objects in this version, converted; objects that do not decode fail the list as
+    /// Objects in this version, converted; objects that do not convert fail the list as
     /// upstream's does: `500 StorageReadError` naming every one of them.
     fn out_list(&self, mut list: ObjectList) -> Result<ObjectList, ApiError> {
-        let mut causes = Vec::new();
+        let mut corrupt = Vec::new();
         let mut items = Vec::with_capacity(list.items.len());
-        for item in &list.items {
-            match conversion::convert_bytes(self.converter.as_ref(), item, &self.api_version) {
-                Ok(b) => items.push(b),
-                Err(e) => causes.push(StatusCause {
-                    reason: "UnexpectedServerResponse".into(),
+        for item in std::mem::take(&mut list.items) {
+            match self.in_version(item) {
+                Ok(item) => items.push(item),
+                Err((e, item)) => corrupt.push(CorruptValue {
+                    key: format!("{}{}", self.prefix, object_key_suffix(&item)),
                     message: e.to_string(),
-                    field: format!("{}{}", self.prefix, object_key_suffix(item)),
                 }),
             }
         }
-        if !causes.is_empty() {
-            tracing::warn!(resource = %self.info.group_resource(), count = causes.len(), "stored objects do not decode");
-            let mut e = ApiError::new(
-                500,
-                "StorageReadError",
-                format!(
-                    "failed to read one or more {} from the storage",
-                    self.info.group_resource()
-                ),
-            );
-            e.details = Some(Box::new(StatusDetails {
-                name: self.prefix.clone(),
-                kind: self.info.plural.clone(),
-                group: self.info.group.clone(),
-                causes,
-                ..Default::default()
-            }));
-            return Err(e);
+        if !corrupt.is_empty() {
+            let err = StorageError::Corrupt(corrupt);
+            return Err(storage_error(&self.info, "list", &self.prefix, err));
         }
         list.items = items;
         Ok(list)
@@ -752,8 +739,8 @@ impl RestStorage for VersionedStorage {
 
     async fn get(&self, ctx: &RequestContext, name: &str) -> Result<Bytes, ApiError> {
         let bytes = self.inner.get(ctx, name).await?;
-        conversion::convert_bytes(self.converter.as_ref(), &bytes, &self.api_version)
-            .map_err(|e| self.corrupt_key(ctx, name, &e))
+        self.in_version(bytes)
+            .map_err(|(e, _)| self.corrupt_key(ctx, name, &e))
     }
 
     async fn list(&self, ctx: &RequestContext, opts: &ListOptions) -> Result<ObjectList, ApiError> {
@@ -815,7 +802,7 @@ impl RestStorage for VersionedStorage {
     ) -> Result<Bytes, ApiError> {
         if self.is_storage_version() {
             let body = self.in_storage_version(body)?;
-            return self.out_written(self.inner.create(ctx, body, opts).await?);
+            return self.out(self.inner.create(ctx, body, opts).await?);
         }
         self.track(None, &mut body, None, opts)?;
         let name = body
@@ -827,7 +814,7 @@ impl RestStorage for VersionedStorage {
         self.validate(&name, &body, None)?;
         let body = self.in_storage_version(body)?;
         let bytes = self.inner.create(ctx, body, &Self::computed(opts)).await?;
-        self.out(&bytes)
+        self.out(bytes)
     }
 
     async fn update(
@@ -844,7 +831,7 @@ impl RestStorage for VersionedStorage {
                 .inner
                 .update(ctx, name, subresource, body, opts)
                 .await?;
-            return self.out(&bytes);
+            return self.out(bytes);
         }
         let old = self.current(ctx, name).await?;
         self.track(Some(&old), &mut body, subresource, opts)?;
@@ -857,7 +844,7 @@ impl RestStorage for VersionedStorage {
             .inner
             .update(ctx, name, subresource, body, &Self::computed(opts))
             .await?;
-        self.out(&bytes)
+        self.out(bytes)
     }
 
     async fn patch(
@@ -873,7 +860,7 @@ impl RestStorage for VersionedStorage {
                 .inner
                 .patch(ctx, name, subresource, patch, opts)
                 .await?;
-            return self.out(&bytes);
+            return self.out(bytes);
         }
         let in_version = |stored: Value| -> Result<Value, ApiError> {
             let old = self.value_out(stored)?;
@@ -889,7 +876,7 @@ impl RestStorage for VersionedStorage {
             .inner
             .patch(ctx, name, subresource, &in_version, &Self::computed(opts))
             .await?;
-        self.out(&bytes)
+        self.out(bytes)
     }
 
     async fn delete(
@@ -902,7 +889,7 @@ impl RestStorage for VersionedStorage {
             return self.unsafe_delete(ctx, name, opts).await;
         }
         match self.inner.delete(ctx, name, opts).await? {
-            DeleteOutcome::Pending(bytes) => Ok(DeleteOutcome::Pending(self.out(&bytes)?)),
+            DeleteOutcome::Pending(bytes) => Ok(DeleteOutcome::Pending(self.out(bytes)?)),
             deleted => Ok(deleted),
         }
     }
@@ -920,11 +907,11 @@ impl RestStorage for VersionedStorage {
 
 impl VersionedStorage {
     fn corrupt_key(&self, ctx: &RequestContext, name: &str, err: &ConversionError) -> ApiError {
-        tracing::warn!(key = %self.key(ctx, name), error = %err, "stored object does not decode");
-        ApiError::internal(format!(
-            "StorageError: corrupt object, Code: 7, Key: {}, ResourceVersion: 0, AdditionalErrorMsg: {err}",
-            self.key(ctx, name)
-        ))
+        let value = CorruptValue {
+            key: self.key(ctx, name),
+            message: err.to_string(),
+        };
+        storage_error(&self.info, "get", name, StorageError::Corrupt(vec![value]))
     }
 
     /// Upstream's unsafe deletion of an object that cannot be read

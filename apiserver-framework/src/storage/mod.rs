@@ -125,6 +125,25 @@ pub enum StorageError {
     /// "internal error": answered `500 InternalError` with the reason).
     #[error("storage failed: {0}")]
     Internal(String),
+    /// Stored values that do not decode as their kind's type: each with its key and why. A
+    /// read that meets one fails (upstream's corrupt-object error); the value stays stored, for
+    /// an unsafe delete to remove.
+    #[error("stored values do not decode: {}", corrupt_keys(.0))]
+    Corrupt(Vec<CorruptValue>),
+}
+
+fn corrupt_keys(values: &[CorruptValue]) -> String {
+    let keys: Vec<&str> = values.iter().map(|v| v.key.as_str()).collect();
+    keys.join(", ")
+}
+
+/// A stored value that does not decode (see [`StorageError::Corrupt`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CorruptValue {
+    /// The value's key.
+    pub key: String,
+    /// Why it does not decode.
+    pub message: String,
 }
 
 /// A stream of watch events, in revision order. An `Err` ends the stream (e.g. the watcher fell

@@ -3,11 +3,11 @@
 
 use crate::error::{ApiError, StatusCause, StatusDetails};
 use crate::resource::ResourceInfo;
-use crate::storage::StorageError;
+use crate::storage::{CorruptValue, StorageError};
 
 /// Maps a storage error of operation `op` (`get`, `list`, `create`…) on object `name` of
 /// resource `info` to the Status upstream answers.
-pub(super) fn storage_error(
+pub(crate) fn storage_error(
     info: &ResourceInfo,
     op: &str,
     name: &str,
@@ -56,7 +56,53 @@ pub(super) fn storage_error(
             tracing::warn!(error = %msg, "storage failed");
             ApiError::internal(msg)
         }
+        StorageError::Corrupt(values) => corrupt(info, op, name, values),
     }
+}
+
+/// The most undecodable objects a failed read names (upstream's bound).
+const MAX_CORRUPT_CAUSES: usize = 100;
+
+/// Stored objects that do not decode: a list (where `name` is the prefix it read) answers
+/// `500 StorageReadError` naming each of them, any other read upstream's corrupt-object
+/// `500 InternalError`.
+fn corrupt(info: &ResourceInfo, op: &str, name: &str, values: Vec<CorruptValue>) -> ApiError {
+    for value in &values {
+        tracing::warn!(resource = %info.group_resource(), key = %value.key, error = %value.message, "stored object does not decode");
+    }
+    if op != "list" {
+        let first = values.into_iter().next().unwrap_or(CorruptValue {
+            key: name.to_string(),
+            message: String::new(),
+        });
+        return ApiError::internal(format!(
+            "StorageError: corrupt object, Code: 7, Key: {}, ResourceVersion: 0, AdditionalErrorMsg: {}",
+            first.key, first.message
+        ));
+    }
+    ApiError::new(
+        500,
+        "StorageReadError",
+        format!(
+            "failed to read one or more {} from the storage",
+            info.group_resource()
+        ),
+    )
+    .with_details(StatusDetails {
+        name: name.to_string(),
+        group: info.group.clone(),
+        kind: info.plural.clone(),
+        causes: values
+            .into_iter()
+            .take(MAX_CORRUPT_CAUSES)
+            .map(|v| StatusCause {
+                reason: "UnexpectedServerResponse".into(),
+                message: v.message,
+                field: v.key,
+            })
+            .collect(),
+        ..Default::default()
+    })
 }
 
 /// A failed write of the store. A write that lost a race (the object changed between the read
@@ -171,6 +217,38 @@ mod tests {
         let d = e.details.unwrap();
         assert_eq!((d.name.as_str(), d.kind.as_str()), ("create", "widgets"));
         assert_eq!(d.retry_after_seconds, 2);
+    }
+
+    #[test]
+    fn undecodable_objects_fail_a_get_as_corrupt_and_a_list_naming_at_most_100() {
+        let values = |n: usize| {
+            StorageError::Corrupt(
+                (0..n)
+                    .map(|i| CorruptValue {
+                        key: format!("/widgets/w{i}"),
+                        message: format!("bad {i}"),
+                    })
+                    .collect(),
+            )
+        };
+        let e = storage_error(&info(), "get", "w0", values(1));
+        assert_eq!((e.code, e.reason.as_str()), (500, "InternalError"));
+        assert_eq!(
+            e.message,
+            "Internal error occurred: StorageError: corrupt object, Code: 7, Key: /widgets/w0, ResourceVersion: 0, AdditionalErrorMsg: bad 0"
+        );
+        let e = storage_error(&info(), "list", "/widgets/", values(150));
+        assert_eq!((e.code, e.reason.as_str()), (500, "StorageReadError"));
+        assert_eq!(
+            e.message,
+            "failed to read one or more widgets.test.example.com from the storage"
+        );
+        let d = e.details.unwrap();
+        assert_eq!((d.name.as_str(), d.kind.as_str()), ("/widgets/", "widgets"));
+        assert_eq!(d.causes.len(), MAX_CORRUPT_CAUSES);
+        assert_eq!(d.causes[1].field, "/widgets/w1");
+        assert_eq!(d.causes[1].message, "bad 1");
+        assert_eq!(d.causes[1].reason, "UnexpectedServerResponse");
     }
 
     #[tokio::test]

@@ -106,7 +106,7 @@ impl<T: ApiResource> Store<T> {
                         e.continue_token = Some(continue_token::encode_latest(key));
                         e
                     }
-                    (e, _) => storage_error(&self.info, "list", "", e),
+                    (e, _) => storage_error(&self.info, "list", &prefix, e),
                 })?;
             read_revision = Some(page.revision);
             let last = page.items.last().map(|kv| kv.key.clone());

@@ -35,6 +35,7 @@ use crate::resource::{ApiResource, ResourceInfo};
 use crate::schema::StructuralSchema;
 use crate::storage::{KeyValue, Storage};
 
+pub(crate) use errors::storage_error;
 pub use watch::MAX_WATCH_TIMEOUT;
 
 /// The generic store of resource `T`: decoding, metadata rules, strategy, admission, storage.
