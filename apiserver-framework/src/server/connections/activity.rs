@@ -1,6 +1,7 @@
 //! [`Activity`]: what one connection is doing (requests in flight, how long it has been
 //! idle, whether a request has begun arriving), and from that, when it must be closed.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -23,8 +24,8 @@ pub struct Activity {
     evict: Notify,
     /// The connection became idle.
     became_idle: Notify,
-    /// A response stayed unsent past its deadline: the connection is closed at once.
-    abort: Notify,
+    /// A response began to be sent while none was: there is a send deadline to watch.
+    send_started: Notify,
 }
 
 #[derive(Debug)]
@@ -37,6 +38,11 @@ struct State {
     served: bool,
     /// When the first byte after `idle_since` was read, if one was.
     first_read: Option<Instant>,
+    /// The responses being sent that must be sent by a deadline: by the order they began
+    /// in, so the first is due first.
+    sending: BTreeMap<u64, Instant>,
+    /// The number of the next response to begin.
+    next_send: u64,
 }
 
 impl Default for Activity {
@@ -47,12 +53,14 @@ impl Default for Activity {
                 idle_since: Instant::now(),
                 served: false,
                 first_read: None,
+                sending: BTreeMap::new(),
+                next_send: 0,
             }),
             read_since_idle: AtomicBool::new(false),
             evicting: AtomicBool::new(false),
             evict: Notify::new(),
             became_idle: Notify::new(),
-            abort: Notify::new(),
+            send_started: Notify::new(),
         }
     }
 }
@@ -60,18 +68,45 @@ impl Default for Activity {
 /// A request in flight on a connection; dropping it ends the request (it lives as long as
 /// the response body).
 #[derive(Debug)]
-pub struct InFlight(Arc<Activity>);
+pub struct InFlight {
+    activity: Arc<Activity>,
+    /// Its response's place among the responses with a send deadline.
+    sending: Option<u64>,
+}
+
+impl InFlight {
+    /// The response began to be sent and must be sent by `deadline` (until this guard is
+    /// dropped), or the connection is closed ([`Activity::send_deadline`]). The connection's
+    /// own task watches the deadline: no task or timer per response.
+    pub fn send_by(&mut self, deadline: Instant) {
+        let mut s = self.activity.state.lock();
+        let id = s.next_send;
+        s.next_send += 1;
+        s.sending.insert(id, deadline);
+        let first = s.sending.len() == 1;
+        drop(s);
+        self.sending = Some(id);
+        if first {
+            self.activity.send_started.notify_one();
+        }
+    }
+}
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        let mut s = self.0.state.lock();
+        let mut s = self.activity.state.lock();
+        if let Some(id) = self.sending {
+            s.sending.remove(&id);
+        }
         s.in_flight -= 1;
         if s.in_flight == 0 {
             s.idle_since = Instant::now();
             s.first_read = None;
-            self.0.read_since_idle.store(false, Ordering::Relaxed);
+            self.activity
+                .read_since_idle
+                .store(false, Ordering::Relaxed);
             drop(s);
-            self.0.became_idle.notify_one();
+            self.activity.became_idle.notify_one();
         }
     }
 }
@@ -102,7 +137,10 @@ impl Activity {
         let mut s = self.state.lock();
         s.in_flight += 1;
         s.served = true;
-        InFlight(self.clone())
+        InFlight {
+            activity: self.clone(),
+            sending: None,
+        }
     }
 
     /// Requests in flight.
@@ -149,16 +187,17 @@ impl Activity {
         self.became_idle.notified().await
     }
 
-    /// A response could not be sent in time (see
-    /// [`ConnectionLimits::response_send_timeout`]): the connection is to be closed now, with
-    /// whatever it still holds.
-    pub fn abort(&self) {
-        self.abort.notify_one();
+    /// When the response being sent longest must have been sent (see
+    /// [`ConnectionLimits::response_send_timeout`] and [`InFlight::send_by`]); past it the
+    /// connection is closed at once, with whatever it still holds. `None`: no response with
+    /// a deadline is being sent.
+    pub fn send_deadline(&self) -> Option<Instant> {
+        self.state.lock().sending.first_key_value().map(|(_, d)| *d)
     }
 
-    /// Resolves once [`Activity::abort`] was called.
-    pub async fn aborted(&self) {
-        self.abort.notified().await
+    /// Resolves once a response began to be sent while none with a deadline was.
+    pub async fn send_started(&self) {
+        self.send_started.notified().await
     }
 }
 
@@ -307,6 +346,37 @@ mod tests {
             ..limits()
         };
         assert_eq!(a.deadline(&none, false), None);
+    }
+
+    #[tokio::test]
+    async fn the_response_sent_longest_sets_the_send_deadline() {
+        let a = Arc::new(Activity::default());
+        let start = Instant::now();
+        let mut first = a.request_started();
+        let mut second = a.request_started();
+        let third = a.request_started();
+        assert_eq!(a.send_deadline(), None);
+        first.send_by(start + Duration::from_secs(5));
+        // The connection's task hears of the first deadline…
+        tokio::time::timeout(Duration::from_secs(1), a.send_started())
+            .await
+            .expect("no notice of the first send");
+        second.send_by(start + Duration::from_secs(6));
+        // …and not of later ones, which are due after it.
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), a.send_started())
+                .await
+                .is_err()
+        );
+        assert_eq!(a.send_deadline(), Some(start + Duration::from_secs(5)));
+        drop(first);
+        assert_eq!(a.send_deadline(), Some(start + Duration::from_secs(6)));
+        // A request whose response has no deadline (a watch) sets none.
+        drop(second);
+        assert_eq!(a.send_deadline(), None);
+        assert_eq!(a.in_flight(), 1);
+        drop(third);
+        assert_eq!(a.in_flight(), 0);
     }
 
     #[test]

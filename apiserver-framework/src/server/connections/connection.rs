@@ -16,7 +16,7 @@ use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use tokio::net::TcpStream;
-use tokio::sync::{Notify, oneshot, watch};
+use tokio::sync::{Notify, watch};
 use tokio_rustls::TlsAcceptor;
 
 use super::activity::{Activity, InFlight, Registered};
@@ -145,6 +145,12 @@ impl<H: ServeRequest> ConnectionServer<H> {
                 }
                 true => None,
             };
+            // A response unsent past its deadline closes the connection, closing or not.
+            let send_deadline = activity.send_deadline();
+            let deadline = match (deadline, send_deadline) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
             let expired = async {
                 match deadline {
                     Some(d) => tokio::time::sleep_until(d.into()).await,
@@ -177,6 +183,10 @@ impl<H: ServeRequest> ConnectionServer<H> {
                     closing = true;
                 }
                 _ = expired => {
+                    if send_deadline.is_some_and(|d| d <= Instant::now()) {
+                        tracing::debug!(%peer, "closing a connection whose response stayed unsent past its deadline");
+                        break;
+                    }
                     if closing {
                         break;
                     }
@@ -191,10 +201,7 @@ impl<H: ServeRequest> ConnectionServer<H> {
                     }
                 }
                 _ = activity.idle() => {}
-                _ = activity.aborted() => {
-                    tracing::debug!(%peer, "closing a connection whose response stayed unsent past its deadline");
-                    break;
-                }
+                _ = activity.send_started() => {}
             }
         }
         drop(place);
@@ -254,7 +261,6 @@ impl<H: ServeRequest> ConnectionServer<H> {
             let gzip = !long_running && compression::accepts_gzip(req.headers());
             let handler = handler.clone();
             let stopped = stopped.clone();
-            let activity = activity.clone();
             // Boxed: hyper keeps an HTTP/2 stream's task, sized for this future, for as long as
             // the response body is sent (a watch's whole life); the handler chain's future is
             // large, and a box is freed once the response has started.
@@ -271,14 +277,14 @@ impl<H: ServeRequest> ConnectionServer<H> {
                     true => res.map(|b| lifecycle::until_stopped(b, stopped)),
                     false => res,
                 };
-                let sent = (!long_running)
-                    .then(|| send_deadline(&activity, limits.response_send_timeout))
-                    .flatten();
+                let mut in_flight = in_flight;
+                if !long_running && !limits.response_send_timeout.is_zero() {
+                    in_flight.send_by(Instant::now() + limits.response_send_timeout);
+                }
                 Ok::<_, Infallible>(res.map(|body| {
                     Body::new(InFlightBody {
                         body,
                         _in_flight: in_flight,
-                        _sent: sent,
                     })
                 }))
             })
@@ -299,32 +305,11 @@ pub async fn stopped(stop: &mut watch::Receiver<bool>) {
     let _ = stop.wait_for(|stopped| *stopped).await;
 }
 
-/// Closes the connection of `activity` unless the returned guard (held by a response body,
-/// dropped once the body is sent or given up) is dropped within `timeout`; `None` for a zero
-/// timeout. A task with a timer per response: the body itself is not polled while the client
-/// grants it no room, so it cannot watch its own deadline.
-fn send_deadline(activity: &Arc<Activity>, timeout: Duration) -> Option<oneshot::Sender<()>> {
-    if timeout.is_zero() {
-        return None;
-    }
-    let (sent, unsent) = oneshot::channel::<()>();
-    let activity = Arc::downgrade(activity);
-    tokio::spawn(async move {
-        if tokio::time::timeout(timeout, unsent).await.is_err()
-            && let Some(activity) = activity.upgrade()
-        {
-            activity.abort();
-        }
-    });
-    Some(sent)
-}
-
-/// A response body holding its request in flight until it is sent (or dropped), and, if it
-/// is not long-running, its send deadline.
+/// A response body holding its request in flight (and so its send deadline, if it has one)
+/// until it is sent (or dropped).
 struct InFlightBody {
     body: Body,
     _in_flight: InFlight,
-    _sent: Option<oneshot::Sender<()>>,
 }
 
 impl http_body::Body for InFlightBody {
