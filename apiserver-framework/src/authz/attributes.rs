@@ -45,6 +45,11 @@ impl Attributes {
 #[derive(Clone, Debug)]
 pub struct ParsedRequest(pub Arc<Request>, Method, Arc<Option<ApiPath>>);
 
+/// A [`ParsedRequest`] without what the request asks to do (see
+/// [`ParsedRequest::into_request`]).
+#[derive(Debug)]
+pub struct ParsedRest(Method, Arc<Option<ApiPath>>);
+
 impl ParsedRequest {
     /// Reads a request with this method, raw path and raw query string.
     pub fn of(method: &Method, path: &str, query: Option<&str>) -> Self {
@@ -65,6 +70,18 @@ impl ParsedRequest {
     /// What the request asks to do.
     pub fn request(&self) -> &Request {
         &self.0
+    }
+
+    /// What the request asks to do, by value (taken out of this reading when nothing else
+    /// holds it, copied otherwise), and the rest of the reading, for [`ParsedRequest::with`].
+    pub fn into_request(self) -> (Request, ParsedRest) {
+        let request = Arc::try_unwrap(self.0).unwrap_or_else(|shared| shared.as_ref().clone());
+        (request, ParsedRest(self.1, self.2))
+    }
+
+    /// The reading `rest` came from, with `request` back in it.
+    pub fn with(request: Request, rest: ParsedRest) -> Self {
+        ParsedRequest(Arc::new(request), rest.0, rest.1)
     }
 
     /// The request's HTTP method.

@@ -33,6 +33,13 @@ impl CheckedValues {
         self.seed.hash_one(key)
     }
 
+    /// Whether the value of `key` at `revision` is known to decode.
+    pub(crate) fn contains(&self, key: &str, revision: u64) -> bool {
+        let hash = self.hash(key);
+        let revisions = self.revisions.read().unwrap_or_else(|e| e.into_inner());
+        revisions.get(&hash) == Some(&revision)
+    }
+
     /// The positions in `values` (key and revision) that are not known to decode.
     pub(crate) fn unchecked<'a>(
         &self,
@@ -84,6 +91,7 @@ mod tests {
         assert_eq!(checked.unchecked([("/a", 1), ("/b", 2)]), [0, 1]);
         checked.record([("/a", 1)]);
         assert_eq!(checked.unchecked([("/a", 1), ("/b", 2)]), [1]);
+        assert!(checked.contains("/a", 1) && !checked.contains("/b", 2));
         // A new revision of the key is a new value.
         assert_eq!(checked.unchecked([("/a", 3)]), [0]);
         checked.record([("/a", 3)]);

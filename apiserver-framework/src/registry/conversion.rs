@@ -236,6 +236,12 @@ impl ConvertingStorage {
         kv
     }
 
+    /// Whether `kv` is stored in the storage version and known to decode.
+    fn is_checked(&self, kv: &KeyValue) -> bool {
+        leading_api_version(&kv.value) == Some(self.storage_version.as_str())
+            && self.checked.contains(&kv.key, kv.mod_revision)
+    }
+
     /// `items` in the storage version, each checked to decode once per revision; the values
     /// that do not, all of them, fail the read.
     fn checked(&self, mut items: Vec<KeyValue>) -> Result<Vec<KeyValue>, StorageError> {
@@ -302,6 +308,7 @@ fn convert_value(converter: &dyn Converter, value: Bytes, to: &str) -> Bytes {
 impl Storage for ConvertingStorage {
     async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
         match self.inner.get(key).await? {
+            Some(kv) if self.is_checked(&kv) => Ok(Some(kv)),
             Some(kv) => Ok(self.checked(vec![kv])?.pop()),
             None => Ok(None),
         }

@@ -181,11 +181,11 @@ impl GenericApiServer {
             },
             None => req,
         };
-        let path = req.uri().path().to_string();
-        let query = req.uri().query().map(str::to_string);
-        match path.as_str() {
+        let path = req.uri().path();
+        let query = req.uri().query();
+        match path {
             "/healthz" | "/livez" | "/readyz" => {
-                return self.health(&path, None, query.as_deref()).await;
+                return self.health(path, None, query).await;
             }
             p if p.starts_with("/healthz/")
                 || p.starts_with("/livez/")
@@ -193,7 +193,7 @@ impl GenericApiServer {
             {
                 let (endpoint, check) = p[1..].split_once('/').unwrap_or((p, ""));
                 return self
-                    .health(&format!("/{endpoint}"), Some(check), query.as_deref())
+                    .health(&format!("/{endpoint}"), Some(check), query)
                     .await;
             }
             "/version" | "/version/" => return version::respond(&self.version),

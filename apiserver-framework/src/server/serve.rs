@@ -189,10 +189,11 @@ impl Service<Request<Body>> for ServerService {
     fn call(&mut self, req: Request<Body>) -> Self::Future {
         let server = self.0.clone();
         Box::pin(async move {
+            // The innermost service: nothing after it reads the user from the extensions.
+            let mut req = req;
             let user = req
-                .extensions()
-                .get::<UserInfo>()
-                .cloned()
+                .extensions_mut()
+                .remove::<UserInfo>()
                 .unwrap_or_default();
             Ok(server.handle(req, user).await)
         })

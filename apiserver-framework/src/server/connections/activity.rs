@@ -24,8 +24,6 @@ pub struct Activity {
     evict: Notify,
     /// The connection became idle.
     became_idle: Notify,
-    /// A response began to be sent while none was: there is a send deadline to watch.
-    send_started: Notify,
 }
 
 #[derive(Debug)]
@@ -60,7 +58,6 @@ impl Default for Activity {
             evicting: AtomicBool::new(false),
             evict: Notify::new(),
             became_idle: Notify::new(),
-            send_started: Notify::new(),
         }
     }
 }
@@ -77,18 +74,14 @@ pub struct InFlight {
 impl InFlight {
     /// The response began to be sent and must be sent by `deadline` (until this guard is
     /// dropped), or the connection is closed ([`Activity::send_deadline`]). The connection's
-    /// own task watches the deadline: no task or timer per response.
+    /// own task watches the deadline: no task, timer or wake-up per response.
     pub fn send_by(&mut self, deadline: Instant) {
         let mut s = self.activity.state.lock();
         let id = s.next_send;
         s.next_send += 1;
         s.sending.insert(id, deadline);
-        let first = s.sending.len() == 1;
         drop(s);
         self.sending = Some(id);
-        if first {
-            self.activity.send_started.notify_one();
-        }
     }
 }
 
@@ -193,11 +186,6 @@ impl Activity {
     /// a deadline is being sent.
     pub fn send_deadline(&self) -> Option<Instant> {
         self.state.lock().sending.first_key_value().map(|(_, d)| *d)
-    }
-
-    /// Resolves once a response began to be sent while none with a deadline was.
-    pub async fn send_started(&self) {
-        self.send_started.notified().await
     }
 }
 
@@ -348,8 +336,8 @@ mod tests {
         assert_eq!(a.deadline(&none, false), None);
     }
 
-    #[tokio::test]
-    async fn the_response_sent_longest_sets_the_send_deadline() {
+    #[test]
+    fn the_response_sent_longest_sets_the_send_deadline() {
         let a = Arc::new(Activity::default());
         let start = Instant::now();
         let mut first = a.request_started();
@@ -357,17 +345,7 @@ mod tests {
         let third = a.request_started();
         assert_eq!(a.send_deadline(), None);
         first.send_by(start + Duration::from_secs(5));
-        // The connection's task hears of the first deadline…
-        tokio::time::timeout(Duration::from_secs(1), a.send_started())
-            .await
-            .expect("no notice of the first send");
         second.send_by(start + Duration::from_secs(6));
-        // …and not of later ones, which are due after it.
-        assert!(
-            tokio::time::timeout(Duration::from_millis(50), a.send_started())
-                .await
-                .is_err()
-        );
         assert_eq!(a.send_deadline(), Some(start + Duration::from_secs(5)));
         drop(first);
         assert_eq!(a.send_deadline(), Some(start + Duration::from_secs(6)));

@@ -145,11 +145,16 @@ impl<H: ServeRequest> ConnectionServer<H> {
                 }
                 true => None,
             };
-            // A response unsent past its deadline closes the connection, closing or not.
-            let send_deadline = activity.send_deadline();
-            let deadline = match (deadline, send_deadline) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
+            // A response unsent past its deadline closes the connection, closing or not. A
+            // response that begins later is due later than now plus the send timeout, so
+            // waking by then at the latest finds every send deadline in time, without a
+            // notice (or a timer) per response.
+            let now = Instant::now();
+            let send_timeout = self.limits.response_send_timeout;
+            let deadline = match activity.send_deadline() {
+                Some(send) => Some(deadline.map_or(send, |d| d.min(send))),
+                None if send_timeout.is_zero() => deadline,
+                None => Some(deadline.map_or(now + send_timeout, |d| d.min(now + send_timeout))),
             };
             let expired = async {
                 match deadline {
@@ -183,15 +188,19 @@ impl<H: ServeRequest> ConnectionServer<H> {
                     closing = true;
                 }
                 _ = expired => {
-                    if send_deadline.is_some_and(|d| d <= Instant::now()) {
+                    let now = Instant::now();
+                    if activity.send_deadline().is_some_and(|d| d <= now) {
                         tracing::debug!(%peer, "closing a connection whose response stayed unsent past its deadline");
                         break;
                     }
                     if closing {
-                        break;
+                        if goaway_deadline.is_some_and(|d| d <= now) {
+                            break;
+                        }
+                        continue;
                     }
                     let due = activity.deadline(&self.limits, http2);
-                    if due.is_some_and(|d| d <= Instant::now()) {
+                    if due.is_some_and(|d| d <= now) {
                         tracing::debug!(%peer, "closing a connection past its header-read or idle timeout");
                         if !http2 && activity.in_flight() == 0 {
                             break;
@@ -201,7 +210,6 @@ impl<H: ServeRequest> ConnectionServer<H> {
                     }
                 }
                 _ = activity.idle() => {}
-                _ = activity.send_started() => {}
             }
         }
         drop(place);

@@ -33,14 +33,14 @@ pub fn layer(authorizer: Arc<dyn Authorizer>) -> FilterLayer<AuthorizationFilter
 
 impl Filter for AuthorizationFilter {
     async fn filter<S: ChainInner>(self, mut req: Request<Body>, next: Next<S>) -> Response<Body> {
-        let attrs = Attributes {
-            user: req
-                .extensions()
-                .get::<UserInfo>()
-                .cloned()
-                .unwrap_or_default(),
-            request: ParsedRequest::of_request(&req).0.as_ref().clone(),
-        };
+        // The user and the request's reading are lent to the authorizer and put back for the
+        // handler, not copied.
+        let parsed = ParsedRequest::of_request(&req);
+        let extensions = req.extensions_mut();
+        extensions.remove::<ParsedRequest>();
+        let user = extensions.remove::<UserInfo>().unwrap_or_default();
+        let (request, rest) = parsed.into_request();
+        let attrs = Attributes { user, request };
         let mut decision = self.authorizer.authorize(&attrs).await;
         audit::annotate_authorization(req.extensions(), &decision);
         // A WebSocket upgrade of a subresource must also be allowed to `create`.
@@ -53,7 +53,10 @@ impl Filter for AuthorizationFilter {
         }
         match decision {
             Ok(Decision::Allow) => {
-                req.extensions_mut().insert(self.also);
+                let extensions = req.extensions_mut();
+                extensions.insert(self.also);
+                extensions.insert(attrs.user);
+                extensions.insert(ParsedRequest::with(attrs.request, rest));
                 next.run(req).await
             }
             Ok(Decision::Deny(reason) | Decision::NoOpinion(reason)) => {

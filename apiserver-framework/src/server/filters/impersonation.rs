@@ -290,6 +290,10 @@ impl Filter for ImpersonationFilter {
         next: Next<S>,
     ) -> Response<Body> {
         let (mut parts, body) = req.into_parts();
+        // Most requests impersonate no one: the caller stays as authenticated.
+        if !is_impersonating(&parts) {
+            return next.run(http::Request::from_parts(parts, body)).await;
+        }
         let requestor = parts
             .extensions
             .get::<UserInfo>()

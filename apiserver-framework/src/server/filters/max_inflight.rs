@@ -82,12 +82,9 @@ impl Filter for MaxInFlightFilter {
         let place = match is_long_running(&parsed) {
             true => Some(None),
             false => {
-                let user = req
-                    .extensions()
-                    .get::<UserInfo>()
-                    .cloned()
-                    .unwrap_or_default();
-                self.0.admit(&user, parsed.request()).map(Some)
+                let anonymous = UserInfo::default();
+                let user = req.extensions().get::<UserInfo>().unwrap_or(&anonymous);
+                self.0.admit(user, parsed.request()).map(Some)
             }
         };
         async move {
