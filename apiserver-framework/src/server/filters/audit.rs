@@ -20,8 +20,12 @@ pub fn layer(auditor: Option<Arc<Auditor>>) -> FilterLayer<AuditFilter> {
 }
 
 impl Filter for AuditFilter {
-    async fn filter<S: ChainInner>(self, req: Request<Body>, next: Next<S>) -> Response<Body> {
-        let Some(auditor) = self.0 else {
+    async fn filter<'a, S: ChainInner>(
+        &'a self,
+        req: Request<Body>,
+        next: Next<'a, S>,
+    ) -> Response<Body> {
+        let Some(auditor) = &self.0 else {
             return next.run(req).await;
         };
         let user = req

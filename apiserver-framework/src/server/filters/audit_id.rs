@@ -22,11 +22,11 @@ pub fn layer() -> FilterLayer<AuditIdFilter> {
 }
 
 impl Filter for AuditIdFilter {
-    fn filter<S: ChainInner>(
-        self,
+    fn filter<'a, S: ChainInner>(
+        &'a self,
         mut req: Request<Body>,
-        next: Next<S>,
-    ) -> impl Future<Output = Response<Body>> + Send + 'static {
+        next: Next<'a, S>,
+    ) -> impl Future<Output = Response<Body>> + Send + 'a {
         let audit_id = AuditId::of(req.headers());
         let header = HeaderValue::from_str(&audit_id.0).ok();
         req.extensions_mut().insert(audit_id);

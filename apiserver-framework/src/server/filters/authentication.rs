@@ -45,7 +45,11 @@ fn anonymous() -> UserInfo {
 }
 
 impl Filter for AuthenticationFilter {
-    async fn filter<S: ChainInner>(self, req: Request<Body>, next: Next<S>) -> Response<Body> {
+    async fn filter<'a, S: ChainInner>(
+        &'a self,
+        req: Request<Body>,
+        next: Next<'a, S>,
+    ) -> Response<Body> {
         let (mut parts, body) = req.into_parts();
         let user = match self.authenticator.authenticate(&parts).await {
             Authenticated::User(u) => u,

@@ -32,7 +32,11 @@ pub fn layer(authorizer: Arc<dyn Authorizer>) -> FilterLayer<AuthorizationFilter
 }
 
 impl Filter for AuthorizationFilter {
-    async fn filter<S: ChainInner>(self, mut req: Request<Body>, next: Next<S>) -> Response<Body> {
+    async fn filter<'a, S: ChainInner>(
+        &'a self,
+        mut req: Request<Body>,
+        next: Next<'a, S>,
+    ) -> Response<Body> {
         // The user and the request's reading are lent to the authorizer and put back for the
         // handler, not copied.
         let parsed = ParsedRequest::of_request(&req);
@@ -54,7 +58,7 @@ impl Filter for AuthorizationFilter {
         match decision {
             Ok(Decision::Allow) => {
                 let extensions = req.extensions_mut();
-                extensions.insert(self.also);
+                extensions.insert(self.also.clone());
                 extensions.insert(attrs.user);
                 extensions.insert(ParsedRequest::with(attrs.request, rest));
                 next.run(req).await

@@ -284,10 +284,10 @@ pub fn layer(authorizer: Arc<dyn Authorizer>) -> FilterLayer<ImpersonationFilter
 }
 
 impl Filter for ImpersonationFilter {
-    async fn filter<S: ChainInner>(
-        self,
+    async fn filter<'a, S: ChainInner>(
+        &'a self,
         req: http::Request<Body>,
-        next: Next<S>,
+        next: Next<'a, S>,
     ) -> Response<Body> {
         let (mut parts, body) = req.into_parts();
         // Most requests impersonate no one: the caller stays as authenticated.

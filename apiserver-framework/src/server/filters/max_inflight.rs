@@ -73,13 +73,20 @@ pub fn layer(limit: MaxInFlight) -> FilterLayer<MaxInFlightFilter> {
 }
 
 impl Filter for MaxInFlightFilter {
-    fn filter<S: ChainInner>(
-        self,
+    fn filter<'a, S: ChainInner>(
+        &'a self,
         req: http::Request<Body>,
-        next: Next<S>,
-    ) -> impl Future<Output = Response<Body>> + Send + 'static {
-        let parsed = ParsedRequest::of_request(&req);
-        let place = match is_long_running(&parsed) {
+        next: Next<'a, S>,
+    ) -> impl Future<Output = Response<Body>> + Send + 'a {
+        let read;
+        let parsed = match req.extensions().get::<ParsedRequest>() {
+            Some(parsed) => parsed,
+            None => {
+                read = ParsedRequest::of_request(&req);
+                &read
+            }
+        };
+        let place = match is_long_running(parsed) {
             true => Some(None),
             false => {
                 let anonymous = UserInfo::default();

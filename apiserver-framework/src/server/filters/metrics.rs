@@ -24,11 +24,11 @@ pub fn layer(chain: Arc<dyn ServingChain + Send + Sync>) -> FilterLayer<MetricsF
 }
 
 impl Filter for MetricsFilter {
-    fn filter<S: ChainInner>(
-        self,
+    fn filter<'a, S: ChainInner>(
+        &'a self,
         req: Request<Body>,
-        next: Next<S>,
-    ) -> impl Future<Output = Response<Body>> + Send + 'static {
+        next: Next<'a, S>,
+    ) -> impl Future<Output = Response<Body>> + Send + 'a {
         let (parts, body) = req.into_parts();
         let recorder = RequestRecorder::start(&parts);
         async move {

@@ -68,11 +68,11 @@ fn answer(panic: Box<dyn Any + Send>) -> Response<Body> {
 pub struct LogPanics;
 
 impl Filter for LogPanics {
-    fn filter<S: ChainInner>(
-        self,
+    fn filter<'a, S: ChainInner>(
+        &'a self,
         req: Request<Body>,
-        next: Next<S>,
-    ) -> impl Future<Output = Response<Body>> + Send + 'static {
+        next: Next<'a, S>,
+    ) -> impl Future<Output = Response<Body>> + Send + 'a {
         let method = req.method().clone();
         let uri = req.uri().clone();
         let audit_id = req.extensions().get::<AuditId>().cloned();

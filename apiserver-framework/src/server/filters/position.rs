@@ -154,7 +154,11 @@ mod tests {
     struct Note(&'static str, Arc<Mutex<Vec<&'static str>>>);
 
     impl Filter for Note {
-        async fn filter<S: ChainInner>(self, req: Request<Body>, next: Next<S>) -> Response<Body> {
+        async fn filter<'a, S: ChainInner>(
+            &'a self,
+            req: Request<Body>,
+            next: Next<'a, S>,
+        ) -> Response<Body> {
             self.1.lock().unwrap().push(self.0);
             next.run(req).await
         }

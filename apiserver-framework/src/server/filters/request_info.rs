@@ -33,11 +33,11 @@ pub fn read<B>(req: &mut Request<B>) {
 }
 
 impl Filter for RequestInfoFilter {
-    fn filter<S: ChainInner>(
-        self,
+    fn filter<'a, S: ChainInner>(
+        &'a self,
         mut req: Request<Body>,
-        next: Next<S>,
-    ) -> impl Future<Output = Response<Body>> + Send + 'static {
+        next: Next<'a, S>,
+    ) -> impl Future<Output = Response<Body>> + Send + 'a {
         read(&mut req);
         next.run(req)
     }

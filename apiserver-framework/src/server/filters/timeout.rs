@@ -40,11 +40,11 @@ pub fn layer(
 }
 
 impl Filter for TimeoutFilter {
-    fn filter<S: ChainInner>(
-        self,
+    fn filter<'a, S: ChainInner>(
+        &'a self,
         mut req: Request<Body>,
-        next: Next<S>,
-    ) -> impl Future<Output = Response<Body>> + Send + 'static {
+        next: Next<'a, S>,
+    ) -> impl Future<Output = Response<Body>> + Send + 'a {
         let long_running = req
             .extensions()
             .get::<ParsedRequest>()
