@@ -231,6 +231,79 @@ impl Client {
     }
 }
 
+/// An aggregator served over HTTPS on loopback, and a client for it.
+struct Fronted {
+    /// The aggregator's availability controller.
+    controller: tokio::task::JoinHandle<()>,
+    /// The aggregator's listener.
+    agg: RunningServer,
+    /// The CA of the aggregator's serving certificate (PEM).
+    agg_ca: String,
+    /// User alice, with the aggregator's `admin-token`.
+    client: Client,
+}
+
+/// Serves an aggregator (it also serves APIServices; everything allowed) that finds backends
+/// through `resolver`, checks them every `check_interval`, and proxies with `front_proxy`
+/// (client certificate PEM, key PEM); its token `admin-token` is user alice in `groups`. Its
+/// certificates go under `dir`; the client's requests time out after `timeout`, if any.
+async fn front(
+    dir: &std::path::Path,
+    front_proxy: (String, String),
+    resolver: StaticServiceResolver,
+    check_interval: Duration,
+    groups: &[&str],
+    timeout: Option<Duration>,
+) -> Fronted {
+    let (proxy_client_cert_pem, proxy_client_key_pem) = front_proxy;
+    let aggregator = Arc::new(
+        Aggregator::new(AggregatorOptions {
+            proxy_client_cert_pem,
+            proxy_client_key_pem,
+            resolver: Arc::new(resolver),
+            check_interval,
+        })
+        .unwrap(),
+    );
+    let server = Arc::new(
+        GenericApiServer::builder("aggregator")
+            .group(apiservice::group())
+            .aggregator(aggregator.clone())
+            .build(),
+    );
+    let controller = aggregator.start(&server);
+    let agg_cert = ServingCert::self_signed(&dir.join("agg"), &["localhost".into()]).unwrap();
+    let chain = Arc::new(HandlerChain::new(
+        server,
+        Arc::new(StaticTokenAuthenticator::new(
+            "admin-token",
+            UserInfo::new("alice", groups),
+        )),
+        Arc::new(apiserver_framework::authz::AllowAll),
+    ));
+    let agg = serve::start(
+        TcpListener::bind("127.0.0.1:0").await.unwrap(),
+        agg_cert.server_config().unwrap(),
+        chain,
+    )
+    .unwrap();
+    let mut http = reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(agg_cert.ca_pem.as_bytes()).unwrap());
+    if let Some(timeout) = timeout {
+        http = http.timeout(timeout);
+    }
+    let client = Client {
+        http: http.build().unwrap(),
+        base: format!("https://localhost:{}", agg.addr.port()),
+    };
+    Fronted {
+        controller,
+        agg,
+        agg_ca: agg_cert.ca_pem,
+        client,
+    }
+}
+
 const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 const WIDGETS: &str = "/apis/widgets.example.com/v1/namespaces/default/widgets";
 
@@ -249,51 +322,21 @@ async fn aggregator_fronts_a_backend() {
     let backend_addr = running.addr;
     let backend_ca = ServingCert::self_signed(&backend.dir, &[]).unwrap().ca_pem;
 
-    let aggregator = Arc::new(
-        Aggregator::new(AggregatorOptions {
-            proxy_client_cert_pem: fp_cert,
-            proxy_client_key_pem: fp_key,
-            resolver: Arc::new(StaticServiceResolver::new().with(
-                "test",
-                "backend",
-                backend_addr.to_string(),
-            )),
-            check_interval: Duration::from_millis(500),
-        })
-        .unwrap(),
-    );
-    let server = Arc::new(
-        GenericApiServer::builder("aggregator")
-            .group(apiservice::group())
-            .aggregator(aggregator.clone())
-            .build(),
-    );
-    let controller = aggregator.start(&server);
-    let agg_cert =
-        ServingCert::self_signed(&dir.path().join("agg"), &["localhost".into()]).unwrap();
-    let chain = Arc::new(HandlerChain::new(
-        server,
-        Arc::new(StaticTokenAuthenticator::new(
-            "admin-token",
-            UserInfo::new("alice", &["dev", "system:authenticated"]),
-        )),
-        Arc::new(apiserver_framework::authz::AllowAll),
-    ));
-    let agg = serve::start(
-        TcpListener::bind("127.0.0.1:0").await.unwrap(),
-        agg_cert.server_config().unwrap(),
-        chain,
+    let resolver = StaticServiceResolver::new().with("test", "backend", backend_addr.to_string());
+    let Fronted {
+        controller,
+        agg,
+        agg_ca,
+        client,
+    } = front(
+        dir.path(),
+        (fp_cert, fp_key),
+        resolver,
+        Duration::from_millis(500),
+        &["dev", "system:authenticated"],
+        None,
     )
-    .unwrap();
-    let client = Client {
-        http: reqwest::Client::builder()
-            .add_root_certificate(
-                reqwest::Certificate::from_pem(agg_cert.ca_pem.as_bytes()).unwrap(),
-            )
-            .build()
-            .unwrap(),
-        base: format!("https://localhost:{}", agg.addr.port()),
-    };
+    .await;
 
     // Register the backend and wait for it to become available.
     let res = client
@@ -351,7 +394,7 @@ async fn aggregator_fronts_a_backend() {
             reqwest::Method::POST,
             "/apis/apiregistration.k8s.io/v1/apiservices",
         )
-        .json(&apiservice_body("v2", &agg_cert.ca_pem))
+        .json(&apiservice_body("v2", &agg_ca))
         .send()
         .await
         .unwrap();

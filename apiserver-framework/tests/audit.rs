@@ -2,36 +2,21 @@
 //! with the real flags, events read back from the JSON-lines log, impersonation authorized by
 //! a rules-based test double of the authorizer.
 
+mod support_audit;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use apiserver_framework::audit::{AuditOptions, Auditor};
+use apiserver_framework::audit::AuditOptions;
 use apiserver_framework::auth::StaticTokens;
 use apiserver_framework::authz::{Attributes, AuthorizationError, Authorizer, Decision, Request};
 use apiserver_framework::prelude::*;
 use apiserver_framework::server::GenericApiServer;
-use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
-use apiserver_framework::tls::{ServingCert, install_crypto_provider};
+use apiserver_framework::tls::install_crypto_provider;
 use apiserver_framework::user::UserInfo;
 use reqwest::Method;
 use serde_json::{Value, json};
-
-/// A flunder.
-#[derive(ApiResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
-#[resource(
-    group = "wardle.example.com",
-    version = "v1alpha1",
-    kind = "Flunder",
-    namespaced
-)]
-pub struct FlunderSpec {
-    /// What it refers to.
-    pub reference: String,
-}
-
-fn flunders(ns: &str) -> String {
-    format!("/apis/wardle.example.com/v1alpha1/namespaces/{ns}/flunders")
-}
+use support_audit::{Audited as Server, Flunder, Setup, flunders};
 
 /// Namespace `quiet` is not recorded, `full` at RequestResponse, `req` at Request, `brief` at
 /// Metadata without RequestReceived; everything else at Metadata.
@@ -87,58 +72,28 @@ impl Authorizer for Rules {
     }
 }
 
-struct Server {
-    _running: RunningServer,
-    http: reqwest::Client,
-    url: String,
-    log: PathBuf,
-    dir: tempfile::TempDir,
-}
-
 impl Server {
     async fn start(maxsize_mb: u64, maxbackup: usize) -> Self {
-        install_crypto_provider();
-        let dir = tempfile::tempdir().unwrap();
-        let cert =
-            ServingCert::self_signed(&dir.path().join("certs"), &["127.0.0.1".into()]).unwrap();
-        let server = GenericApiServer::builder("audit")
-            .group(Group::new("wardle.example.com").resource::<Flunder>())
-            .build();
-        let policy = dir.path().join("policy.yaml");
-        std::fs::write(&policy, POLICY).unwrap();
-        let log = dir.path().join("logs").join("audit.log");
-        let options = AuditOptions {
-            audit_policy_file: Some(policy),
-            audit_log_path: Some(log.display().to_string()),
-            audit_log_maxsize: maxsize_mb,
-            audit_log_maxbackup: maxbackup,
-            audit_log_maxage: 0,
-        };
-        let auditor: Auditor = options.build().unwrap().unwrap();
         let user = |name: &str| UserInfo::new(name, &["system:authenticated"]);
-        let users = StaticTokens::from([
-            ("alice-token", user("alice")),
-            ("bob-token", user("bob")),
-            ("imp-token", user("imp")),
-        ]);
-        let chain = HandlerChain::new(Arc::new(server), Arc::new(users), Arc::new(Rules))
-            .with_audit(Arc::new(auditor));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let running =
-            serve::start(listener, cert.server_config().unwrap(), Arc::new(chain)).unwrap();
-        let http = reqwest::Client::builder()
-            .add_root_certificate(reqwest::Certificate::from_pem(cert.ca_pem.as_bytes()).unwrap())
-            .user_agent("audit-test/1.0")
-            .build()
-            .unwrap();
-        let url = format!("https://127.0.0.1:{}", running.addr.port());
-        Server {
-            _running: running,
-            http,
-            url,
-            log,
-            dir,
-        }
+        Server::start_with(Setup {
+            name: "audit",
+            policy: POLICY,
+            log: "logs/audit.log",
+            options: AuditOptions {
+                audit_log_maxsize: maxsize_mb,
+                audit_log_maxbackup: maxbackup,
+                audit_log_maxage: 0,
+                ..Default::default()
+            },
+            users: StaticTokens::from([
+                ("alice-token", user("alice")),
+                ("bob-token", user("bob")),
+                ("imp-token", user("imp")),
+            ]),
+            authorizer: Arc::new(Rules),
+            client: reqwest::Client::builder().user_agent("audit-test/1.0"),
+        })
+        .await
     }
 
     /// Sends a request; answers the status, the `Audit-Id` header and the body text.

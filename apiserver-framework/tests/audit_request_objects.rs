@@ -3,32 +3,18 @@
 //! object reference and (at level `Request` and up) record the decoded object; patches, apply
 //! configurations included, are recorded as JSON; refused requests record no body at all.
 
-use std::path::PathBuf;
+mod support_audit;
+
 use std::sync::Arc;
 
-use apiserver_framework::audit::{AuditOptions, Auditor};
+use apiserver_framework::audit::AuditOptions;
 use apiserver_framework::auth::StaticTokens;
 use apiserver_framework::authz::{Attributes, AuthorizationError, Authorizer, Decision};
 use apiserver_framework::prelude::*;
-use apiserver_framework::server::GenericApiServer;
-use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
-use apiserver_framework::tls::{ServingCert, install_crypto_provider};
 use apiserver_framework::user::UserInfo;
 use reqwest::Method;
 use serde_json::{Value, json};
-
-/// A flunder.
-#[derive(ApiResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
-#[resource(
-    group = "wardle.example.com",
-    version = "v1alpha1",
-    kind = "Flunder",
-    namespaced
-)]
-pub struct FlunderSpec {
-    /// What it refers to.
-    pub reference: String,
-}
+use support_audit::{Audited as Server, Setup, flunders};
 
 /// `meta` at Metadata, everything else at Request.
 const POLICY: &str = r#"
@@ -54,54 +40,21 @@ impl Authorizer for OnlyAlice {
     }
 }
 
-struct Server {
-    _running: RunningServer,
-    http: reqwest::Client,
-    url: String,
-    log: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
 impl Server {
     async fn start() -> Self {
-        install_crypto_provider();
-        let dir = tempfile::tempdir().unwrap();
-        let cert =
-            ServingCert::self_signed(&dir.path().join("certs"), &["127.0.0.1".into()]).unwrap();
-        let server = GenericApiServer::builder("audit-objects")
-            .group(Group::new("wardle.example.com").resource::<Flunder>())
-            .build();
-        let policy = dir.path().join("policy.yaml");
-        std::fs::write(&policy, POLICY).unwrap();
-        let log = dir.path().join("audit.log");
-        let auditor: Auditor = AuditOptions {
-            audit_policy_file: Some(policy),
-            audit_log_path: Some(log.display().to_string()),
-            ..Default::default()
-        }
-        .build()
-        .unwrap()
-        .unwrap();
-        let users = StaticTokens::from([
-            ("alice", UserInfo::new("alice", &["system:authenticated"])),
-            ("bob", UserInfo::new("bob", &["system:authenticated"])),
-        ]);
-        let chain = HandlerChain::new(Arc::new(server), Arc::new(users), Arc::new(OnlyAlice))
-            .with_audit(Arc::new(auditor));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let running =
-            serve::start(listener, cert.server_config().unwrap(), Arc::new(chain)).unwrap();
-        let http = reqwest::Client::builder()
-            .add_root_certificate(reqwest::Certificate::from_pem(cert.ca_pem.as_bytes()).unwrap())
-            .build()
-            .unwrap();
-        Server {
-            url: format!("https://127.0.0.1:{}", running.addr.port()),
-            _running: running,
-            http,
-            log,
-            _dir: dir,
-        }
+        Server::start_with(Setup {
+            name: "audit-objects",
+            policy: POLICY,
+            log: "audit.log",
+            options: AuditOptions::default(),
+            users: StaticTokens::from([
+                ("alice", UserInfo::new("alice", &["system:authenticated"])),
+                ("bob", UserInfo::new("bob", &["system:authenticated"])),
+            ]),
+            authorizer: Arc::new(OnlyAlice),
+            client: reqwest::Client::builder(),
+        })
+        .await
     }
 
     /// Sends a request with a body; the status and the completed event's audit id.
@@ -134,10 +87,6 @@ impl Server {
             .find(|e| e["auditID"] == audit_id && e["stage"] == "ResponseComplete")
             .unwrap_or_else(|| panic!("no ResponseComplete event for {audit_id}:\n{text}"))
     }
-}
-
-fn flunders(ns: &str) -> String {
-    format!("/apis/wardle.example.com/v1alpha1/namespaces/{ns}/flunders")
 }
 
 #[tokio::test]

@@ -1,12 +1,15 @@
 //! A delegation chain of two servers with different groups, served over real HTTPS.
 
+mod support_local;
+
 use std::sync::Arc;
 
 use apiserver_framework::cli::LocalOptions;
 use apiserver_framework::cli::local;
 use apiserver_framework::prelude::*;
 use apiserver_framework::server::GenericApiServer;
-use serde_json::{Value, json};
+use serde_json::json;
+use support_local::LocalClient;
 
 /// A widget.
 #[derive(ApiResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
@@ -22,45 +25,6 @@ pub struct WidgetSpec {
 pub struct GadgetSpec {
     /// Color.
     pub color: String,
-}
-
-struct Client {
-    http: reqwest::Client,
-    url: String,
-    token: String,
-}
-
-impl Client {
-    async fn send(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        accept: &str,
-        body: Option<Value>,
-    ) -> (u16, String, Value) {
-        let mut req = self
-            .http
-            .request(method, format!("{}{path}", self.url))
-            .bearer_auth(&self.token)
-            .header("Accept", accept);
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        let res = req.send().await.unwrap();
-        let status = res.status().as_u16();
-        let ct = res
-            .headers()
-            .get("content-type")
-            .map(|v| v.to_str().unwrap().to_string())
-            .unwrap_or_default();
-        let text = res.text().await.unwrap();
-        let body = if ct.starts_with("application/yaml") {
-            serde_yaml_ng::from_str(&text).unwrap_or(Value::Null)
-        } else {
-            serde_json::from_str(&text).unwrap_or(Value::Null)
-        };
-        (status, ct, body)
-    }
 }
 
 #[tokio::test]
@@ -79,15 +43,7 @@ async fn two_servers_with_different_groups() {
         ..Default::default()
     };
     let server = local::start("chain", Arc::new(first), &opts).await.unwrap();
-    let http = reqwest::Client::builder()
-        .add_root_certificate(reqwest::Certificate::from_pem(server.ca_pem.as_bytes()).unwrap())
-        .build()
-        .unwrap();
-    let c = Client {
-        http,
-        url: server.url.clone(),
-        token: server.token.clone(),
-    };
+    let c = LocalClient::of(&server);
     let get = reqwest::Method::GET;
 
     // Discovery is merged along the chain, legacy and aggregated.

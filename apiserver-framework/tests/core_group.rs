@@ -2,6 +2,8 @@
 //! CRUD and watch at upstream's paths, upstream's error messages, and real clients (kube-rs with
 //! k8s-openapi's own `ConfigMap`, its watcher, and kubectl).
 
+mod support_local;
+
 use std::collections::BTreeMap;
 use std::process::Command;
 use std::sync::Arc;
@@ -14,6 +16,7 @@ use futures::{StreamExt, TryStreamExt};
 use kube::api::{Api, PostParams};
 use kube::runtime::watcher;
 use serde_json::{Value, json};
+use support_local::LocalClient;
 
 /// A ConfigMap: string data at the top level of the object, as upstream's.
 #[derive(ApiResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
@@ -63,7 +66,7 @@ const KUBECTL_TIMEOUT: Duration = Duration::from_secs(60);
 
 struct Fixture {
     server: LocalServer,
-    http: reqwest::Client,
+    client: LocalClient,
     dir: tempfile::TempDir,
 }
 
@@ -89,46 +92,17 @@ impl Fixture {
             ..Default::default()
         };
         let server = local::start("core", Arc::new(server), &opts).await.unwrap();
-        let http = reqwest::Client::builder()
-            .add_root_certificate(reqwest::Certificate::from_pem(server.ca_pem.as_bytes()).unwrap())
-            .build()
-            .unwrap();
-        Fixture { server, http, dir }
-    }
-
-    /// Sends a request; returns the status code, the Content-Type and the JSON body.
-    async fn send(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        accept: &str,
-        body: Option<Value>,
-    ) -> (u16, String, Value) {
-        let mut req = self
-            .http
-            .request(method, format!("{}{path}", self.server.url))
-            .bearer_auth(&self.server.token)
-            .header("Accept", accept);
-        if let Some(b) = body {
-            req = req.json(&b);
+        let client = LocalClient::of(&server);
+        Fixture {
+            server,
+            client,
+            dir,
         }
-        let res = req.send().await.unwrap();
-        let status = res.status().as_u16();
-        let ct = res
-            .headers()
-            .get("content-type")
-            .map(|v| v.to_str().unwrap().to_string())
-            .unwrap_or_default();
-        let text = res.text().await.unwrap();
-        (
-            status,
-            ct,
-            serde_json::from_str(&text).unwrap_or(Value::Null),
-        )
     }
 
     async fn get(&self, path: &str) -> (u16, Value) {
         let (code, _, body) = self
+            .client
             .send(reqwest::Method::GET, path, "application/json", None)
             .await;
         (code, body)
@@ -222,7 +196,10 @@ async fn discovery_of_the_core_group() {
     assert_eq!(f.get("/api/v2").await.0, 404);
 
     // Aggregated discovery on `/api` holds the core group (no name); `/apis` does not.
-    let (code, ct, agg) = f.send(reqwest::Method::GET, "/api", AGGREGATED, None).await;
+    let (code, ct, agg) = f
+        .client
+        .send(reqwest::Method::GET, "/api", AGGREGATED, None)
+        .await;
     assert_eq!(code, 200, "{agg}");
     assert!(ct.contains("as=APIGroupDiscoveryList"), "{ct}");
     assert_eq!(agg["kind"], "APIGroupDiscoveryList");
@@ -238,6 +215,7 @@ async fn discovery_of_the_core_group() {
     );
     assert_eq!(cm["scope"], "Namespaced");
     let (code, _, apis) = f
+        .client
         .send(reqwest::Method::GET, "/apis", AGGREGATED, None)
         .await;
     assert_eq!(code, 200);
@@ -311,7 +289,10 @@ async fn without_core_resources_api_is_not_served() {
         f.get("/api/v1/namespaces/kube-system/configmaps").await.0,
         404
     );
-    let (code, _, agg) = f.send(reqwest::Method::GET, "/api", AGGREGATED, None).await;
+    let (code, _, agg) = f
+        .client
+        .send(reqwest::Method::GET, "/api", AGGREGATED, None)
+        .await;
     assert_eq!(code, 200);
     assert_eq!(agg["items"], json!([]));
     let (_, index) = f.get("/").await;
@@ -348,6 +329,7 @@ async fn core_group_along_a_delegation_chain() {
     assert_eq!(code, 200, "{list}");
     assert_eq!(list["resources"][0]["name"], "configmaps");
     let (code, _, created) = f
+        .client
         .send(
             reqwest::Method::POST,
             "/api/v1/namespaces/kube-system/configmaps",
@@ -377,6 +359,7 @@ async fn config_maps_and_namespaces_at_upstream_paths() {
     let collection = "/api/v1/namespaces/kube-system/configmaps";
 
     let (code, _, created) = f
+        .client
         .send(
             post.clone(),
             collection,
@@ -429,6 +412,7 @@ async fn config_maps_and_namespaces_at_upstream_paths() {
     .enumerate()
     {
         let mut res = f
+            .client
             .http
             .get(format!("{}{path}{rv}", f.server.url))
             .bearer_auth(&f.server.token)
@@ -440,6 +424,7 @@ async fn config_maps_and_namespaces_at_upstream_paths() {
         let value = format!("v{i}");
         current["data"]["a"] = value.clone().into();
         let (code, _, replaced) = f
+            .client
             .send(
                 reqwest::Method::PUT,
                 &format!("{collection}/x"),
@@ -460,6 +445,7 @@ async fn config_maps_and_namespaces_at_upstream_paths() {
 
     // The Namespace resource: `/api/v1/namespaces[/<name>[/status]]`, cluster-scoped.
     let (code, _, ns) = f
+        .client
         .send(
             post.clone(),
             "/api/v1/namespaces",
@@ -475,6 +461,7 @@ async fn config_maps_and_namespaces_at_upstream_paths() {
     let mut with_status = ns.clone();
     with_status["status"] = json!({"phase": "Active"});
     let (code, _, updated) = f
+        .client
         .send(
             reqwest::Method::PUT,
             "/api/v1/namespaces/kube-system/status",
@@ -583,6 +570,7 @@ async fn kube_rs_reads_and_watches_config_maps() {
 async fn kubectl_gets_config_maps() {
     let f = Fixture::start().await;
     let (code, _, created) = f
+        .client
         .send(
             reqwest::Method::POST,
             "/api/v1/namespaces/kube-system/configmaps",

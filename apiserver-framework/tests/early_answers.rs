@@ -312,20 +312,11 @@ impl http_body::Body for LateBody {
 /// The framework's server (no API groups; the test user's token) with every response body
 /// sent [`LATE`].
 async fn serve_late_bodies() -> Served {
-    use apiserver_framework::auth::StaticTokenAuthenticator;
     use apiserver_framework::authz::AllowAll;
     use apiserver_framework::server::GenericApiServer;
     use apiserver_framework::server::filters::ChainPosition;
-    use apiserver_framework::server::serve::{self, HandlerChain};
-    use apiserver_framework::tls::{ServingCert, install_crypto_provider};
-    use apiserver_framework::user::UserInfo;
     use std::sync::Arc;
 
-    install_crypto_provider();
-    let dir = tempfile::tempdir().unwrap();
-    let cert = ServingCert::self_signed(&dir.path().join("certs"), &["127.0.0.1".into()]).unwrap();
-    let ca_path = dir.path().join("ca.pem");
-    std::fs::write(&ca_path, &cert.ca_pem).unwrap();
     let late = axum::middleware::from_fn(
         |req: axum::extract::Request, next: axum::middleware::Next| async move {
             next.run(req).await.map(|inner| {
@@ -336,33 +327,10 @@ async fn serve_late_bodies() -> Served {
             })
         },
     );
-    let chain = HandlerChain::new(
-        Arc::new(GenericApiServer::builder("late").build()),
-        Arc::new(StaticTokenAuthenticator::new(
-            TOKEN,
-            UserInfo::new("tester", &["system:authenticated"]),
-        )),
-        Arc::new(AllowAll),
-    )
-    .with_layer(ChainPosition::AfterRequestInfo, late);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let running = serve::start(listener, cert.server_config().unwrap(), Arc::new(chain)).unwrap();
-    let addr = running.addr;
-    let http = reqwest::Client::builder()
-        .use_rustls_tls()
-        .tls_built_in_root_certs(false)
-        .add_root_certificate(reqwest::Certificate::from_pem(cert.ca_pem.as_bytes()).unwrap())
-        .build()
-        .unwrap();
-    Served {
-        running,
-        addr,
-        url: format!("https://127.0.0.1:{}", addr.port()),
-        ca_pem: cert.ca_pem,
-        ca_path,
-        http,
-        dir,
-    }
+    let server = GenericApiServer::builder("late").build();
+    let chain = support_serving::chain(server, Arc::new(AllowAll))
+        .with_layer(ChainPosition::AfterRequestInfo, late);
+    support_serving::serve_chain(chain).await
 }
 
 /// Early answers of a server that sends their bodies [`LATE`].

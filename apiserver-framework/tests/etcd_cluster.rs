@@ -12,7 +12,7 @@ use apiserver_framework::cli::local;
 use apiserver_framework::prelude::*;
 use apiserver_framework::storage::etcd::EtcdStorage;
 use serde_json::{Value, json};
-use support_etcd::{CLUSTER_SIZE, EtcdCluster};
+use support_etcd::{CLUSTER_SIZE, Client, EtcdCluster};
 
 /// A widget.
 #[derive(ApiResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
@@ -40,43 +40,14 @@ const CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Acknowledged writes required after the kill.
 const MIN_WRITES_AFTER_KILL: usize = 20;
 
-/// A client of the framework server.
-#[derive(Clone)]
-struct Client {
-    http: reqwest::Client,
-    url: String,
-    token: String,
-}
-
-impl Client {
-    async fn get(&self, path: &str) -> (u16, String) {
-        let res = self
-            .http
-            .get(format!("{}{path}", self.url))
-            .bearer_auth(&self.token)
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("GET {path}: {e}"));
-        (res.status().as_u16(), res.text().await.unwrap())
-    }
-
-    async fn create(&self, name: &str) -> (u16, Value) {
-        let res = self
-            .http
-            .post(format!("{}{WIDGETS}", self.url))
-            .bearer_auth(&self.token)
-            .json(&json!({
-                "apiVersion": "cluster.example.com/v1",
-                "kind": "Widget",
-                "metadata": {"name": name},
-                "spec": {"size": 1},
-            }))
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("POST {name} (bounded by {CLIENT_TIMEOUT:?}): {e}"));
-        let code = res.status().as_u16();
-        (code, res.json().await.unwrap_or(Value::Null))
-    }
+/// Widget `name` of size 1.
+fn widget(name: &str) -> Value {
+    json!({
+        "apiVersion": "cluster.example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": name},
+        "spec": {"size": 1},
+    })
 }
 
 /// A write the server acknowledged (201).
@@ -109,7 +80,7 @@ async fn writer(client: Client, id: usize, start: Instant) -> Outcome {
     while start.elapsed() < WRITE_FOR {
         let name = format!("w{id}-{n}");
         let sent = Instant::now();
-        let (code, body) = client.create(&name).await;
+        let (code, body) = client.create(WIDGETS, &widget(&name)).await;
         outcome.slowest = outcome.slowest.max(sent.elapsed());
         match code {
             201 => {
@@ -159,12 +130,8 @@ async fn serve(cluster: &EtcdCluster) -> Setup {
         CLIENT_TIMEOUT,
     )
     .await;
+    let client = served.client();
     let server = served.server;
-    let client = Client {
-        http: served.http,
-        url: server.url.clone(),
-        token: server.token.clone(),
-    };
     assert_eq!(client.get("/readyz").await.0, 200);
     Setup {
         client,
@@ -323,7 +290,7 @@ async fn the_server_survives_losing_the_etcd_leader() {
 async fn every_request_succeeds_once_a_member_is_gone() {
     let mut cluster = EtcdCluster::start(CLUSTER_SIZE).expect("the etcd cluster starts");
     let setup = serve(&cluster).await;
-    assert_eq!(setup.client.create("before").await.0, 201);
+    assert_eq!(setup.client.create(WIDGETS, &widget("before")).await.0, 201);
     let leader = cluster.leader().await.expect("an etcd leader");
     cluster.kill(leader);
     let _new_leader = cluster.leader().await.expect("an etcd leader");
@@ -333,7 +300,10 @@ async fn every_request_succeeds_once_a_member_is_gone() {
         if let Err(e) = setup.storage.check_health().await {
             failed.push(format!("health check: {e}"));
         }
-        let (code, body) = setup.client.create(&format!("after-{i}")).await;
+        let (code, body) = setup
+            .client
+            .create(WIDGETS, &widget(&format!("after-{i}")))
+            .await;
         if code != 201 {
             failed.push(format!("create after-{i}: {code} {body}"));
         }

@@ -6,7 +6,6 @@ mod support_etcd;
 
 use std::time::{Duration, Instant};
 
-use apiserver_framework::cli::local;
 use apiserver_framework::prelude::*;
 use serde_json::{Value, json};
 use support_etcd::Etcd;
@@ -26,42 +25,14 @@ pub struct WidgetSpec {
 
 const WIDGETS: &str = "/apis/down.example.com/v1/namespaces/default/widgets";
 
-struct Server {
-    _server: local::LocalServer,
-    http: reqwest::Client,
-    url: String,
-    token: String,
-}
-
-impl Server {
-    async fn get(&self, path: &str) -> (u16, String) {
-        let res = self
-            .http
-            .get(format!("{}{path}", self.url))
-            .bearer_auth(&self.token)
-            .send()
-            .await
-            .unwrap();
-        (res.status().as_u16(), res.text().await.unwrap())
-    }
-
-    async fn create(&self, name: &str) -> (u16, Value) {
-        let res = self
-            .http
-            .post(format!("{}{WIDGETS}", self.url))
-            .bearer_auth(&self.token)
-            .json(&json!({
-                "apiVersion": "down.example.com/v1",
-                "kind": "Widget",
-                "metadata": {"name": name},
-                "spec": {"size": 1},
-            }))
-            .send()
-            .await
-            .unwrap();
-        let code = res.status().as_u16();
-        (code, res.json().await.unwrap_or(Value::Null))
-    }
+/// Widget `name` of size 1.
+fn widget(name: &str) -> Value {
+    json!({
+        "apiVersion": "down.example.com/v1",
+        "kind": "Widget",
+        "metadata": {"name": name},
+        "spec": {"size": 1},
+    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -74,13 +45,8 @@ async fn the_server_survives_etcd_going_away() {
         Duration::from_secs(60),
     )
     .await;
-    let s = Server {
-        http: served.http,
-        url: served.server.url.clone(),
-        token: served.server.token.clone(),
-        _server: served.server,
-    };
-    let (code, before) = s.create("before").await;
+    let s = served.client();
+    let (code, before) = s.create(WIDGETS, &widget("before")).await;
     assert_eq!(code, 201);
     let rv = before["metadata"]["resourceVersion"]
         .as_str()
@@ -121,7 +87,7 @@ async fn the_server_survives_etcd_going_away() {
     assert!((500..600).contains(&code), "{code}: {text}");
     let status: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(status["kind"], "Status", "{text}");
-    let (code, body) = s.create("during").await;
+    let (code, body) = s.create(WIDGETS, &widget("during")).await;
     assert!((500..600).contains(&code), "{code}: {body}");
     assert!(
         started.elapsed() < Duration::from_secs(15),
@@ -136,7 +102,7 @@ async fn the_server_survives_etcd_going_away() {
         assert!(Instant::now() < deadline, "not ready again after 30 s");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    assert_eq!(s.create("after").await.0, 201);
+    assert_eq!(s.create(WIDGETS, &widget("after")).await.0, 201);
     let (code, text) = s.get(WIDGETS).await;
     assert_eq!(code, 200, "{text}");
     let list: Value = serde_json::from_str(&text).unwrap();

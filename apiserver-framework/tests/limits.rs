@@ -3,146 +3,33 @@
 //! flight (watches not counted); a 4 MiB body is `413`; post-start hooks gate `/readyz`,
 //! which fails as soon as shutdown begins.
 
-use std::any::Any;
+mod support_serving;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use apiserver_framework::auth::StaticTokenAuthenticator;
 use apiserver_framework::authz::AllowAll;
-use apiserver_framework::prelude::*;
-use apiserver_framework::registry::options::{ListOptions, WriteOptions};
-use apiserver_framework::registry::rest::{EventStream, ObjectList, RequestContext, RestStorage};
-use apiserver_framework::registry::store::Store;
-use apiserver_framework::registry::strategy::DefaultStrategy;
 use apiserver_framework::server::filters::RequestLimits;
 use apiserver_framework::server::lifecycle::ShutdownOptions;
-use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
 use apiserver_framework::server::{GenericApiServer, GenericApiServerBuilder};
-use apiserver_framework::storage::memory::MemoryStorage;
-use apiserver_framework::tls::{ServingCert, install_crypto_provider};
-use apiserver_framework::user::UserInfo;
-use bytes::Bytes;
 use serde_json::{Value, json};
+use support_serving::{SNAILS, Served, TOKEN, chain, serve_chain, snail_server};
 
-/// A snail.
-#[derive(ApiResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
-#[resource(group = "slow.example.com", version = "v1", kind = "Snail", namespaced)]
-pub struct SnailSpec {
-    /// Pace.
-    pub pace: String,
-}
-
-const SNAILS: &str = "/apis/slow.example.com/v1/namespaces/default/snails";
-const TOKEN: &str = "secret-token";
-
-/// The generic store of snails, each read and write delayed.
-struct Sleepy {
-    inner: Store<Snail>,
-    delay: Duration,
-}
-
-#[async_trait::async_trait]
-impl RestStorage for Sleepy {
-    fn info(&self) -> &ResourceInfo {
-        self.inner.info()
-    }
-    fn verbs(&self) -> Vec<&'static str> {
-        self.inner.verbs()
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-    async fn get(&self, ctx: &RequestContext, name: &str) -> Result<Bytes, ApiError> {
-        tokio::time::sleep(self.delay).await;
-        self.inner.get(ctx, name).await
-    }
-    async fn list(&self, ctx: &RequestContext, opts: &ListOptions) -> Result<ObjectList, ApiError> {
-        tokio::time::sleep(self.delay).await;
-        self.inner.list(ctx, opts).await
-    }
-    async fn watch(
-        &self,
-        ctx: &RequestContext,
-        opts: &ListOptions,
-    ) -> Result<EventStream, ApiError> {
-        self.inner.watch(ctx, opts).await
-    }
-    async fn create(
-        &self,
-        ctx: &RequestContext,
-        body: Value,
-        opts: &WriteOptions,
-    ) -> Result<Bytes, ApiError> {
-        tokio::time::sleep(self.delay).await;
-        self.inner.create(ctx, body, opts).await
-    }
-}
-
-struct Served {
-    running: RunningServer,
-    url: String,
-    http: reqwest::Client,
-    _dir: tempfile::TempDir,
-}
-
-impl Served {
-    fn get(&self, path: &str) -> reqwest::RequestBuilder {
-        self.http
-            .get(format!("{}{path}", self.url))
-            .bearer_auth(TOKEN)
-    }
-
-    fn post(&self, path: &str, body: &Value) -> reqwest::RequestBuilder {
-        self.http
-            .post(format!("{}{path}", self.url))
-            .bearer_auth(TOKEN)
-            .json(body)
-    }
-}
-
+/// A server of snails, each read and write delayed.
 fn server_builder(delay: Duration) -> GenericApiServerBuilder {
-    let storage = Arc::new(MemoryStorage::new());
-    let store = Store::<Snail>::new(storage, Arc::new(DefaultStrategy));
-    let slow = Arc::new(Sleepy {
-        inner: store,
-        delay,
-    });
-    GenericApiServer::builder("limits").group(Group::new("slow.example.com").storage(slow))
+    snail_server("limits", delay, delay)
 }
 
+/// Serves `server` to the test user, everything allowed.
 async fn serve(
     server: GenericApiServer,
     limits: RequestLimits,
     shutdown: ShutdownOptions,
 ) -> Served {
-    install_crypto_provider();
-    let dir = tempfile::tempdir().unwrap();
-    let cert = ServingCert::self_signed(dir.path(), &["127.0.0.1".into()]).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    // Not in system:masters, which the in-flight limit never refuses.
-    let user = UserInfo::new("tester", &["system:authenticated"]);
-    let chain = HandlerChain::new(
-        Arc::new(server),
-        Arc::new(StaticTokenAuthenticator::new(TOKEN, user)),
-        Arc::new(AllowAll),
-    )
-    .with_limits(limits)
-    .with_shutdown(shutdown);
-    let running = serve::start(listener, cert.server_config().unwrap(), Arc::new(chain)).unwrap();
-    let url = format!("https://127.0.0.1:{}", running.addr.port());
-    let http = reqwest::Client::builder()
-        .use_rustls_tls()
-        .tls_built_in_root_certs(false)
-        .add_root_certificate(reqwest::Certificate::from_pem(cert.ca_pem.as_bytes()).unwrap())
-        .timeout(Duration::from_secs(30))
-        .build()
-        .unwrap();
-    Served {
-        running,
-        url,
-        http,
-        _dir: dir,
-    }
+    let chain = chain(server, Arc::new(AllowAll))
+        .with_limits(limits)
+        .with_shutdown(shutdown);
+    serve_chain(chain).await
 }
 
 fn snail(name: &str) -> Value {

@@ -4,6 +4,7 @@
 //! an etcd that goes away and comes back.
 
 mod support_etcd;
+mod support_storage;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,10 +14,7 @@ use apiserver_framework::storage::{EventKind, ListRequest, Storage, StorageError
 use bytes::Bytes;
 use futures::StreamExt;
 use support_etcd::Etcd;
-
-fn b(s: &str) -> Bytes {
-    Bytes::from(s.to_string())
-}
+use support_storage::b;
 
 fn list(prefix: &str) -> ListRequest {
     ListRequest {
@@ -427,26 +425,7 @@ async fn concurrent_writers_get_distinct_increasing_revisions() {
             .await
             .expect("connect to the test etcd"),
     );
-    let mut tasks = Vec::new();
-    for t in 0..8 {
-        let s = s.clone();
-        tasks.push(tokio::spawn(async move {
-            let mut revs = Vec::new();
-            for i in 0..50 {
-                revs.push(s.create(&format!("/cc/{t}/{i}"), b("v")).await.unwrap());
-            }
-            revs
-        }));
-    }
-    let mut all = Vec::new();
-    for t in tasks {
-        let revs = t.await.unwrap();
-        assert!(revs.windows(2).all(|w| w[0] < w[1]));
-        all.extend(revs);
-    }
-    all.sort();
-    all.dedup();
-    assert_eq!(all.len(), 400);
+    support_storage::concurrent_writers_get_distinct_increasing_revisions(s.clone()).await;
     assert_eq!(s.list(list("/cc/")).await.unwrap().items.len(), 400);
 }
 

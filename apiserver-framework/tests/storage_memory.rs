@@ -1,14 +1,12 @@
 //! The in-memory storage backend: revisions, create-if-absent, compare-and-swap, delete,
 //! paged lists at a revision, watch replay and compaction.
 
+mod support_storage;
+
 use apiserver_framework::storage::memory::MemoryStorage;
 use apiserver_framework::storage::{EventKind, ListRequest, Storage, StorageError};
-use bytes::Bytes;
 use futures::StreamExt;
-
-fn b(s: &str) -> Bytes {
-    Bytes::from(s.to_string())
-}
+use support_storage::b;
 
 #[tokio::test]
 async fn revisions_cas_and_delete() {
@@ -139,24 +137,5 @@ async fn compaction_expires_old_revisions() {
 #[tokio::test]
 async fn concurrent_writers_get_distinct_increasing_revisions() {
     let s = std::sync::Arc::new(MemoryStorage::new());
-    let mut tasks = Vec::new();
-    for t in 0..8 {
-        let s = s.clone();
-        tasks.push(tokio::spawn(async move {
-            let mut revs = Vec::new();
-            for i in 0..50 {
-                revs.push(s.create(&format!("/cc/{t}/{i}"), b("v")).await.unwrap());
-            }
-            revs
-        }));
-    }
-    let mut all = Vec::new();
-    for t in tasks {
-        let revs = t.await.unwrap();
-        assert!(revs.windows(2).all(|w| w[0] < w[1]));
-        all.extend(revs);
-    }
-    all.sort();
-    all.dedup();
-    assert_eq!(all.len(), 400);
+    support_storage::concurrent_writers_get_distinct_increasing_revisions(s).await;
 }

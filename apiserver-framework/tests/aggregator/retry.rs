@@ -14,19 +14,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use apiserver_framework::aggregator::{Aggregator, AggregatorOptions, apiservice};
-use apiserver_framework::auth::StaticTokenAuthenticator;
 use apiserver_framework::host::resolver::StaticServiceResolver;
-use apiserver_framework::server::generic::GenericApiServer;
-use apiserver_framework::server::serve::{self, HandlerChain};
-use apiserver_framework::tls::{self, ServingCert};
-use apiserver_framework::user::UserInfo;
+use apiserver_framework::tls;
 use base64::Engine as _;
 use bytes::Bytes;
 use parking_lot::Mutex;
-use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-};
+use rcgen::KeyPair;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
@@ -194,36 +187,6 @@ async fn handle(
     }
 }
 
-/// A front-proxy CA's client certificate: (cert PEM, key PEM).
-fn front_proxy_client() -> (String, String) {
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.distinguished_name
-        .push(DnType::CommonName, "front-proxy-ca");
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let issuer = Issuer::new(ca, ca_key);
-    let key = KeyPair::generate().unwrap();
-    let mut leaf = CertificateParams::new(Vec::<String>::new()).unwrap();
-    leaf.distinguished_name
-        .push(DnType::CommonName, "front-proxy-client");
-    leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-    let cert = leaf.signed_by(&key, &issuer).unwrap();
-    (cert.pem(), key.serialize_pem())
-}
-
-struct Client {
-    http: reqwest::Client,
-    base: String,
-}
-
-impl Client {
-    fn req(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
-        self.http
-            .request(method, format!("{}{path}", self.base))
-            .bearer_auth("admin-token")
-    }
-}
-
 /// The backend that answered, from an answer's body.
 fn backend_of(body: &Value) -> usize {
     body["backend"].as_u64().expect("a backend's answer") as usize
@@ -239,54 +202,27 @@ async fn requests_that_failed_before_any_response_go_to_another_backend_when_saf
     for id in 0..BACKENDS {
         addrs.push(start_backend(id, &backend_cert, script.clone()).await);
     }
-    let (fp_cert, fp_key) = front_proxy_client();
-    let aggregator = Arc::new(
-        Aggregator::new(AggregatorOptions {
-            proxy_client_cert_pem: fp_cert,
-            proxy_client_key_pem: fp_key,
-            resolver: Arc::new(StaticServiceResolver::new().with_endpoints(
-                "test",
-                "backend",
-                addrs.iter().map(|a| a.to_string()),
-            )),
-            // Probes never put a dead backend back, nor take one out, during the test.
-            check_interval: Duration::from_millis(300),
-        })
-        .unwrap(),
+    let (_, fp_cert, fp_key) = super::front_proxy_pki();
+    let resolver = StaticServiceResolver::new().with_endpoints(
+        "test",
+        "backend",
+        addrs.iter().map(|a| a.to_string()),
     );
-    let server = Arc::new(
-        GenericApiServer::builder("aggregator")
-            .group(apiservice::group())
-            .aggregator(aggregator.clone())
-            .build(),
-    );
-    let controller = aggregator.start(&server);
-    let agg_cert =
-        ServingCert::self_signed(&dir.path().join("agg"), &["localhost".into()]).unwrap();
-    let chain = Arc::new(HandlerChain::new(
-        server,
-        Arc::new(StaticTokenAuthenticator::new(
-            "admin-token",
-            UserInfo::new("alice", &["system:authenticated"]),
-        )),
-        Arc::new(apiserver_framework::authz::AllowAll),
-    ));
-    let agg = serve::start(
-        TcpListener::bind("127.0.0.1:0").await.unwrap(),
-        agg_cert.server_config().unwrap(),
-        chain,
+    let super::Fronted {
+        controller,
+        agg,
+        client,
+        ..
+    } = super::front(
+        dir.path(),
+        (fp_cert, fp_key),
+        resolver,
+        // Probes never put a dead backend back, nor take one out, during the test.
+        Duration::from_millis(300),
+        &["system:authenticated"],
+        Some(Duration::from_secs(20)),
     )
-    .unwrap();
-    let client = Client {
-        http: reqwest::Client::builder()
-            .add_root_certificate(
-                reqwest::Certificate::from_pem(agg_cert.ca_pem.as_bytes()).unwrap(),
-            )
-            .timeout(Duration::from_secs(20))
-            .build()
-            .unwrap(),
-        base: format!("https://localhost:{}", agg.addr.port()),
-    };
+    .await;
     let res = client
         .req(
             reqwest::Method::POST,

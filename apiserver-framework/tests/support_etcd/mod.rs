@@ -23,6 +23,61 @@ pub struct Served {
     _dir: tempfile::TempDir,
 }
 
+impl Served {
+    /// A client of the server, with its token.
+    pub fn client(&self) -> Client {
+        Client {
+            http: self.http.clone(),
+            url: self.server.url.clone(),
+            token: self.server.token.clone(),
+        }
+    }
+}
+
+/// A client of a [`Served`] server (cheap to clone).
+#[derive(Clone)]
+pub struct Client {
+    /// An HTTPS client trusting the server's CA.
+    pub http: reqwest::Client,
+    /// `https://127.0.0.1:<port>`.
+    pub url: String,
+    /// The server's bearer token.
+    pub token: String,
+}
+
+impl Client {
+    /// GETs `path`: the status code and the body's text.
+    pub async fn get(&self, path: &str) -> (u16, String) {
+        let res = self
+            .http
+            .get(format!("{}{path}", self.url))
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("GET {path}: {e}"));
+        (res.status().as_u16(), res.text().await.unwrap())
+    }
+
+    /// POSTs `object` to `collection`: the status code and the JSON body (null if it is not
+    /// JSON).
+    pub async fn create(
+        &self,
+        collection: &str,
+        object: &serde_json::Value,
+    ) -> (u16, serde_json::Value) {
+        let res = self
+            .http
+            .post(format!("{}{collection}", self.url))
+            .bearer_auth(&self.token)
+            .json(object)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("POST {collection} {}: {e}", object["metadata"]["name"]));
+        let code = res.status().as_u16();
+        (code, res.json().await.unwrap_or(serde_json::Value::Null))
+    }
+}
+
 /// Starts a server named `name` serving `T` (in group `group`) on the etcd `options` point at.
 pub async fn serve<T: apiserver_framework::ApiResource>(
     name: &str,

@@ -17,9 +17,9 @@ use apiserver_framework::registry::options::{ListOptions, WriteOptions};
 use apiserver_framework::registry::rest::{EventStream, ObjectList, RequestContext, RestStorage};
 use apiserver_framework::registry::store::Store;
 use apiserver_framework::registry::strategy::DefaultStrategy;
-use apiserver_framework::server::GenericApiServer;
 use apiserver_framework::server::filters::RequestLimits;
 use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
+use apiserver_framework::server::{GenericApiServer, GenericApiServerBuilder};
 use apiserver_framework::storage::memory::MemoryStorage;
 use apiserver_framework::tls::{ServingCert, install_crypto_provider};
 use apiserver_framework::user::UserInfo;
@@ -48,9 +48,10 @@ pub const LOCKED: &str = "locked";
 /// Unsafe deletes (`unsafe-delete-ignore-read-errors`) in this namespace are forbidden.
 pub const GUARDED: &str = "guarded";
 
-/// The generic store of snails, creates delayed.
+/// The generic store of snails, reads (get, list) and creates delayed.
 struct Sleepy {
     inner: Store<Snail>,
+    read_delay: Duration,
     create_delay: Duration,
 }
 
@@ -66,9 +67,11 @@ impl RestStorage for Sleepy {
         self
     }
     async fn get(&self, ctx: &RequestContext, name: &str) -> Result<Bytes, ApiError> {
+        tokio::time::sleep(self.read_delay).await;
         self.inner.get(ctx, name).await
     }
     async fn list(&self, ctx: &RequestContext, opts: &ListOptions) -> Result<ObjectList, ApiError> {
+        tokio::time::sleep(self.read_delay).await;
         self.inner.list(ctx, opts).await
     }
     async fn watch(
@@ -90,7 +93,7 @@ impl RestStorage for Sleepy {
 }
 
 /// Allows everything but creating in namespace [`LOCKED`] and unsafe deletes in [`GUARDED`].
-struct LockedNamespace;
+pub struct LockedNamespace;
 
 #[async_trait::async_trait]
 impl Authorizer for LockedNamespace {
@@ -127,28 +130,47 @@ pub struct Served {
     pub dir: tempfile::TempDir,
 }
 
-/// Serves snails (creates taking `create_delay`) within `limits`.
+/// A server named `name` of snails whose reads (get, list) take `read_delay` and whose creates
+/// take `create_delay`.
+pub fn snail_server(
+    name: &str,
+    read_delay: Duration,
+    create_delay: Duration,
+) -> GenericApiServerBuilder {
+    let store = Store::<Snail>::new(Arc::new(MemoryStorage::new()), Arc::new(DefaultStrategy));
+    let storage = Arc::new(Sleepy {
+        inner: store,
+        read_delay,
+        create_delay,
+    });
+    GenericApiServer::builder(name).group(Group::new("slow.example.com").storage(storage))
+}
+
+/// The handler chain of `server`: [`TOKEN`] authenticates the test user (not in
+/// `system:masters`, which the in-flight limit never refuses), `authorizer` decides.
+pub fn chain(server: GenericApiServer, authorizer: Arc<dyn Authorizer>) -> HandlerChain {
+    let user = UserInfo::new("tester", &["system:authenticated"]);
+    HandlerChain::new(
+        Arc::new(server),
+        Arc::new(StaticTokenAuthenticator::new(TOKEN, user)),
+        authorizer,
+    )
+}
+
+/// Serves snails (creates taking `create_delay`) within `limits`, authorized by
+/// [`LockedNamespace`].
 pub async fn serve(limits: RequestLimits, create_delay: Duration) -> Served {
+    let server = snail_server("connections", Duration::ZERO, create_delay).build();
+    serve_chain(chain(server, Arc::new(LockedNamespace)).with_limits(limits)).await
+}
+
+/// Serves `chain` over HTTPS on a free loopback port, with a fresh self-signed certificate.
+pub async fn serve_chain(chain: HandlerChain) -> Served {
     install_crypto_provider();
     let dir = tempfile::tempdir().unwrap();
     let cert = ServingCert::self_signed(&dir.path().join("certs"), &["127.0.0.1".into()]).unwrap();
     let ca_path = dir.path().join("ca.pem");
     std::fs::write(&ca_path, &cert.ca_pem).unwrap();
-    let store = Store::<Snail>::new(Arc::new(MemoryStorage::new()), Arc::new(DefaultStrategy));
-    let storage = Arc::new(Sleepy {
-        inner: store,
-        create_delay,
-    });
-    let server = GenericApiServer::builder("connections")
-        .group(Group::new("slow.example.com").storage(storage))
-        .build();
-    let user = UserInfo::new("tester", &["system:authenticated"]);
-    let chain = HandlerChain::new(
-        Arc::new(server),
-        Arc::new(StaticTokenAuthenticator::new(TOKEN, user)),
-        Arc::new(LockedNamespace),
-    )
-    .with_limits(limits);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let running = serve::start(listener, cert.server_config().unwrap(), Arc::new(chain)).unwrap();
     let addr = running.addr;
@@ -171,6 +193,21 @@ pub async fn serve(limits: RequestLimits, create_delay: Duration) -> Served {
 }
 
 impl Served {
+    /// A GET of `path` with the test user's token.
+    pub fn get(&self, path: &str) -> reqwest::RequestBuilder {
+        self.http
+            .get(format!("{}{path}", self.url))
+            .bearer_auth(TOKEN)
+    }
+
+    /// A POST of `body` (JSON) to `path` with the test user's token.
+    pub fn post(&self, path: &str, body: &Value) -> reqwest::RequestBuilder {
+        self.http
+            .post(format!("{}{path}", self.url))
+            .bearer_auth(TOKEN)
+            .json(body)
+    }
+
     /// A TLS connection offering `alpn` (e.g. `h2`, `http/1.1`).
     pub async fn tls(&self, alpn: &[&[u8]]) -> TlsStream<TcpStream> {
         let mut roots = rustls::RootCertStore::empty();

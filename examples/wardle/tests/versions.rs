@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use apiserver_framework::cli::{LocalOptions, LocalServer, local};
+use apiserver_framework::cli::LocalServer;
 use apiserver_framework::registry::versions::VersionedStorage;
 use apiserver_framework::server::generic::GenericApiServer;
 use apiserver_framework::storage::memory::MemoryStorage;
@@ -17,7 +17,7 @@ use apiserver_framework::storage::{ListRequest, Storage};
 use futures::{StreamExt, TryStreamExt};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, Client, Config};
+use kube::{Api, Client};
 use serde_json::{Value, json};
 use wardle::{ReferenceType, v1alpha1, v1beta1};
 
@@ -86,22 +86,12 @@ impl Served {
 }
 
 async fn serve(app: apiserver_framework::App, storage: Arc<MemoryStorage>) -> Served {
-    let dir = tempfile::tempdir().expect("create a temporary directory");
-    let opts = LocalOptions {
-        secure_port: 0,
-        cert_dir: dir.path().join("certs"),
-        ..Default::default()
-    };
     let generic = Arc::new(app.server_builder().storage(storage).build());
-    let server = local::start("wardle", generic.clone(), &opts)
-        .await
-        .expect("start wardle in-process");
-    let kubeconfig =
-        kube::config::Kubeconfig::from_yaml(&server.kubeconfig).expect("parse the kubeconfig");
-    let config = Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .expect("configure the client");
-    let client = Client::try_from(config).expect("build the client");
+    let support::in_process::InProcess {
+        server,
+        client,
+        dir,
+    } = support::in_process::serve(generic.clone()).await;
     Served {
         server,
         generic,

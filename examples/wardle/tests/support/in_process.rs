@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use apiserver_framework::cli::{LocalOptions, LocalServer, local};
+use apiserver_framework::server::generic::GenericApiServer;
 use apiserver_framework::storage::memory::MemoryStorage;
 use kube::{Client, Config};
 
@@ -24,17 +25,22 @@ pub async fn start() -> InProcess {
 
 /// Starts wardle in-process on `storage` (the default memory storage when `None`).
 pub async fn start_with(storage: Option<Arc<MemoryStorage>>) -> InProcess {
+    let mut builder = wardle::app().server_builder();
+    if let Some(storage) = storage {
+        builder = builder.storage(storage);
+    }
+    serve(Arc::new(builder.build())).await
+}
+
+/// Serves `server` in-process as wardle, on a free port.
+pub async fn serve(server: Arc<GenericApiServer>) -> InProcess {
     let dir = tempfile::tempdir().expect("create a temporary directory");
     let opts = LocalOptions {
         secure_port: 0,
         cert_dir: dir.path().join("certs"),
         ..Default::default()
     };
-    let mut builder = wardle::app().server_builder();
-    if let Some(storage) = storage {
-        builder = builder.storage(storage);
-    }
-    let server = local::start("wardle", Arc::new(builder.build()), &opts)
+    let server = local::start("wardle", server, &opts)
         .await
         .expect("start wardle in-process");
     let kubeconfig =
