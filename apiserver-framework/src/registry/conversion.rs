@@ -205,7 +205,7 @@ pub fn convert_bytes(
 ///
 /// Reads are checked: a value that does not decode as the storage version's type (or does not
 /// convert to it) fails the read with [`StorageError::Corrupt`] naming its key, as upstream
-/// fails reads of corrupt objects. Each value is checked once ([`CheckedValues`]): later reads
+/// fails reads of corrupt objects. Each value is checked once (`CheckedValues`): later reads
 /// of the same revision pass its bytes through untouched. Watch events and deleted values are
 /// converted where they can be and passed on as stored otherwise, for the layer above to
 /// report.
