@@ -15,15 +15,15 @@ use std::io::{self, Write};
 use std::path::Path;
 
 /// The mode of files only their owner may read and write (keys, credentials, data, logs).
-pub const PRIVATE_FILE: u32 = 0o600;
+pub(crate) const PRIVATE_FILE: u32 = 0o600;
 /// The mode of files anyone may read (certificates).
-pub const PUBLIC_FILE: u32 = 0o644;
+pub(crate) const PUBLIC_FILE: u32 = 0o644;
 /// The mode of directories only their owner may enter (those holding keys or data).
-pub const PRIVATE_DIR: u32 = 0o700;
+pub(crate) const PRIVATE_DIR: u32 = 0o700;
 
 /// Creates `dir` and any missing parent, each directory created with mode `0700` (existing
 /// ones are left as they are).
-pub fn create_private_dir_all(dir: &Path) -> io::Result<()> {
+pub(crate) fn create_private_dir_all(dir: &Path) -> io::Result<()> {
     if dir.as_os_str().is_empty() {
         return Ok(());
     }
@@ -40,7 +40,7 @@ pub fn create_private_dir_all(dir: &Path) -> io::Result<()> {
 /// Replaces the file at `path` with `contents`, atomically: the file is written under a
 /// random temporary name beside it, created with `mode`, synced, then renamed to `path`. The
 /// directory is created (mode `0700`) when missing.
-pub fn write_atomically(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
+pub(crate) fn write_atomically(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -71,7 +71,7 @@ pub fn write_atomically(path: &Path, contents: &[u8], mode: u32) -> io::Result<(
 
 /// Opens `path` for appending, creating it with `mode` if missing (an existing file keeps its
 /// mode).
-pub fn open_append(path: &Path, mode: u32) -> io::Result<File> {
+pub(crate) fn open_append(path: &Path, mode: u32) -> io::Result<File> {
     let mut options = OpenOptions::new();
     options.create(true).append(true);
     set_mode(&mut options, mode);
@@ -80,7 +80,7 @@ pub fn open_append(path: &Path, mode: u32) -> io::Result<File> {
 
 /// Opens `path` for reading and writing without truncating it, creating it with `mode` if
 /// missing (an existing file keeps its mode).
-pub fn open_read_write(path: &Path, mode: u32) -> io::Result<File> {
+pub(crate) fn open_read_write(path: &Path, mode: u32) -> io::Result<File> {
     let mut options = OpenOptions::new();
     options.read(true).write(true).create(true).truncate(false);
     set_mode(&mut options, mode);

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 /// the ASCII space) as far as the standard library tells them apart: controls, separators other
 /// than the space, the common format characters, private-use characters and noncharacters are
 /// escaped; unassigned code points are written as they are.
-pub fn go_quote(s: &str) -> String {
+pub(crate) fn go_quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {

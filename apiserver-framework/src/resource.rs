@@ -185,7 +185,7 @@ pub trait ApiResource:
 /// alpha, higher numbers first within each (`v2 > v1 > v11beta2 > v10beta3 > v3beta1 >
 /// v12alpha1 > v11alpha2`), then versions that do not look like Kubernetes versions,
 /// alphabetically (upstream's `version.CompareKubeAwareVersionStrings`).
-pub fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
+pub(crate) fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
     /// (rank: 3 GA, 2 beta, 1 alpha, 0 other; major; minor).
     fn parse(v: &str) -> (u8, u64, u64) {
         let Some(rest) = v.strip_prefix('v') else {

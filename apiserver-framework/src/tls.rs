@@ -188,7 +188,7 @@ pub fn alpn_protocols(http2: bool) -> Vec<Vec<u8>> {
 }
 
 /// `config`, offering HTTP/1.1 only (upstream's `--disable-http2-serving`).
-pub fn without_http2(config: Arc<rustls::ServerConfig>) -> Arc<rustls::ServerConfig> {
+pub(crate) fn without_http2(config: Arc<rustls::ServerConfig>) -> Arc<rustls::ServerConfig> {
     let mut config = Arc::unwrap_or_clone(config);
     config.alpn_protocols = alpn_protocols(false);
     Arc::new(config)

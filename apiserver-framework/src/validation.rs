@@ -3,12 +3,12 @@
 //! `pkg/api/validation`).
 
 /// Longest DNS-1123 subdomain.
-pub const DNS1123_SUBDOMAIN_MAX_LEN: usize = 253;
+pub(crate) const DNS1123_SUBDOMAIN_MAX_LEN: usize = 253;
 
 const SUBDOMAIN_FMT_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 
 /// Checks a name against DNS-1123 subdomain rules; returns upstream's messages when invalid.
-pub fn dns1123_subdomain(name: &str) -> Vec<String> {
+pub(crate) fn dns1123_subdomain(name: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if name.len() > DNS1123_SUBDOMAIN_MAX_LEN {
         errs.push(format!(
@@ -162,11 +162,11 @@ pub fn label_value_errors(value: &str) -> Vec<String> {
 }
 
 /// Largest total size of an object's annotations (keys and values), as upstream.
-pub const TOTAL_ANNOTATION_SIZE_LIMIT: usize = 256 * 1024;
+pub(crate) const TOTAL_ANNOTATION_SIZE_LIMIT: usize = 256 * 1024;
 
 /// Upstream's checks of the metadata every object has: label keys and values, annotation keys
 /// and total size, finalizer names.
-pub fn object_meta(
+pub(crate) fn object_meta(
     meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
 ) -> Vec<crate::error::FieldError> {
     use crate::error::FieldError;

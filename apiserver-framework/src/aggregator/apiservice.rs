@@ -99,7 +99,7 @@ impl ServiceReference {
 
 /// The observed state of an APIService.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct APIServiceStatus {
+pub(crate) struct APIServiceStatus {
     /// The current conditions (only `Available`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<APIServiceCondition>,
@@ -154,7 +154,7 @@ pub fn group() -> Group {
 
 /// Validates APIServices as upstream does: the name is `<version>.<group>`, group and
 /// version are set, priorities are in range.
-pub struct APIServiceStrategy;
+pub(crate) struct APIServiceStrategy;
 
 impl Strategy<APIService> for APIServiceStrategy {
     fn validate(&self, obj: &APIService) -> Vec<FieldError> {

@@ -18,7 +18,7 @@ use crate::registry::rest::{RequestContext, RestStorage};
 use crate::user::UserInfo;
 
 /// The user the aggregator probes and reads discovery as.
-pub const AGGREGATOR_USER: &str = "system:kube-aggregator";
+pub(crate) const AGGREGATOR_USER: &str = "system:kube-aggregator";
 
 /// The user and group of probes and discovery requests.
 pub(crate) fn prober() -> UserInfo {

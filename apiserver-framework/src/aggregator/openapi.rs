@@ -9,7 +9,7 @@ use crate::host::resolver::Endpoint;
 use crate::user::UserInfo;
 
 /// The user the aggregator downloads OpenAPI documents as (no groups), as upstream.
-pub const OPENAPI_USER: &str = "system:aggregator";
+pub(crate) const OPENAPI_USER: &str = "system:aggregator";
 
 /// Fetches a backend's `/openapi/v2` (JSON); `None` when it has none or the fetch failed.
 pub(crate) async fn fetch_v2(client: &BackendClient, endpoint: &Endpoint) -> Option<Value> {

@@ -20,16 +20,16 @@ use crate::tls::parse_certs;
 use crate::user::UserInfo;
 
 /// The header naming the user a backend should act for.
-pub const REMOTE_USER: &str = "x-remote-user";
+pub(crate) const REMOTE_USER: &str = "x-remote-user";
 /// The header carrying the user's uid.
-pub const REMOTE_UID: &str = "x-remote-uid";
+pub(crate) const REMOTE_UID: &str = "x-remote-uid";
 /// The header carrying one group of the user.
-pub const REMOTE_GROUP: &str = "x-remote-group";
+pub(crate) const REMOTE_GROUP: &str = "x-remote-group";
 /// The prefix of the headers carrying the user's extra attributes.
-pub const REMOTE_EXTRA_PREFIX: &str = "x-remote-extra-";
+pub(crate) const REMOTE_EXTRA_PREFIX: &str = "x-remote-extra-";
 
 /// The body of a 503 for an unavailable group-version, as upstream.
-pub const SERVICE_UNAVAILABLE: &str = "service unavailable\n";
+pub(crate) const SERVICE_UNAVAILABLE: &str = "service unavailable\n";
 
 /// A failure to set up a client for a backend.
 #[derive(Debug, thiserror::Error)]
@@ -256,7 +256,7 @@ impl rustls::client::danger::ServerCertVerifier for NoVerification {
 /// character); the request is refused rather than sent with less of the user's identity.
 #[derive(Debug, thiserror::Error)]
 #[error("net/http: invalid header field value for {0:?}")]
-pub struct InvalidIdentityHeader(pub String);
+pub(crate) struct InvalidIdentityHeader(pub String);
 
 /// Replaces the caller-identity headers with `user`'s, as upstream's `SetAuthProxyHeaders`
 /// (client-go `transport/round_trippers.go`): removes `Authorization` and every incoming
@@ -268,7 +268,7 @@ pub struct InvalidIdentityHeader(pub String);
 /// keys, which are part of a header name, are %-escaped ([`escape_extra_key`]). A value with a
 /// control character cannot be sent: nothing is dropped, the whole call fails, as Go's
 /// transport refuses such a header.
-pub fn set_identity_headers(
+pub(crate) fn set_identity_headers(
     headers: &mut HeaderMap,
     user: &UserInfo,
 ) -> Result<(), InvalidIdentityHeader> {
@@ -339,7 +339,7 @@ fn canonical(name: &str) -> String {
 
 /// Escapes an extra key for a header name as upstream's `headerKeyEscape`: bytes outside the
 /// RFC 7230 token set, and `%`, become upper-case `%XX`.
-pub fn escape_extra_key(key: &str) -> String {
+pub(crate) fn escape_extra_key(key: &str) -> String {
     let mut out = String::with_capacity(key.len());
     for b in key.bytes() {
         let token = b.is_ascii_alphanumeric() || b"!#$&'*+-.^_`|~".contains(&b);
@@ -368,7 +368,7 @@ const HOP_BY_HOP: &[&str] = &[
 
 /// Removes the hop-by-hop headers, as Go's reverse proxy does: first every header the
 /// `Connection` headers name, then `HOP_BY_HOP`.
-pub fn remove_hop_by_hop(headers: &mut HeaderMap) {
+pub(crate) fn remove_hop_by_hop(headers: &mut HeaderMap) {
     let named: Vec<HeaderName> = headers
         .get_all(header::CONNECTION)
         .iter()

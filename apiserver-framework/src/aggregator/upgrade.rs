@@ -14,7 +14,7 @@ use crate::host::resolver::Endpoint;
 
 /// Whether a request asks to upgrade its connection: a `Connection` header naming `upgrade`
 /// and an `Upgrade` header.
-pub fn is_upgrade(headers: &HeaderMap) -> bool {
+pub(crate) fn is_upgrade(headers: &HeaderMap) -> bool {
     headers.contains_key(header::UPGRADE)
         && headers
             .get_all(header::CONNECTION)

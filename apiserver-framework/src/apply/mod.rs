@@ -6,7 +6,7 @@
 //! - [`update`] after a create, update or non-apply patch has produced the new object: fields the
 //!   write changed move to the writer's `Update` entry.
 //! - [`apply`] for an apply patch: merges the configuration into the live object, refuses to
-//!   change fields other managers own ([`ApplyError::Conflicts`]) unless forced, and removes the
+//!   change fields other managers own (`ApplyError::Conflicts`) unless forced, and removes the
 //!   fields the applier stopped applying that nobody else applies.
 //!
 //! The caller stores the result with [`ManagedFields::write_to`] and resets the fields its
@@ -28,7 +28,7 @@ use serde_json::{Map, Value};
 
 pub use crate::schema::StructuralSchema;
 pub use conflict::{Conflict, ConflictCause, Conflicts};
-pub use error::ApplyError;
+pub(crate) use error::ApplyError;
 pub use fieldpath::{Path, PathElement, Set};
 pub use managed::{Entry, ManagedFields, ManagedFieldsError, Operation};
 pub use typed::fields_of;
@@ -38,9 +38,9 @@ use typed::{compare, fields_of_node};
 use value::values_equal;
 
 /// Upstream caps the `Update` entries at this many, merging the oldest into `ancient-changes`.
-pub const MAX_UPDATE_MANAGERS: usize = 10;
+pub(crate) const MAX_UPDATE_MANAGERS: usize = 10;
 /// The manager that receives the existing fields on the first apply to an untracked object.
-pub const BEFORE_FIRST_APPLY: &str = "before-first-apply";
+pub(crate) const BEFORE_FIRST_APPLY: &str = "before-first-apply";
 const CURRENT_OPERATION: &str = "current-operation";
 const ANCIENT_CHANGES: &str = "ancient-changes";
 
@@ -77,7 +77,7 @@ impl Context<'_> {
 /// Converts objects to the other versions of their kind, so that the fields of a manager
 /// recorded in another version are compared in that version (upstream converts the old and
 /// new objects to each manager's version).
-pub trait VersionConverter: Send + Sync {
+pub(crate) trait VersionConverter: Send + Sync {
     /// `obj` in `api_version`, with that version's schema; `None` when it cannot be converted
     /// (its manager's fields are then compared as recorded).
     fn to_version(&self, obj: &Value, api_version: &str) -> Option<(Value, StructuralSchema)>;
@@ -213,7 +213,7 @@ pub fn update(
 }
 
 /// [`update`], comparing the fields of managers recorded in other versions in their version.
-pub fn update_across(
+pub(crate) fn update_across(
     ctx: &Context<'_>,
     versions: Option<&dyn VersionConverter>,
     old: Option<&Value>,
@@ -351,7 +351,7 @@ pub fn apply(
 
 /// [`apply`], comparing the fields of managers recorded in other versions in their version:
 /// a field another manager owns through another version conflicts when the apply changes it.
-pub fn apply_across(
+pub(crate) fn apply_across(
     ctx: &Context<'_>,
     versions: Option<&dyn VersionConverter>,
     live: Option<&Value>,

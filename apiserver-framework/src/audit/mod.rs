@@ -1,7 +1,7 @@
 //! Auditing, as upstream's `k8s.io/apiserver` audits: an [`Policy`] (`--audit-policy-file`)
 //! decides how much of each request is recorded; the [`Auditor`] in the handler chain records
-//! `audit.k8s.io/v1` [`Event`]s stage by stage into an [`AuditBackend`], such as the JSON-lines
-//! [`LogBackend`] (`--audit-log-path`, rotated by size). Every response carries the request's
+//! `audit.k8s.io/v1` [`Event`]s stage by stage into an `AuditBackend`, such as the JSON-lines
+//! `LogBackend` (`--audit-log-path`, rotated by size). Every response carries the request's
 //! `Audit-Id`.
 
 pub(crate) mod backend;
@@ -11,7 +11,6 @@ pub(crate) mod options;
 pub(crate) mod policy;
 pub(crate) mod rotation;
 
-pub use backend::{AuditBackend, LogBackend};
 pub use event::{Event, EventUser, Level, ObjectReference, ResponseStatus, Stage};
 pub use filter::{AUDIT_ID_HEADER, AuditContext, AuditId, Auditor, annotate_authorization};
 pub use options::{AuditError, AuditOptions};

@@ -83,7 +83,7 @@ impl Authenticator for StaticTokens {
 }
 
 /// The bearer token of a request, if any.
-pub fn bearer_token(parts: &Parts) -> Option<&str> {
+pub(crate) fn bearer_token(parts: &Parts) -> Option<&str> {
     let value = parts
         .headers
         .get(http::header::AUTHORIZATION)?

@@ -32,13 +32,13 @@ pub struct RequestHeaderConfig {
 
 /// The header names upstream uses when none are configured: `x-remote-user`,
 /// `x-remote-group`, `x-remote-extra-` (no uid header).
-pub const DEFAULT_USERNAME_HEADER: &str = "x-remote-user";
+pub(crate) const DEFAULT_USERNAME_HEADER: &str = "x-remote-user";
 /// The default group header.
-pub const DEFAULT_GROUP_HEADER: &str = "x-remote-group";
+pub(crate) const DEFAULT_GROUP_HEADER: &str = "x-remote-group";
 /// The default extra header prefix.
-pub const DEFAULT_EXTRA_HEADERS_PREFIX: &str = "x-remote-extra-";
+pub(crate) const DEFAULT_EXTRA_HEADERS_PREFIX: &str = "x-remote-extra-";
 /// The uid header the aggregator sends.
-pub const DEFAULT_UID_HEADER: &str = "x-remote-uid";
+pub(crate) const DEFAULT_UID_HEADER: &str = "x-remote-uid";
 
 impl Default for RequestHeaderConfig {
     /// No trusted authority, upstream's default header names.
@@ -60,7 +60,7 @@ impl Default for RequestHeaderConfig {
 pub struct InvalidHeaderName(pub String);
 
 /// Parses header names as upstream does (trimmed; empty names refused).
-pub fn header_names(names: &[String]) -> Result<Vec<HeaderName>, InvalidHeaderName> {
+pub(crate) fn header_names(names: &[String]) -> Result<Vec<HeaderName>, InvalidHeaderName> {
     names
         .iter()
         .map(|n| {
@@ -71,7 +71,7 @@ pub fn header_names(names: &[String]) -> Result<Vec<HeaderName>, InvalidHeaderNa
 }
 
 /// Parses extra header prefixes (trimmed, lower-cased; empty ones refused).
-pub fn header_prefixes(prefixes: &[String]) -> Result<Vec<String>, InvalidHeaderName> {
+pub(crate) fn header_prefixes(prefixes: &[String]) -> Result<Vec<String>, InvalidHeaderName> {
     prefixes
         .iter()
         .map(|p| {

@@ -25,7 +25,6 @@ pub(crate) mod union;
 pub(crate) mod verified;
 pub(crate) mod x509;
 
-pub use anonymous::{AnonymousAuthenticator, anonymous_user};
 pub use authenticator::{Authenticated, Authenticator, StaticTokenAuthenticator, StaticTokens};
 pub use ca_bundle::CaBundle;
 pub use configmap::{DelegatedAuthSetup, parse_configmap_data, start_delegated_config};
@@ -34,7 +33,7 @@ pub use delegating::{DelegatingAuthenticator, DelegatingOptions, client_cert_ver
 pub use options::{AuthConfigError, AuthenticationOptions};
 pub use peer::{PeerAddr, PeerCertificates};
 pub use token_review::{TokenReviewError, TokenReviewer};
-pub use verified::VerifiedChains;
+pub(crate) use verified::VerifiedChains;
 
 /// Removes the credentials of an authenticated request before it goes further, as
 /// upstream's authentication filter does: `Authorization`, the configured front-proxy
@@ -43,14 +42,14 @@ pub use verified::VerifiedChains;
 ///
 /// The handler chain calls it after authentication succeeds:
 /// `auth::strip_credentials(&mut parts.headers, &config.current())`.
-pub fn strip_credentials(headers: &mut http::HeaderMap, config: &AuthSnapshot) {
+pub(crate) fn strip_credentials(headers: &mut http::HeaderMap, config: &AuthSnapshot) {
     headers.remove(http::header::AUTHORIZATION);
     request_header::clear_request_headers(headers, &config.request_header);
     request_header::clear_request_headers(headers, default_request_headers());
 }
 
 /// [`strip_credentials`] when no request-header configuration is in use (local mode).
-pub fn strip_default_credentials(headers: &mut http::HeaderMap) {
+pub(crate) fn strip_default_credentials(headers: &mut http::HeaderMap) {
     static NONE: std::sync::OnceLock<AuthSnapshot> = std::sync::OnceLock::new();
     strip_credentials(headers, NONE.get_or_init(AuthSnapshot::default));
 }

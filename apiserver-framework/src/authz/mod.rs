@@ -5,8 +5,8 @@
 //! plain-text `500`.
 //!
 //! Authorizers: [`AllowAll`] (the `local` mode), [`PathAuthorizer`] (always-allowed paths),
-//! [`PrivilegedGroups`] (`system:masters`), [`WebhookAuthorizer`] (SubjectAccessReview, cached),
-//! [`UnionAuthorizer`] (the first decision wins), and [`DelegatingAuthorizerConfig`] putting the
+//! `PrivilegedGroups` (`system:masters`), [`WebhookAuthorizer`] (SubjectAccessReview, cached),
+//! `UnionAuthorizer` (the first decision wins), and [`DelegatingAuthorizerConfig`] putting the
 //! delegated ones together.
 
 pub(crate) mod allow_all;
@@ -26,11 +26,8 @@ pub use allow_all::AllowAll;
 pub use attributes::{ParsedRequest, request_of};
 pub use delegating::DelegatingAuthorizerConfig;
 pub use forbidden::{forbidden, forbidden_response};
-pub use internal_error::internal_error_response;
-pub use options::DelegatingAuthorizationOptions;
-pub use path::{InvalidPathPattern, PathAuthorizer};
-pub use privileged::PrivilegedGroups;
-pub use union::{NamedAuthorizer, UnionAuthorizer};
+pub(crate) use internal_error::internal_error_response;
+pub(crate) use path::PathAuthorizer;
 pub use webhook::{ReviewStatus, SubjectAccessReviewer, WebhookAuthorizer};
 
 use crate::user::UserInfo;

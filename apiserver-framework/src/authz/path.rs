@@ -6,7 +6,7 @@
 use super::{Attributes, AuthorizationError, Authorizer, Decision, Request};
 
 /// The paths every caller may reach by default: `/healthz`, `/readyz` and `/livez`.
-pub const DEFAULT_ALWAYS_ALLOW_PATHS: &[&str] = &["/healthz", "/readyz", "/livez"];
+pub(crate) const DEFAULT_ALWAYS_ALLOW_PATHS: &[&str] = &["/healthz", "/readyz", "/livez"];
 
 /// A listed path with a `*` that is not its last character.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -46,7 +46,7 @@ impl PathAuthorizer {
         Ok(PathAuthorizer { exact, prefixes })
     }
 
-    /// The default paths, [`DEFAULT_ALWAYS_ALLOW_PATHS`].
+    /// The default paths, `DEFAULT_ALWAYS_ALLOW_PATHS`.
     pub fn default_paths() -> Self {
         PathAuthorizer {
             exact: DEFAULT_ALWAYS_ALLOW_PATHS

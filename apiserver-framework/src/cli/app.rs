@@ -356,7 +356,7 @@ impl App {
         }
     }
 
-    /// Starts the server in production mode (see [`ServeOptions`]) on the storage its options
+    /// Starts the server in production mode (see `ServeOptions`) on the storage its options
     /// choose, and returns once it listens.
     pub async fn start_serve(self, opts: &ServeOptions) -> Result<ProductionServer, AppError> {
         self.check()?;

@@ -9,7 +9,7 @@ pub mod local;
 pub(crate) mod logging;
 pub(crate) mod manifests;
 pub(crate) mod serve;
-pub mod serve_options;
+pub(crate) mod serve_options;
 pub(crate) mod server_run_options;
 pub mod storage_options;
 

@@ -28,7 +28,7 @@ pub mod users {
 }
 
 /// The name of the Service the APIServices point at, in the namespace named after the server.
-pub const SERVICE_NAME: &str = "api";
+pub(crate) const SERVICE_NAME: &str = "api";
 
 /// The front proxy's common name (the ConfigMap's allowed names).
 pub const FRONT_PROXY_CLIENT: &str = "front-proxy-client";
@@ -77,7 +77,7 @@ fn write_if_missing(path: &Path, contents: impl FnOnce() -> String) -> Result<()
 
 /// The default rules: discovery for everyone authenticated, editors and viewers of `groups`,
 /// and what the extension server `server` needs from its host.
-pub fn default_rules(server: &str, groups: &[String]) -> String {
+pub(crate) fn default_rules(server: &str, groups: &[String]) -> String {
     let identity = server_identity(server);
     let groups = serde_json::to_string(groups).unwrap_or_default();
     format!(

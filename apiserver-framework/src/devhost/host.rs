@@ -37,7 +37,7 @@ use crate::tls::{ServingCert, TlsError, install_crypto_provider};
 use crate::user::UserInfo;
 
 /// The name of the host's authentication ConfigMap in `kube-system`.
-pub const AUTHENTICATION_CONFIGMAP: &str = "extension-apiserver-authentication";
+pub(crate) const AUTHENTICATION_CONFIGMAP: &str = "extension-apiserver-authentication";
 
 /// Errors of starting the development host.
 #[derive(Debug, thiserror::Error)]

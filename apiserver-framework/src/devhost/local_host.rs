@@ -40,7 +40,7 @@ use crate::user::UserInfo;
 pub const NAME: &str = "local-host";
 
 /// The namespaces every cluster starts with.
-pub const INITIAL_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
+pub(crate) const INITIAL_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
 
 /// The local host on `storage` (the app's, so its namespaces last as long as its objects),
 /// answering self reviews with `authorizer` (the one the local chain's request filter asks) and

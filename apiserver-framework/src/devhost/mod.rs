@@ -8,20 +8,20 @@
 //! the real delegated path on one machine. Its users' self reviews (`kubectl auth whoami`,
 //! `kubectl auth can-i`) are answered as a cluster answers them.
 //!
-//! [`local_host`] is the smaller stand-in `local` mode puts behind an app's server: the core
+//! `local_host` is the smaller stand-in `local` mode puts behind an app's server: the core
 //! group's `/api` and the self reviews.
 
 pub(crate) mod core;
 pub mod files;
 pub mod host;
 pub(crate) mod kubeconfig;
-pub mod local_host;
+pub(crate) mod local_host;
 pub mod node;
 pub(crate) mod options;
 pub mod pki;
 pub(crate) mod reviews;
 pub mod rules;
-pub mod self_reviews;
+pub(crate) mod self_reviews;
 pub mod tokens;
 pub(crate) mod webhooks;
 

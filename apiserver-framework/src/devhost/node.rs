@@ -41,7 +41,7 @@ pub struct NodeSpec {}
 /// host can fill).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct NodeStatus {
+pub(crate) struct NodeStatus {
     /// Total resources: `cpu` (cores) and `memory` (`<n>Ki`).
     #[serde(default)]
     pub capacity: BTreeMap<String, String>,
@@ -62,7 +62,7 @@ pub struct NodeStatus {
 /// A node condition.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct NodeCondition {
+pub(crate) struct NodeCondition {
     /// `Ready`.
     #[serde(rename = "type")]
     pub type_: String,
@@ -78,7 +78,7 @@ pub struct NodeCondition {
 
 /// A node address.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct NodeAddress {
+pub(crate) struct NodeAddress {
     /// `Hostname`.
     #[serde(rename = "type")]
     pub type_: String,
@@ -89,7 +89,7 @@ pub struct NodeAddress {
 /// Facts about the machine.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct NodeSystemInfo {
+pub(crate) struct NodeSystemInfo {
     /// `amd64`, `arm64`, … (Go's names).
     pub architecture: String,
     /// `linux`.
@@ -111,7 +111,7 @@ pub fn hostname() -> String {
 }
 
 /// The architecture as Go names it (`GOARCH`), as nodes label themselves.
-pub fn go_arch() -> &'static str {
+pub(crate) fn go_arch() -> &'static str {
     match std::env::consts::ARCH {
         "x86_64" => "amd64",
         "aarch64" => "arm64",
@@ -216,7 +216,7 @@ pub fn this_machine() -> Node {
 }
 
 /// Computes the one Node on each request.
-pub struct ThisMachine;
+pub(crate) struct ThisMachine;
 
 #[async_trait::async_trait]
 impl ResourceProvider<Node> for ThisMachine {

@@ -16,7 +16,7 @@ pub const AGGREGATED_CONTENT_TYPE: &str =
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
 /// The `APIGroupDiscoveryList` served at `/apis`: the named groups of `groups` in the order
-/// given (the core group belongs to `/api`, see [`core_discovery_list`]), versions in order of
+/// given (the core group belongs to `/api`, see `core_discovery_list`), versions in order of
 /// preference (all `freshness: Current`), resources sorted by name.
 pub fn group_discovery_list(groups: &[ServedGroup]) -> Value {
     discovery_list(groups.iter().filter(|g| !g.name.is_empty()))
@@ -24,7 +24,7 @@ pub fn group_discovery_list(groups: &[ServedGroup]) -> Value {
 
 /// The `APIGroupDiscoveryList` served at `/api`: the core group of `groups` (the one named `""`)
 /// alone, or no item when it is not among them.
-pub fn core_discovery_list(groups: &[ServedGroup]) -> Value {
+pub(crate) fn core_discovery_list(groups: &[ServedGroup]) -> Value {
     discovery_list(groups.iter().filter(|g| g.name.is_empty()))
 }
 

@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use super::{ServedGroup, ServedResource, ServedVersion};
 
 /// The `APIGroupList` served at `/apis`: one `APIGroup` per named group that serves at least
-/// one version, in the order given (the core group is listed by [`api_versions`] at `/api`).
+/// one version, in the order given (the core group is listed by `api_versions` at `/api`).
 pub fn api_group_list(groups: &[ServedGroup]) -> Value {
     let groups: Vec<Value> = groups
         .iter()
@@ -25,7 +25,7 @@ pub fn api_group_list(groups: &[ServedGroup]) -> Value {
 /// The `APIVersions` served at `/api` for the core group: its versions in order of preference,
 /// and one `serverAddressByClientCIDRs` entry telling every client (`0.0.0.0/0`) to keep using
 /// `server_address` (`host:port`), as upstream answers with its external address.
-pub fn api_versions(core: &ServedGroup, server_address: &str) -> Value {
+pub(crate) fn api_versions(core: &ServedGroup, server_address: &str) -> Value {
     let versions: Vec<&str> = core.versions.iter().map(|v| v.version.as_str()).collect();
     json!({
         "kind": "APIVersions",

@@ -62,7 +62,7 @@ pub struct ServedGroup {
 /// The groups, versions and resources `registry` serves, for discovery and OpenAPI. Versions
 /// are listed in Kubernetes' order of priority (see [`crate::resource::compare_versions`]:
 /// `v1` before `v1beta1` before `v1alpha1`), the first preferred.
-pub fn served_groups(registry: &Registry) -> Vec<ServedGroup> {
+pub(crate) fn served_groups(registry: &Registry) -> Vec<ServedGroup> {
     let mut groups: Vec<ServedGroup> = Vec::new();
     for r in registry.resources() {
         let info = r.info().clone();

@@ -27,7 +27,7 @@ use crate::registry::options::DeleteOptions;
 use crate::registry::rest::{DeleteOutcome, RequestContext, RestStorage, WatchEventType};
 
 /// The largest request body accepted (3 MiB, as upstream).
-pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+pub(crate) const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 
 /// Serves one request to a resource path, doing what `verb` says: the verb the request was
 /// authorized for (see [`Verb`]), never one read again from the method or the query.
@@ -356,7 +356,7 @@ fn protobuf_decoder(
 }
 
 /// Reads the whole body, refusing more than [`MAX_BODY_BYTES`] with 413.
-pub async fn read_body(req: Request<Body>) -> Result<Bytes, ApiError> {
+pub(crate) async fn read_body(req: Request<Body>) -> Result<Bytes, ApiError> {
     let limited = Limited::new(req.into_body(), MAX_BODY_BYTES);
     match limited.collect().await {
         Ok(c) => Ok(c.to_bytes()),

@@ -20,4 +20,4 @@ pub mod strategic;
 pub(crate) mod subresource;
 pub(crate) mod table;
 pub mod warning;
-pub mod watch_timeout;
+pub(crate) mod watch_timeout;

@@ -21,17 +21,17 @@ pub const JSON: &str = "application/json";
 pub const YAML: &str = "application/yaml";
 /// Kubernetes' protobuf encoding: accepted only as the create body of storages that decode it
 /// ([`crate::registry::rest::RestStorage::protobuf_decoder`]), never answered.
-pub const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+pub(crate) const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 /// The media types responses can be encoded in, as listed by `406` errors.
-pub const SUPPORTED_MEDIA_TYPES: &[&str] = &[JSON, YAML];
+pub(crate) const SUPPORTED_MEDIA_TYPES: &[&str] = &[JSON, YAML];
 /// The media types request bodies can be encoded in, as listed by `415` errors.
-pub const SUPPORTED_BODY_MEDIA_TYPES: &[&str] = &[JSON, YAML];
+pub(crate) const SUPPORTED_BODY_MEDIA_TYPES: &[&str] = &[JSON, YAML];
 /// The media types a watch stream can be encoded in, as listed by `406` errors on watches.
-pub const SUPPORTED_STREAM_MEDIA_TYPES: &[&str] = &["application/json;stream=watch"];
+pub(crate) const SUPPORTED_STREAM_MEDIA_TYPES: &[&str] = &["application/json;stream=watch"];
 /// The group of the conversion targets (`Table`, `PartialObjectMetadata`).
-pub const META_GROUP: &str = "meta.k8s.io";
+pub(crate) const META_GROUP: &str = "meta.k8s.io";
 /// The only served version of [`META_GROUP`].
-pub const META_VERSION: &str = "v1";
+pub(crate) const META_VERSION: &str = "v1";
 
 /// What a Table row carries in its `object` field (the `includeObject` query parameter).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -96,7 +96,7 @@ pub enum Output {
 /// The 406 for a `PartialObjectMetadata` form that does not fit the response: a list asked
 /// for as `PartialObjectMetadata`, or an object (or a watch event) as
 /// `PartialObjectMetadataList`. The type is named in Go's `%T` style, as upstream prints it.
-pub fn partial_metadata_mismatch(
+pub(crate) fn partial_metadata_mismatch(
     info: &crate::resource::ResourceInfo,
     list_requested: bool,
 ) -> ApiError {

@@ -10,12 +10,12 @@ static REQUEST_INFO: AtomicU64 = AtomicU64::new(0);
 static QUERY: AtomicU64 = AtomicU64::new(0);
 
 /// Counts one reading of a request's method and path.
-pub fn request_info_read() {
+pub(crate) fn request_info_read() {
     REQUEST_INFO.fetch_add(1, Ordering::Relaxed);
 }
 
 /// Counts one decoding of a query string.
-pub fn query_read() {
+pub(crate) fn query_read() {
     QUERY.fetch_add(1, Ordering::Relaxed);
 }
 

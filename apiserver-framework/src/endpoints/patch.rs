@@ -2,7 +2,7 @@
 //! patch (see [`crate::endpoints::strategic`]).
 //!
 //! Growth is bounded as the patch applies, not only once it has: a JSON patch's `copy`
-//! operations may add at most [`MAX_JSON_PATCH_COPY_BYTES`] in all (upstream's
+//! operations may add at most `MAX_JSON_PATCH_COPY_BYTES` in all (upstream's
 //! `--json-patch-max-copy-bytes` default), counted before each copy is made, so a few dozen
 //! bytes of `copy` that double the object each time are refused before the memory is taken.
 //! The other operations, merge patches and strategic merge patches can only produce what the
@@ -15,7 +15,7 @@ use crate::error::ApiError;
 use crate::schema::StructuralSchema;
 
 /// The patch media types served.
-pub const PATCH_TYPES: &[&str] = &[
+pub(crate) const PATCH_TYPES: &[&str] = &[
     "application/json-patch+json",
     "application/merge-patch+json",
     "application/strategic-merge-patch+json",
@@ -23,14 +23,14 @@ pub const PATCH_TYPES: &[&str] = &[
 ];
 
 /// Most operations a JSON patch may have (as upstream).
-pub const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
+pub(crate) const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
 
 /// The largest object a patch may produce, as large as a request body may be.
 pub const MAX_PATCH_RESULT_BYTES: usize = crate::endpoints::handlers::MAX_BODY_BYTES;
 
 /// The most a JSON patch's `copy` operations may add to the object in all (JSON-encoded), as
 /// upstream's default `--json-patch-max-copy-bytes` (3 MiB).
-pub const MAX_JSON_PATCH_COPY_BYTES: usize = 3 * 1024 * 1024;
+pub(crate) const MAX_JSON_PATCH_COPY_BYTES: usize = 3 * 1024 * 1024;
 
 /// The length of `value` encoded as JSON, counted without keeping the encoding.
 fn encoded_len(value: &Value) -> usize {

@@ -97,7 +97,7 @@ pub fn parse(path: &str) -> Option<ApiPath> {
 }
 
 /// Like [`parse`], for a path already split into its non-empty segments ([`segments`]).
-pub fn parse_segments(path: &str, segments: &[&str]) -> Option<ApiPath> {
+pub(crate) fn parse_segments(path: &str, segments: &[&str]) -> Option<ApiPath> {
     if under(path, "/apis").is_some() {
         return Some(parse_apis(segments.get(1..).unwrap_or_default()));
     }

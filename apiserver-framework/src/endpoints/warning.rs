@@ -5,10 +5,10 @@
 //! each distinct text once, in the order first added. Texts with control characters are dropped
 //! (they cannot be sent), as are empty texts.
 //!
-//! Size limits: while the texts sent so far total at most [`TRUNCATE_AT_TOTAL_RUNES`] characters
+//! Size limits: while the texts sent so far total at most `TRUNCATE_AT_TOTAL_RUNES` characters
 //! they are sent whole. The first text that would cross that total switches the response to
 //! truncating: every warning recorded so far (and that one) is sent again cut to
-//! [`TRUNCATE_ITEM_RUNES`] characters, later texts are cut the same way, and once the cut texts
+//! `TRUNCATE_ITEM_RUNES` characters, later texts are cut the same way, and once the cut texts
 //! reach the total again further warnings are dropped.
 
 use std::collections::HashSet;
@@ -16,10 +16,10 @@ use std::collections::HashSet;
 use http::HeaderValue;
 
 /// Total characters of warning text sent whole before warnings are truncated.
-pub const TRUNCATE_AT_TOTAL_RUNES: usize = 4 * 1024;
+pub(crate) const TRUNCATE_AT_TOTAL_RUNES: usize = 4 * 1024;
 
 /// Characters each warning text is cut to once truncation has started.
-pub const TRUNCATE_ITEM_RUNES: usize = 256;
+pub(crate) const TRUNCATE_ITEM_RUNES: usize = 256;
 
 /// The header value for one warning: `299 - "<text>"`, with `"` and `\` in the text escaped by
 /// a backslash.
@@ -44,7 +44,7 @@ pub fn header_value(text: &str) -> Option<HeaderValue> {
 
 /// The `Warning` header values for `texts` added in order to a fresh [`Warnings`]:
 /// de-duplicated, control-character texts dropped, and truncated past the size limits.
-pub fn header_values(texts: &[String]) -> Vec<HeaderValue> {
+pub(crate) fn header_values(texts: &[String]) -> Vec<HeaderValue> {
     let mut warnings = Warnings::new();
     for text in texts {
         warnings.add(text);

@@ -12,7 +12,7 @@ const NEVER_SECS: u64 = crate::registry::store::MAX_WATCH_TIMEOUT.as_secs();
 /// without `timeoutSeconds` lasts a random time in `[min, 2*min)`, as upstream spreads
 /// reconnects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MinRequestTimeout(pub Duration);
+pub(crate) struct MinRequestTimeout(pub Duration);
 
 impl Default for MinRequestTimeout {
     /// Upstream's default, 1800 s.

@@ -26,7 +26,9 @@ pub enum HostClientError {
 
 /// A client of the host cluster from `kubeconfig`, or from the in-cluster configuration when
 /// `kubeconfig` is `None`.
-pub async fn host_client(kubeconfig: Option<&Path>) -> Result<kube::Client, HostClientError> {
+pub(crate) async fn host_client(
+    kubeconfig: Option<&Path>,
+) -> Result<kube::Client, HostClientError> {
     let config = match kubeconfig {
         Some(path) => {
             let err = |e: &dyn std::fmt::Display| HostClientError::Kubeconfig {

@@ -3,7 +3,7 @@
 //! (`k8s.io/apiserver/pkg/endpoints/metrics` and `k8s.io/apiserver/pkg/storage/etcd3/metrics`).
 //!
 //! As upstream's `legacyregistry`, the metrics are process-wide: [`global`] holds them, the
-//! handler chain ([`RequestRecorder`]) and the storage wrapper ([`storage::InstrumentedStorage`])
+//! handler chain (`RequestRecorder`) and the storage wrapper (`storage::InstrumentedStorage`)
 //! record into them, and every chain of the process serves them.
 
 pub(crate) mod labels;
@@ -16,8 +16,8 @@ use axum::body::Body;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry};
 
-pub use labels::RequestLabels;
-pub use recorder::RequestRecorder;
+pub(crate) use labels::RequestLabels;
+pub(crate) use recorder::RequestRecorder;
 
 /// The content type of `/metrics`: the Prometheus text exposition format 0.0.4.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";

@@ -1,4 +1,4 @@
-//! [`InstrumentedStorage`]: a [`Storage`] that records the latency, count and failures of
+//! `InstrumentedStorage`: a [`Storage`] that records the latency, count and failures of
 //! every call (`etcd_request_duration_seconds`, `etcd_requests_total`,
 //! `etcd_request_errors_total`, labelled by operation, group and resource as upstream) and
 //! keeps `apiserver_storage_objects` (objects per `<resource>.<group>`) up to date.
@@ -20,7 +20,7 @@ use crate::metrics::{Metrics, global};
 use crate::storage::{KeyValue, ListPage, ListRequest, Storage, StorageError, WatchStream};
 
 /// A storage whose calls are recorded in the [`global`] metrics.
-pub struct InstrumentedStorage {
+pub(crate) struct InstrumentedStorage {
     inner: Arc<dyn Storage>,
     metrics: &'static Metrics,
     counts: Mutex<HashMap<(String, String), Arc<ObjectCount>>>,

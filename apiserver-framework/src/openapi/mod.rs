@@ -19,7 +19,7 @@ mod routes;
 mod v2;
 mod v3;
 
-pub use protobuf::{V2_PROTOBUF, v2_protobuf, wants_v2_protobuf};
+pub(crate) use protobuf::{V2_PROTOBUF, v2_protobuf, wants_v2_protobuf};
 pub use v2::v2_document;
 pub use v3::{v3_group_version, v3_key, v3_root};
 

@@ -19,7 +19,7 @@ use crate::resource::ResourceInfo;
 /// The definition key of a served kind: reversed group labels, version and kind.
 ///
 /// `("wardle.example.com", "v1alpha1", "Flunder")` → `com.example.wardle.v1alpha1.Flunder`.
-pub fn definition_name(group: &str, version: &str, kind: &str) -> String {
+pub(crate) fn definition_name(group: &str, version: &str, kind: &str) -> String {
     if group.is_empty() {
         return format!("io.k8s.api.core.{version}.{kind}");
     }
@@ -28,12 +28,12 @@ pub fn definition_name(group: &str, version: &str, kind: &str) -> String {
 }
 
 /// The definition key of a resource's kind.
-pub fn resource_definition_name(info: &ResourceInfo) -> String {
+pub(crate) fn resource_definition_name(info: &ResourceInfo) -> String {
     definition_name(&info.group, &info.version, &info.kind)
 }
 
 /// The definition key of a resource's list kind.
-pub fn list_definition_name(info: &ResourceInfo) -> String {
+pub(crate) fn list_definition_name(info: &ResourceInfo) -> String {
     definition_name(&info.group, &info.version, &info.list_kind())
 }
 

@@ -15,7 +15,7 @@ pub const STDIN: u8 = 0;
 /// Channel 1: the main output.
 pub const STDOUT: u8 = 1;
 /// Channel 2: the error output.
-pub const STDERR: u8 = 2;
+pub(crate) const STDERR: u8 = 2;
 /// Channel 3: the final `Status` of the session (v4 and v5), sent by [`ConnectStream::finish`].
 pub const ERROR: u8 = 3;
 /// Channel 4: terminal size changes (JSON `{"Width":…,"Height":…}`).
@@ -31,7 +31,7 @@ pub enum StreamProtocol {
     /// `v4.channel.k8s.io`: channel byte first; the final Status goes on channel 3.
     V4Channel,
     /// No subprotocol: every binary or text message is data, in both directions, without a
-    /// channel byte (reported as [`STDIN`] coming in; only [`STDOUT`] and [`STDERR`] go out).
+    /// channel byte (reported as [`STDIN`] coming in; only [`STDOUT`] and `STDERR` go out).
     Raw,
 }
 

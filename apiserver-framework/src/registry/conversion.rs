@@ -6,7 +6,7 @@
 //! user's conversions do with it, so `uid`, `generation`, `resourceVersion` and
 //! `managedFields` are the same through every version.
 //!
-//! [`ConvertingStorage`] puts conversion at the storage boundary: whatever version an object
+//! `ConvertingStorage` puts conversion at the storage boundary: whatever version an object
 //! was stored in, the store of the storage version reads it in the storage version.
 //! [`migrate`] rewrites every stored object into the storage version.
 
@@ -166,7 +166,7 @@ fn api_version_of(obj: &Value) -> Result<String, ConversionError> {
 
 /// The `apiVersion` a serialized object starts with, when it starts the way objects the
 /// framework writes do (`{"apiVersion":"…"`); `None` otherwise.
-pub fn leading_api_version(object: &[u8]) -> Option<&str> {
+pub(crate) fn leading_api_version(object: &[u8]) -> Option<&str> {
     let rest = object.strip_prefix(b"{\"apiVersion\":\"")?;
     let end = rest.iter().position(|&c| c == b'"' || c == b'\\')?;
     if rest[end] != b'"' {
@@ -177,7 +177,7 @@ pub fn leading_api_version(object: &[u8]) -> Option<&str> {
 
 /// Converts serialized `object` to `to`, checking it decodes: bytes already in `to` are
 /// checked and returned as they are.
-pub fn convert_bytes(
+pub(crate) fn convert_bytes(
     converter: &dyn Converter,
     object: &[u8],
     to: &str,
@@ -209,7 +209,7 @@ pub fn convert_bytes(
 /// of the same revision pass its bytes through untouched. Watch events and deleted values are
 /// converted where they can be and passed on as stored otherwise, for the layer above to
 /// report.
-pub struct ConvertingStorage {
+pub(crate) struct ConvertingStorage {
     inner: Arc<dyn Storage>,
     converter: Arc<dyn Converter>,
     storage_version: String,

@@ -93,7 +93,7 @@ pub enum DeleteOutcome {
 
 /// Decodes a whole protobuf request body (with its `k8s\0` envelope) into a JSON object; a
 /// body that does not decode is a 400.
-pub type ProtobufDecoder = fn(&[u8]) -> Result<Value, ApiError>;
+pub(crate) type ProtobufDecoder = fn(&[u8]) -> Result<Value, ApiError>;
 
 /// The REST operations of one resource, as the HTTP layer calls them.
 ///

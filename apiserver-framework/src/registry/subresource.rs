@@ -414,7 +414,7 @@ impl<I: Erased> CustomSubresource for Typed<I> {
 /// value of an array field; booleans are false only for `false` and `0` (any case); an integer
 /// or number that does not parse answers 400 with Go's `strconv` message. Parameters the
 /// options do not declare (`pretty`, …) are ignored.
-pub fn decode_options<T: DeserializeOwned>(
+pub(crate) fn decode_options<T: DeserializeOwned>(
     schema: &Value,
     query: &[(String, String)],
 ) -> Result<T, ApiError> {

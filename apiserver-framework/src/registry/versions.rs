@@ -968,4 +968,4 @@ fn retag(object: &[u8], api_version: &str, kind: &str) -> Bytes {
 }
 
 /// Storage versions chosen at run time (a flag), by `<plural>.<group>`.
-pub type StorageVersions = BTreeMap<String, String>;
+pub(crate) type StorageVersions = BTreeMap<String, String>;

@@ -136,8 +136,8 @@ pub fn extend_property(mut schema: Value, path: &[&str], extensions: &[(&str, &s
 }
 
 /// Description of `apiVersion` in every object schema.
-pub const API_VERSION_DOC: &str = "The versioned schema of this representation of an object, as <group>/<version>. Servers reject versions they do not serve.";
+pub(crate) const API_VERSION_DOC: &str = "The versioned schema of this representation of an object, as <group>/<version>. Servers reject versions they do not serve.";
 /// Description of `kind` in every object schema.
-pub const KIND_DOC: &str = "The REST resource this object represents, in CamelCase. Servers may infer it from the endpoint the request is sent to. Cannot be updated.";
+pub(crate) const KIND_DOC: &str = "The REST resource this object represents, in CamelCase. Servers may infer it from the endpoint the request is sent to. Cannot be updated.";
 /// Description of `metadata` in every object schema.
-pub const METADATA_DOC: &str = "Standard object metadata: name, namespace, labels, annotations, resourceVersion and the other fields every Kubernetes object has.";
+pub(crate) const METADATA_DOC: &str = "Standard object metadata: name, namespace, labels, annotations, resourceVersion and the other fields every Kubernetes object has.";

@@ -19,7 +19,7 @@ use tokio::sync::watch;
 use crate::server::health::{HealthChecks, ReadinessFlag};
 
 /// What a hook returns: `Err` with a reason when it failed.
-pub type HookFuture = Pin<Box<dyn Future<Output = Result<(), String>> + Send>>;
+pub(crate) type HookFuture = Pin<Box<dyn Future<Output = Result<(), String>> + Send>>;
 
 type Hook = Box<dyn FnOnce() -> HookFuture + Send>;
 
@@ -157,7 +157,7 @@ impl Lifecycle {
 
 /// `body`, ended cleanly (as if complete) once `stopped` turns true: how a watch stream ends
 /// when the server stops.
-pub fn until_stopped(body: Body, mut stopped: watch::Receiver<bool>) -> Body {
+pub(crate) fn until_stopped(body: Body, mut stopped: watch::Receiver<bool>) -> Body {
     let stop = async move {
         let _ = stopped.wait_for(|s| *s).await;
     };

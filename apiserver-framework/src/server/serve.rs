@@ -201,7 +201,7 @@ impl Service<Request<Body>> for ServerService {
 }
 
 /// `https://<address>:<port>` of a listener's address (IPv6 addresses in brackets).
-pub fn https_url(addr: SocketAddr) -> String {
+pub(crate) fn https_url(addr: SocketAddr) -> String {
     match addr.ip() {
         std::net::IpAddr::V6(ip) => format!("https://[{ip}]:{}", addr.port()),
         std::net::IpAddr::V4(ip) => format!("https://{ip}:{}", addr.port()),

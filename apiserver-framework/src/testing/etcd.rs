@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 const READY_WITHIN: Duration = Duration::from_secs(30);
 
 /// The largest request the test etcd accepts: 4 MiB, as the etcd backend's docs advise.
-pub const MAX_REQUEST_BYTES: u32 = 4 * 1024 * 1024;
+pub(crate) const MAX_REQUEST_BYTES: u32 = 4 * 1024 * 1024;
 
 /// Why etcd could not be started, restarted or signalled (with the tail of its log where
 /// there is one).

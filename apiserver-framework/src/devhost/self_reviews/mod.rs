@@ -35,12 +35,12 @@ use crate::user::UserInfo;
 mod protobuf;
 
 /// `authentication.k8s.io`.
-pub const AUTHENTICATION_GROUP: &str = "authentication.k8s.io";
+pub(crate) const AUTHENTICATION_GROUP: &str = "authentication.k8s.io";
 /// `authorization.k8s.io`.
-pub const AUTHORIZATION_GROUP: &str = "authorization.k8s.io";
+pub(crate) const AUTHORIZATION_GROUP: &str = "authorization.k8s.io";
 /// The versions of `selfsubjectreviews` served: kubectl 1.28 and later ask for `v1` first,
 /// kubectl 1.27 for `v1beta1` (then `v1alpha1`).
-pub const SELF_SUBJECT_REVIEW_VERSIONS: [&str; 2] = ["v1", "v1beta1"];
+pub(crate) const SELF_SUBJECT_REVIEW_VERSIONS: [&str; 2] = ["v1", "v1beta1"];
 
 fn review_info(group: &str, version: &str, kind: &str, schema: Value) -> ResourceInfo {
     ResourceInfo {
@@ -140,7 +140,7 @@ macro_rules! review_storage {
 
 /// `selfsubjectreviews` of `authentication.k8s.io` (one per served version): answers the
 /// caller's user name, uid, groups and extra attributes.
-pub struct SelfSubjectReviews {
+pub(crate) struct SelfSubjectReviews {
     info: ResourceInfo,
 }
 
@@ -203,7 +203,7 @@ impl SelfSubjectReviews {
 
 /// `selfsubjectaccessreviews` of `authorization.k8s.io/v1`: asks the server's authorizer
 /// whether the caller may do what the spec describes.
-pub struct SelfSubjectAccessReviews {
+pub(crate) struct SelfSubjectAccessReviews {
     info: ResourceInfo,
     authorizer: Arc<dyn Authorizer>,
 }
@@ -390,7 +390,7 @@ impl SelfSubjectAccessReviews {
 /// Lists what a user may do in a namespace, for `SelfSubjectRulesReview` (upstream's
 /// `authorizer.RuleResolver`). Rules are additive: a listed rule is allowed even when the
 /// answer is incomplete.
-pub trait RulesResolver: Send + Sync + 'static {
+pub(crate) trait RulesResolver: Send + Sync + 'static {
     /// The rules of `user` in `namespace`; `incomplete` when some authorizer cannot list its
     /// rules.
     fn rules_for(&self, user: &UserInfo, namespace: &str) -> authz::SubjectRulesReviewStatus;
@@ -418,7 +418,7 @@ pub fn everything() -> authz::SubjectRulesReviewStatus {
 
 /// The rules of [`crate::authz::AllowAll`]: everything, for everyone.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct AllowAllRules;
+pub(crate) struct AllowAllRules;
 
 impl RulesResolver for AllowAllRules {
     fn rules_for(&self, _user: &UserInfo, _namespace: &str) -> authz::SubjectRulesReviewStatus {
@@ -430,7 +430,7 @@ impl RulesResolver for AllowAllRules {
 /// decided by authorizers that cannot list rules: members get [`everything`], others the
 /// [`BasicUser`] rules, marked incomplete.
 #[derive(Clone, Debug)]
-pub struct PrivilegedRules {
+pub(crate) struct PrivilegedRules {
     groups: Vec<String>,
 }
 
@@ -461,7 +461,7 @@ impl RulesResolver for PrivilegedRules {
 
 /// `selfsubjectrulesreviews` of `authorization.k8s.io/v1`: the caller's rules in
 /// `spec.namespace`, from a [`RulesResolver`].
-pub struct SelfSubjectRulesReviews {
+pub(crate) struct SelfSubjectRulesReviews {
     info: ResourceInfo,
     rules: Arc<dyn RulesResolver>,
 }
@@ -512,7 +512,7 @@ const AUTHENTICATED: &str = "system:authenticated";
 /// Lets every authenticated user create the three self reviews, as upstream's
 /// `system:basic-user` ClusterRole bound to `system:authenticated`; no opinion on anything else.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct BasicUser;
+pub(crate) struct BasicUser;
 
 impl BasicUser {
     /// The rules of the role, as a SelfSubjectRulesReview lists them.
@@ -561,7 +561,7 @@ impl Authorizer for BasicUser {
 /// The self-review storages: `selfsubjectreviews` in every version of
 /// [`SELF_SUBJECT_REVIEW_VERSIONS`] (for the `authentication.k8s.io` group), then
 /// `selfsubjectaccessreviews` and `selfsubjectrulesreviews` (for `authorization.k8s.io`).
-pub struct SelfReviews {
+pub(crate) struct SelfReviews {
     /// `authentication.k8s.io` storages.
     pub authentication: Vec<Arc<dyn RestStorage>>,
     /// `authorization.k8s.io` storages.

@@ -50,7 +50,7 @@ use serde_json::{Map, Value};
 
 use crate::schema::StructuralSchema;
 
-pub use error::StrategicPatchError;
+pub(crate) use error::StrategicPatchError;
 
 /// Applies a strategic merge patch to `original` using the list/map semantics of `schema`.
 ///

@@ -45,7 +45,7 @@
 //! The value of an unknown field is not looked into. Duplicates are reported for every key of
 //! maps and free-form objects but only for declared fields of typed objects, so a key that is
 //! both unknown and repeated is reported once, as unknown. Identical findings are reported once
-//! and one check stops after [`MAX_ISSUES`] findings.
+//! and one check stops after `MAX_ISSUES` findings.
 
 mod collect;
 mod issues;
@@ -63,17 +63,17 @@ use json::walk_json;
 use unknown::unknown_in_value;
 
 pub use issues::{FieldIssue, FieldIssues, YamlDuplicateKey};
-pub use yaml::duplicate_fields_yaml;
+pub(crate) use yaml::duplicate_fields_yaml;
 
 /// Most findings one check reports; later ones are dropped.
-pub const MAX_ISSUES: usize = 100;
+pub(crate) const MAX_ISSUES: usize = 100;
 
 /// Paths of the fields of `object` that `schema` does not declare, at most [`MAX_ISSUES`].
 ///
 /// Object keys are visited in sorted order, list items in order; the value of an unknown field
 /// is not looked into. `schema` is the resource's model; `apiVersion` and `kind` are always
 /// known at the top and `metadata` is checked against `ObjectMeta`.
-pub fn unknown_fields(object: &Value, schema: &StructuralSchema) -> Vec<String> {
+pub(crate) fn unknown_fields(object: &Value, schema: &StructuralSchema) -> Vec<String> {
     let mut found = Found::default();
     let mut path = String::new();
     unknown_in_value(object, schema.root(), &mut path, &mut found);
@@ -85,7 +85,7 @@ pub fn unknown_fields(object: &Value, schema: &StructuralSchema) -> Vec<String> 
 ///
 /// Every object of the document counts (nothing is known about its schema). Malformed JSON
 /// yields an empty list: the decoder that reads the body reports the syntax error.
-pub fn duplicate_fields_json(body: &[u8]) -> Vec<String> {
+pub(crate) fn duplicate_fields_json(body: &[u8]) -> Vec<String> {
     let schema = StructuralSchema::none();
     walk_json(body, schema.root().absent())
         .map(Found::into_paths)

@@ -36,7 +36,7 @@ use crate::schema::StructuralSchema;
 use crate::storage::{KeyValue, Storage};
 
 pub(crate) use errors::storage_error;
-pub use watch::MAX_WATCH_TIMEOUT;
+pub(crate) use watch::MAX_WATCH_TIMEOUT;
 
 /// The generic store of resource `T`: decoding, metadata rules, strategy, admission, storage.
 pub struct Store<T: ApiResource> {

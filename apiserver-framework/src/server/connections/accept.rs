@@ -1,4 +1,4 @@
-//! [`AcceptBackoff`]: how long the listener waits after `accept` fails, as Go's `net/http`
+//! `AcceptBackoff`: how long the listener waits after `accept` fails, as Go's `net/http`
 //! server does: 5 ms, doubling up to 1 s, reset by the next success. Without it, an `accept`
 //! failing at once and forever (`EMFILE`: no descriptor left) spins a core.
 
@@ -10,7 +10,7 @@ const MAX: Duration = Duration::from_secs(1);
 
 /// The delay before the next `accept` after failures.
 #[derive(Debug, Default)]
-pub struct AcceptBackoff {
+pub(crate) struct AcceptBackoff {
     delay: Option<Duration>,
 }
 
@@ -33,7 +33,7 @@ impl AcceptBackoff {
 
 /// Whether `error` means the process or the system ran out of descriptors (`EMFILE`,
 /// `ENFILE`).
-pub fn out_of_descriptors(error: &io::Error) -> bool {
+pub(crate) fn out_of_descriptors(error: &io::Error) -> bool {
     // EMFILE is 24 and ENFILE 23 on Linux, the BSDs and macOS.
     cfg!(unix) && matches!(error.raw_os_error(), Some(23 | 24))
 }

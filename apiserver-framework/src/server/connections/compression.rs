@@ -20,7 +20,7 @@ use tower_http::compression::predicate::Predicate;
 use tower_http::compression::{Compression, CompressionLevel};
 
 /// Responses larger than this are compressed (upstream's `defaultGzipThresholdBytes`).
-pub const GZIP_THRESHOLD_BYTES: u64 = 128 * 1024;
+pub(crate) const GZIP_THRESHOLD_BYTES: u64 = 128 * 1024;
 
 /// Upstream's gzip level (`gzipContentEncodingLevel`): the least CPU for nearly the same
 /// ratio.

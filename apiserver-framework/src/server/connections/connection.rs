@@ -40,7 +40,7 @@ pub trait ServeRequest: Send + Sync + 'static {
 
 /// How long a connection accepted just before the server stops may take to send its first
 /// request.
-pub const FIRST_REQUEST_GRACE: Duration = Duration::from_secs(1);
+pub(crate) const FIRST_REQUEST_GRACE: Duration = Duration::from_secs(1);
 
 /// How long an idle HTTP/2 connection being closed may take to send its `GOAWAY`.
 const GOAWAY_GRACE: Duration = Duration::from_secs(1);

@@ -22,13 +22,13 @@ fn soft_open_files(limits: &str) -> Option<u64> {
 
 /// The descriptors kept for the process itself under a limit of `limit`: an eighth, at
 /// least 64 and at most 4096.
-pub fn reserve(limit: u64) -> u64 {
+pub(crate) fn reserve(limit: u64) -> u64 {
     (limit / 8).clamp(64, 4096)
 }
 
 /// How many client connections may be open under an open-files limit of `limit`: the limit
 /// less [`reserve`], and at least 16.
-pub fn connections_within(limit: u64) -> usize {
+pub(crate) fn connections_within(limit: u64) -> usize {
     usize::try_from(limit.saturating_sub(reserve(limit)).max(16)).unwrap_or(usize::MAX)
 }
 

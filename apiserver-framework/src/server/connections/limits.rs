@@ -43,7 +43,7 @@ pub struct ConnectionLimits {
     /// An answer given before the request body was read (401, 413, 429, …) leaves the rest
     /// of the body unread; it is read and discarded, up to this many bytes, so that the client
     /// finishes sending and reads the answer (see
-    /// [`crate::server::connections::unread_body`]). Over HTTP/2 the answer is sent once that
+    /// `crate::server::connections::unread_body`). Over HTTP/2 the answer is sent once that
     /// reading is done. A body announcing more is not read.
     pub unread_body_drain_bytes: u64,
     /// How long that reading may take (and so, over HTTP/2, how long such an answer may wait).
@@ -59,7 +59,7 @@ pub struct ConnectionLimits {
 }
 
 /// Upstream's `MaxConcurrentStreams` when `--http2-max-streams-per-connection` is 0.
-pub const GO_DEFAULT_HTTP2_MAX_STREAMS: u32 = 100;
+pub(crate) const GO_DEFAULT_HTTP2_MAX_STREAMS: u32 = 100;
 
 impl Default for ConnectionLimits {
     fn default() -> Self {

@@ -3,24 +3,24 @@
 //!
 //! - the TLS handshake, the first request's headers and each later request's headers must
 //!   arrive in time, and a connection without a request in flight is closed once idle too
-//!   long ([`ConnectionLimits`], [`activity`]);
+//!   long ([`ConnectionLimits`], `activity`);
 //! - `accept` failures back off instead of spinning ([`accept`]); open connections stay below
 //!   the open-files limit, the longest-idle one making room for a new one ([`descriptors`],
-//!   [`activity::OpenConnections`]);
+//!   `activity::OpenConnections`);
 //! - HTTP/2 with `--http2-max-streams-per-connection` streams and keep-alive pings;
 //! - answers given before the request body was read reach the client intact: the rest of
-//!   the body is read (within bounds), over HTTP/2 before the answer is sent ([`unread_body`]);
+//!   the body is read (within bounds), over HTTP/2 before the answer is sent (`unread_body`);
 //! - large responses are gzip-compressed as upstream does ([`compression`]).
 
 pub mod accept;
-pub mod activity;
+pub(crate) mod activity;
 pub mod compression;
 pub mod connection;
 pub mod descriptors;
 pub mod limits;
 pub mod listener;
 pub mod tracked_io;
-pub mod unread_body;
+pub(crate) mod unread_body;
 
 pub use connection::{ConnectionServer, ServeRequest};
 pub use limits::ConnectionLimits;

@@ -1,4 +1,4 @@
-//! [`TrackedIo`]: a connection's byte stream, noting reads in its [`Activity`] (a request
+//! [`TrackedIo`]: a connection's byte stream, noting reads in its `Activity` (a request
 //! has begun arriving).
 
 use std::io;

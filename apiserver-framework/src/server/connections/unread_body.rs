@@ -35,7 +35,7 @@ use tokio::sync::watch;
 
 /// A request body read to its end in the background if dropped before that.
 #[derive(Debug)]
-pub struct UnreadBody<B: Body + Unpin + Send + 'static> {
+pub(crate) struct UnreadBody<B: Body + Unpin + Send + 'static> {
     inner: Option<B>,
     max_bytes: u64,
     timeout: Duration,
@@ -63,7 +63,7 @@ impl<B: Body + Unpin + Send + 'static> UnreadBody<B> {
 
 /// Whether, and until when, a request body let go of unread is being read in the background.
 #[derive(Debug)]
-pub struct Drain(Option<watch::Receiver<bool>>);
+pub(crate) struct Drain(Option<watch::Receiver<bool>>);
 
 impl Drain {
     /// Whether the body was dropped unread and its rest is being read now.

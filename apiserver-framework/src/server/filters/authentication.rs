@@ -21,7 +21,7 @@ use crate::user::UserInfo;
 
 /// Authenticates requests.
 #[derive(Clone)]
-pub struct AuthenticationFilter {
+pub(crate) struct AuthenticationFilter {
     /// Who the credentials name.
     pub authenticator: Arc<dyn Authenticator>,
     /// The paths callers without credentials may reach as `system:anonymous`.

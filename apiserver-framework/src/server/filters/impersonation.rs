@@ -83,7 +83,7 @@ impl Target {
 }
 
 /// Whether a request carries impersonation headers.
-pub fn is_impersonating(parts: &Parts) -> bool {
+pub(crate) fn is_impersonating(parts: &Parts) -> bool {
     parts
         .headers
         .keys()

@@ -11,13 +11,13 @@ use crate::authz::{ParsedRequest, Request};
 /// Only a GET: a write sent under the `/watch/` prefix is authorized as a `watch` (as upstream
 /// reads it) but served a 405 at once, and must stay bounded by the in-flight limit and the
 /// request timeout like any other short request.
-pub fn is_long_running(parsed: &ParsedRequest) -> bool {
+pub(crate) fn is_long_running(parsed: &ParsedRequest) -> bool {
     parsed.method() == Method::GET && parsed.resource_verb() == Some("watch")
 }
 
 /// Whether a request's verb (as [`crate::authz::request_of`] reads it) changes state: anything
 /// but `get`, `list` and `watch`, as upstream's max-in-flight filter decides.
-pub fn is_mutating(request: &Request) -> bool {
+pub(crate) fn is_mutating(request: &Request) -> bool {
     let verb = match request {
         Request::Resource(attrs) => &attrs.verb,
         Request::NonResource(attrs) => &attrs.verb,

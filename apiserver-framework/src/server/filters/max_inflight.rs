@@ -19,7 +19,7 @@ const PRIVILEGED_GROUP: &str = "system:masters";
 
 /// Counts the requests in flight against the two limits.
 #[derive(Clone, Debug)]
-pub struct MaxInFlight {
+pub(crate) struct MaxInFlight {
     read: Option<Arc<Semaphore>>,
     mutating: Option<Arc<Semaphore>>,
 }
@@ -65,7 +65,7 @@ impl MaxInFlight {
 /// The in-flight limit as a filter, behind authentication (it reads the user, whom
 /// `system:masters` exempts). A request holds its place until its response is produced.
 #[derive(Clone, Debug)]
-pub struct MaxInFlightFilter(pub MaxInFlight);
+pub(crate) struct MaxInFlightFilter(pub MaxInFlight);
 
 /// The in-flight filter as a layer.
 pub fn layer(limit: MaxInFlight) -> FilterLayer<MaxInFlightFilter> {
@@ -104,7 +104,7 @@ impl Filter for MaxInFlightFilter {
 }
 
 /// Upstream's answer beyond the limit: plain text written by Go's `http.Error`.
-pub fn too_many_requests() -> Response<Body> {
+pub(crate) fn too_many_requests() -> Response<Body> {
     let mut res = crate::endpoints::response::plain_text(
         StatusCode::TOO_MANY_REQUESTS,
         "Too many requests, please try again later.\n",

@@ -1,6 +1,6 @@
 //! Metrics (upstream's `MonitorRequest` around the chain): each request is counted in flight
 //! while it is served and recorded with its response code and latency, under the labels of
-//! the route the router chose ([`crate::metrics::RequestRecorder`]).
+//! the route the router chose (`crate::metrics::RequestRecorder`).
 
 use std::sync::Arc;
 

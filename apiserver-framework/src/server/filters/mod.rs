@@ -2,12 +2,12 @@
 //! (`k8s.io/apiserver`'s `DefaultBuildHandlerChain`), outermost first:
 //!
 //! 1. [`audit_id`]: the request's audit id, echoed on every response;
-//! 2. [`panic_recovery`]: a panic answers `500` and the server goes on;
+//! 2. `panic_recovery`: a panic answers `500` and the server goes on;
 //! 3. [`request_info`]: the request is read once (its attributes and its query);
 //! 4. [`metrics`]: counted in flight and recorded;
 //! 5. [`timeout`]: the request deadline (not for watches);
 //! 6. [`authentication`]: who the caller is;
-//! 7. [`max_inflight`]: the in-flight limit;
+//! 7. `max_inflight`: the in-flight limit;
 //! 8. [`audit`]: the audit event;
 //! 9. [`impersonation`]: acting as another user;
 //! 10. [`authorization`]: whether the user may do what the request asks.
@@ -21,15 +21,15 @@ pub mod authorization;
 pub mod filter;
 pub mod impersonation;
 pub mod limits;
-pub mod long_running;
-pub mod max_inflight;
+pub(crate) mod long_running;
+pub(crate) mod max_inflight;
 pub mod metrics;
-pub mod panic_recovery;
+pub(crate) mod panic_recovery;
 pub mod position;
 pub mod request_info;
 pub mod timeout;
 
 pub use impersonation::impersonate;
 pub use limits::RequestLimits;
-pub use max_inflight::MaxInFlight;
+pub(crate) use max_inflight::MaxInFlight;
 pub use position::{ChainLayers, ChainPosition, ChainService};

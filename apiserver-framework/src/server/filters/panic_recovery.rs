@@ -21,7 +21,7 @@ use crate::audit::AuditId;
 use crate::error::ApiError;
 
 /// Upstream's answer to a request that panicked.
-pub const PANIC_MESSAGE: &str =
+pub(crate) const PANIC_MESSAGE: &str =
     "This request caused apiserver to panic. Look in the logs for details.";
 
 /// The body type of tower-http's catch-panic layer.
@@ -33,7 +33,7 @@ struct Panicked(String);
 
 /// The panic-recovery layers: the logging filter, the conversion of the body back to the
 /// chain's body type, and tower-http's catch-panic layer with the framework's answer.
-pub type PanicRecoveryLayer = Stack<
+pub(crate) type PanicRecoveryLayer = Stack<
     CatchPanicLayer<fn(Box<dyn Any + Send>) -> Response<Body>>,
     Stack<MapResponseBodyLayer<fn(CaughtBody) -> Body>, Stack<FilterLayer<LogPanics>, Identity>>,
 >;
@@ -65,7 +65,7 @@ fn answer(panic: Box<dyn Any + Send>) -> Response<Body> {
 
 /// Logs a panic caught behind it with the request it happened in.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct LogPanics;
+pub(crate) struct LogPanics;
 
 impl Filter for LogPanics {
     fn filter<'a, S: ChainInner>(

@@ -15,7 +15,7 @@ use crate::endpoints::watch_timeout::MinRequestTimeout;
 use crate::error::ApiError;
 
 /// The request timeout as a filter; also tells the watch handlers the shortest watch
-/// (`--min-request-timeout`, [`MinRequestTimeout`]).
+/// (`--min-request-timeout`, `MinRequestTimeout`).
 ///
 /// Hand-written rather than tower-http's timeout layer, which answers `408` with an empty
 /// body and one fixed duration: upstream answers `504` with its Status text, honours a
@@ -81,7 +81,7 @@ pub fn deadline(query: Option<&str>, default: Duration) -> Result<Duration, ApiE
 }
 
 /// Like [`deadline`], for a decoded query.
-pub fn deadline_of(query: &Query, default: Duration) -> Result<Duration, ApiError> {
+pub(crate) fn deadline_of(query: &Query, default: Duration) -> Result<Duration, ApiError> {
     let Some(value) = query.get("timeout") else {
         return Ok(default);
     };
@@ -103,7 +103,7 @@ pub fn deadline_of(query: &Query, default: Duration) -> Result<Duration, ApiErro
 
 /// The answer to a request that ran out of time: as upstream's timeout filter writes it, the
 /// Status encoded without `kind` and `apiVersion`, then a newline.
-pub fn timed_out() -> Response<Body> {
+pub(crate) fn timed_out() -> Response<Body> {
     let body = "{\"metadata\":{},\"status\":\"Failure\",\"message\":\"Timeout: request did not complete within the allotted timeout\",\"reason\":\"Timeout\",\"details\":{},\"code\":504}\n";
     let mut res = Response::new(Body::from(body));
     *res.status_mut() = StatusCode::GATEWAY_TIMEOUT;

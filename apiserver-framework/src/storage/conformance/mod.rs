@@ -55,17 +55,17 @@ use futures::future::BoxFuture;
 
 use super::Storage;
 
-pub use compaction::compaction_keeps_the_present;
-pub use list::{
+pub(crate) use compaction::compaction_keeps_the_present;
+pub(crate) use list::{
     list_at_old_revisions, list_by_prefix, list_pages_at_a_fixed_revision, list_revision_errors,
 };
-pub use load::{concurrent_compare_and_swap, concurrent_creates, large_values};
+pub(crate) use load::{concurrent_compare_and_swap, concurrent_creates, large_values};
 pub use watch::{
     slow_watcher_misses_nothing, watch_across_compaction, watch_from_a_future_revision,
     watch_from_now, watch_replays_history_then_follows_live, watch_sees_only_its_prefix,
     watchers_started_during_writes,
 };
-pub use writes::{
+pub(crate) use writes::{
     compare_and_swap, create_if_absent, delete_with_and_without_precondition, get_reads_one_key,
     revisions_increase,
 };

@@ -56,7 +56,7 @@ use super::{KeyValue, ListPage, ListRequest, Storage, StorageError, StorageEvent
 pub const FILE_NAME: &str = "storage.redb";
 
 /// The largest value stored (redb stores at most 3 GiB per entry).
-pub const MAX_VALUE: usize = 1 << 30;
+pub(crate) const MAX_VALUE: usize = 1 << 30;
 
 /// Tuning of an [`EmbeddedStorage`].
 #[derive(Clone, Debug)]
@@ -67,7 +67,7 @@ pub struct EmbeddedOptions {
     /// Most writes committed together in one transaction. Default 256.
     pub max_batch: usize,
     /// Bytes of redb's page cache; `None` keeps redb's default (1 GiB). Default
-    /// [`DEFAULT_CACHE_SIZE`].
+    /// `DEFAULT_CACHE_SIZE`.
     pub cache_size: Option<usize>,
 }
 
@@ -75,7 +75,7 @@ pub struct EmbeddedOptions {
 /// system's page cache either way; a page cache of redb's own as large as the file would hold
 /// every object a second time in the process, beside the watch cache that serves reads of
 /// the latest state. With 16 MiB the B-tree's inner pages and the recent writes stay cached.
-pub const DEFAULT_CACHE_SIZE: usize = 16 << 20;
+pub(crate) const DEFAULT_CACHE_SIZE: usize = 16 << 20;
 
 impl Default for EmbeddedOptions {
     fn default() -> Self {

@@ -6,7 +6,7 @@
 //! would compact N times per interval, each time cutting history to *its* previous tick —
 //! possibly only a fraction of an interval ago for another server's watchers.
 //!
-//! Instead, the servers take turns through the key [`COMPACT_REV_KEY`] (upstream's name, at
+//! Instead, the servers take turns through the key `COMPACT_REV_KEY` (upstream's name, at
 //! the root of etcd, outside any server's prefix, so that every server on the cluster agrees
 //! on it). Each server remembers the key's version it last saw. At every tick it runs one
 //! transaction: *if the key's version is still the one I saw, write it (its version goes up
@@ -27,9 +27,9 @@ use crate::storage::{Storage as _, StorageError};
 
 /// The etcd key the servers of one cluster take turns on (upstream's `compact_rev_key`). Its
 /// value is the revision last compacted to, its version counts the turns taken.
-pub const COMPACT_REV_KEY: &[u8] = b"compact_rev_key";
+pub(crate) const COMPACT_REV_KEY: &[u8] = b"compact_rev_key";
 
-/// Where one server stands in the turn-taking: the version of [`COMPACT_REV_KEY`] it last saw
+/// Where one server stands in the turn-taking: the version of `COMPACT_REV_KEY` it last saw
 /// and the revision it read at its last step.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CompactionTurn {

@@ -161,7 +161,7 @@ pub struct Compare {
     /// How the key's field compares with the given value: a [`CompareResult`].
     #[prost(enumeration = "CompareResult", tag = "1")]
     pub result: i32,
-    /// Which field of the key is compared: a [`CompareTarget`].
+    /// Which field of the key is compared: a `CompareTarget`.
     #[prost(enumeration = "CompareTarget", tag = "2")]
     pub target: i32,
     /// The key.
@@ -203,7 +203,7 @@ pub enum CompareResult {
 /// The field a [`Compare`] looks at (`etcdserverpb.Compare.CompareTarget`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, prost::Enumeration)]
 #[repr(i32)]
-pub enum CompareTarget {
+pub(crate) enum CompareTarget {
     /// The key's version.
     Version = 0,
     /// The key's creation revision.
@@ -359,13 +359,13 @@ pub struct TxnResponse {
 
 /// A compaction of the history up to a revision (`etcdserverpb.CompactionRequest`).
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct CompactionRequest {
+pub(crate) struct CompactionRequest {
     /// Revisions before this one are forgotten.
     #[prost(int64, tag = "1")]
     pub revision: i64,
 }
 
-/// The answer to a [`CompactionRequest`] (`etcdserverpb.CompactionResponse`).
+/// The answer to a `CompactionRequest` (`etcdserverpb.CompactionResponse`).
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct CompactionResponse {
     /// The response header.
@@ -375,7 +375,7 @@ pub struct CompactionResponse {
 
 /// A message on a watch stream from the client (`etcdserverpb.WatchRequest`).
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct WatchRequest {
+pub(crate) struct WatchRequest {
     /// What the client asks.
     #[prost(oneof = "WatchRequestKind", tags = "1, 2, 3")]
     pub request: Option<WatchRequestKind>,
@@ -383,7 +383,7 @@ pub struct WatchRequest {
 
 /// What a [`WatchRequest`] asks (etcd's `WatchRequest.request_union`).
 #[derive(Clone, PartialEq, prost::Oneof)]
-pub enum WatchRequestKind {
+pub(crate) enum WatchRequestKind {
     /// Start watching.
     #[prost(message, tag = "1")]
     Create(WatchCreateRequest),
@@ -418,7 +418,7 @@ pub struct WatchCreateRequest {
 
 /// Stop a watch (`etcdserverpb.WatchCancelRequest`).
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct WatchCancelRequest {
+pub(crate) struct WatchCancelRequest {
     /// The watch, as its creation response named it.
     #[prost(int64, tag = "1")]
     pub watch_id: i64,
@@ -427,7 +427,7 @@ pub struct WatchCancelRequest {
 /// Ask for an empty response whose header revision tells the stream's progress
 /// (`etcdserverpb.WatchProgressRequest`).
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct WatchProgressRequest {}
+pub(crate) struct WatchProgressRequest {}
 
 /// A message on a watch stream from etcd (`etcdserverpb.WatchResponse`).
 #[derive(Clone, PartialEq, prost::Message)]
@@ -457,7 +457,7 @@ pub struct WatchResponse {
 
 /// Ask a member for its status (`etcdserverpb.StatusRequest`).
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct StatusRequest {}
+pub(crate) struct StatusRequest {}
 
 /// A member's status (`etcdserverpb.StatusResponse`).
 #[derive(Clone, PartialEq, prost::Message)]
