@@ -189,11 +189,12 @@ impl Service<Request<Body>> for ServerService {
     fn call(&mut self, req: Request<Body>) -> Self::Future {
         let server = self.0.clone();
         Box::pin(async move {
-            // The innermost service: nothing after it reads the user from the extensions.
-            let mut req = req;
+            // The user stays in the extensions too: a handler's further authorization
+            // (`AlsoAuthorize`) asks for the user the request authenticated as.
             let user = req
-                .extensions_mut()
-                .remove::<UserInfo>()
+                .extensions()
+                .get::<UserInfo>()
+                .cloned()
                 .unwrap_or_default();
             Ok(server.handle(req, user).await)
         })

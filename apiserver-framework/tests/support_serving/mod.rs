@@ -43,6 +43,9 @@ pub const SNAILS: &str = "/apis/slow.example.com/v1/namespaces/default/snails";
 /// The bearer token of the test user (not in `system:masters`, so the in-flight limit
 /// applies to it).
 pub const TOKEN: &str = "secret-token";
+
+/// The user [`TOKEN`] authenticates.
+pub const USER: &str = "tester";
 /// Creating in this namespace is forbidden.
 pub const LOCKED: &str = "locked";
 /// Unsafe deletes (`unsafe-delete-ignore-read-errors`) in this namespace are forbidden.
@@ -92,7 +95,8 @@ impl RestStorage for Sleepy {
     }
 }
 
-/// Allows everything but creating in namespace [`LOCKED`] and unsafe deletes in [`GUARDED`].
+/// Allows everything but creating in namespace [`LOCKED`], unsafe deletes in [`GUARDED`], and
+/// unsafe deletes by anyone but [`USER`].
 pub struct LockedNamespace;
 
 #[async_trait::async_trait]
@@ -106,6 +110,12 @@ impl Authorizer for LockedNamespace {
                 if r.verb == "unsafe-delete-ignore-read-errors" && r.namespace == GUARDED =>
             {
                 Decision::Deny("unsafe deletes are not allowed here".into())
+            }
+            // Asked of the user the request authenticated as, not of anyone else.
+            AuthzRequest::Resource(r)
+                if r.verb == "unsafe-delete-ignore-read-errors" && attrs.user.username != USER =>
+            {
+                Decision::Deny(format!("{:?} may not delete unsafely", attrs.user.username))
             }
             _ => Decision::Allow,
         })
@@ -149,7 +159,7 @@ pub fn snail_server(
 /// The handler chain of `server`: [`TOKEN`] authenticates the test user (not in
 /// `system:masters`, which the in-flight limit never refuses), `authorizer` decides.
 pub fn chain(server: GenericApiServer, authorizer: Arc<dyn Authorizer>) -> HandlerChain {
-    let user = UserInfo::new("tester", &["system:authenticated"]);
+    let user = UserInfo::new(USER, &["system:authenticated"]);
     HandlerChain::new(
         Arc::new(server),
         Arc::new(StaticTokenAuthenticator::new(TOKEN, user)),
