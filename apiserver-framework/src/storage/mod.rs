@@ -132,9 +132,15 @@ pub enum StorageError {
     Corrupt(Vec<CorruptValue>),
 }
 
+/// The first few keys of `values` and how many there are: a message stays short however many
+/// stored values are corrupt.
 fn corrupt_keys(values: &[CorruptValue]) -> String {
-    let keys: Vec<&str> = values.iter().map(|v| v.key.as_str()).collect();
-    keys.join(", ")
+    const SHOWN: usize = 3;
+    let keys: Vec<&str> = values.iter().take(SHOWN).map(|v| v.key.as_str()).collect();
+    match values.len() {
+        n if n > SHOWN => format!("{} and {} more", keys.join(", "), n - SHOWN),
+        _ => keys.join(", "),
+    }
 }
 
 /// A stored value that does not decode (see [`StorageError::Corrupt`]).
@@ -180,5 +186,32 @@ pub trait Storage: Send + Sync + 'static {
     /// learning the current revision costs as much as the read.
     fn local_revision(&self) -> bool {
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_corrupt_value_error_names_a_few_keys_and_counts_the_rest() {
+        let values = |n: usize| {
+            StorageError::Corrupt(
+                (0..n)
+                    .map(|i| CorruptValue {
+                        key: format!("/k{i}"),
+                        message: "bad".into(),
+                    })
+                    .collect(),
+            )
+        };
+        assert_eq!(
+            values(2).to_string(),
+            "stored values do not decode: /k0, /k1"
+        );
+        assert_eq!(
+            values(100_000).to_string(),
+            "stored values do not decode: /k0, /k1, /k2 and 99997 more"
+        );
     }
 }

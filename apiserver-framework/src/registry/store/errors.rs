@@ -67,8 +67,9 @@ const MAX_CORRUPT_CAUSES: usize = 100;
 /// `500 StorageReadError` naming each of them, any other read upstream's corrupt-object
 /// `500 InternalError`.
 fn corrupt(info: &ResourceInfo, op: &str, name: &str, values: Vec<CorruptValue>) -> ApiError {
-    for value in &values {
-        tracing::warn!(resource = %info.group_resource(), key = %value.key, error = %value.message, "stored object does not decode");
+    // One line per failed read, however many objects it met.
+    if let Some(first) = values.first() {
+        tracing::warn!(resource = %info.group_resource(), count = values.len(), key = %first.key, error = %first.message, "stored objects do not decode");
     }
     if op != "list" {
         let first = values.into_iter().next().unwrap_or(CorruptValue {
