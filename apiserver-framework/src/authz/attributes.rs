@@ -45,11 +45,6 @@ impl Attributes {
 #[derive(Clone, Debug)]
 pub struct ParsedRequest(pub Arc<Request>, Method, Arc<Option<ApiPath>>);
 
-/// A [`ParsedRequest`] without what the request asks to do (see
-/// [`ParsedRequest::into_request`]).
-#[derive(Debug)]
-pub struct ParsedRest(Method, Arc<Option<ApiPath>>);
-
 impl ParsedRequest {
     /// Reads a request with this method, raw path and raw query string.
     pub fn of(method: &Method, path: &str, query: Option<&str>) -> Self {
@@ -72,16 +67,25 @@ impl ParsedRequest {
         &self.0
     }
 
-    /// What the request asks to do, by value (taken out of this reading when nothing else
-    /// holds it, copied otherwise), and the rest of the reading, for [`ParsedRequest::with`].
-    pub fn into_request(self) -> (Request, ParsedRest) {
-        let request = Arc::try_unwrap(self.0).unwrap_or_else(|shared| shared.as_ref().clone());
-        (request, ParsedRest(self.1, self.2))
+    /// What the request asks to do, by value: taken out of this reading when nothing else
+    /// holds it (an empty request is left until [`ParsedRequest::put_back`]), copied
+    /// otherwise. Lends it to an authorizer without copying it.
+    pub(crate) fn take_request(&mut self) -> Request {
+        match Arc::get_mut(&mut self.0) {
+            Some(request) => std::mem::replace(
+                request,
+                Request::NonResource(NonResourceAttributes::default()),
+            ),
+            None => self.0.as_ref().clone(),
+        }
     }
 
-    /// The reading `rest` came from, with `request` back in it.
-    pub fn with(request: Request, rest: ParsedRest) -> Self {
-        ParsedRequest(Arc::new(request), rest.0, rest.1)
+    /// Puts `request` (taken with [`ParsedRequest::take_request`]) back.
+    pub(crate) fn put_back(&mut self, request: Request) {
+        match Arc::get_mut(&mut self.0) {
+            Some(slot) => *slot = request,
+            None => self.0 = Arc::new(request),
+        }
     }
 
     /// The request's HTTP method.

@@ -8,7 +8,6 @@
 //! subresource (as upstream's health checks are recorded). These are the labels as the
 //! request names them; the recorder keeps only those naming what the server serves.
 
-use http::request::Parts;
 use http::{HeaderMap, Method, header};
 
 use crate::authz::{self, Request as AuthzRequest};
@@ -72,15 +71,22 @@ pub struct RequestLabels {
 }
 
 impl RequestLabels {
-    /// The labels of a request with these parts.
+    /// The labels of a request.
     ///
     /// The request's reading and its decoded query are taken from its extensions, where the
     /// handler chain keeps them; a request without them is read here.
-    pub fn of(parts: &Parts) -> Self {
-        let parsed = authz::ParsedRequest::of_parts(parts);
-        match parts.extensions.get::<Query>() {
-            Some(query) => Self::from_query(&parts.method, query, &parts.headers, &parsed.0),
-            None => Self::from_parsed(&parts.method, parts.uri.query(), &parts.headers, &parsed.0),
+    pub fn of<B>(req: &http::Request<B>) -> Self {
+        let read;
+        let parsed = match req.extensions().get::<authz::ParsedRequest>() {
+            Some(parsed) => parsed,
+            None => {
+                read = authz::ParsedRequest::of_request(req);
+                &read
+            }
+        };
+        match req.extensions().get::<Query>() {
+            Some(query) => Self::from_query(req.method(), query, req.headers(), &parsed.0),
+            None => Self::from_parsed(req.method(), req.uri().query(), req.headers(), &parsed.0),
         }
     }
 

@@ -9,7 +9,6 @@ use std::time::Instant;
 
 use axum::body::Body;
 use bytes::Bytes;
-use http::request::Parts;
 use http::{Response, StatusCode, header};
 use http_body::{Frame, SizeHint};
 use prometheus::IntGauge;
@@ -64,10 +63,10 @@ pub struct RequestRecorder {
 }
 
 impl RequestRecorder {
-    /// Starts recording the request with these parts into the [`global`] metrics.
-    pub fn start(parts: &Parts) -> Self {
+    /// Starts recording `req` into the [`global`] metrics.
+    pub fn start<B>(req: &http::Request<B>) -> Self {
         let metrics = global();
-        let labels = RequestLabels::of(parts);
+        let labels = RequestLabels::of(req);
         // Long-running requests are not counted in flight, as upstream's max-in-flight filter.
         let inflight = (!labels.long_running).then(|| {
             let g = metrics.inflight.with_label_values(&[labels.request_kind()]);
@@ -80,10 +79,10 @@ impl RequestRecorder {
             started: Instant::now(),
             inflight,
             // Cheap clones (shared bytes), formatted only when the request log is on.
-            method: parts.method.clone(),
-            uri: parts.uri.clone(),
-            user_agent: parts.headers.get(header::USER_AGENT).cloned(),
-            peer: parts.extensions.get::<PeerAddr>().copied(),
+            method: req.method().clone(),
+            uri: req.uri().clone(),
+            user_agent: req.headers().get(header::USER_AGENT).cloned(),
+            peer: req.extensions().get::<PeerAddr>().copied(),
         }
     }
 
@@ -361,7 +360,7 @@ mod tests {
             .uri(uri)
             .body(())
             .unwrap();
-        RequestLabels::of(&req.into_parts().0)
+        RequestLabels::of(&req)
     }
 
     fn served_labels(uri: &str, status: StatusCode) -> (RequestLabels, Option<String>) {

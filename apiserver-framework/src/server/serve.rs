@@ -5,7 +5,7 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 use axum::body::Body;
 use futures::future::BoxFuture;
@@ -41,7 +41,7 @@ pub struct HandlerChain {
     shutdown: ShutdownOptions,
     layers: ChainLayers,
     /// The assembled chain, built on the first request.
-    service: OnceLock<ChainService>,
+    service: OnceLock<Arc<dyn Assembled>>,
 }
 
 impl HandlerChain {
@@ -117,10 +117,14 @@ impl HandlerChain {
     /// The chain as one service: the filters in upstream's order, outermost first, with the
     /// users' layers at their positions, then the server.
     pub fn service(&self) -> ChainService {
-        self.service.get_or_init(|| self.build()).clone()
+        self.assembled().service()
     }
 
-    fn build(&self) -> ChainService {
+    fn assembled(&self) -> &Arc<dyn Assembled> {
+        self.service.get_or_init(|| self.build())
+    }
+
+    fn build(&self) -> Arc<dyn Assembled> {
         let at = |position| self.layers.at(position);
         let authentication = AuthenticationFilter {
             authenticator: self.authenticator.clone(),
@@ -157,7 +161,7 @@ impl HandlerChain {
             .layer(filters::authorization::layer(self.authorizer.clone()))
             .layer(at(ChainPosition::AfterAuthorization))
             .service(ServerService(self.server.clone()));
-        ChainService::new(service)
+        Arc::new(service)
     }
 
     /// Serves one request through the chain: audit id, panic recovery (a 500 Status),
@@ -165,10 +169,36 @@ impl HandlerChain {
     /// anonymous paths), in-flight limit, audit, impersonation, authorization (403 Status
     /// when not allowed, plain-text 500 when the authorizer fails), then the server.
     pub async fn call(&self, req: Request<Body>) -> Response<Body> {
-        match self.service().oneshot(req).await {
+        match self.assembled().serve(req).await {
             Ok(res) => res,
             Err(never) => match never {},
         }
+    }
+}
+
+/// The assembled chain, served by reference.
+trait Assembled: Send + Sync {
+    /// Serves `req` with a copy of the chain.
+    fn serve(&self, req: Request<Body>) -> BoxFuture<'static, Result<Response<Body>, Infallible>>;
+
+    /// The chain as one service.
+    fn service(&self) -> ChainService;
+}
+
+impl<S: filters::filter::ChainInner> Assembled for S {
+    fn serve(&self, req: Request<Body>) -> BoxFuture<'static, Result<Response<Body>, Infallible>> {
+        let mut chain = self.clone();
+        // The built-in filters are always ready: the request is handed on at once. A user's
+        // layer may not be (a concurrency limit): then the request waits until it is.
+        match chain.poll_ready(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(Ok(())) => Box::pin(chain.call(req)),
+            Poll::Ready(Err(never)) => match never {},
+            Poll::Pending => Box::pin(self.clone().oneshot(req)),
+        }
+    }
+
+    fn service(&self) -> ChainService {
+        ChainService::new(self.clone())
     }
 }
 
@@ -284,5 +314,54 @@ pub fn start(
 impl ServeRequest for HandlerChain {
     async fn serve(self: Arc<Self>, req: Request<Body>) -> Response<Body> {
         self.call(req).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Answers `200`, but is not ready the first time each copy is asked (as a user's
+    /// concurrency limit may not be), and counts the requests it was handed.
+    #[derive(Clone)]
+    struct ReadyOnSecondAsk {
+        asked: bool,
+        served: Arc<AtomicUsize>,
+    }
+
+    impl Service<Request<Body>> for ReadyOnSecondAsk {
+        type Response = Response<Body>;
+        type Error = Infallible;
+        type Future = std::future::Ready<Result<Response<Body>, Infallible>>;
+
+        fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+            if self.asked {
+                return Poll::Ready(Ok(()));
+            }
+            self.asked = true;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+
+        fn call(&mut self, _req: Request<Body>) -> Self::Future {
+            assert!(self.asked, "called before it was ready");
+            self.served.fetch_add(1, Ordering::SeqCst);
+            std::future::ready(Ok(Response::new(Body::empty())))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_chain_not_ready_at_once_is_waited_for() {
+        let served = Arc::new(AtomicUsize::new(0));
+        let chain: Arc<dyn Assembled> = Arc::new(ReadyOnSecondAsk {
+            asked: false,
+            served: served.clone(),
+        });
+        for _ in 0..2 {
+            let res = chain.serve(Request::new(Body::empty())).await.unwrap();
+            assert_eq!(res.status(), 200);
+        }
+        assert_eq!(served.load(Ordering::SeqCst), 2);
     }
 }

@@ -246,7 +246,7 @@ impl<H: ServeRequest> ConnectionServer<H> {
             let hold_early_answers = http2 && !expects_continue(req.headers());
             let mut drain = None;
             let mut req = req.map(|incoming| {
-                let body = UnreadBody::new(
+                let mut body = UnreadBody::new(
                     incoming,
                     limits.unread_body_drain_bytes,
                     limits.unread_body_drain_timeout,

@@ -39,7 +39,8 @@ pub(crate) struct UnreadBody<B: Body + Unpin + Send + 'static> {
     inner: Option<B>,
     max_bytes: u64,
     timeout: Duration,
-    /// True while the rest is being read in the background; dropped when that ends.
+    /// True while the rest is being read in the background; dropped when that ends. Made
+    /// when someone asks ([`UnreadBody::drain`]).
     draining: Option<watch::Sender<bool>>,
 }
 
@@ -51,13 +52,16 @@ impl<B: Body + Unpin + Send + 'static> UnreadBody<B> {
             inner: Some(inner),
             max_bytes,
             timeout,
-            draining: Some(watch::Sender::new(false)),
+            draining: None,
         }
     }
 
     /// Tells when reading the body's unread rest, if it comes to that, is over.
-    pub fn drain(&self) -> Drain {
-        Drain(self.draining.as_ref().map(watch::Sender::subscribe))
+    pub fn drain(&mut self) -> Drain {
+        let draining = self
+            .draining
+            .get_or_insert_with(|| watch::Sender::new(false));
+        Drain(Some(draining.subscribe()))
     }
 }
 
@@ -123,12 +127,13 @@ impl<B: Body + Unpin + Send + 'static> Drop for UnreadBody<B> {
         if body.size_hint().lower() > self.max_bytes {
             return;
         }
-        let (Ok(runtime), Some(draining)) =
-            (tokio::runtime::Handle::try_current(), self.draining.take())
-        else {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        draining.send_replace(true);
+        let draining = self.draining.take();
+        if let Some(draining) = &draining {
+            draining.send_replace(true);
+        }
         let (max_bytes, timeout) = (self.max_bytes, self.timeout);
         runtime.spawn(async move {
             discard(body, max_bytes, timeout).await;
@@ -204,7 +209,7 @@ mod tests {
     async fn the_drain_tells_when_a_dropped_body_has_been_read() {
         // Held: nothing to wait for.
         let read = Arc::new(AtomicUsize::new(0));
-        let body = UnreadBody::new(counted(10, read.clone()), 1 << 20, Duration::from_secs(5));
+        let mut body = UnreadBody::new(counted(10, read.clone()), 1 << 20, Duration::from_secs(5));
         let drain = body.drain();
         assert!(!drain.draining());
         drain.finished().await;
@@ -218,7 +223,7 @@ mod tests {
 
         // A body announcing more than the bound is not read at all.
         let big = http_body_util::Full::new(Bytes::from(vec![0u8; 8192]));
-        let body = UnreadBody::new(big, 4096, Duration::from_secs(5));
+        let mut body = UnreadBody::new(big, 4096, Duration::from_secs(5));
         let drain = body.drain();
         drop(body);
         assert!(!drain.draining());

@@ -1,22 +1,28 @@
 //! Audit (upstream's `WithAudit`), behind authentication: each request is recorded as the
-//! audit policy says ([`crate::audit::Auditor`]); without an auditor requests pass through.
+//! audit policy says ([`crate::audit::Auditor`]); without an auditor the layer is not there.
 
 use std::sync::Arc;
 
 use axum::body::Body;
 use http::{Request, Response};
 
+use tower::layer::util::Identity;
+use tower::util::Either;
+
 use super::filter::{ChainInner, Filter, FilterLayer, Next};
 use crate::audit::Auditor;
 use crate::user::UserInfo;
 
-/// Records requests with an auditor, if the server has one.
+/// Records requests with the server's auditor.
 #[derive(Clone)]
-pub struct AuditFilter(pub Option<Arc<Auditor>>);
+pub struct AuditFilter(pub Arc<Auditor>);
 
-/// The audit filter as a layer.
-pub fn layer(auditor: Option<Arc<Auditor>>) -> FilterLayer<AuditFilter> {
-    FilterLayer(AuditFilter(auditor))
+/// The audit filter as a layer, when the server has an auditor.
+pub fn layer(auditor: Option<Arc<Auditor>>) -> Either<FilterLayer<AuditFilter>, Identity> {
+    match auditor {
+        Some(auditor) => Either::Left(FilterLayer(AuditFilter(auditor))),
+        None => Either::Right(Identity::new()),
+    }
 }
 
 impl Filter for AuditFilter {
@@ -25,9 +31,7 @@ impl Filter for AuditFilter {
         req: Request<Body>,
         next: Next<'a, S>,
     ) -> Response<Body> {
-        let Some(auditor) = &self.0 else {
-            return next.run(req).await;
-        };
+        let auditor = &self.0;
         let user = req
             .extensions()
             .get::<UserInfo>()

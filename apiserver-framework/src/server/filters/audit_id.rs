@@ -9,7 +9,7 @@
 use axum::body::Body;
 use http::{HeaderValue, Request, Response};
 
-use super::filter::{ChainInner, Filter, FilterLayer, Next};
+use super::step::{AfterResponse, Before, Step, StepLayer};
 use crate::audit::{AUDIT_ID_HEADER, AuditId};
 
 /// Gives each request its audit id and echoes it on the response.
@@ -17,26 +17,30 @@ use crate::audit::{AUDIT_ID_HEADER, AuditId};
 pub struct AuditIdFilter;
 
 /// The audit-id filter as a layer.
-pub fn layer() -> FilterLayer<AuditIdFilter> {
-    FilterLayer(AuditIdFilter)
+pub fn layer() -> StepLayer<AuditIdFilter> {
+    StepLayer(AuditIdFilter)
 }
 
-impl Filter for AuditIdFilter {
-    fn filter<'a, S: ChainInner>(
-        &'a self,
-        mut req: Request<Body>,
-        next: Next<'a, S>,
-    ) -> impl Future<Output = Response<Body>> + Send + 'a {
+impl Step for AuditIdFilter {
+    type State = EchoAuditId;
+
+    fn before(&self, req: &mut Request<Body>) -> Before<EchoAuditId> {
         let audit_id = AuditId::of(req.headers());
         let header = HeaderValue::from_str(&audit_id.0).ok();
         req.extensions_mut().insert(audit_id);
-        async move {
-            let mut res = next.run(req).await;
-            if let Some(v) = header {
-                res.headers_mut().insert(AUDIT_ID_HEADER, v);
-            }
-            res
+        Before::Continue(EchoAuditId(header))
+    }
+}
+
+/// The audit id to echo on the response.
+pub struct EchoAuditId(Option<HeaderValue>);
+
+impl AfterResponse for EchoAuditId {
+    fn after(self, mut res: Response<Body>) -> Response<Body> {
+        if let Some(v) = self.0 {
+            res.headers_mut().insert(AUDIT_ID_HEADER, v);
         }
+        res
     }
 }
 

@@ -37,13 +37,21 @@ impl Filter for AuthorizationFilter {
         mut req: Request<Body>,
         next: Next<'a, S>,
     ) -> Response<Body> {
-        // The user and the request's reading are lent to the authorizer and put back for the
-        // handler, not copied.
-        let parsed = ParsedRequest::of_request(&req);
+        // The user and what the request asks to do are lent to the authorizer, in place, and
+        // put back for the handler: neither copied nor taken out of the extensions.
+        if req.extensions().get::<ParsedRequest>().is_none() {
+            let parsed = ParsedRequest::of_request(&req);
+            req.extensions_mut().insert(parsed);
+        }
         let extensions = req.extensions_mut();
-        extensions.remove::<ParsedRequest>();
-        let user = extensions.remove::<UserInfo>().unwrap_or_default();
-        let (request, rest) = parsed.into_request();
+        let user = extensions
+            .get_mut::<UserInfo>()
+            .map(std::mem::take)
+            .unwrap_or_default();
+        let request = extensions
+            .get_mut::<ParsedRequest>()
+            .map(ParsedRequest::take_request)
+            .unwrap_or_else(|| unreachable!("the request was read above"));
         let attrs = Attributes { user, request };
         let mut decision = self.authorizer.authorize(&attrs).await;
         audit::annotate_authorization(req.extensions(), &decision);
@@ -59,8 +67,15 @@ impl Filter for AuthorizationFilter {
             Ok(Decision::Allow) => {
                 let extensions = req.extensions_mut();
                 extensions.insert(self.also.clone());
-                extensions.insert(attrs.user);
-                extensions.insert(ParsedRequest::with(attrs.request, rest));
+                if let Some(parsed) = extensions.get_mut::<ParsedRequest>() {
+                    parsed.put_back(attrs.request);
+                }
+                match extensions.get_mut::<UserInfo>() {
+                    Some(user) => *user = attrs.user,
+                    None => {
+                        extensions.insert(attrs.user);
+                    }
+                }
                 next.run(req).await
             }
             Ok(Decision::Deny(reason) | Decision::NoOpinion(reason)) => {

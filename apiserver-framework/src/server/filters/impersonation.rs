@@ -14,7 +14,13 @@ use axum::body::Body;
 use http::Response;
 use http::request::Parts;
 
-use super::filter::{ChainInner, Filter, FilterLayer, Next};
+use std::convert::Infallible;
+use std::task::{Context, Poll};
+
+use futures::future::{BoxFuture, Either};
+use tower::{Layer, Service, ServiceExt};
+
+use super::filter::ChainInner;
 use crate::audit::AuditContext;
 use crate::authz::{self, Attributes, Authorizer, Decision, Request, ResourceAttributes};
 use crate::user::UserInfo;
@@ -84,10 +90,12 @@ impl Target {
 
 /// Whether a request carries impersonation headers.
 pub(crate) fn is_impersonating(parts: &Parts) -> bool {
-    parts
-        .headers
-        .keys()
-        .any(|k| is_impersonation_header(k.as_str()))
+    asks_to_impersonate(&parts.headers)
+}
+
+/// Whether these request headers ask to impersonate.
+fn asks_to_impersonate(headers: &http::HeaderMap) -> bool {
+    headers.keys().any(|k| is_impersonation_header(k.as_str()))
 }
 
 fn is_impersonation_header(name: &str) -> bool {
@@ -274,38 +282,67 @@ pub async fn impersonate(
 }
 
 /// Impersonation as a filter, behind authentication and the audit: the request's user (in
-/// its extensions) becomes the impersonated one, or the request is refused.
+/// its extensions) becomes the impersonated one, or the request is refused. A request that
+/// impersonates no one (most) goes straight on.
 #[derive(Clone)]
 pub struct ImpersonationFilter(pub Arc<dyn Authorizer>);
 
 /// The impersonation filter as a layer.
-pub fn layer(authorizer: Arc<dyn Authorizer>) -> FilterLayer<ImpersonationFilter> {
-    FilterLayer(ImpersonationFilter(authorizer))
+pub fn layer(authorizer: Arc<dyn Authorizer>) -> ImpersonationFilter {
+    ImpersonationFilter(authorizer)
 }
 
-impl Filter for ImpersonationFilter {
-    async fn filter<'a, S: ChainInner>(
-        &'a self,
-        req: http::Request<Body>,
-        next: Next<'a, S>,
-    ) -> Response<Body> {
-        let (mut parts, body) = req.into_parts();
+impl<S> Layer<S> for ImpersonationFilter {
+    type Service = ImpersonationService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        ImpersonationService {
+            authorizer: self.0.clone(),
+            inner,
+        }
+    }
+}
+
+/// The service of the [`ImpersonationFilter`].
+#[derive(Clone)]
+pub struct ImpersonationService<S> {
+    authorizer: Arc<dyn Authorizer>,
+    inner: S,
+}
+
+impl<S: ChainInner> Service<http::Request<Body>> for ImpersonationService<S> {
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = Either<S::Future, BoxFuture<'static, Result<Response<Body>, Infallible>>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: http::Request<Body>) -> Self::Future {
         // Most requests impersonate no one: the caller stays as authenticated.
-        if !is_impersonating(&parts) {
-            return next.run(http::Request::from_parts(parts, body)).await;
+        if !asks_to_impersonate(req.headers()) {
+            return Either::Left(self.inner.call(req));
         }
-        let requestor = parts
-            .extensions
-            .get::<UserInfo>()
-            .cloned()
-            .unwrap_or_default();
-        match impersonate(self.0.as_ref(), &mut parts, requestor).await {
-            Ok(user) => {
-                parts.extensions.insert(user);
-                next.run(http::Request::from_parts(parts, body)).await
+        // The rest of the chain, made ready above, goes with the request; a copy stays.
+        let fresh = self.inner.clone();
+        let inner = std::mem::replace(&mut self.inner, fresh);
+        let authorizer = self.authorizer.clone();
+        Either::Right(Box::pin(async move {
+            let (mut parts, body) = req.into_parts();
+            let requestor = parts
+                .extensions
+                .get::<UserInfo>()
+                .cloned()
+                .unwrap_or_default();
+            match impersonate(authorizer.as_ref(), &mut parts, requestor).await {
+                Ok(user) => {
+                    parts.extensions.insert(user);
+                    inner.oneshot(http::Request::from_parts(parts, body)).await
+                }
+                Err(res) => Ok(res),
             }
-            Err(res) => res,
-        }
+        }))
     }
 }
 

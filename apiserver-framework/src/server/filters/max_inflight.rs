@@ -9,7 +9,7 @@ use axum::body::Body;
 use http::{HeaderValue, Response, StatusCode, header};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::filter::{ChainInner, Filter, FilterLayer, Next};
+use super::step::{AfterResponse, Before, Step, StepLayer};
 use crate::authz::{ParsedRequest, Request};
 use crate::server::filters::long_running::{is_long_running, is_mutating};
 use crate::user::UserInfo;
@@ -68,38 +68,38 @@ impl MaxInFlight {
 pub(crate) struct MaxInFlightFilter(pub MaxInFlight);
 
 /// The in-flight filter as a layer.
-pub fn layer(limit: MaxInFlight) -> FilterLayer<MaxInFlightFilter> {
-    FilterLayer(MaxInFlightFilter(limit))
+pub fn layer(limit: MaxInFlight) -> StepLayer<MaxInFlightFilter> {
+    StepLayer(MaxInFlightFilter(limit))
 }
 
-impl Filter for MaxInFlightFilter {
-    fn filter<'a, S: ChainInner>(
-        &'a self,
-        req: http::Request<Body>,
-        next: Next<'a, S>,
-    ) -> impl Future<Output = Response<Body>> + Send + 'a {
+impl Step for MaxInFlightFilter {
+    type State = Option<InFlight>;
+
+    fn before(&self, req: &mut http::Request<Body>) -> Before<Option<InFlight>> {
         let read;
         let parsed = match req.extensions().get::<ParsedRequest>() {
             Some(parsed) => parsed,
             None => {
-                read = ParsedRequest::of_request(&req);
+                read = ParsedRequest::of_request(req);
                 &read
             }
         };
-        let place = match is_long_running(parsed) {
-            true => Some(None),
-            false => {
-                let anonymous = UserInfo::default();
-                let user = req.extensions().get::<UserInfo>().unwrap_or(&anonymous);
-                self.0.admit(user, parsed.request()).map(Some)
-            }
-        };
-        async move {
-            let Some(_place) = place else {
-                return too_many_requests();
-            };
-            next.run(req).await
+        if is_long_running(parsed) {
+            return Before::Continue(None);
         }
+        let anonymous = UserInfo::default();
+        let user = req.extensions().get::<UserInfo>().unwrap_or(&anonymous);
+        match self.0.admit(user, parsed.request()) {
+            Some(place) => Before::Continue(Some(place)),
+            None => Before::Answer(too_many_requests()),
+        }
+    }
+}
+
+/// The place is freed once the response is produced.
+impl AfterResponse for Option<InFlight> {
+    fn after(self, res: Response<Body>) -> Response<Body> {
+        res
     }
 }
 

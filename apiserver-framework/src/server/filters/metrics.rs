@@ -7,33 +7,44 @@ use std::sync::Arc;
 use axum::body::Body;
 use http::{Request, Response};
 
-use super::filter::{ChainInner, Filter, FilterLayer, Next};
+use super::step::{AfterResponse, Before, Step, StepLayer};
 use crate::metrics::RequestRecorder;
 use crate::metrics::recorder::ServingChain;
+
+/// The chain of servers the metrics name requests after.
+type Chain = Arc<dyn ServingChain + Send + Sync>;
 
 /// Records requests into the global metrics.
 #[derive(Clone)]
 pub struct MetricsFilter {
-    chain: Arc<dyn ServingChain + Send + Sync>,
+    chain: Chain,
 }
 
 /// The metrics filter as a layer; `chain` tells which labels name what it serves, for the
 /// requests answered before the router chose a route.
-pub fn layer(chain: Arc<dyn ServingChain + Send + Sync>) -> FilterLayer<MetricsFilter> {
-    FilterLayer(MetricsFilter { chain })
+pub fn layer(chain: Chain) -> StepLayer<MetricsFilter> {
+    StepLayer(MetricsFilter { chain })
 }
 
-impl Filter for MetricsFilter {
-    fn filter<'a, S: ChainInner>(
-        &'a self,
-        req: Request<Body>,
-        next: Next<'a, S>,
-    ) -> impl Future<Output = Response<Body>> + Send + 'a {
-        let (parts, body) = req.into_parts();
-        let recorder = RequestRecorder::start(&parts);
-        async move {
-            let res = next.run(Request::from_parts(parts, body)).await;
-            recorder.finish(self.chain.as_ref(), res)
-        }
+impl Step for MetricsFilter {
+    type State = Recording;
+
+    fn before(&self, req: &mut Request<Body>) -> Before<Recording> {
+        Before::Continue(Recording {
+            recorder: RequestRecorder::start(req),
+            chain: self.chain.clone(),
+        })
+    }
+}
+
+/// A request being recorded.
+pub struct Recording {
+    recorder: RequestRecorder,
+    chain: Chain,
+}
+
+impl AfterResponse for Recording {
+    fn after(self, res: Response<Body>) -> Response<Body> {
+        self.recorder.finish(self.chain.as_ref(), res)
     }
 }

@@ -12,7 +12,10 @@
 //! 9. [`impersonation`]: acting as another user;
 //! 10. [`authorization`]: whether the user may do what the request asks.
 //!
-//! Users add their own layers at a [`ChainPosition`] ([`position`]).
+//! Users add their own layers at a [`ChainPosition`] ([`position`]). A filter that never waits
+//! is a [`step::StepLayer`] or its own service, with a named future: it calls the rest of the
+//! chain directly; one that awaits (authentication, authorization, audit, impersonation when
+//! asked) is a [`filter::FilterLayer`], whose future is boxed.
 
 pub mod audit;
 pub mod audit_id;
@@ -27,6 +30,7 @@ pub mod metrics;
 pub(crate) mod panic_recovery;
 pub mod position;
 pub mod request_info;
+pub mod step;
 pub mod timeout;
 
 pub use impersonation::impersonate;

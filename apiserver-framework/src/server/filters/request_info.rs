@@ -5,9 +5,9 @@
 //! handlers) takes them from there.
 
 use axum::body::Body;
-use http::{Request, Response};
+use http::Request;
 
-use super::filter::{ChainInner, Filter, FilterLayer, Next};
+use super::step::{Before, Step, StepLayer};
 use crate::authz::ParsedRequest;
 use crate::endpoints::query::Query;
 
@@ -16,8 +16,8 @@ use crate::endpoints::query::Query;
 pub struct RequestInfoFilter;
 
 /// The request-info filter as a layer.
-pub fn layer() -> FilterLayer<RequestInfoFilter> {
-    FilterLayer(RequestInfoFilter)
+pub fn layer() -> StepLayer<RequestInfoFilter> {
+    StepLayer(RequestInfoFilter)
 }
 
 /// Reads `req` and keeps the reading in its extensions, unless it was read already (the
@@ -32,13 +32,11 @@ pub fn read<B>(req: &mut Request<B>) {
     req.extensions_mut().insert(parsed);
 }
 
-impl Filter for RequestInfoFilter {
-    fn filter<'a, S: ChainInner>(
-        &'a self,
-        mut req: Request<Body>,
-        next: Next<'a, S>,
-    ) -> impl Future<Output = Response<Body>> + Send + 'a {
-        read(&mut req);
-        next.run(req)
+impl Step for RequestInfoFilter {
+    type State = ();
+
+    fn before(&self, req: &mut Request<Body>) -> Before<()> {
+        read(req);
+        Before::Continue(())
     }
 }

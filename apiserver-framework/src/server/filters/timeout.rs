@@ -2,12 +2,17 @@
 //! `WithTimeoutForNonLongRunningRequests`): a request other than a watch that is not answered
 //! within `--request-timeout` (or a shorter `?timeout=`) is answered `504`.
 
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use axum::body::Body;
 use http::{HeaderValue, Request, Response, StatusCode, header};
+use pin_project_lite::pin_project;
+use tower::{Layer, Service};
 
-use super::filter::{ChainInner, Filter, FilterLayer, Next};
 use crate::authz::ParsedRequest;
 use crate::duration;
 use crate::endpoints::query::Query;
@@ -29,43 +34,110 @@ pub struct TimeoutFilter {
 }
 
 /// The timeout filter as a layer.
-pub fn layer(
-    request_timeout: Duration,
-    min_request_timeout: Duration,
-) -> FilterLayer<TimeoutFilter> {
-    FilterLayer(TimeoutFilter {
+pub fn layer(request_timeout: Duration, min_request_timeout: Duration) -> TimeoutFilter {
+    TimeoutFilter {
         request_timeout,
         min_request_timeout,
-    })
+    }
 }
 
-impl Filter for TimeoutFilter {
-    fn filter<'a, S: ChainInner>(
-        &'a self,
-        mut req: Request<Body>,
-        next: Next<'a, S>,
-    ) -> impl Future<Output = Response<Body>> + Send + 'a {
+impl<S> Layer<S> for TimeoutFilter {
+    type Service = TimeoutService<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        TimeoutService {
+            filter: *self,
+            inner,
+        }
+    }
+}
+
+/// The service of the [`TimeoutFilter`].
+#[derive(Clone, Debug)]
+pub struct TimeoutService<S> {
+    filter: TimeoutFilter,
+    inner: S,
+}
+
+impl<S> Service<Request<Body>> for TimeoutService<S>
+where
+    S: Service<Request<Body>, Response = Response<Body>, Error = Infallible>,
+{
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = TimeoutFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: Request<Body>) -> Self::Future {
         let long_running = req
             .extensions()
             .get::<ParsedRequest>()
             .is_some_and(super::long_running::is_long_running);
-        req.extensions_mut()
-            .insert(MinRequestTimeout(self.min_request_timeout));
-        let deadline = match long_running {
-            true => None,
-            false => Some(match req.extensions().get::<Query>() {
-                Some(query) => deadline_of(query, self.request_timeout),
-                None => deadline(req.uri().query(), self.request_timeout),
-            }),
+        if long_running {
+            // Watches are long-running: theirs is the shortest watch's length.
+            req.extensions_mut()
+                .insert(MinRequestTimeout(self.filter.min_request_timeout));
+            return TimeoutFuture::Unbounded {
+                inner: self.inner.call(req),
+            };
+        }
+        let deadline = match req.extensions().get::<Query>() {
+            Some(query) => deadline_of(query, self.filter.request_timeout),
+            None => deadline(req.uri().query(), self.filter.request_timeout),
         };
-        async move {
-            match deadline {
-                None => next.run(req).await,
-                Some(Err(e)) => axum::response::IntoResponse::into_response(e),
-                Some(Ok(d)) => match tokio::time::timeout(d, next.run(req)).await {
-                    Ok(res) => res,
-                    Err(_) => timed_out(),
-                },
+        match deadline {
+            Ok(d) => TimeoutFuture::Bounded {
+                inner: tokio::time::timeout(d, self.inner.call(req)),
+            },
+            Err(e) => TimeoutFuture::Refused {
+                res: Some(axum::response::IntoResponse::into_response(e)),
+            },
+        }
+    }
+}
+
+pin_project! {
+    /// The future of a [`TimeoutService`].
+    // The variants' fields: the rest of the chain's future (with the deadline), or the
+    // answer until it is given.
+    #[allow(missing_docs)]
+    #[project = TimeoutFutureProjection]
+    pub enum TimeoutFuture<F> {
+        /// A long-running request: no deadline.
+        Unbounded {
+            #[pin]
+            inner: F,
+        },
+        /// Answered `504` when the deadline passes first.
+        Bounded {
+            #[pin]
+            inner: tokio::time::Timeout<F>,
+        },
+        /// A malformed `?timeout=`.
+        Refused {
+            res: Option<Response<Body>>,
+        },
+    }
+}
+
+impl<F> Future for TimeoutFuture<F>
+where
+    F: Future<Output = Result<Response<Body>, Infallible>>,
+{
+    type Output = Result<Response<Body>, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project() {
+            TimeoutFutureProjection::Unbounded { inner } => inner.poll(cx),
+            TimeoutFutureProjection::Bounded { inner } => match ready!(inner.poll(cx)) {
+                Ok(res) => Poll::Ready(res),
+                Err(_) => Poll::Ready(Ok(timed_out())),
+            },
+            TimeoutFutureProjection::Refused { res } => {
+                Poll::Ready(Ok(res.take().expect("polled after it ended")))
             }
         }
     }
