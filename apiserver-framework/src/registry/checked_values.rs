@@ -6,26 +6,63 @@
 //! most expensive part of a read, so the verdict is remembered per key and revision: a key's
 //! value only changes with its revision, so the pair names one value for good.
 //!
-//! Keys are remembered by a 64-bit hash (with a per-process random seed), not by their text:
-//! an entry costs 16 bytes, not the key's length again. Two keys would have to share the hash
+//! Keys are remembered by a 64-bit hash (foldhash, with a random seed per process and table),
+//! not by their text: an entry costs 16 bytes, not the key's length again, and a lookup hashes
+//! the key once, cheaply, as every object of every read is looked up. Two keys would have to share the hash
 //! *and* the revision for a value to be taken as checked without being so; revisions name one
 //! write each, so that takes a collision between two keys of one multi-key transaction, which
 //! the framework never writes. The table is bounded ([`MAX_ENTRIES`]) and starts afresh when
 //! full, at the cost of checking each value once more.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, RandomState};
-use std::sync::RwLock;
+use std::hash::BuildHasher;
+use std::sync::{OnceLock, RwLock, RwLockReadGuard};
+
+use foldhash::SharedSeed;
+
+/// The hash of the keys, seeded from the operating system's randomness (once per process, and
+/// once per table), so that a client cannot choose keys that collide.
+type KeyHash = foldhash::quality::SeedableRandomState;
+/// The table's own hash of the (already hashed) keys.
+type TableHash = foldhash::fast::RandomState;
+
+/// A key hash with random seeds.
+fn key_hash() -> KeyHash {
+    static PROCESS_SEED: OnceLock<SharedSeed> = OnceLock::new();
+    let shared = PROCESS_SEED.get_or_init(|| SharedSeed::from_u64(rand::random()));
+    KeyHash::with_seed(rand::random(), shared)
+}
 
 /// The most keys remembered (about 16 MiB at the bound); when it is reached the table is
 /// emptied.
 pub(crate) const MAX_ENTRIES: usize = 1 << 20;
 
 /// The revision at which each key's value was last found to decode.
-#[derive(Default)]
 pub(crate) struct CheckedValues {
-    revisions: RwLock<HashMap<u64, u64>>,
-    seed: RandomState,
+    revisions: RwLock<HashMap<u64, u64, TableHash>>,
+    seed: KeyHash,
+}
+
+/// A read of the table, for looking up many values under one lock.
+pub(crate) struct Known<'a> {
+    revisions: RwLockReadGuard<'a, HashMap<u64, u64, TableHash>>,
+    seed: &'a KeyHash,
+}
+
+impl Known<'_> {
+    /// Whether the value of `key` at `revision` is known to decode.
+    pub(crate) fn contains(&self, key: &str, revision: u64) -> bool {
+        self.revisions.get(&self.seed.hash_one(key)) == Some(&revision)
+    }
+}
+
+impl Default for CheckedValues {
+    fn default() -> Self {
+        CheckedValues {
+            revisions: RwLock::default(),
+            seed: key_hash(),
+        }
+    }
 }
 
 impl CheckedValues {
@@ -33,25 +70,17 @@ impl CheckedValues {
         self.seed.hash_one(key)
     }
 
-    /// Whether the value of `key` at `revision` is known to decode.
-    pub(crate) fn contains(&self, key: &str, revision: u64) -> bool {
-        let hash = self.hash(key);
-        let revisions = self.revisions.read().unwrap_or_else(|e| e.into_inner());
-        revisions.get(&hash) == Some(&revision)
+    /// The table as it is now, to look values up in.
+    pub(crate) fn known(&self) -> Known<'_> {
+        Known {
+            revisions: self.revisions.read().unwrap_or_else(|e| e.into_inner()),
+            seed: &self.seed,
+        }
     }
 
-    /// The positions in `values` (key and revision) that are not known to decode.
-    pub(crate) fn unchecked<'a>(
-        &self,
-        values: impl IntoIterator<Item = (&'a str, u64)>,
-    ) -> Vec<usize> {
-        let revisions = self.revisions.read().unwrap_or_else(|e| e.into_inner());
-        values
-            .into_iter()
-            .enumerate()
-            .filter(|(_, (key, revision))| revisions.get(&self.hash(key)) != Some(revision))
-            .map(|(i, _)| i)
-            .collect()
+    /// Whether the value of `key` at `revision` is known to decode.
+    pub(crate) fn contains(&self, key: &str, revision: u64) -> bool {
+        self.known().contains(key, revision)
     }
 
     /// Remembers that the values of `keys` (key and revision) decode.
@@ -88,16 +117,28 @@ mod tests {
     #[test]
     fn a_value_is_checked_once_per_revision() {
         let checked = CheckedValues::default();
-        assert_eq!(checked.unchecked([("/a", 1), ("/b", 2)]), [0, 1]);
+        assert!(!checked.contains("/a", 1) && !checked.contains("/b", 2));
         checked.record([("/a", 1)]);
-        assert_eq!(checked.unchecked([("/a", 1), ("/b", 2)]), [1]);
         assert!(checked.contains("/a", 1) && !checked.contains("/b", 2));
+        let known = checked.known();
+        assert!(known.contains("/a", 1) && !known.contains("/b", 2));
+        drop(known);
         // A new revision of the key is a new value.
-        assert_eq!(checked.unchecked([("/a", 3)]), [0]);
+        assert!(!checked.contains("/a", 3));
         checked.record([("/a", 3)]);
-        assert_eq!(checked.unchecked([("/a", 1), ("/a", 3)]), [0]);
+        assert!(checked.contains("/a", 3) && !checked.contains("/a", 1));
         checked.forget("/a");
-        assert_eq!(checked.unchecked([("/a", 3)]), [0]);
+        assert!(!checked.contains("/a", 3));
+    }
+
+    #[test]
+    fn tables_hash_keys_with_their_own_seeds() {
+        // Two tables (as two processes) hash the same keys differently.
+        let (a, b) = (CheckedValues::default(), CheckedValues::default());
+        let keys = ["/a", "/b", "/c", "/d"];
+        assert!(keys.iter().any(|k| a.hash(k) != b.hash(k)));
+        // Within a table, a key's hash is stable.
+        assert!(keys.iter().all(|k| a.hash(k) == a.hash(k)));
     }
 
     #[test]

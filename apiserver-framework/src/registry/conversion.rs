@@ -164,15 +164,46 @@ fn api_version_of(obj: &Value) -> Result<String, ConversionError> {
         .ok_or_else(|| ConversionError::NotJson("the object has no apiVersion".into()))
 }
 
-/// The `apiVersion` a serialized object starts with, when it starts the way objects the
-/// framework writes do (`{"apiVersion":"…"`); `None` otherwise.
-pub(crate) fn leading_api_version(object: &[u8]) -> Option<&str> {
-    let rest = object.strip_prefix(b"{\"apiVersion\":\"")?;
-    let end = rest.iter().position(|&c| c == b'"' || c == b'\\')?;
-    if rest[end] != b'"' {
-        return None;
+/// Whether serialized `object` starts the way objects the framework writes do
+/// (`{"apiVersion":"…"`) with `api_version`. An object written another way answers `false`
+/// whatever its version (it is read the slow way). (A [`VersionPrefix`] answers the same,
+/// faster, for many objects.)
+pub(crate) fn starts_in_version(object: &[u8], api_version: &str) -> bool {
+    const PREFIX: &[u8] = b"{\"apiVersion\":\"";
+    let version = api_version.as_bytes();
+    object.len() > PREFIX.len() + version.len()
+        && object[PREFIX.len() + version.len()] == b'"'
+        && object.starts_with(PREFIX)
+        && &object[PREFIX.len()..PREFIX.len() + version.len()] == version
+        && !version.iter().any(|&c| c == b'"' || c == b'\\')
+}
+
+/// The start of the objects of one version as the framework writes them,
+/// `{"apiVersion":"<version>"`, made once and compared with every object read.
+#[derive(Clone, Debug)]
+pub(crate) struct VersionPrefix {
+    /// `None` for a version that has a quote or backslash (no object starts with it the simple
+    /// way).
+    prefix: Option<Box<[u8]>>,
+}
+
+impl VersionPrefix {
+    /// The prefix of the objects of `api_version`.
+    pub(crate) fn new(api_version: &str) -> Self {
+        let simple = !api_version.contains(['"', '\\']);
+        VersionPrefix {
+            prefix: simple.then(|| {
+                format!("{{\"apiVersion\":\"{api_version}\"")
+                    .into_bytes()
+                    .into()
+            }),
+        }
     }
-    std::str::from_utf8(&rest[..end]).ok()
+
+    /// Whether `object` starts with this prefix.
+    pub(crate) fn starts(&self, object: &[u8]) -> bool {
+        self.prefix.as_ref().is_some_and(|p| object.starts_with(p))
+    }
 }
 
 /// Converts serialized `object` to `to`, checking it decodes: bytes already in `to` are
@@ -182,7 +213,7 @@ pub(crate) fn convert_bytes(
     object: &[u8],
     to: &str,
 ) -> Result<Bytes, ConversionError> {
-    if leading_api_version(object) == Some(to) {
+    if starts_in_version(object, to) {
         converter.check(object, to)?;
         return Ok(Bytes::copy_from_slice(object));
     }
@@ -213,6 +244,8 @@ pub(crate) struct ConvertingStorage {
     inner: Arc<dyn Storage>,
     converter: Arc<dyn Converter>,
     storage_version: String,
+    /// The start of the objects of the storage version.
+    in_storage_version: VersionPrefix,
     checked: CheckedValues,
 }
 
@@ -223,10 +256,12 @@ impl ConvertingStorage {
         converter: Arc<dyn Converter>,
         storage_version: impl Into<String>,
     ) -> Self {
+        let storage_version = storage_version.into();
         ConvertingStorage {
             inner,
             converter,
-            storage_version: storage_version.into(),
+            in_storage_version: VersionPrefix::new(&storage_version),
+            storage_version,
             checked: CheckedValues::default(),
         }
     }
@@ -238,36 +273,34 @@ impl ConvertingStorage {
 
     /// Whether `kv` is stored in the storage version and known to decode.
     fn is_checked(&self, kv: &KeyValue) -> bool {
-        leading_api_version(&kv.value) == Some(self.storage_version.as_str())
-            && self.checked.contains(&kv.key, kv.mod_revision)
+        self.in_storage_version.starts(&kv.value) && self.checked.contains(&kv.key, kv.mod_revision)
     }
 
     /// `items` in the storage version, each checked to decode once per revision; the values
     /// that do not, all of them, fail the read.
     fn checked(&self, mut items: Vec<KeyValue>) -> Result<Vec<KeyValue>, StorageError> {
         let to = self.storage_version.as_str();
-        let mut unchecked = self
-            .checked
-            .unchecked(items.iter().map(|kv| (kv.key.as_str(), kv.mod_revision)));
         // A remembered revision was stored in the storage version; the prefix is checked
         // anyway, so that nothing but such a value is ever passed through unconverted.
-        unchecked.extend(
-            items
-                .iter()
-                .enumerate()
-                .filter(|(_, kv)| leading_api_version(&kv.value) != Some(to))
-                .map(|(i, _)| i),
-        );
+        let known = self.checked.known();
+        let unchecked: Vec<usize> = items
+            .iter()
+            .enumerate()
+            .filter(|(_, kv)| {
+                !(self.in_storage_version.starts(&kv.value)
+                    && known.contains(&kv.key, kv.mod_revision))
+            })
+            .map(|(i, _)| i)
+            .collect();
+        drop(known);
         if unchecked.is_empty() {
             return Ok(items);
         }
-        unchecked.sort_unstable();
-        unchecked.dedup();
         let mut corrupt = Vec::new();
         let mut good = Vec::with_capacity(unchecked.len());
         for i in unchecked {
             let kv = &mut items[i];
-            let stored_as_read = leading_api_version(&kv.value) == Some(to);
+            let stored_as_read = self.in_storage_version.starts(&kv.value);
             match convert_bytes(self.converter.as_ref(), &kv.value, to) {
                 Ok(value) => {
                     // A value stored in another version is converted on every read (until a
@@ -298,7 +331,7 @@ impl ConvertingStorage {
 
 /// `value` in `to`, or `value` itself when it is in `to` already or does not convert.
 fn convert_value(converter: &dyn Converter, value: Bytes, to: &str) -> Bytes {
-    if leading_api_version(&value) == Some(to) {
+    if starts_in_version(&value, to) {
         return value;
     }
     convert_bytes(converter, &value, to).unwrap_or(value)
@@ -410,7 +443,7 @@ pub async fn migrate(
             report.seen += 1;
             let mut current = kv.clone();
             loop {
-                if leading_api_version(&current.value) == Some(storage_version) {
+                if starts_in_version(&current.value, storage_version) {
                     break;
                 }
                 let converted = match convert_bytes(converter, &current.value, storage_version) {
@@ -450,17 +483,52 @@ mod tests {
     use super::*;
 
     #[test]
-    fn leading_api_version_reads_the_framework_layout_only() {
-        assert_eq!(
-            leading_api_version(br#"{"apiVersion":"g/v1","kind":"K"}"#),
-            Some("g/v1")
-        );
-        assert_eq!(
-            leading_api_version(br#"{"kind":"K","apiVersion":"g/v1"}"#),
-            None
-        );
-        assert_eq!(leading_api_version(br#"{"apiVersion":"g\"/v1"}"#), None);
-        assert_eq!(leading_api_version(b"garbage"), None);
+    fn starts_in_version_reads_the_framework_layout_only() {
+        let object = br#"{"apiVersion":"g/v1","kind":"K"}"#;
+        assert!(starts_in_version(object, "g/v1"));
+        assert!(!starts_in_version(object, "g/v"));
+        assert!(!starts_in_version(object, "g/v1\","));
+        assert!(!starts_in_version(object, "g/v10"));
+        assert!(!starts_in_version(
+            br#"{"kind":"K","apiVersion":"g/v1"}"#,
+            "g/v1"
+        ));
+        assert!(!starts_in_version(
+            br#"{"apiVersion":"g\"/v1"}"#,
+            r#"g\"/v1"#
+        ));
+        assert!(!starts_in_version(br#"{"apiVersion":"g/v1"#, "g/v1"));
+        // Only the start is read.
+        assert!(starts_in_version(br#"{"apiVersion":"g/v1""#, "g/v1"));
+        assert!(!starts_in_version(b"garbage", "g/v1"));
+        assert!(!starts_in_version(b"", ""));
+    }
+
+    #[test]
+    fn a_version_prefix_answers_as_starts_in_version() {
+        let objects: [&[u8]; 8] = [
+            br#"{"apiVersion":"g/v1","kind":"K"}"#,
+            br#"{"apiVersion":"g/v1""#,
+            br#"{"apiVersion":"g/v1"#,
+            br#"{"apiVersion":"g/v10","kind":"K"}"#,
+            br#"{"apiVersion":"g\"/v1"}"#,
+            br#"{"apiVersion":"","kind":"K"}"#,
+            br#"{"kind":"K","apiVersion":"g/v1"}"#,
+            b"",
+        ];
+        for version in ["g/v1", "g/v", "g/v10", "g/v1\",", r#"g\"/v1"#, r#"g\"#, ""] {
+            let prefix = VersionPrefix::new(version);
+            for object in objects {
+                assert_eq!(
+                    prefix.starts(object),
+                    starts_in_version(object, version),
+                    "{version:?} {:?}",
+                    String::from_utf8_lossy(object)
+                );
+            }
+        }
+        assert!(VersionPrefix::new("g/v1").starts(objects[0]));
+        assert!(VersionPrefix::new("").starts(objects[5]));
     }
 
     use std::sync::atomic::{AtomicUsize, Ordering};

@@ -15,20 +15,43 @@ const METADATA_OPEN: &[u8] = b"\"metadata\":{";
 ///
 /// `object` must not already carry a resourceVersion (stored objects never do).
 pub fn with_resource_version(object: &[u8], rv: u64) -> Bytes {
-    if let Some(at) = find_root_metadata(object) {
-        let insert_at = at + METADATA_OPEN.len();
-        let mut out = BytesMut::with_capacity(object.len() + 32);
-        out.put_slice(&object[..insert_at]);
-        out.put_slice(b"\"resourceVersion\":\"");
-        let _ = std::fmt::Write::write_fmt(&mut out, format_args!("{rv}"));
-        out.put_u8(b'"');
-        if object.get(insert_at) != Some(&b'}') {
-            out.put_u8(b',');
+    match find_root_metadata(object) {
+        Some(at) => {
+            let mut out = BytesMut::with_capacity(object.len() + RESOURCE_VERSION_LEN);
+            splice(&mut out, object, at, rv);
+            out.freeze()
         }
-        out.put_slice(&object[insert_at..]);
-        return out.freeze();
+        None => slow_path(object, rv),
     }
-    slow_path(object, rv)
+}
+
+/// The most bytes the fast path adds to an object: `"resourceVersion":"<20 digits>",`.
+pub(crate) const RESOURCE_VERSION_LEN: usize = 41;
+
+/// Appends `object` with `metadata.resourceVersion` set to `rv` to `out`: the same bytes as
+/// [`with_resource_version`], without an allocation of their own when `out` has room.
+pub(crate) fn put_with_resource_version(out: &mut BytesMut, object: &[u8], rv: u64) {
+    match find_root_metadata(object) {
+        Some(at) => splice(out, object, at, rv),
+        None => out.put_slice(&slow_path(object, rv)),
+    }
+}
+
+/// Appends `object` to `out` with the resourceVersion written in after the opening brace of
+/// the root metadata, whose key starts at `at`.
+fn splice(out: &mut BytesMut, object: &[u8], at: usize, rv: u64) {
+    let insert_at = at + METADATA_OPEN.len();
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(rv).as_bytes();
+    out.reserve(object.len() + RESOURCE_VERSION_LEN);
+    out.put_slice(&object[..insert_at]);
+    out.put_slice(b"\"resourceVersion\":\"");
+    out.put_slice(digits);
+    out.put_u8(b'"');
+    if object.get(insert_at) != Some(&b'}') {
+        out.put_u8(b',');
+    }
+    out.put_slice(&object[insert_at..]);
 }
 
 /// Finds `"metadata":{` at the root level, when the object starts with the derive's layout
@@ -45,17 +68,8 @@ fn find_root_metadata(object: &[u8]) -> Option<usize> {
         }
     };
     let simple_string = |pos: &mut usize| -> Option<()> {
-        while let Some(&c) = object.get(*pos) {
-            match c {
-                b'"' => {
-                    *pos += 1;
-                    return Some(());
-                }
-                b'\\' => return None,
-                _ => *pos += 1,
-            }
-        }
-        None
+        let end = *pos + memchr::memchr2(b'"', b'\\', object.get(*pos..)?)?;
+        (object[end] == b'"').then(|| *pos = end + 1)
     };
     expect(&mut pos, b"{\"apiVersion\":\"")?;
     simple_string(&mut pos)?;
@@ -109,5 +123,28 @@ mod tests {
         let v: Value = serde_json::from_slice(&with_resource_version(o, 9)).unwrap();
         assert_eq!(v["metadata"]["resourceVersion"], "9");
         assert!(v["spec"]["metadata"].get("resourceVersion").is_none());
+    }
+
+    #[test]
+    fn appending_writes_the_same_bytes_one_after_another() {
+        let objects: [&[u8]; 4] = [
+            br#"{"apiVersion":"g/v1","kind":"K","metadata":{"name":"a"},"spec":{}}"#,
+            br#"{"apiVersion":"g/v1","kind":"K","metadata":{}}"#,
+            br#"{"kind":"K","metadata":{"name":"x"}}"#,
+            b"not json",
+        ];
+        let mut out = BytesMut::new();
+        let mut expected = Vec::new();
+        for (i, o) in objects.iter().enumerate() {
+            let rv = [0, 7, u64::MAX, 12][i];
+            put_with_resource_version(&mut out, o, rv);
+            expected.extend_from_slice(&with_resource_version(o, rv));
+        }
+        assert_eq!(&out[..], &expected[..]);
+        let max = with_resource_version(objects[0], u64::MAX);
+        assert_eq!(max.len(), objects[0].len() + RESOURCE_VERSION_LEN);
+        assert!(max.starts_with(
+            br#"{"apiVersion":"g/v1","kind":"K","metadata":{"resourceVersion":"18446744073709551615","#
+        ));
     }
 }

@@ -32,6 +32,7 @@ use crate::apply;
 use crate::error::{ApiError, FieldError, StatusDetails};
 use crate::registry::conversion::{
     self, ConversionError, Converter, ConvertingStorage, HubConversion, MigrationReport, Spoke,
+    VersionPrefix,
 };
 use crate::registry::converted_events::ConvertedEvents;
 use crate::registry::options::{DeleteOptions, ListOptions, WriteOptions};
@@ -313,6 +314,7 @@ impl<H: Send + Sync + 'static> Kind<H> {
                     schema: schemas[&d.info.api_version()].clone(),
                     schemas: schemas.clone(),
                     api_version: d.info.api_version(),
+                    in_version: VersionPrefix::new(&d.info.api_version()),
                     warning: d
                         .deprecation
                         .as_ref()
@@ -425,6 +427,8 @@ pub struct VersionedStorage {
     /// Every version's schema, by `<group>/<version>`.
     schemas: Arc<BTreeMap<String, StructuralSchema>>,
     api_version: String,
+    /// The start of this version's objects.
+    in_version: VersionPrefix,
     warning: Option<String>,
     /// The store of the storage version (on a [`ConvertingStorage`]).
     inner: Arc<dyn RestStorage>,
@@ -488,7 +492,7 @@ impl VersionedStorage {
 
     /// `object` in this version, or why it does not convert (with the object).
     fn in_version(&self, object: Bytes) -> Result<Bytes, (ConversionError, Bytes)> {
-        if conversion::leading_api_version(&object) == Some(self.api_version.as_str()) {
+        if self.in_version.starts(&object) {
             return Ok(object);
         }
         conversion::convert_bytes(self.converter.as_ref(), &object, &self.api_version)
@@ -508,12 +512,16 @@ impl VersionedStorage {
     /// upstream's does: `500 StorageReadError` naming every one of them.
     fn out_list(&self, mut list: ObjectList) -> Result<ObjectList, ApiError> {
         let mut corrupt = Vec::new();
-        let mut items = Vec::with_capacity(list.items.len());
-        for item in std::mem::take(&mut list.items) {
-            match self.in_version(item) {
-                Ok(item) => items.push(item),
-                Err((e, item)) => corrupt.push(CorruptValue {
-                    key: format!("{}{}", self.prefix, object_key_suffix(&item)),
+        for item in &mut list.items {
+            // Most lists are read in the version they are stored in: their items stay as
+            // they are.
+            if self.in_version.starts(item) {
+                continue;
+            }
+            match conversion::convert_bytes(self.converter.as_ref(), item, &self.api_version) {
+                Ok(converted) => *item = converted,
+                Err(e) => corrupt.push(CorruptValue {
+                    key: format!("{}{}", self.prefix, object_key_suffix(item)),
                     message: e.to_string(),
                 }),
             }
@@ -522,7 +530,6 @@ impl VersionedStorage {
             let err = StorageError::Corrupt(corrupt);
             return Err(storage_error(&self.info, "list", &self.prefix, err));
         }
-        list.items = items;
         Ok(list)
     }
 

@@ -204,7 +204,10 @@ impl Shared {
             (Some(after), limit) if limit > 0 => counts.after(st.revision, &req.prefix, after),
             _ => None,
         };
-        let mut items = Vec::new();
+        let mut items = match req.limit {
+            0 => Vec::new(),
+            limit => Vec::with_capacity(limit.min(st.data.len())),
+        };
         let mut remaining = 0u64;
         for (k, v) in st.data.range((start, Bound::Unbounded)) {
             if !k.starts_with(&req.prefix) {

@@ -1,11 +1,15 @@
 //! List: paging with `limit` and `continue`, reads at a `resourceVersion`, label and field
 //! selectors; and the typed lists that plugins and controllers read.
 
+use std::ops::Range;
+
 use super::Store;
 use super::errors::storage_error;
 use crate::error::ApiError;
 use crate::registry::continue_token;
-use crate::registry::encoding::with_resource_version;
+use bytes::BytesMut;
+
+use crate::registry::encoding::{RESOURCE_VERSION_LEN, put_with_resource_version};
 use crate::registry::options::ListOptions;
 use crate::registry::rest::{ObjectList, RequestContext};
 use crate::registry::watch;
@@ -79,7 +83,10 @@ impl<T: ApiResource> Store<T> {
         let continue_key = start_after
             .clone()
             .filter(|_| !opts.continue_token.is_empty());
-        let mut items = Vec::new();
+        // Every item is written, with its resourceVersion, into one buffer that the items are
+        // slices of: one allocation per page, not one per object.
+        let mut buffer = BytesMut::new();
+        let mut items: Vec<Range<usize>> = Vec::new();
         let mut read_revision = revision;
         // Pages are read until `limit` objects matched the selectors or the collection ends.
         let (more, remaining, last_key) = loop {
@@ -110,9 +117,21 @@ impl<T: ApiResource> Store<T> {
                 })?;
             read_revision = Some(page.revision);
             let last = page.items.last().map(|kv| kv.key.clone());
+            if !filtering {
+                // Every object is an item: room for all of them at once. (Filtered pages grow
+                // with what matches.)
+                buffer.reserve(
+                    page.items
+                        .iter()
+                        .map(|kv| kv.value.len() + RESOURCE_VERSION_LEN)
+                        .sum(),
+                );
+            }
             for kv in &page.items {
                 if watch::matches(opts, &kv.value) {
-                    items.push(with_resource_version(&kv.value, kv.mod_revision));
+                    let start = buffer.len();
+                    put_with_resource_version(&mut buffer, &kv.value, kv.mod_revision);
+                    items.push(start..buffer.len());
                 }
             }
             if !page.more || (opts.limit > 0 && items.len() >= opts.limit) {
@@ -121,6 +140,8 @@ impl<T: ApiResource> Store<T> {
             start_after = last;
         };
         let revision = read_revision.unwrap_or(0);
+        let buffer = buffer.freeze();
+        let items = items.into_iter().map(|r| buffer.slice(r)).collect();
         Ok(ObjectList {
             resource_version: revision.to_string(),
             continue_token: match (more, last_key) {
