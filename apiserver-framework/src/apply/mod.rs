@@ -83,42 +83,46 @@ pub(crate) trait VersionConverter: Send + Sync {
     fn to_version(&self, obj: &Value, api_version: &str) -> Option<(Value, StructuralSchema)>;
 }
 
-/// What a write changed, as seen from each manager's version.
+/// What a write changed, as seen from each manager's version: the write's own version's sets
+/// are borrowed, another version's are worked out when a manager of that version asks.
 struct Changes<'a> {
     versions: Option<&'a dyn VersionConverter>,
     old: &'a Value,
     new: &'a Value,
     reset: &'a Set,
-    /// By API version: (modified or added, removed).
+    /// The write's API version.
+    own_version: &'a str,
+    /// In the write's API version: (modified or added, removed).
+    own: (&'a Set, &'a Set),
+    /// By other API version: (modified or added, removed).
     seen: std::collections::BTreeMap<String, (Set, Set)>,
 }
 
 impl<'a> Changes<'a> {
     fn new(
-        ctx: &Context<'_>,
+        ctx: &'a Context<'_>,
         versions: Option<&'a dyn VersionConverter>,
         old: &'a Value,
         new: &'a Value,
-        reset: &'a Set,
-        changed: &Set,
-        removed: &Set,
+        changed: &'a Set,
+        removed: &'a Set,
     ) -> Self {
-        let mut seen = std::collections::BTreeMap::new();
-        seen.insert(
-            ctx.api_version.to_string(),
-            (changed.clone(), removed.clone()),
-        );
         Changes {
             versions,
             old,
             new,
-            reset,
-            seen,
+            reset: &ctx.reset_fields,
+            own_version: ctx.api_version,
+            own: (changed, removed),
+            seen: std::collections::BTreeMap::new(),
         }
     }
 
     /// (modified or added, removed) in `api_version`.
-    fn of(&mut self, api_version: &str, own: &str) -> Result<&(Set, Set), ApplyError> {
+    fn of(&mut self, api_version: &str) -> Result<(&Set, &Set), ApplyError> {
+        if api_version == self.own_version {
+            return Ok(self.own);
+        }
         if !self.seen.contains_key(api_version) {
             let found = match self.versions {
                 Some(v) => match (
@@ -133,13 +137,11 @@ impl<'a> Changes<'a> {
                 },
                 None => None,
             };
-            let found = match found {
-                Some(f) => f,
-                None => self.seen[own].clone(),
-            };
+            let found = found.unwrap_or_else(|| (self.own.0.clone(), self.own.1.clone()));
             self.seen.insert(api_version.to_string(), found);
         }
-        Ok(&self.seen[api_version])
+        let (changed, removed) = &self.seen[api_version];
+        Ok((changed, removed))
     }
 }
 
@@ -250,18 +252,10 @@ fn tracked_update(
     } else {
         comparison.modified.union(&comparison.added)
     };
-    let mut changes = Changes::new(
-        ctx,
-        versions,
-        old,
-        new,
-        &ctx.reset_fields,
-        &changed,
-        &comparison.removed,
-    );
+    let mut changes = Changes::new(ctx, versions, old, new, &changed, &comparison.removed);
     let map = managed.map_mut();
     for entry in map.values_mut() {
-        let (changed, removed) = changes.of(&entry.api_version, ctx.api_version)?;
+        let (changed, removed) = changes.of(&entry.api_version)?;
         entry.fields = entry
             .fields
             .difference(&entry.fields.intersection(changed))
@@ -413,21 +407,13 @@ pub(crate) fn apply_across(
 
     let comparison = compare(&live, &new, root)?.exclude(&ctx.reset_fields);
     let changed = comparison.modified.union(&comparison.added);
-    let mut changes = Changes::new(
-        ctx,
-        versions,
-        &live,
-        &new,
-        &ctx.reset_fields,
-        &changed,
-        &comparison.removed,
-    );
+    let mut changes = Changes::new(ctx, versions, &live, &new, &changed, &comparison.removed);
     let mut conflicts = Vec::new();
     for (id, entry) in managed.map() {
         if *id == applier_id {
             continue;
         }
-        let (changed, _) = changes.of(&entry.api_version, ctx.api_version)?;
+        let (changed, _) = changes.of(&entry.api_version)?;
         for path in entry.fields.intersection(changed).paths() {
             conflicts.push(Conflict {
                 manager: id.clone(),
@@ -442,7 +428,7 @@ pub(crate) fn apply_across(
     let map = managed.map_mut();
     for (id, entry) in map.iter_mut() {
         if *id != applier_id {
-            let (changed, removed) = changes.of(&entry.api_version, ctx.api_version)?;
+            let (changed, removed) = changes.of(&entry.api_version)?;
             entry.fields = entry
                 .fields
                 .difference(&entry.fields.intersection(changed))

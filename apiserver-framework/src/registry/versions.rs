@@ -375,7 +375,8 @@ where
         };
         f(&mut hub);
         if let Ok(mut back) = V::try_from(hub) {
-            *back.meta_mut() = obj.meta().clone();
+            // `obj`'s metadata moves into the result (not copied); the hub's is dropped.
+            std::mem::swap(back.meta_mut(), obj.meta_mut());
             *obj = back;
         }
     }
