@@ -162,14 +162,7 @@ mod tests {
             }
             Ok::<_, std::convert::Infallible>(Response::new(Body::empty()))
         });
-        let res = layer()
-            .layer(panics)
-            .oneshot(Request::new(Body::empty()))
-            .await
-            .unwrap();
-        assert_eq!(res.status(), 500);
-        let body = res.into_body().collect().await.unwrap().to_bytes();
-        let status: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        let status = answer_of(panics).await;
         assert_eq!(status["kind"], "Status");
         assert_eq!(status["reason"], "InternalError");
         assert_eq!(
@@ -198,15 +191,23 @@ mod tests {
 
     #[tokio::test]
     async fn a_panic_on_call_is_a_500_status() {
+        let status = answer_of(PanicsOnCall).await;
+        assert_eq!(status["reason"], "InternalError");
+    }
+
+    /// The `500` Status `inner`, behind panic recovery, answers a request with.
+    async fn answer_of<S>(inner: S) -> serde_json::Value
+    where
+        S: Service<Request<Body>, Response = Response<Body>, Error = Infallible>,
+    {
         let res = layer()
-            .layer(PanicsOnCall)
+            .layer(inner)
             .oneshot(Request::new(Body::empty()))
             .await
             .unwrap();
         assert_eq!(res.status(), 500);
         let body = res.into_body().collect().await.unwrap().to_bytes();
-        let status: serde_json::Value = serde_json::from_slice(&body).unwrap();
-        assert_eq!(status["reason"], "InternalError");
+        serde_json::from_slice(&body).unwrap()
     }
 
     #[tokio::test]
