@@ -3,12 +3,12 @@
 
 use std::ops::Range;
 
+use bytes::BytesMut;
+
 use super::Store;
 use super::errors::storage_error;
 use crate::error::ApiError;
 use crate::registry::continue_token;
-use bytes::BytesMut;
-
 use crate::registry::encoding::{RESOURCE_VERSION_LEN, put_with_resource_version};
 use crate::registry::options::ListOptions;
 use crate::registry::rest::{ObjectList, RequestContext};

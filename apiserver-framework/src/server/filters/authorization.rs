@@ -39,19 +39,21 @@ impl Filter for AuthorizationFilter {
     ) -> Response<Body> {
         // The user and what the request asks to do are lent to the authorizer, in place, and
         // put back for the handler: neither copied nor taken out of the extensions.
-        if req.extensions().get::<ParsedRequest>().is_none() {
-            let parsed = ParsedRequest::of_request(&req);
-            req.extensions_mut().insert(parsed);
-        }
-        let extensions = req.extensions_mut();
-        let user = extensions
+        let user = req
+            .extensions_mut()
             .get_mut::<UserInfo>()
             .map(std::mem::take)
             .unwrap_or_default();
-        let request = extensions
-            .get_mut::<ParsedRequest>()
-            .map(ParsedRequest::take_request)
-            .unwrap_or_else(|| unreachable!("the request was read above"));
+        let request = match req.extensions_mut().get_mut::<ParsedRequest>() {
+            Some(parsed) => parsed.take_request(),
+            None => {
+                // Not read before (a chain without request info): read here, kept for after.
+                let mut parsed = ParsedRequest::of_request(&req);
+                let request = parsed.take_request();
+                req.extensions_mut().insert(parsed);
+                request
+            }
+        };
         let attrs = Attributes { user, request };
         let mut decision = self.authorizer.authorize(&attrs).await;
         audit::annotate_authorization(req.extensions(), &decision);
