@@ -37,7 +37,12 @@ impl PathElement {
     /// The `FieldsV1` key of this element: `f:name`, `k:{"name":"x"}`, `v:"x"` or `i:0`.
     pub fn to_fields_v1_key(&self) -> String {
         match self {
-            PathElement::Field(name) => format!("f:{name}"),
+            PathElement::Field(name) => {
+                let mut out = String::with_capacity(name.len() + 2);
+                out.push_str("f:");
+                out.push_str(name);
+                out
+            }
             PathElement::Key(fields) => {
                 let mut out = String::from("k:{");
                 for (i, (name, value)) in fields.iter().enumerate() {
@@ -241,11 +246,15 @@ impl Set {
             [last] => {
                 self.members.insert(last.clone());
             }
-            [first, rest @ ..] => self
-                .children
-                .entry(first.clone())
-                .or_default()
-                .insert_elements(rest),
+            // The key is copied only for a child not yet present.
+            [first, rest @ ..] => match self.children.get_mut(first) {
+                Some(child) => child.insert_elements(rest),
+                None => self
+                    .children
+                    .entry(first.clone())
+                    .or_default()
+                    .insert_elements(rest),
+            },
         }
     }
 
@@ -422,16 +431,34 @@ impl Set {
     /// member as well as a parent.
     pub fn to_fields_v1(&self) -> Value {
         let mut map = Map::new();
-        let mut keys: BTreeSet<&PathElement> = self.members.iter().collect();
-        keys.extend(self.children.keys());
-        for pe in keys {
-            let value = match self.children.get(pe) {
+        // Members and children are both sorted: walk them side by side, in upstream's order.
+        let mut members = self.members.iter().peekable();
+        let mut children = self.children.iter().peekable();
+        loop {
+            let (pe, member, child) = match (members.peek(), children.peek()) {
+                (None, None) => break,
+                (Some(m), Some((c, _))) if *m == *c => {
+                    let (c, set) = children.next().expect("peeked");
+                    members.next();
+                    (c, true, Some(set))
+                }
+                (Some(m), Some((c, _))) if *m > *c => {
+                    let (c, set) = children.next().expect("peeked");
+                    (c, false, Some(set))
+                }
+                (Some(_), _) => (members.next().expect("peeked"), true, None),
+                (None, Some(_)) => {
+                    let (c, set) = children.next().expect("peeked");
+                    (c, false, Some(set))
+                }
+            };
+            let value = match child {
                 Some(child) => {
                     let mut inner = match child.to_fields_v1() {
                         Value::Object(m) => m,
                         _ => Map::new(),
                     };
-                    if self.members.contains(pe) {
+                    if member {
                         inner.insert(".".to_string(), Value::Object(Map::new()));
                     }
                     Value::Object(inner)

@@ -7,6 +7,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntr
 use serde_json::{Map, Value, json};
 
 use super::fieldpath::Set;
+use super::value::{metadata_field, push_json_string};
 
 /// The kind of write that gave a manager its fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -44,30 +45,23 @@ pub struct Entry {
     pub fields: Set,
 }
 
-fn json_string(s: &str) -> String {
-    Value::String(s.to_string()).to_string()
-}
-
 impl Entry {
     /// Upstream's manager identifier: the entry as JSON without fields and time (and without the
     /// API version for appliers). Two entries with the same identifier are the same manager.
     pub fn identifier(&self) -> String {
-        let mut out = format!(
-            "{{\"manager\":{},\"operation\":\"{}\"",
-            json_string(&self.manager),
-            self.operation.as_str()
-        );
+        let mut out = String::with_capacity(64);
+        out.push_str("{\"manager\":");
+        push_json_string(&mut out, &self.manager);
+        out.push_str(",\"operation\":\"");
+        out.push_str(self.operation.as_str());
+        out.push('"');
         if self.operation == Operation::Update && !self.api_version.is_empty() {
-            out.push_str(&format!(
-                ",\"apiVersion\":{}",
-                json_string(&self.api_version)
-            ));
+            out.push_str(",\"apiVersion\":");
+            push_json_string(&mut out, &self.api_version);
         }
         if !self.subresource.is_empty() {
-            out.push_str(&format!(
-                ",\"subresource\":{}",
-                json_string(&self.subresource)
-            ));
+            out.push_str(",\"subresource\":");
+            push_json_string(&mut out, &self.subresource);
         }
         out.push('}');
         out
@@ -190,6 +184,12 @@ impl ManagedFields {
         self.entries.insert(entry.identifier(), entry);
     }
 
+    /// Adds or replaces the entry whose [`Entry::identifier`] the caller already made.
+    pub(crate) fn insert_identified(&mut self, identifier: String, entry: Entry) {
+        debug_assert_eq!(identifier, entry.identifier());
+        self.entries.insert(identifier, entry);
+    }
+
     pub(crate) fn map_mut(&mut self) -> &mut BTreeMap<String, Entry> {
         &mut self.entries
     }
@@ -261,7 +261,7 @@ impl ManagedFields {
 
     /// Reads the managers of an object.
     pub fn from_object(obj: &Value) -> Result<ManagedFields, ManagedFieldsError> {
-        ManagedFields::decode(obj.pointer("/metadata/managedFields"))
+        ManagedFields::decode(metadata_field(obj, "managedFields"))
     }
 
     /// Upstream's `decodeLiveOrNew` for non-apply writes: the request's managedFields if they
@@ -275,7 +275,7 @@ impl ManagedFields {
         if is_subresource {
             return from_live();
         }
-        match new.pointer("/metadata/managedFields") {
+        match metadata_field(new, "managedFields") {
             Some(Value::Array(items)) if items.is_empty() => return ManagedFields::new(),
             Some(Value::Array(items))
                 if items.len() == 1 && items[0].as_object().is_some_and(Map::is_empty) =>

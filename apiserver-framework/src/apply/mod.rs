@@ -23,6 +23,8 @@ mod value;
 #[cfg(test)]
 mod tests;
 
+use std::borrow::Cow;
+
 use jiff::Timestamp;
 use serde_json::{Map, Value};
 
@@ -35,7 +37,7 @@ pub use typed::fields_of;
 
 use merge::{merge, remove_items};
 use typed::{compare, fields_of_node};
-use value::values_equal;
+use value::{metadata_field, values_equal};
 
 /// Upstream caps the `Update` entries at this many, merging the oldest into `ancient-changes`.
 pub(crate) const MAX_UPDATE_MANAGERS: usize = 10;
@@ -180,13 +182,23 @@ fn build_strip_set() -> Set {
     set
 }
 
-/// The object without `metadata.managedFields`.
-fn without_managed_fields(obj: &Value) -> Value {
+/// The object without `metadata.managedFields`: borrowed when it has none (a create's
+/// object, or one the caller has already stripped with [`remove_managed_fields`]).
+fn without_managed_fields(obj: &Value) -> Cow<'_, Value> {
+    if metadata_field(obj, "managedFields").is_none() {
+        return Cow::Borrowed(obj);
+    }
     let mut obj = obj.clone();
+    remove_managed_fields(&mut obj);
+    Cow::Owned(obj)
+}
+
+/// Removes `metadata.managedFields` from an object the caller owns, so that [`update`] reads
+/// it without copying it.
+pub(crate) fn remove_managed_fields(obj: &mut Value) {
     if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.remove("managedFields");
     }
-    obj
 }
 
 /// An empty object of the same kind (what upstream's object creater makes).
@@ -228,7 +240,7 @@ pub(crate) fn update_across(
     let new = without_managed_fields(new);
     let old = match old {
         Some(old) => without_managed_fields(old),
-        None => empty_like(&new),
+        None => Cow::Owned(empty_like(&new)),
     };
     let mut managed = managed;
     tracked_update(ctx, versions, ctx.manager, &old, &new, &mut managed)?;
@@ -270,11 +282,12 @@ fn tracked_update(
         return Ok(());
     }
     let mut entry = ctx.entry(manager, Operation::Update, current);
-    if let Some(previous) = managed.get(&entry.identifier()) {
+    let id = entry.identifier();
+    if let Some(previous) = managed.get(&id) {
         entry.fields = entry.fields.union(&previous.fields);
     }
     debug_assert_ne!(manager, CURRENT_OPERATION);
-    managed.insert(entry);
+    managed.insert_identified(id, entry);
     Ok(())
 }
 
@@ -353,10 +366,7 @@ pub(crate) fn apply_across(
     managed: ManagedFields,
     force: bool,
 ) -> Result<(Value, ManagedFields), ApplyError> {
-    if config
-        .pointer("/metadata/managedFields")
-        .is_some_and(|v| !v.is_null())
-    {
+    if metadata_field(config, "managedFields").is_some_and(|v| !v.is_null()) {
         return Err(ApplyError::BadRequest(
             "metadata.managedFields must be nil".into(),
         ));
@@ -373,7 +383,7 @@ pub(crate) fn apply_across(
     }
     let live = match live {
         Some(live) => without_managed_fields(live),
-        None => empty_like(config),
+        None => Cow::Owned(empty_like(config)),
     };
     let mut managed = managed;
     if managed.is_empty() {

@@ -4,6 +4,23 @@ use std::cmp::Ordering;
 
 use serde_json::Value;
 
+/// `metadata.<name>` of an object (without `Value::pointer`, which allocates per step).
+pub(crate) fn metadata_field<'a>(obj: &'a Value, name: &str) -> Option<&'a Value> {
+    obj.get("metadata")?.get(name)
+}
+
+/// Appends `s` as a JSON string literal.
+pub(crate) fn push_json_string(out: &mut String, s: &str) {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.reserve(s.len() + 2);
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+    } else {
+        out.push_str(&serde_json::to_string(s).unwrap_or_default());
+    }
+}
+
 /// Compact JSON, as upstream prints values in paths and `FieldsV1` keys.
 pub(crate) fn to_compact_json(value: &Value) -> String {
     serde_json::to_string(value).unwrap_or_default()
@@ -60,4 +77,44 @@ pub(crate) fn compare_values(a: &Value, b: &Value) -> Ordering {
 /// Deep equality with numbers compared by value.
 pub(crate) fn values_equal(a: &Value, b: &Value) -> bool {
     compare_values(a, b) == Ordering::Equal
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn json_strings_are_written_as_serde_json_writes_them() {
+        for s in [
+            "",
+            "kubectl",
+            "wardle.example.com/v1alpha1",
+            "quote \" and backslash \\",
+            "tab\tnewline\ncontrol\u{1}",
+            "del \u{7f} and non-ASCII é ☃",
+        ] {
+            let mut out = String::from("x");
+            push_json_string(&mut out, s);
+            assert_eq!(
+                out,
+                format!("x{}", serde_json::to_string(s).unwrap()),
+                "{s:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn metadata_fields_are_found_as_a_pointer_finds_them() {
+        let obj = json!({"metadata": {"managedFields": [], "name": "a"}, "spec": {}});
+        for name in ["managedFields", "name", "labels"] {
+            assert_eq!(
+                metadata_field(&obj, name),
+                obj.pointer(&format!("/metadata/{name}"))
+            );
+        }
+        assert_eq!(metadata_field(&json!({"spec": {}}), "name"), None);
+        assert_eq!(metadata_field(&json!("text"), "name"), None);
+    }
 }

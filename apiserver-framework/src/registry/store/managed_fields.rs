@@ -48,13 +48,17 @@ impl<T: ApiResource> Store<T> {
         if opts.apply {
             return Ok(());
         }
-        let old_value = old.map(Self::to_value).transpose()?;
-        let new_value = match new_value {
+        let mut old_value = old.map(Self::to_value).transpose()?;
+        let mut new_value = match new_value {
             Some(v) => v,
             None => Self::to_value(new)?,
         };
         let managed =
             apply::ManagedFields::for_update(old_value.as_ref(), &new_value, subresource.is_some());
+        // Both values are this write's own copies: the comparison reads them without
+        // `managedFields`, which is taken out here rather than copied out.
+        old_value.iter_mut().for_each(apply::remove_managed_fields);
+        apply::remove_managed_fields(&mut new_value);
         let api_version = self.info.api_version();
         let ctx = self.apply_context(&opts.field_manager, &api_version, subresource);
         let managed = apply::update(&ctx, old_value.as_ref(), &new_value, managed)?;
