@@ -39,9 +39,10 @@
 //! }
 //! ```
 
-use std::any::Any;
+use std::any::{Any, TypeId};
 use std::borrow::Cow;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::Value;
 
@@ -91,6 +92,9 @@ pub struct AdmissionAttributes<'a> {
     pub(crate) typed_object: Option<&'a (dyn Any + Send + Sync)>,
     /// The typed form of `old_object`, when the store holds it.
     pub(crate) typed_old_object: Option<&'a (dyn Any + Send + Sync)>,
+    /// Set by the trait's own [`AdmissionPlugin::mutate`]: which plugin kept it (and so does
+    /// not mutate).
+    pub(crate) default_mutate_of: Option<PluginIdentity>,
 }
 
 impl<'a> AdmissionAttributes<'a> {
@@ -185,7 +189,7 @@ fn type_name<T: ApiResource>() -> String {
 /// An admission plugin. Override [`AdmissionPlugin::mutate`], [`AdmissionPlugin::validate`]
 /// or both.
 #[async_trait::async_trait]
-pub trait AdmissionPlugin: Send + Sync + 'static {
+pub trait AdmissionPlugin: Any + Send + Sync {
     /// The plugin's name (used to enable or disable it).
     fn name(&self) -> &str;
 
@@ -202,7 +206,12 @@ pub trait AdmissionPlugin: Send + Sync + 'static {
     }
 
     /// May change the object; runs before every validating plugin.
-    async fn mutate(&self, _attrs: &mut AdmissionAttributes<'_>) -> Result<(), ApiError> {
+    ///
+    /// A plugin that keeps this default only validates. The chain learns that the first time it
+    /// runs it and skips it from then on; a request whose plugins all only validate then skips
+    /// the mutating phase, and the copy of the object it would make as JSON.
+    async fn mutate(&self, attrs: &mut AdmissionAttributes<'_>) -> Result<(), ApiError> {
+        attrs.default_mutate_of = Some(PluginIdentity::of(self));
         Ok(())
     }
 
@@ -213,25 +222,86 @@ pub trait AdmissionPlugin: Send + Sync + 'static {
 }
 
 /// The plugins of a server, run in order.
-#[derive(Clone, Default)]
+#[derive(Default)]
 pub struct AdmissionChain {
-    plugins: Vec<Arc<dyn AdmissionPlugin>>,
+    plugins: Vec<Registered>,
+}
+
+/// Which plugin value a `mutate` ran on: its address and its type. A plugin that wraps another
+/// and calls its `mutate` is told apart from it, even when the other is its first field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PluginIdentity(usize, TypeId);
+
+impl PluginIdentity {
+    fn of<P: ?Sized + 'static>(plugin: &P) -> Self {
+        PluginIdentity(plugin as *const P as *const () as usize, TypeId::of::<P>())
+    }
+
+    fn of_registered(plugin: &dyn AdmissionPlugin) -> Self {
+        PluginIdentity(
+            plugin as *const dyn AdmissionPlugin as *const () as usize,
+            (plugin as &dyn Any).type_id(),
+        )
+    }
+}
+
+/// A plugin of a chain and what the chain has learned about it.
+struct Registered {
+    plugin: Arc<dyn AdmissionPlugin>,
+    /// Whether the plugin's `mutate` has been seen to be the trait's default, which changes
+    /// nothing. A plugin cannot call its own default from a `mutate` it overrides, so this is
+    /// final.
+    validates_only: AtomicBool,
+}
+
+impl Registered {
+    fn new(plugin: Arc<dyn AdmissionPlugin>) -> Self {
+        Registered {
+            plugin,
+            validates_only: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether the plugin may change the object of a request it handles.
+    fn may_mutate(&self, resource: &ResourceInfo, operation: Operation) -> bool {
+        !self.validates_only.load(Ordering::Relaxed) && self.plugin.handles(resource, operation)
+    }
+}
+
+impl Clone for AdmissionChain {
+    fn clone(&self) -> Self {
+        AdmissionChain {
+            plugins: self
+                .plugins
+                .iter()
+                .map(|r| Registered {
+                    plugin: r.plugin.clone(),
+                    validates_only: AtomicBool::new(r.validates_only.load(Ordering::Relaxed)),
+                })
+                .collect(),
+        }
+    }
 }
 
 impl AdmissionChain {
     /// A chain of the given plugins.
     pub fn new(plugins: Vec<Arc<dyn AdmissionPlugin>>) -> Self {
-        AdmissionChain { plugins }
+        AdmissionChain {
+            plugins: plugins.into_iter().map(Registered::new).collect(),
+        }
     }
 
     /// Adds a plugin at the end.
     pub fn push(&mut self, plugin: Arc<dyn AdmissionPlugin>) {
-        self.plugins.push(plugin);
+        self.plugins.push(Registered::new(plugin));
     }
 
     /// The names of the plugins, in order.
     pub fn names(&self) -> Vec<String> {
-        self.plugins.iter().map(|p| p.name().to_string()).collect()
+        self.plugins
+            .iter()
+            .map(|r| r.plugin.name().to_string())
+            .collect()
     }
 
     /// Whether no plugin is registered.
@@ -241,24 +311,39 @@ impl AdmissionChain {
 
     /// Whether any plugin wants to see this request ([`AdmissionPlugin::handles`]).
     pub fn handles(&self, resource: &ResourceInfo, operation: Operation) -> bool {
-        self.plugins.iter().any(|p| p.handles(resource, operation))
+        self.plugins
+            .iter()
+            .any(|r| r.plugin.handles(resource, operation))
+    }
+
+    /// Whether a plugin may change the object of this request: one that handles it and has
+    /// not been seen to keep [`AdmissionPlugin::mutate`]'s default.
+    pub fn may_mutate(&self, resource: &ResourceInfo, operation: Operation) -> bool {
+        self.plugins
+            .iter()
+            .any(|r| r.may_mutate(resource, operation))
     }
 
     /// Runs every mutating plugin (before the store's defaulting and validation, as upstream).
     pub async fn mutate(&self, attrs: &mut AdmissionAttributes<'_>) -> Result<(), ApiError> {
-        for p in &self.plugins {
-            if p.handles(attrs.resource, attrs.operation) {
-                p.mutate(attrs).await?;
+        for r in &self.plugins {
+            if r.may_mutate(attrs.resource, attrs.operation) {
+                attrs.default_mutate_of = None;
+                r.plugin.mutate(attrs).await?;
+                if attrs.default_mutate_of == Some(PluginIdentity::of_registered(&*r.plugin)) {
+                    r.validates_only.store(true, Ordering::Relaxed);
+                }
             }
         }
+        attrs.default_mutate_of = None;
         Ok(())
     }
 
     /// Runs every validating plugin (after the store's validation, right before storage).
     pub async fn validate(&self, attrs: &AdmissionAttributes<'_>) -> Result<(), ApiError> {
-        for p in &self.plugins {
-            if p.handles(attrs.resource, attrs.operation) {
-                p.validate(attrs).await?;
+        for r in &self.plugins {
+            if r.plugin.handles(attrs.resource, attrs.operation) {
+                r.plugin.validate(attrs).await?;
             }
         }
         Ok(())

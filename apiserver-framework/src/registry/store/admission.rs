@@ -35,7 +35,11 @@ impl<T: ApiResource> Store<T> {
         obj: &mut T,
     ) -> Result<(), ApiError> {
         // No plugin wants the request: spare the object's round trip through JSON.
-        if !ctx.admission.handles(&self.info, write.operation) {
+        let runs = match phase {
+            Phase::Mutating => ctx.admission.may_mutate(&self.info, write.operation),
+            Phase::Validating => ctx.admission.handles(&self.info, write.operation),
+        };
+        if !runs {
             return Ok(());
         }
         let mut value = Self::to_value(obj)?;
@@ -61,6 +65,7 @@ impl<T: ApiResource> Store<T> {
             registry: &ctx.registry,
             typed_object: typed.map(|t| t as _),
             typed_old_object: write.old.map(|t| t as _),
+            default_mutate_of: None,
         };
         match phase {
             Phase::Mutating => {
@@ -100,6 +105,7 @@ impl<T: ApiResource> Store<T> {
             registry: &ctx.registry,
             typed_object: Some(obj),
             typed_old_object: write.old.map(|t| t as _),
+            default_mutate_of: None,
         };
         ctx.admission.validate(&attrs).await?;
         Ok(Some(value))
@@ -131,6 +137,7 @@ impl<T: ApiResource> Store<T> {
             registry: &ctx.registry,
             typed_object: None,
             typed_old_object: Some(obj),
+            default_mutate_of: None,
         };
         ctx.admission.mutate(&mut attrs).await?;
         ctx.admission.validate(&attrs).await
@@ -230,6 +237,113 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(w, before);
+    }
+
+    /// A plugin that keeps the default `mutate` and counts its validations.
+    #[derive(Default)]
+    struct ValidatesOnly {
+        validated: std::sync::atomic::AtomicUsize,
+    }
+
+    #[async_trait::async_trait]
+    impl AdmissionPlugin for ValidatesOnly {
+        fn name(&self) -> &str {
+            "ValidatesOnly"
+        }
+        async fn validate(&self, _: &AdmissionAttributes<'_>) -> Result<(), ApiError> {
+            self.validated
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_plugin_that_only_validates_is_learned_and_its_mutating_phase_skipped() {
+        let (store, _) = fixture::store();
+        let plugin = Arc::new(ValidatesOnly::default());
+        let ctx = fixture::ctx_with(vec![plugin.clone()]);
+        let info = store.info.clone();
+        assert!(ctx.admission.may_mutate(&info, Operation::Create));
+        for round in 1..=2 {
+            let mut w = Widget::new("a", "red");
+            let before = w.clone();
+            store
+                .admit(Phase::Mutating, &ctx, &create(false), &mut w)
+                .await
+                .unwrap();
+            assert_eq!(w, before);
+            assert!(!ctx.admission.may_mutate(&info, Operation::Create));
+            store
+                .admit(Phase::Validating, &ctx, &create(false), &mut w)
+                .await
+                .unwrap();
+            assert_eq!(
+                plugin.validated.load(std::sync::atomic::Ordering::Relaxed),
+                round,
+                "validation still runs on every request"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_mutating_plugin_beside_one_that_only_validates_mutates_every_request() {
+        let (store, _) = fixture::store();
+        let rec = Arc::new(Recorder::default());
+        let ctx = fixture::ctx_with(vec![Arc::new(ValidatesOnly::default()), rec.clone()]);
+        for _ in 0..2 {
+            let mut w = Widget::new("a", "red");
+            store
+                .admit(Phase::Mutating, &ctx, &create(false), &mut w)
+                .await
+                .unwrap();
+            assert_eq!(w.metadata.labels.unwrap()["admitted"], "mutated");
+            assert!(ctx.admission.may_mutate(&store.info, Operation::Create));
+        }
+        assert_eq!(
+            rec.phases(),
+            [("mutate", Operation::Create), ("mutate", Operation::Create)]
+        );
+    }
+
+    /// A plugin that holds a [`ValidatesOnly`] as its first field and calls its `mutate` for
+    /// red widgets, but labels every other widget.
+    #[repr(C)]
+    #[derive(Default)]
+    struct Wrapping {
+        inner: ValidatesOnly,
+    }
+
+    #[async_trait::async_trait]
+    impl AdmissionPlugin for Wrapping {
+        fn name(&self) -> &str {
+            "Wrapping"
+        }
+        async fn mutate(&self, attrs: &mut AdmissionAttributes<'_>) -> Result<(), ApiError> {
+            let obj = attrs.object.as_deref_mut().expect("a create has an object");
+            if obj["spec"]["color"] == "red" {
+                return self.inner.mutate(attrs).await;
+            }
+            obj["metadata"]["labels"]["admitted"] = serde_json::json!("wrapped");
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_plugin_that_calls_another_ones_default_mutate_is_not_taken_for_it() {
+        let (store, _) = fixture::store();
+        let ctx = fixture::ctx_with(vec![Arc::new(Wrapping::default())]);
+        let mut red = Widget::new("a", "red");
+        store
+            .admit(Phase::Mutating, &ctx, &create(false), &mut red)
+            .await
+            .unwrap();
+        assert!(ctx.admission.may_mutate(&store.info, Operation::Create));
+        let mut blue = Widget::new("b", "blue");
+        store
+            .admit(Phase::Mutating, &ctx, &create(false), &mut blue)
+            .await
+            .unwrap();
+        assert_eq!(blue.metadata.labels.unwrap()["admitted"], "wrapped");
     }
 
     #[tokio::test]
