@@ -197,3 +197,157 @@ pub fn labels_of(v: &Value) -> std::collections::BTreeMap<String, String> {
         .and_then(|l| serde_json::from_value(l.clone()).ok())
         .unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use futures::channel::mpsc;
+
+    use super::*;
+    use crate::registry::store::fixture::Widget;
+    use crate::selector::FieldSelector;
+
+    fn info() -> ResourceInfo {
+        <Widget as crate::resource::ApiResource>::resource_info()
+    }
+
+    fn created(name: &str, revision: u64) -> StorageEvent {
+        StorageEvent {
+            kind: EventKind::Created,
+            kv: KeyValue {
+                key: format!("/widgets/default/{name}"),
+                value: Bytes::from(format!(r#"{{"metadata":{{"name":"{name}"}}}}"#)),
+                create_revision: revision,
+                mod_revision: revision,
+            },
+            prev: None,
+        }
+    }
+
+    type Sender = mpsc::UnboundedSender<Result<StorageEvent, StorageError>>;
+
+    /// A watch of `opts` from revision 10 that ends `deadline` from now, fed by the returned
+    /// sender.
+    fn watch(
+        opts: &ListOptions,
+        initial: Vec<ObjectEvent>,
+        deadline: Duration,
+    ) -> (EventStream, Sender) {
+        let (tx, rx) = mpsc::unbounded();
+        let stream = run(
+            &info(),
+            opts,
+            initial,
+            10,
+            rx.boxed(),
+            Instant::now() + deadline,
+            Arc::new(EncodedEvents::default()),
+        );
+        (stream, tx)
+    }
+
+    /// `(type, resourceVersion)` of an event.
+    fn seen(ev: &ObjectEvent) -> (&'static str, String) {
+        let v: Value = serde_json::from_slice(&ev.object).unwrap();
+        let rv = v["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        (ev.kind.as_str(), rv)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn bookmarks_come_every_interval_and_just_before_the_deadline_then_the_watch_ends() {
+        let opts = ListOptions {
+            allow_watch_bookmarks: true,
+            ..Default::default()
+        };
+        let (mut stream, tx) = watch(&opts, Vec::new(), Duration::from_secs(150));
+        let start = Instant::now();
+        tx.unbounded_send(Ok(created("a", 11))).unwrap();
+        let mut got = Vec::new();
+        while let Some(ev) = stream.next().await {
+            got.push((seen(&ev), (Instant::now() - start).as_secs()));
+            if got.len() == 1 {
+                tx.unbounded_send(Ok(created("b", 12))).unwrap();
+            }
+        }
+        assert_eq!(
+            got,
+            [
+                (("ADDED", "11".to_string()), 0),
+                (("ADDED", "12".to_string()), 0),
+                (("BOOKMARK", "12".to_string()), 60),
+                (("BOOKMARK", "12".to_string()), 120),
+                (("BOOKMARK", "12".to_string()), 148),
+            ]
+        );
+        assert_eq!(
+            (Instant::now() - start).as_secs(),
+            150,
+            "ends at the deadline"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn without_bookmarks_the_watch_ends_with_the_storage_or_at_the_deadline() {
+        let (mut stream, tx) = watch(
+            &ListOptions::default(),
+            Vec::new(),
+            Duration::from_secs(150),
+        );
+        tx.unbounded_send(Ok(created("a", 11))).unwrap();
+        drop(tx);
+        assert_eq!(seen(&stream.next().await.unwrap()), ("ADDED", "11".into()));
+        assert!(stream.next().await.is_none(), "the storage's stream ended");
+
+        let (mut stream, _tx) = watch(
+            &ListOptions::default(),
+            Vec::new(),
+            Duration::from_secs(150),
+        );
+        let start = Instant::now();
+        assert!(stream.next().await.is_none());
+        assert_eq!((Instant::now() - start).as_secs(), 150);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn initial_events_come_first_and_an_error_ends_the_watch() {
+        let initial = vec![event(WatchEventType::Added, &created("a", 5).kv)];
+        let (mut stream, tx) = watch(&ListOptions::default(), initial, Duration::from_secs(150));
+        tx.unbounded_send(Ok(created("b", 11))).unwrap();
+        tx.unbounded_send(Err(StorageError::Compacted {
+            requested: 11,
+            compacted: 20,
+        }))
+        .unwrap();
+        tx.unbounded_send(Ok(created("c", 21))).unwrap();
+        let mut got = Vec::new();
+        while let Some(ev) = stream.next().await {
+            got.push(ev);
+        }
+        assert_eq!(seen(&got[0]), ("ADDED", "5".into()));
+        assert_eq!(seen(&got[1]), ("ADDED", "11".into()));
+        assert_eq!(got[2].kind, WatchEventType::Error);
+        let status: Value = serde_json::from_slice(&got[2].object).unwrap();
+        assert_eq!(status["code"], 410);
+        assert_eq!(got.len(), 3, "nothing after the error");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn events_outside_the_selectors_are_skipped_but_counted_for_bookmarks() {
+        let opts = ListOptions {
+            allow_watch_bookmarks: true,
+            field_selector: FieldSelector::parse("metadata.name=b").unwrap(),
+            ..Default::default()
+        };
+        let (mut stream, tx) = watch(&opts, Vec::new(), Duration::from_secs(70));
+        tx.unbounded_send(Ok(created("a", 11))).unwrap();
+        tx.unbounded_send(Ok(created("b", 12))).unwrap();
+        tx.unbounded_send(Ok(created("c", 13))).unwrap();
+        assert_eq!(seen(&stream.next().await.unwrap()), ("ADDED", "12".into()));
+        assert_eq!(
+            seen(&stream.next().await.unwrap()),
+            ("BOOKMARK", "13".into())
+        );
+    }
+}
