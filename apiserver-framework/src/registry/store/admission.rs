@@ -147,6 +147,8 @@ impl<T: ApiResource> Store<T> {
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::atomic::Ordering::Relaxed;
 
     use super::*;
     use crate::registry::admission::AdmissionPlugin;
@@ -162,16 +164,23 @@ mod tests {
         }
     }
 
+    /// Runs `phase` of admission for a create of `w`, which must pass.
+    async fn admit_create(
+        store: &Store<Widget>,
+        ctx: &RequestContext,
+        phase: Phase,
+        w: &mut Widget,
+    ) {
+        store.admit(phase, ctx, &create(false), w).await.unwrap();
+    }
+
     #[tokio::test]
     async fn a_mutating_plugin_changes_the_object() {
         let (store, _) = fixture::store();
         let rec = Arc::new(Recorder::default());
         let ctx = fixture::ctx_with(vec![rec.clone()]);
         let mut w = Widget::new("a", "red");
-        store
-            .admit(Phase::Mutating, &ctx, &create(false), &mut w)
-            .await
-            .unwrap();
+        admit_create(&store, &ctx, Phase::Mutating, &mut w).await;
         assert_eq!(w.metadata.labels.unwrap()["admitted"], "mutated");
         assert_eq!(rec.phases(), [("mutate", Operation::Create)]);
     }
@@ -232,17 +241,14 @@ mod tests {
         let ctx = fixture::ctx_with(vec![Arc::new(Uninterested)]);
         let mut w = Widget::new("a", "red");
         let before = w.clone();
-        store
-            .admit(Phase::Mutating, &ctx, &create(false), &mut w)
-            .await
-            .unwrap();
+        admit_create(&store, &ctx, Phase::Mutating, &mut w).await;
         assert_eq!(w, before);
     }
 
     /// A plugin that keeps the default `mutate` and counts its validations.
     #[derive(Default)]
     struct ValidatesOnly {
-        validated: std::sync::atomic::AtomicUsize,
+        validated: AtomicUsize,
     }
 
     #[async_trait::async_trait]
@@ -251,8 +257,7 @@ mod tests {
             "ValidatesOnly"
         }
         async fn validate(&self, _: &AdmissionAttributes<'_>) -> Result<(), ApiError> {
-            self.validated
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.validated.fetch_add(1, Relaxed);
             Ok(())
         }
     }
@@ -267,18 +272,12 @@ mod tests {
         for round in 1..=2 {
             let mut w = Widget::new("a", "red");
             let before = w.clone();
-            store
-                .admit(Phase::Mutating, &ctx, &create(false), &mut w)
-                .await
-                .unwrap();
+            admit_create(&store, &ctx, Phase::Mutating, &mut w).await;
             assert_eq!(w, before);
             assert!(!ctx.admission.may_mutate(&info, Operation::Create));
-            store
-                .admit(Phase::Validating, &ctx, &create(false), &mut w)
-                .await
-                .unwrap();
+            admit_create(&store, &ctx, Phase::Validating, &mut w).await;
             assert_eq!(
-                plugin.validated.load(std::sync::atomic::Ordering::Relaxed),
+                plugin.validated.load(Relaxed),
                 round,
                 "validation still runs on every request"
             );
@@ -292,10 +291,7 @@ mod tests {
         let ctx = fixture::ctx_with(vec![Arc::new(ValidatesOnly::default()), rec.clone()]);
         for _ in 0..2 {
             let mut w = Widget::new("a", "red");
-            store
-                .admit(Phase::Mutating, &ctx, &create(false), &mut w)
-                .await
-                .unwrap();
+            admit_create(&store, &ctx, Phase::Mutating, &mut w).await;
             assert_eq!(w.metadata.labels.unwrap()["admitted"], "mutated");
             assert!(ctx.admission.may_mutate(&store.info, Operation::Create));
         }
@@ -333,16 +329,10 @@ mod tests {
         let (store, _) = fixture::store();
         let ctx = fixture::ctx_with(vec![Arc::new(Wrapping::default())]);
         let mut red = Widget::new("a", "red");
-        store
-            .admit(Phase::Mutating, &ctx, &create(false), &mut red)
-            .await
-            .unwrap();
+        admit_create(&store, &ctx, Phase::Mutating, &mut red).await;
         assert!(ctx.admission.may_mutate(&store.info, Operation::Create));
         let mut blue = Widget::new("b", "blue");
-        store
-            .admit(Phase::Mutating, &ctx, &create(false), &mut blue)
-            .await
-            .unwrap();
+        admit_create(&store, &ctx, Phase::Mutating, &mut blue).await;
         assert_eq!(blue.metadata.labels.unwrap()["admitted"], "wrapped");
     }
 
