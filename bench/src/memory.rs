@@ -36,7 +36,8 @@ pub async fn run(
         count: 1,
         ..Default::default()
     };
-    let wardle = servers::wardle(work, "wardle-memory-use", pki, &[]).await?;
+    let (wardle, executable) =
+        servers::wardle_executable(work, "wardle-memory-use", pki, &[]).await?;
     let base = servers::baseline(work, "baseline-memory-use", pki, recordings).await?;
     tokio::time::sleep(plan.settle).await;
     let (w, b) = (idle(&wardle), idle(&base));
@@ -52,7 +53,9 @@ pub async fn run(
         r,
     )
     .target(Goal::at_most("wardle MiB", w.peak_rss_mib, 20.0))
-    .note("ready, before any request but the readiness probes");
+    .note(format!(
+        "ready, before any request but the readiness probes; {executable}"
+    ));
 
     let n = plan.memory_objects;
     let pid = [wardle.pid()];
