@@ -51,7 +51,7 @@ pub async fn wardle(work: &Path, name: &str, pki: &Pki, extra: &[String]) -> Res
     ready(proc, addr, pki, &dir.join("wardle.log")).await
 }
 
-/// [`wardle`], run from wardle's own executable when it lies beside this one (`scripts/bench`
+/// [`wardle()`], run from wardle's own executable when it lies beside this one (`scripts/bench`
 /// builds both), else from this binary; says which. Resident memory counts the pages of the
 /// executable's code the kernel has mapped, and this binary's code (the load generator, the
 /// baseline, the charts) lies between wardle's: measured in it, wardle's idle RSS is about
