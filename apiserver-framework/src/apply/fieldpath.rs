@@ -435,19 +435,20 @@ impl Set {
         let mut members = self.members.iter().peekable();
         let mut children = self.children.iter().peekable();
         loop {
-            let (pe, member, child) = match (members.peek(), children.peek()) {
+            let order = match (members.peek(), children.peek()) {
                 (None, None) => break,
-                (Some(m), Some((c, _))) if *m == *c => {
-                    let (c, set) = children.next().expect("peeked");
+                (Some(_), None) => Ordering::Less,
+                (None, Some(_)) => Ordering::Greater,
+                (Some(m), Some((c, _))) => (*m).cmp(*c),
+            };
+            let (pe, member, child) = match order {
+                Ordering::Less => (members.next().expect("peeked"), true, None),
+                Ordering::Equal => {
                     members.next();
+                    let (c, set) = children.next().expect("peeked");
                     (c, true, Some(set))
                 }
-                (Some(m), Some((c, _))) if *m > *c => {
-                    let (c, set) = children.next().expect("peeked");
-                    (c, false, Some(set))
-                }
-                (Some(_), _) => (members.next().expect("peeked"), true, None),
-                (None, Some(_)) => {
+                Ordering::Greater => {
                     let (c, set) = children.next().expect("peeked");
                     (c, false, Some(set))
                 }
