@@ -5,6 +5,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use http::{HeaderValue, Response, StatusCode, header};
 use serde_json::Value;
 
+use crate::endpoints::chunks::Chunks;
 use crate::endpoints::negotiation::Output;
 use crate::endpoints::table;
 use crate::error::ApiError;
@@ -86,6 +87,22 @@ pub fn object(
 pub fn list_json(info: &ResourceInfo, list: &ObjectList) -> Bytes {
     let size: usize = list.items.iter().map(|i| i.len() + 1).sum::<usize>() + 256;
     let mut out = BytesMut::with_capacity(size);
+    put_list_opening(&mut out, info, list);
+    for (i, item) in list.items.iter().enumerate() {
+        if i > 0 {
+            out.put_u8(b',');
+        }
+        out.put_slice(item);
+    }
+    out.put_slice(LIST_CLOSING);
+    out.freeze()
+}
+
+/// The bytes after a list's items.
+const LIST_CLOSING: &[u8] = b"]}";
+
+/// A list's JSON up to its first item: `{"apiVersion":…,"kind":…,"metadata":{…},"items":[`.
+fn put_list_opening(out: &mut BytesMut, info: &ResourceInfo, list: &ObjectList) {
     out.put_slice(b"{\"apiVersion\":");
     out.put_slice(json_str(&info.api_version()).as_bytes());
     out.put_slice(b",\"kind\":");
@@ -100,14 +117,24 @@ pub fn list_json(info: &ResourceInfo, list: &ObjectList) -> Bytes {
         out.put_slice(format!(",\"remainingItemCount\":{n}").as_bytes());
     }
     out.put_slice(b"},\"items\":[");
-    for (i, item) in list.items.iter().enumerate() {
-        if i > 0 {
-            out.put_u8(b',');
+}
+
+/// The body of [`list_json`]: the same bytes, sent as the opening, the items and the closing
+/// when the items are already joined in one buffer
+/// ([`ObjectList::items_as_joined`]), so that they are not copied once more.
+fn list_json_body(info: &ResourceInfo, list: &ObjectList) -> Body {
+    match list.items_as_joined() {
+        Some(joined) => {
+            let mut opening = BytesMut::with_capacity(256);
+            put_list_opening(&mut opening, info, list);
+            Body::new(Chunks::new([
+                opening.freeze(),
+                joined.clone(),
+                Bytes::from_static(LIST_CLOSING),
+            ]))
         }
-        out.put_slice(item);
+        None => list_json(info, list).into(),
     }
-    out.put_slice(b"]}");
-    out.freeze()
 }
 
 fn json_str(s: &str) -> String {
@@ -121,7 +148,11 @@ pub fn list(
     list: &ObjectList,
 ) -> Result<Response<Body>, ApiError> {
     Ok(match output {
-        Output::Json => raw(StatusCode::OK, "application/json", list_json(info, list)),
+        Output::Json => raw(
+            StatusCode::OK,
+            "application/json",
+            list_json_body(info, list),
+        ),
         Output::Yaml => raw(
             StatusCode::OK,
             "application/yaml",
@@ -249,5 +280,68 @@ pub fn watch_object(
                     .unwrap_or_default(),
             )
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use http_body_util::BodyExt;
+
+    use super::*;
+    use crate::registry::options::{ListOptions, WriteOptions};
+    use crate::registry::rest::RestStorage;
+    use crate::registry::store::fixture::{self, Widget};
+    use crate::resource::ApiResource;
+
+    /// The body as sent, and the length it announced.
+    async fn sent(body: Body) -> (Vec<u8>, Option<u64>) {
+        let length = http_body::Body::size_hint(&body).exact();
+        (body.collect().await.unwrap().to_bytes().to_vec(), length)
+    }
+
+    #[tokio::test]
+    async fn a_json_list_sends_the_same_bytes_joined_or_not() {
+        let (store, _) = fixture::store();
+        let ctx = fixture::ctx();
+        for (name, color) in [("a", "red"), ("b", "blue"), ("c", "red")] {
+            let body = fixture::body(&Widget::new(name, color));
+            store
+                .create(&ctx, body, &WriteOptions::default())
+                .await
+                .unwrap();
+        }
+        let info = Widget::resource_info();
+        let opts = ListOptions {
+            limit: 2,
+            ..Default::default()
+        };
+        let list = store.list(&ctx, &opts).await.unwrap();
+        assert!(list.items_as_joined().is_some());
+        assert!(list.continue_token.is_some());
+        let whole = list_json(&info, &list);
+        let parsed: Value = serde_json::from_slice(&whole).unwrap();
+        assert_eq!(parsed["items"].as_array().unwrap().len(), 2);
+        assert_eq!(parsed["metadata"]["remainingItemCount"], 1);
+        assert_eq!(
+            sent(list_json_body(&info, &list)).await,
+            (whole.to_vec(), Some(whole.len() as u64))
+        );
+        // Items no longer the joined buffer's: joined anew, the same way.
+        let mut changed = list.clone();
+        changed.items.reverse();
+        assert!(changed.items_as_joined().is_none());
+        let whole = list_json(&info, &changed);
+        assert_eq!(
+            sent(list_json_body(&info, &changed)).await,
+            (whole.to_vec(), Some(whole.len() as u64))
+        );
+        // An empty list.
+        let empty = ObjectList::default();
+        let whole = list_json(&info, &empty);
+        assert_eq!(
+            serde_json::from_slice::<Value>(&whole).unwrap()["items"],
+            serde_json::json!([])
+        );
+        assert_eq!(sent(list_json_body(&info, &empty)).await.0, whole.to_vec());
     }
 }

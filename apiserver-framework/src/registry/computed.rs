@@ -172,6 +172,7 @@ impl<T: ApiResource, P: ResourceProvider<T>> RestStorage for Computed<T, P> {
             continue_token,
             remaining_item_count,
             items,
+            joined_items: None,
         })
     }
 

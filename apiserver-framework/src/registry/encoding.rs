@@ -37,6 +37,41 @@ pub(crate) fn put_with_resource_version(out: &mut BytesMut, object: &[u8], rv: u
     }
 }
 
+/// The start the derive gives every object of one apiVersion and kind,
+/// `{"apiVersion":"<v>","kind":"<k>","metadata":{`: an object that starts with it has its
+/// root metadata found by one comparison instead of a scan, which is most of the cost of
+/// writing the resourceVersion into each object of a list.
+pub(crate) struct KnownStart(Option<Box<[u8]>>);
+
+impl KnownStart {
+    /// The start of the objects of `api_version` and `kind`. Names that JSON would escape
+    /// give no known start (every object then takes the scan).
+    pub(crate) fn new(api_version: &str, kind: &str) -> Self {
+        let plain = |s: &str| !s.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20);
+        if !plain(api_version) || !plain(kind) {
+            return KnownStart(None);
+        }
+        let mut start = Vec::with_capacity(api_version.len() + kind.len() + 40);
+        start.extend_from_slice(b"{\"apiVersion\":\"");
+        start.extend_from_slice(api_version.as_bytes());
+        start.extend_from_slice(b"\",\"kind\":\"");
+        start.extend_from_slice(kind.as_bytes());
+        start.extend_from_slice(b"\",");
+        start.extend_from_slice(METADATA_OPEN);
+        KnownStart(Some(start.into_boxed_slice()))
+    }
+
+    /// [`put_with_resource_version`], with the known start tried first: the same bytes.
+    pub(crate) fn put_with_resource_version(&self, out: &mut BytesMut, object: &[u8], rv: u64) {
+        match &self.0 {
+            Some(start) if object.starts_with(start) => {
+                splice(out, object, start.len() - METADATA_OPEN.len(), rv)
+            }
+            _ => put_with_resource_version(out, object, rv),
+        }
+    }
+}
+
 /// Appends `object` to `out` with the resourceVersion written in after the opening brace of
 /// the root metadata, whose key starts at `at`.
 fn splice(out: &mut BytesMut, object: &[u8], at: usize, rv: u64) {
@@ -141,6 +176,18 @@ mod tests {
             expected.extend_from_slice(&with_resource_version(o, rv));
         }
         assert_eq!(&out[..], &expected[..]);
+        // The known start writes the same bytes, for objects with it and without it.
+        for start in [
+            KnownStart::new("g/v1", "K"),
+            KnownStart::new("g/v2", "K"),
+            KnownStart::new("g\"/v1", "K"),
+        ] {
+            let mut known = BytesMut::new();
+            for (i, o) in objects.iter().enumerate() {
+                start.put_with_resource_version(&mut known, o, [0, 7, u64::MAX, 12][i]);
+            }
+            assert_eq!(&known[..], &expected[..]);
+        }
         let max = with_resource_version(objects[0], u64::MAX);
         assert_eq!(max.len(), objects[0].len() + RESOURCE_VERSION_LEN);
         assert!(max.starts_with(

@@ -40,6 +40,34 @@ pub struct ObjectList {
     pub remaining_item_count: Option<i64>,
     /// The objects.
     pub items: Vec<Bytes>,
+    /// The items joined with commas (`item,item,…`) in one buffer, when they were written
+    /// that way (the store's lists are): a JSON list then sends that buffer as it is instead
+    /// of copying every item again. It is used only while `items` are exactly its slices, in
+    /// order; items changed, filtered or reordered after it was made are joined anew.
+    pub joined_items: Option<Bytes>,
+}
+
+impl ObjectList {
+    /// [`joined_items`](Self::joined_items), when `items` are still exactly its slices: each
+    /// item where the one before ended, one comma apart.
+    pub fn items_as_joined(&self) -> Option<&Bytes> {
+        let joined = self.joined_items.as_ref()?;
+        let start = joined.as_ptr() as usize;
+        let mut at = start;
+        for (i, item) in self.items.iter().enumerate() {
+            if i > 0 {
+                if joined.get(at - start) != Some(&b',') {
+                    return None;
+                }
+                at += 1;
+            }
+            if item.as_ptr() as usize != at || item.is_empty() {
+                return None;
+            }
+            at += item.len();
+        }
+        (at == start + joined.len()).then_some(joined)
+    }
 }
 
 /// The type of a watch event.

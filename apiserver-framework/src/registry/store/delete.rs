@@ -139,6 +139,7 @@ impl<T: ApiResource> Store<T> {
             continue_token: None,
             remaining_item_count: None,
             items: deleted,
+            joined_items: None,
         })
     }
 }

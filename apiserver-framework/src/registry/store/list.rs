@@ -3,13 +3,13 @@
 
 use std::ops::Range;
 
-use bytes::BytesMut;
+use bytes::{BufMut, BytesMut};
 
 use super::Store;
 use super::errors::storage_error;
 use crate::error::ApiError;
 use crate::registry::continue_token;
-use crate::registry::encoding::{RESOURCE_VERSION_LEN, put_with_resource_version};
+use crate::registry::encoding::{KnownStart, RESOURCE_VERSION_LEN};
 use crate::registry::options::ListOptions;
 use crate::registry::rest::{ObjectList, RequestContext};
 use crate::registry::watch;
@@ -87,6 +87,7 @@ impl<T: ApiResource> Store<T> {
         // slices of: one allocation per page, not one per object.
         let mut buffer = BytesMut::new();
         let mut items: Vec<Range<usize>> = Vec::new();
+        let known_start = KnownStart::new(&self.info.api_version(), &self.info.kind);
         let mut read_revision = revision;
         // Pages are read until `limit` objects matched the selectors or the collection ends.
         let (more, remaining, last_key) = loop {
@@ -123,14 +124,19 @@ impl<T: ApiResource> Store<T> {
                 buffer.reserve(
                     page.items
                         .iter()
-                        .map(|kv| kv.value.len() + RESOURCE_VERSION_LEN)
+                        .map(|kv| kv.value.len() + RESOURCE_VERSION_LEN + 1)
                         .sum(),
                 );
             }
             for kv in &page.items {
                 if watch::matches(opts, &kv.value) {
+                    // Items are written one comma apart, so that a JSON list sends them as
+                    // they are (`ObjectList::joined_items`).
+                    if !items.is_empty() {
+                        buffer.put_u8(b',');
+                    }
                     let start = buffer.len();
-                    put_with_resource_version(&mut buffer, &kv.value, kv.mod_revision);
+                    known_start.put_with_resource_version(&mut buffer, &kv.value, kv.mod_revision);
                     items.push(start..buffer.len());
                 }
             }
@@ -141,6 +147,10 @@ impl<T: ApiResource> Store<T> {
         };
         let revision = read_revision.unwrap_or(0);
         let buffer = buffer.freeze();
+        let joined_items = match (items.first(), items.last()) {
+            (Some(first), Some(last)) => Some(buffer.slice(first.start..last.end)),
+            _ => None,
+        };
         let items = items.into_iter().map(|r| buffer.slice(r)).collect();
         Ok(ObjectList {
             resource_version: revision.to_string(),
@@ -150,6 +160,7 @@ impl<T: ApiResource> Store<T> {
             },
             remaining_item_count: (more && !filtering).then_some(remaining as i64),
             items,
+            joined_items,
         })
     }
 
@@ -284,6 +295,49 @@ mod tests {
                 .len(),
             7
         );
+    }
+
+    #[tokio::test]
+    async fn a_lists_items_are_one_buffer_one_comma_apart_until_they_are_changed() {
+        let (store, _) = filled(6).await;
+        let ctx = fixture::ctx();
+        let joined = |list: &ObjectList| list.items_as_joined().map(|b| b.to_vec());
+        let expected = |list: &ObjectList| Some(list.items.join(&b","[..]));
+        let all = store.list(&ctx, &ListOptions::default()).await.unwrap();
+        assert_eq!(all.items.len(), 6);
+        assert_eq!(joined(&all), expected(&all));
+        // Filtered, and filled from several pages of the storage.
+        let blue = ListOptions {
+            field_selector: FieldSelector::parse("spec.color=blue").unwrap(),
+            limit: 2,
+            ..Default::default()
+        };
+        let page = store.list(&ctx, &blue).await.unwrap();
+        assert_eq!(names(&page), ["w1", "w3"]);
+        assert_eq!(joined(&page), expected(&page));
+        // Nothing listed: nothing joined.
+        let none = ListOptions {
+            label_selector: LabelSelector::parse("i=9").unwrap(),
+            ..Default::default()
+        };
+        let empty = store.list(&ctx, &none).await.unwrap();
+        assert!(empty.items.is_empty() && empty.items_as_joined().is_none());
+        // Items changed after the list was made are not the joined buffer any more.
+        let mut popped = all.clone();
+        popped.items.pop();
+        assert_eq!(joined(&popped), None);
+        let mut swapped = all.clone();
+        swapped.items.swap(0, 1);
+        assert_eq!(joined(&swapped), None);
+        let mut replaced = all.clone();
+        replaced.items[2] = bytes::Bytes::copy_from_slice(&all.items[2]);
+        assert_eq!(joined(&replaced), None);
+        let mut shortened = all.clone();
+        shortened.items[5].truncate(3);
+        assert_eq!(joined(&shortened), None);
+        let mut skipped = all.clone();
+        skipped.items.remove(3);
+        assert_eq!(joined(&skipped), None);
     }
 
     #[tokio::test]
