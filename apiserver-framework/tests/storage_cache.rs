@@ -223,7 +223,7 @@ async fn list_right_after_a_write_reflects_it() {
     );
     let rest = cache
         .list(ListRequest {
-            start_after: Some(first.items[3].key.clone()),
+            start_after: Some(first.items[3].key.to_string()),
             ..latest("/c/")
         })
         .await
@@ -505,7 +505,7 @@ async fn cached_lists_ask_the_backend_nothing_and_see_their_own_writes() {
         })
         .await
         .unwrap();
-    let keys: Vec<&str> = page.items.iter().map(|kv| kv.key.as_str()).collect();
+    let keys: Vec<&str> = page.items.iter().map(|kv| &*kv.key).collect();
     assert_eq!(keys, ["/c/a", "/c/b"]);
     assert!(page.revision >= rev);
     assert_eq!(

@@ -87,12 +87,12 @@ async fn embedded_reopen_keeps_objects_revisions_and_history() {
     assert_eq!(old.items[0].value, b("a1"));
     let mut w = s.watch("/r/", a2).await.unwrap();
     let ev = next_item(&mut w).await.unwrap().unwrap();
-    assert_eq!((ev.kind, ev.kv.key.as_str()), (EventKind::Created, "/r/b"));
+    assert_eq!((ev.kind, &*ev.kv.key), (EventKind::Created, "/r/b"));
     let ev = next_item(&mut w).await.unwrap().unwrap();
     assert_eq!((ev.kind, ev.kv.mod_revision), (EventKind::Deleted, bd));
     let next = s.create("/r/d", b("d1")).await.unwrap();
     assert_eq!(next, last + 1, "revisions go on from the last one");
-    assert_eq!(next_item(&mut w).await.unwrap().unwrap().kv.key, "/r/c");
+    assert_eq!(&*next_item(&mut w).await.unwrap().unwrap().kv.key, "/r/c");
     assert_eq!(
         next_item(&mut w).await.unwrap().unwrap().kv.mod_revision,
         next

@@ -65,12 +65,7 @@ async fn revisions_cas_and_delete() {
     ));
     let kv = s.get("/a/1").await.unwrap().unwrap();
     assert_eq!(
-        (
-            kv.key.as_str(),
-            kv.value,
-            kv.create_revision,
-            kv.mod_revision
-        ),
+        (&*kv.key, kv.value, kv.create_revision, kv.mod_revision),
         ("/a/1", b("two"), r1, r2)
     );
     assert_eq!(
@@ -132,7 +127,7 @@ async fn paged_lists_at_a_fixed_revision() {
         })
         .await
         .unwrap();
-    let keys: Vec<_> = first.items.iter().map(|kv| kv.key.as_str()).collect();
+    let keys: Vec<_> = first.items.iter().map(|kv| &*kv.key).collect();
     assert_eq!(keys, ["/p/0", "/p/1"]);
     assert!(first.more);
     assert_eq!(first.remaining, 3);
@@ -143,14 +138,14 @@ async fn paged_lists_at_a_fixed_revision() {
     let second = s
         .list(ListRequest {
             prefix: "/p/".into(),
-            start_after: Some(first.items[1].key.clone()),
+            start_after: Some(first.items[1].key.to_string()),
             limit: 2,
             revision: Some(first.revision),
             from_cache: false,
         })
         .await
         .unwrap();
-    let keys: Vec<_> = second.items.iter().map(|kv| kv.key.as_str()).collect();
+    let keys: Vec<_> = second.items.iter().map(|kv| &*kv.key).collect();
     assert_eq!(keys, ["/p/2", "/p/3"]);
     assert_eq!((second.more, second.remaining), (true, 1));
     assert_eq!(second.revision, first.revision);
@@ -163,16 +158,16 @@ async fn paged_lists_at_a_fixed_revision() {
         })
         .await
         .unwrap();
-    let keys: Vec<_> = rest.items.iter().map(|kv| kv.key.as_str()).collect();
+    let keys: Vec<_> = rest.items.iter().map(|kv| &*kv.key).collect();
     assert_eq!(keys, ["/p/4"]);
     assert_eq!((rest.more, rest.remaining), (false, 0));
     let now = s.list(list("/p/")).await.unwrap();
-    let keys: Vec<_> = now.items.iter().map(|kv| kv.key.as_str()).collect();
+    let keys: Vec<_> = now.items.iter().map(|kv| &*kv.key).collect();
     assert_eq!(keys, ["/p/0", "/p/1", "/p/2", "/p/4", "/p/9"]);
     assert_eq!(now.revision, s.current_revision().await.unwrap());
     // Everything in the store, in key order.
     let all = s.list(list("")).await.unwrap();
-    let keys: Vec<_> = all.items.iter().map(|kv| kv.key.as_str()).collect();
+    let keys: Vec<_> = all.items.iter().map(|kv| &*kv.key).collect();
     assert_eq!(
         keys,
         ["/p/0", "/p/1", "/p/2", "/p/4", "/p/9", "/pp", "/q/x"]
@@ -218,7 +213,7 @@ async fn watch_replays_history_then_follows_live() {
     let mut w = s.watch("/w/", r1).await.unwrap();
     let ev = next_event(&mut w).await.unwrap();
     assert_eq!(
-        (ev.kind, ev.kv.key.as_str(), ev.kv.mod_revision),
+        (ev.kind, &*ev.kv.key, ev.kv.mod_revision),
         (EventKind::Updated, "/w/a", r2)
     );
     assert_eq!(ev.kv.value, b("a2"));
@@ -228,14 +223,14 @@ async fn watch_replays_history_then_follows_live() {
     let ev = next_event(&mut w).await.unwrap();
     assert_eq!(ev.kind, EventKind::Deleted);
     assert_eq!(
-        (ev.kv.key.as_str(), ev.kv.value.clone(), ev.kv.mod_revision),
+        (&*ev.kv.key, ev.kv.value.clone(), ev.kv.mod_revision),
         ("/w/a", b("a2"), rd)
     );
     assert_eq!(ev.prev.unwrap().mod_revision, r2);
     let r = s.create("/w/b", b("b")).await.unwrap();
     let ev = next_event(&mut w).await.unwrap();
     assert_eq!(
-        (ev.kind, ev.kv.key.as_str(), ev.kv.mod_revision),
+        (ev.kind, &*ev.kv.key, ev.kv.mod_revision),
         (EventKind::Created, "/w/b", r)
     );
     assert_eq!(ev.prev, None);
@@ -263,7 +258,7 @@ async fn watch_from_now_sees_only_later_changes() {
     let r = s.create("/n/new", b("new")).await.unwrap();
     let ev = next_event(&mut w).await.unwrap();
     assert_eq!(
-        (ev.kind, ev.kv.key.as_str(), ev.kv.mod_revision),
+        (ev.kind, &*ev.kv.key, ev.kv.mod_revision),
         (EventKind::Created, "/n/new", r)
     );
     // Watching from the current revision is the same.
@@ -356,7 +351,7 @@ async fn stores_with_different_prefixes_share_revisions_but_not_keys() {
     let keys = |page: apiserver_framework::storage::ListPage| -> Vec<(String, Bytes)> {
         page.items
             .into_iter()
-            .map(|kv| (kv.key, kv.value))
+            .map(|kv| (kv.key.to_string(), kv.value))
             .collect()
     };
     assert_eq!(
@@ -377,7 +372,7 @@ async fn stores_with_different_prefixes_share_revisions_but_not_keys() {
     );
     // The watcher of `two` sees its own create, and not `one`'s later update.
     let ev = next_event(&mut w).await.unwrap();
-    assert_eq!((ev.kind, ev.kv.key.as_str()), (EventKind::Created, "/k/a"));
+    assert_eq!((ev.kind, &*ev.kv.key), (EventKind::Created, "/k/a"));
     one.update("/k/a", b("one again"), r1).await.unwrap();
     assert!(
         tokio::time::timeout(Duration::from_millis(300), w.next())
@@ -522,7 +517,7 @@ async fn an_etcd_that_goes_away_answers_unavailable_then_serves_again() {
     assert!(r2 > r1);
     let mut w = s.watch("/d/", r1).await.unwrap();
     let ev = next_event(&mut w).await.unwrap();
-    assert_eq!((ev.kind, ev.kv.key.as_str()), (EventKind::Created, "/d/b"));
+    assert_eq!((ev.kind, &*ev.kv.key), (EventKind::Created, "/d/b"));
 }
 
 #[tokio::test]

@@ -69,13 +69,13 @@ async fn paged_lists_at_a_fixed_revision() {
     let rest = s
         .list(ListRequest {
             prefix: "/p/".into(),
-            start_after: Some(first.items[1].key.clone()),
+            start_after: Some(first.items[1].key.to_string()),
             revision: Some(first.revision),
             ..Default::default()
         })
         .await
         .unwrap();
-    let keys: Vec<_> = rest.items.iter().map(|kv| kv.key.as_str()).collect();
+    let keys: Vec<_> = rest.items.iter().map(|kv| &*kv.key).collect();
     assert_eq!(keys, ["/p/2", "/p/3", "/p/4"]);
     assert!(!rest.more);
     let now = s
@@ -105,7 +105,7 @@ async fn watch_replays_history_then_follows_live() {
     let r = s.create("/w/b", b("b")).await.unwrap();
     let ev = w.next().await.unwrap().unwrap();
     assert_eq!(
-        (ev.kind, ev.kv.key.as_str(), ev.kv.mod_revision),
+        (ev.kind, &*ev.kv.key, ev.kv.mod_revision),
         (EventKind::Created, "/w/b", r)
     );
 }

@@ -313,7 +313,7 @@ impl ConvertingStorage {
                     }
                 }
                 Err(e) => corrupt.push(CorruptValue {
-                    key: kv.key.clone(),
+                    key: kv.key.to_string(),
                     message: e.to_string(),
                 }),
             }
@@ -323,7 +323,7 @@ impl ConvertingStorage {
         }
         self.checked.record(
             good.into_iter()
-                .map(|i| (items[i].key.as_str(), items[i].mod_revision)),
+                .map(|i| (&*items[i].key, items[i].mod_revision)),
         );
         Ok(items)
     }
@@ -450,7 +450,7 @@ pub async fn migrate(
                     Ok(c) => c,
                     Err(e) => {
                         tracing::warn!(key = %current.key, error = %e, "object not migrated");
-                        report.failed.push(current.key.clone());
+                        report.failed.push(current.key.to_string());
                         break;
                     }
                 };
@@ -474,7 +474,7 @@ pub async fn migrate(
         if !page.more {
             return Ok(report);
         }
-        start_after = page.items.last().map(|kv| kv.key.clone());
+        start_after = page.items.last().map(|kv| kv.key.to_string());
     }
 }
 

@@ -3,7 +3,7 @@
 //! receive it.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 
@@ -22,7 +22,7 @@ pub struct EncodedEvents {
 /// A change's key and its encoded object.
 #[derive(Debug)]
 struct Entry {
-    key: String,
+    key: Arc<str>,
     bytes: Bytes,
 }
 

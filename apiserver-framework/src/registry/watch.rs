@@ -214,7 +214,7 @@ mod tests {
         StorageEvent {
             kind: EventKind::Created,
             kv: KeyValue {
-                key: format!("/widgets/default/{name}"),
+                key: format!("/widgets/default/{name}").into(),
                 value: Bytes::from(format!(r#"{{"metadata":{{"name":"{name}"}}}}"#)),
                 create_revision: revision,
                 mod_revision: revision,

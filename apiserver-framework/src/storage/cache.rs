@@ -106,9 +106,9 @@ impl Stored {
         }
     }
 
-    fn key_value(&self, key: &str) -> KeyValue {
+    fn key_value(&self, key: &Arc<str>) -> KeyValue {
         KeyValue {
-            key: key.to_string(),
+            key: key.clone(),
             value: self.value.clone(),
             create_revision: self.create_revision,
             mod_revision: self.mod_revision,
@@ -117,7 +117,7 @@ impl Stored {
 }
 
 /// Every key and value of the backend, by key.
-fn by_key(items: Vec<KeyValue>) -> BTreeMap<String, Stored> {
+fn by_key(items: Vec<KeyValue>) -> BTreeMap<Arc<str>, Stored> {
     items
         .into_iter()
         .map(|kv| {
@@ -132,7 +132,7 @@ struct State {
     revision: u64,
     /// Every event with a revision above this one (up to `revision`) is in `window`.
     start: u64,
-    data: BTreeMap<String, Stored>,
+    data: BTreeMap<Arc<str>, Stored>,
     window: VecDeque<StorageEvent>,
 }
 
@@ -154,7 +154,7 @@ impl Shared {
         }
         match event.kind {
             EventKind::Deleted => {
-                st.data.remove(&event.kv.key);
+                st.data.remove(&*event.kv.key);
             }
             _ => {
                 st.data.insert(event.kv.key.clone(), Stored::of(&event.kv));
@@ -197,8 +197,8 @@ impl Shared {
             return None;
         }
         let start = match &req.start_after {
-            Some(k) if k.as_str() >= req.prefix.as_str() => Bound::Excluded(k.clone()),
-            _ => Bound::Included(req.prefix.clone()),
+            Some(k) if k.as_str() >= req.prefix.as_str() => Bound::Excluded(k.as_str()),
+            _ => Bound::Included(req.prefix.as_str()),
         };
         let known = match (&req.start_after, req.limit) {
             (Some(after), limit) if limit > 0 => counts.after(st.revision, &req.prefix, after),
@@ -209,7 +209,7 @@ impl Shared {
             limit => Vec::with_capacity(limit.min(st.data.len())),
         };
         let mut remaining = 0u64;
-        for (k, v) in st.data.range((start, Bound::Unbounded)) {
+        for (k, v) in st.data.range::<str, _>((start, Bound::Unbounded)) {
             if !k.starts_with(&req.prefix) {
                 break;
             }
@@ -386,8 +386,8 @@ impl Storage for CachedStorage {
                 .state
                 .lock()
                 .data
-                .get(key)
-                .map(|v| v.key_value(key)))
+                .get_key_value(key)
+                .map(|(k, v)| v.key_value(k)))
         } else {
             self.backend.get(key).await
         }

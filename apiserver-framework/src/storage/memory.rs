@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::StreamExt;
@@ -21,7 +22,7 @@ const BROADCAST_CAPACITY: usize = 4096;
 struct State {
     revision: u64,
     compacted: u64,
-    data: BTreeMap<String, KeyValue>,
+    data: BTreeMap<Arc<str>, KeyValue>,
     history: VecDeque<StorageEvent>,
     history_limit: usize,
 }
@@ -91,13 +92,13 @@ impl Storage for MemoryStorage {
             }
         }
         let start = match &req.start_after {
-            Some(k) => Bound::Excluded(k.clone()),
-            None => Bound::Included(req.prefix.clone()),
+            Some(k) => Bound::Excluded(k.as_str()),
+            None => Bound::Included(req.prefix.as_str()),
         };
         let mut items = Vec::new();
         let mut more = false;
         let mut remaining = 0u64;
-        for (k, v) in state.data.range((start, Bound::Unbounded)) {
+        for (k, v) in state.data.range::<str, _>((start, Bound::Unbounded)) {
             if !k.starts_with(&req.prefix) {
                 break;
             }
@@ -123,12 +124,12 @@ impl Storage for MemoryStorage {
         }
         state.revision += 1;
         let kv = KeyValue {
-            key: key.to_string(),
+            key: key.into(),
             value,
             create_revision: state.revision,
             mod_revision: state.revision,
         };
-        state.data.insert(key.to_string(), kv.clone());
+        state.data.insert(kv.key.clone(), kv.clone());
         let rev = state.revision;
         self.record(
             &mut state,
@@ -148,19 +149,19 @@ impl Storage for MemoryStorage {
         };
         if prev.mod_revision != expected {
             return Err(StorageError::Conflict {
-                key: key.to_string(),
+                key: key.into(),
                 expected,
                 actual: prev.mod_revision,
             });
         }
         state.revision += 1;
         let kv = KeyValue {
-            key: key.to_string(),
+            key: key.into(),
             value,
             create_revision: prev.create_revision,
             mod_revision: state.revision,
         };
-        state.data.insert(key.to_string(), kv.clone());
+        state.data.insert(kv.key.clone(), kv.clone());
         let rev = state.revision;
         self.record(
             &mut state,
@@ -186,7 +187,7 @@ impl Storage for MemoryStorage {
             && prev.mod_revision != expected
         {
             return Err(StorageError::Conflict {
-                key: key.to_string(),
+                key: key.into(),
                 expected,
                 actual: prev.mod_revision,
             });
@@ -294,9 +295,9 @@ fn list_at(state: &State, req: &ListRequest, rev: u64) -> Result<ListPage, Stora
             compacted: state.compacted,
         });
     }
-    let mut view: BTreeMap<String, KeyValue> = state
+    let mut view: BTreeMap<Arc<str>, KeyValue> = state
         .data
-        .range(req.prefix.clone()..)
+        .range::<str, _>((Bound::Included(req.prefix.as_str()), Bound::Unbounded))
         .take_while(|(k, _)| k.starts_with(&req.prefix))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
@@ -313,7 +314,7 @@ fn list_at(state: &State, req: &ListRequest, rev: u64) -> Result<ListPage, Stora
                 view.insert(prev.key.clone(), prev.clone());
             }
             None => {
-                view.remove(&ev.kv.key);
+                view.remove(&*ev.kv.key);
             }
         }
     }
@@ -321,7 +322,7 @@ fn list_at(state: &State, req: &ListRequest, rev: u64) -> Result<ListPage, Stora
     let mut more = false;
     let mut remaining = 0;
     for (k, v) in view {
-        if req.start_after.as_ref().is_some_and(|s| &k <= s) {
+        if req.start_after.as_ref().is_some_and(|s| *k <= **s) {
             continue;
         }
         if req.limit > 0 && items.len() >= req.limit {

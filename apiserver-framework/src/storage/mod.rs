@@ -13,14 +13,17 @@ pub mod etcd;
 pub mod memory;
 pub(crate) mod page_counts;
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use futures::stream::BoxStream;
 
 /// One stored value with its revisions.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeyValue {
-    /// The full key, e.g. `/flunders/default/f1`.
-    pub key: String,
+    /// The full key, e.g. `/flunders/default/f1`. Shared, not copied: the watch cache lists
+    /// its keys without a copy of each (`String::into` or `Arc::from` make one).
+    pub key: Arc<str>,
     /// The value: the object serialized as JSON.
     pub value: Bytes,
     /// Revision at which the key was created.

@@ -117,7 +117,7 @@ impl<T: ApiResource> Store<T> {
                     (e, _) => storage_error(&self.info, "list", &prefix, e),
                 })?;
             read_revision = Some(page.revision);
-            let last = page.items.last().map(|kv| kv.key.clone());
+            let last = page.items.last().map(|kv| kv.key.to_string());
             if !filtering {
                 // Every object is an item: room for all of them at once. (Filtered pages grow
                 // with what matches.)

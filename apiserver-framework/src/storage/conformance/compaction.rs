@@ -63,7 +63,7 @@ pub async fn compaction_keeps_the_present(factory: &Factory) {
         at_delete
             .items
             .iter()
-            .map(|kv| kv.key.as_str())
+            .map(|kv| &*kv.key)
             .collect::<Vec<_>>(),
         ["/k/a", "/k/c"],
         "a list between compaction and now"

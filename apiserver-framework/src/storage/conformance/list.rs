@@ -217,7 +217,7 @@ pub async fn list_at_old_revisions(factory: &Factory) {
                 (left > 0, left as u64),
                 "more/remaining of a page at revision {rev}"
             );
-            start_after = p.items.last().map(|kv| kv.key.clone());
+            start_after = p.items.last().map(|kv| kv.key.to_string());
             paged.extend(p.items);
             if !p.more {
                 break;

@@ -72,7 +72,7 @@ pub(super) async fn list_all(s: &dyn Storage, prefix: &str, revision: Option<u64
 }
 
 pub(super) fn keys(page: &ListPage) -> Vec<&str> {
-    page.items.iter().map(|kv| kv.key.as_str()).collect()
+    page.items.iter().map(|kv| &*kv.key).collect()
 }
 
 pub(super) async fn watch(s: &dyn Storage, prefix: &str, after: u64) -> WatchStream {

@@ -131,7 +131,7 @@ pub async fn watch_sees_only_its_prefix(factory: &Factory) {
     for (w, what) in [(&mut live, "live"), (&mut replay, "replayed")] {
         let ev = next_event(w, what).await;
         assert_eq!(
-            (ev.kv.key.as_str(), ev.kv.mod_revision),
+            (&*ev.kv.key, ev.kv.mod_revision),
             ("/w/1/a", inside),
             "the first {what} event of /w/1/ must be /w/1/a"
         );
@@ -139,7 +139,7 @@ pub async fn watch_sees_only_its_prefix(factory: &Factory) {
     let mut wide = watch(s, "/w/1", r0).await;
     let mut seen = Vec::new();
     for _ in 0..4 {
-        seen.push(next_event(&mut wide, "/w/1").await.kv.key);
+        seen.push(next_event(&mut wide, "/w/1").await.kv.key.to_string());
     }
     assert_eq!(
         seen,
@@ -217,7 +217,7 @@ pub async fn watch_from_a_future_revision(factory: &Factory) {
             now + 3,
             ev.kv.mod_revision
         );
-        seen.push(ev.kv.key);
+        seen.push(ev.kv.key.to_string());
         if seen.last().map(String::as_str) == Some("/f/4") {
             break;
         }

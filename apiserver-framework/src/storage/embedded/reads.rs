@@ -206,7 +206,7 @@ where
             value,
         } => {
             let kv = KeyValue {
-                key: key.to_string(),
+                key: key.into(),
                 value: bytes::Bytes::copy_from_slice(value),
                 create_revision,
                 mod_revision: rev,

@@ -327,7 +327,7 @@ mod tests {
         assert_eq!((at.revision, at.compacted), (4, 0));
         let missed: Vec<_> = missed
             .iter()
-            .map(|e| (e.kind, e.kv.key.as_str(), e.kv.mod_revision))
+            .map(|e| (e.kind, &*e.kv.key, e.kv.mod_revision))
             .collect();
         assert_eq!(
             missed,

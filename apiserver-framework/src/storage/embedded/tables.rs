@@ -102,7 +102,7 @@ where
             create_revision,
             value,
         } => Ok(KeyValue {
-            key: key.to_string(),
+            key: key.into(),
             value: Bytes::copy_from_slice(value),
             create_revision,
             mod_revision: revision,
@@ -130,7 +130,7 @@ where
             create_revision,
             value,
         } => Some(KeyValue {
-            key: key.to_string(),
+            key: key.into(),
             value: Bytes::copy_from_slice(value),
             create_revision,
             mod_revision,

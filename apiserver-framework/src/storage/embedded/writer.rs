@@ -388,7 +388,7 @@ impl<'txn> WriteTables<'txn> {
                 self.latest.insert(key.as_str(), (rev, rev))?;
                 self.log.insert(rev, key.as_str())?;
                 let kv = KeyValue {
-                    key: key.clone(),
+                    key: key.as_str().into(),
                     value: value.clone(),
                     create_revision: rev,
                     mod_revision: rev,
@@ -416,7 +416,7 @@ impl<'txn> WriteTables<'txn> {
                     .insert(key.as_str(), (prev.create_revision, rev))?;
                 self.log.insert(rev, key.as_str())?;
                 let kv = KeyValue {
-                    key: key.clone(),
+                    key: key.as_str().into(),
                     value: value.clone(),
                     create_revision: prev.create_revision,
                     mod_revision: rev,

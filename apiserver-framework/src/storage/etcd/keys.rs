@@ -1,5 +1,7 @@
 //! The mapping between storage keys and etcd keys: `<prefix><key>`.
 
+use std::sync::Arc;
+
 use super::proto;
 use crate::storage::KeyValue;
 
@@ -34,9 +36,9 @@ impl Keys {
     }
 
     /// The storage key of an etcd key of this store.
-    pub(super) fn strip(&self, key: &[u8]) -> String {
+    pub(super) fn strip(&self, key: &[u8]) -> Arc<str> {
         let rest = key.strip_prefix(self.prefix.as_bytes()).unwrap_or(key);
-        String::from_utf8_lossy(rest).into_owned()
+        String::from_utf8_lossy(rest).into()
     }
 
     /// The etcd range `[start, end)` of the keys starting with `prefix`, strictly after
@@ -94,7 +96,7 @@ mod tests {
     fn keys_are_prefix_then_key() {
         let keys = Keys::new("/registry".into());
         assert_eq!(keys.full("/g/p/ns/n"), b"/registry/g/p/ns/n");
-        assert_eq!(keys.strip(b"/registry/g/p/ns/n"), "/g/p/ns/n");
+        assert_eq!(&*keys.strip(b"/registry/g/p/ns/n"), "/g/p/ns/n");
     }
 
     #[test]
