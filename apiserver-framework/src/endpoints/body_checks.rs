@@ -51,7 +51,19 @@ pub fn check_object(
         BodyFormat::Json => FieldIssues::from_json(body, schema),
         BodyFormat::Yaml => FieldIssues::from_yaml(body, object, schema),
     };
-    if issues.is_empty() {
+    answer(info, mode, issues, object, warnings)
+}
+
+/// What the findings of a create or update body `object` come to under `mode`: a 400 for
+/// `Strict` (see [`check_object`]), `Warning` texts for `Warn`.
+pub fn answer(
+    info: &ResourceInfo,
+    mode: FieldValidation,
+    issues: FieldIssues,
+    object: &Value,
+    warnings: &Collected,
+) -> Result<(), ApiError> {
+    if mode == FieldValidation::Ignore || issues.is_empty() {
         return Ok(());
     }
     if mode == FieldValidation::Strict {

@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 
 use serde_json::{Value, json};
 
-use super::json::walk_json;
+use super::json::{decode_json, walk_json};
 use super::{duplicate_fields_json, duplicate_fields_yaml, unknown_fields};
 use crate::quote::go_quote;
 use crate::schema::StructuralSchema;
@@ -91,10 +91,25 @@ impl FieldIssues {
     ///
     /// Malformed JSON yields no findings (the decoder reports the syntax error).
     pub fn from_json(body: &[u8], schema: &StructuralSchema) -> Self {
-        let issues = walk_json(body, schema.root())
-            .map(|found| found.issues)
-            .unwrap_or_default();
-        Self { issues }
+        Self::decode_json(body, schema)
+            .map(|(_, issues)| issues)
+            .unwrap_or_default()
+    }
+
+    /// A JSON create or update body decoded (the value and the errors of
+    /// `serde_json::from_slice::<Value>`) with the findings of [`from_json`](Self::from_json),
+    /// in one pass over its bytes.
+    pub fn decode_json(
+        body: &[u8],
+        schema: &StructuralSchema,
+    ) -> Result<(Value, Self), serde_json::Error> {
+        let (value, found) = decode_json(body, schema.root())?;
+        Ok((
+            value,
+            Self {
+                issues: found.issues,
+            },
+        ))
     }
 
     /// Findings of a YAML create or update body: its duplicate keys, then the unknown fields

@@ -496,6 +496,53 @@ fn json_body_findings_interleave_in_document_order() {
 }
 
 #[test]
+fn decoding_and_checking_in_one_pass_gives_a_plain_decodes_value_and_errors() {
+    let schema = widget_schema();
+    let deep = format!("{}1{}", "[".repeat(100), "]".repeat(100));
+    let too_deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+    let bodies: Vec<&[u8]> = vec![
+        WIDGET_JSON.as_bytes(),
+        br#"{"kind":"Widget","spec":{"replicas":1,"replicas":2,"ports":[{"port":1},{"port":2,"port":3}]}}"#,
+        br#"{"spec":{"bogus":{"deep":[1,2,{"x":null}]},"bogus":true}}"#,
+        br#"{"n":[18446744073709551615,-9223372036854775808,1.5,-0.0,1e308,2.5e-3,0]}"#,
+        br#"{"s":"\u00e9\ud83d\ude00\n\"","t":"","u":null,"b":[true,false]}"#,
+        br#"[{"a":1},{"a":1,"a":2}]"#,
+        br#""just a string""#,
+        b"  {}  ",
+        deep.as_bytes(),
+        br#"{"spec":{"x":1,}}"#,
+        br#"{"a":1} trailing"#,
+        br#"{"a":"#,
+        b"",
+        br#"{"a":1e999}"#,
+        br#"{"a":"\ud800"}"#,
+        too_deep.as_bytes(),
+    ];
+    for body in bodies {
+        let plain = serde_json::from_slice::<Value>(body).map_err(|e| e.to_string());
+        let both = FieldIssues::decode_json(body, &schema);
+        assert_eq!(
+            both.as_ref()
+                .map(|(v, _)| v.clone())
+                .map_err(|e| e.to_string()),
+            plain,
+            "{}",
+            String::from_utf8_lossy(body)
+        );
+        // The findings are those of the check alone.
+        assert_eq!(
+            both.map(|(_, issues)| issues).unwrap_or_default(),
+            FieldIssues::from_json(body, &schema)
+        );
+    }
+    // The last value of a repeated key is kept, and the repeat reported.
+    let (value, issues) =
+        FieldIssues::decode_json(br#"{"spec":{"replicas":1,"replicas":2}}"#, &schema).unwrap();
+    assert_eq!(value, json!({"spec":{"replicas":2}}));
+    assert_eq!(issues.warnings(), [r#"duplicate field "spec.replicas""#]);
+}
+
+#[test]
 fn create_and_update_wrap_the_strict_text() {
     let issues = FieldIssues::from_json(br#"{"kind":"Widget","spec":{"foo":1}}"#, &widget_schema());
     assert_eq!(
