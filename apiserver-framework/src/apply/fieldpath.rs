@@ -258,6 +258,18 @@ impl Set {
         }
     }
 
+    /// Adds `pe` (one step below this node) as a member, with the paths `below` it (relative
+    /// to `pe`); the caller knows `pe` is not yet a child.
+    pub(crate) fn insert_member_with(&mut self, pe: PathElement, below: Set) {
+        if below.is_empty() {
+            self.members.insert(pe);
+        } else {
+            self.members.insert(pe.clone());
+            let previous = self.children.insert(pe, below);
+            debug_assert!(previous.is_none(), "a step is walked once");
+        }
+    }
+
     /// Whether `path` is a member.
     pub fn has(&self, path: &Path) -> bool {
         self.has_elements(&path.0)

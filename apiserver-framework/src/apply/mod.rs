@@ -21,6 +21,8 @@ pub(crate) mod typed;
 mod value;
 
 #[cfg(test)]
+mod created_tests;
+#[cfg(test)]
 mod tests;
 
 use std::borrow::Cow;
@@ -36,7 +38,7 @@ pub use managed::{Entry, ManagedFields, ManagedFieldsError, Operation};
 pub use typed::fields_of;
 
 use merge::{merge, remove_items};
-use typed::{compare, fields_of_node};
+use typed::{compare, compare_created, fields_of_node};
 use value::{metadata_field, values_equal};
 
 /// Upstream caps the `Update` entries at this many, merging the oldest into `ancient-changes`.
@@ -89,7 +91,8 @@ pub(crate) trait VersionConverter: Send + Sync {
 /// are borrowed, another version's are worked out when a manager of that version asks.
 struct Changes<'a> {
     versions: Option<&'a dyn VersionConverter>,
-    old: &'a Value,
+    /// `None` on create: the empty object of `new`'s kind.
+    old: Option<&'a Value>,
     new: &'a Value,
     reset: &'a Set,
     /// The write's API version.
@@ -104,7 +107,7 @@ impl<'a> Changes<'a> {
     fn new(
         ctx: &'a Context<'_>,
         versions: Option<&'a dyn VersionConverter>,
-        old: &'a Value,
+        old: Option<&'a Value>,
         new: &'a Value,
         changed: &'a Set,
         removed: &'a Set,
@@ -128,7 +131,12 @@ impl<'a> Changes<'a> {
         if !self.seen.contains_key(api_version) {
             let found = match self.versions {
                 Some(v) => match (
-                    v.to_version(self.old, api_version),
+                    v.to_version(
+                        &self
+                            .old
+                            .map_or_else(|| Cow::Owned(empty_like(self.new)), Cow::Borrowed),
+                        api_version,
+                    ),
                     v.to_version(self.new, api_version),
                 ) {
                     (Some((old, schema)), Some((new, _))) => {
@@ -238,26 +246,35 @@ pub(crate) fn update_across(
         return Ok(managed);
     }
     let new = without_managed_fields(new);
-    let old = match old {
-        Some(old) => without_managed_fields(old),
-        None => Cow::Owned(empty_like(&new)),
-    };
+    let old = old.map(without_managed_fields);
     let mut managed = managed;
-    tracked_update(ctx, versions, ctx.manager, &old, &new, &mut managed)?;
+    tracked_update(
+        ctx,
+        versions,
+        ctx.manager,
+        old.as_deref(),
+        &new,
+        &mut managed,
+    )?;
     cap_update_managers(&mut managed);
     Ok(managed)
 }
 
-/// `managedFieldsUpdater` + `stripMetaManager` + `Updater.Update`.
+/// `managedFieldsUpdater` + `stripMetaManager` + `Updater.Update`; `old` is `None` on create
+/// (the empty object of `new`'s kind, compared by [`compare_created`]'s one walk).
 fn tracked_update(
     ctx: &Context<'_>,
     versions: Option<&dyn VersionConverter>,
     manager: &str,
-    old: &Value,
+    old: Option<&Value>,
     new: &Value,
     managed: &mut ManagedFields,
 ) -> Result<(), ApplyError> {
-    let comparison = compare(old, new, ctx.schema.root())?.exclude(&ctx.reset_fields);
+    let comparison = match old {
+        Some(old) => compare(old, new, ctx.schema.root())?,
+        None => compare_created(new, ctx.schema.root())?,
+    }
+    .exclude(&ctx.reset_fields);
     // A create (or a write that only adds) has nothing modified: the added set is the change.
     let mut changed = if comparison.modified.is_empty() {
         comparison.added
@@ -387,14 +404,7 @@ pub(crate) fn apply_across(
     };
     let mut managed = managed;
     if managed.is_empty() {
-        tracked_update(
-            ctx,
-            versions,
-            BEFORE_FIRST_APPLY,
-            &empty_like(&live),
-            &live,
-            &mut managed,
-        )?;
+        tracked_update(ctx, versions, BEFORE_FIRST_APPLY, None, &live, &mut managed)?;
         cap_update_managers(&mut managed);
     }
     let root = ctx.schema.root();
@@ -417,7 +427,14 @@ pub(crate) fn apply_across(
 
     let comparison = compare(&live, &new, root)?.exclude(&ctx.reset_fields);
     let changed = comparison.modified.union(&comparison.added);
-    let mut changes = Changes::new(ctx, versions, &live, &new, &changed, &comparison.removed);
+    let mut changes = Changes::new(
+        ctx,
+        versions,
+        Some(&live),
+        &new,
+        &changed,
+        &comparison.removed,
+    );
     let mut conflicts = Vec::new();
     for (id, entry) in managed.map() {
         if *id == applier_id {

@@ -248,6 +248,112 @@ pub fn compare(old: &Value, new: &Value, node: Node<'_>) -> Result<Comparison, A
     Ok(c)
 }
 
+/// [`compare`] of `new` against the empty object of its kind (what a create compares): every
+/// node of `new` is added but `apiVersion` and `kind`, which the empty object shares. One walk
+/// over `new` builds the added set tree by tree, without a second object to look up; it meets
+/// lists and reports their errors in the order [`compare`] does.
+pub fn compare_created(new: &Value, node: Node<'_>) -> Result<Comparison, ApplyError> {
+    let (
+        Value::Object(map),
+        Shape::Map {
+            node,
+            atomic: false,
+        },
+    ) = (new, shape_of(node, new))
+    else {
+        // Not the object of a granular root: the general comparison handles it.
+        return compare(&super::empty_like(new), new, node);
+    };
+    let mut c = Comparison::default();
+    // The keys the empty object has, first, as the comparison meets them: equal on both sides.
+    let mut path = Vec::new();
+    for k in SHARED_KEYS {
+        if let Some(v) = map.get(k) {
+            path.push(PathElement::Field(k.to_string()));
+            walk_compare(&mut path, field(node, k).0, Some(v), Some(v), &mut c)?;
+            path.pop();
+        }
+    }
+    let root = Trail::Root;
+    for (k, v) in map {
+        if SHARED_KEYS.contains(&k.as_str()) {
+            continue;
+        }
+        let mut below = Set::new();
+        let trail = Trail::Step(&root, Step::Field(k));
+        added_below(&trail, field(node, k).0, v, &mut below)?;
+        c.added
+            .insert_member_with(PathElement::Field(k.clone()), below);
+    }
+    Ok(c)
+}
+
+/// The keys of the empty object of a kind (see `empty_like`), in the order it holds them.
+const SHARED_KEYS: [&str; 2] = ["apiVersion", "kind"];
+
+/// Where a walk is: a chain of its frames, made into a [`Path`] only when an error names it.
+enum Trail<'t> {
+    Root,
+    Step(&'t Trail<'t>, Step<'t>),
+}
+
+enum Step<'t> {
+    Field(&'t str),
+    Item(&'t PathElement),
+}
+
+impl Trail<'_> {
+    fn path(&self) -> Vec<PathElement> {
+        let mut out = Vec::new();
+        let mut at = self;
+        while let Trail::Step(parent, step) = at {
+            out.push(match step {
+                Step::Field(name) => PathElement::Field((*name).to_string()),
+                Step::Item(pe) => (*pe).clone(),
+            });
+            at = parent;
+        }
+        out.reverse();
+        out
+    }
+}
+
+/// The paths below `v` (of type `node`) that a comparison with nothing adds, relative to `v`,
+/// into `out`: the same nodes [`walk_compare`] visits with no old value, visited in its order.
+fn added_below(
+    trail: &Trail<'_>,
+    node: Node<'_>,
+    v: &Value,
+    out: &mut Set,
+) -> Result<(), ApplyError> {
+    match shape_of(node, v) {
+        // Leaves, atomic containers and empty ones are added as a whole.
+        Shape::Leaf | Shape::Map { atomic: true, .. } | Shape::List { atomic: true, .. } => {}
+        Shape::Map { node, .. } => {
+            if let Value::Object(map) = v {
+                for (k, child) in map {
+                    let mut below = Set::new();
+                    let trail = Trail::Step(trail, Step::Field(k));
+                    added_below(&trail, field(node, k).0, child, &mut below)?;
+                    out.insert_member_with(PathElement::Field(k.clone()), below);
+                }
+            }
+        }
+        Shape::List { items, keys, .. } => {
+            // Every item's identity first (a bad one fails the list before any item is
+            // walked), then the first item of each identity.
+            let indexed = index_items(keys, Some(v)).map_err(|e| at(&trail.path(), e))?;
+            for (pe, item) in indexed {
+                let mut below = Set::new();
+                let trail = Trail::Step(trail, Step::Item(&pe));
+                added_below(&trail, items, item, &mut below)?;
+                out.insert_member_with(pe, below);
+            }
+        }
+    }
+    Ok(())
+}
+
 fn leaf_rule(path: &[PathElement], l: Option<&Value>, r: Option<&Value>, c: &mut Comparison) {
     match (l, r) {
         (None, Some(_)) => c.added.insert_elements(path),
