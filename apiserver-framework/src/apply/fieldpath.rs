@@ -347,13 +347,35 @@ impl Set {
         if other.is_empty() {
             return;
         }
-        self.members.retain(|m| !other.members.contains(m));
-        self.children.retain(|pe, child| {
-            if let Some(theirs) = other.children.get(pe) {
-                child.remove_all(theirs);
+        // The members both sets have, found in one pass over the two sorted sets, are the only
+        // ones looked up again (rather than every member of this set looked up in `other`).
+        let mut common: Vec<&PathElement> = Vec::new();
+        let (mut mine, mut theirs) = (self.members.iter(), other.members.iter());
+        let (mut a, mut b) = (mine.next(), theirs.next());
+        while let (Some(x), Some(y)) = (a, b) {
+            match x.cmp(y) {
+                Ordering::Less => a = mine.next(),
+                Ordering::Greater => b = theirs.next(),
+                Ordering::Equal => {
+                    common.push(y);
+                    a = mine.next();
+                    b = theirs.next();
+                }
             }
-            !child.is_empty()
-        });
+        }
+        for m in common {
+            self.members.remove(m);
+        }
+        // Only the subtrees `other` has can change; one emptied is dropped (children are never
+        // empty).
+        for (pe, theirs) in &other.children {
+            if let Some(child) = self.children.get_mut(pe) {
+                child.remove_all(theirs);
+                if child.is_empty() {
+                    self.children.remove(pe);
+                }
+            }
+        }
     }
 
     /// [`recursive_difference`](Self::recursive_difference) in place: removes the paths of
