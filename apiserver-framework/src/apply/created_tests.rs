@@ -106,24 +106,61 @@ fn same(new: &Value, s: &StructuralSchema) -> Result<typed::Comparison, ApplyErr
             reset_fields: reset_fields(subresource, status_subresource),
             now: "2026-07-01T10:00:00Z".parse().unwrap(),
         };
-        let mut by_walk = ManagedFields::new();
-        let walk = tracked_update(&ctx, None, "creator", None, new, &mut by_walk);
-        let mut by_compare = ManagedFields::new();
-        let empty = empty_like(new);
-        let general = tracked_update(&ctx, None, "creator", Some(&empty), new, &mut by_compare);
-        match (walk, general) {
-            (Ok(()), Ok(())) => {
-                assert_eq!(by_walk, by_compare, "managers of {new} ({subresource:?})");
-                let bytes = |m: &ManagedFields| serde_json::to_vec(&m.encode()).unwrap();
-                assert_eq!(bytes(&by_walk), bytes(&by_compare));
-                let typed = |m: &ManagedFields| serde_json::to_vec(&m.encode_typed()).unwrap();
-                assert_eq!(typed(&by_walk), typed(&by_compare));
+        // Without managers (the walk that leaves fields out as it goes), and with managers
+        // the request brought (the walk's comparison, then the general steps).
+        for before in [ManagedFields::new(), others()] {
+            let mut by_walk = before.clone();
+            let walk = tracked_update(&ctx, None, "creator", None, new, &mut by_walk);
+            let mut by_compare = before;
+            let empty = empty_like(new);
+            let general = tracked_update(&ctx, None, "creator", Some(&empty), new, &mut by_compare);
+            match (walk, general) {
+                (Ok(()), Ok(())) => {
+                    assert_eq!(by_walk, by_compare, "managers of {new} ({subresource:?})");
+                    let bytes = |m: &ManagedFields| serde_json::to_vec(&m.encode()).unwrap();
+                    assert_eq!(bytes(&by_walk), bytes(&by_compare));
+                    let typed = |m: &ManagedFields| serde_json::to_vec(&m.encode_typed()).unwrap();
+                    assert_eq!(typed(&by_walk), typed(&by_compare));
+                }
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+                (a, b) => panic!("{new}: walk {a:?}, general {b:?}"),
             }
-            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
-            (a, b) => panic!("{new}: walk {a:?}, general {b:?}"),
         }
     }
     walked
+}
+
+/// Managers a create's request may bring along: an applier and an updater, one of them on
+/// the status subresource.
+fn others() -> ManagedFields {
+    let entry = |manager: &str, operation, subresource: &str, fields: Value| Entry {
+        manager: manager.into(),
+        operation,
+        api_version: GV.into(),
+        time: Some("2026-06-01T10:00:00Z".parse().unwrap()),
+        subresource: subresource.into(),
+        fields: Set::from_fields_v1(&fields).unwrap(),
+    };
+    let mut m = ManagedFields::new();
+    m.insert(entry(
+        "applier",
+        Operation::Apply,
+        "",
+        json!({"f:metadata": {"f:labels": {"f:a": {}}}, "f:spec": {"f:size": {}, "f:color": {}}}),
+    ));
+    m.insert(entry(
+        "creator",
+        Operation::Update,
+        "",
+        json!({"f:spec": {"f:tags": {}, "f:elsewhere": {}}}),
+    ));
+    m.insert(entry(
+        "controller",
+        Operation::Update,
+        "status",
+        json!({"f:status": {"f:phase": {}}}),
+    ));
+    m
 }
 
 fn fields(new: &Value, s: &StructuralSchema) -> Value {
@@ -301,6 +338,11 @@ fn bad_list_items_fail_with_the_same_error() {
         err.to_string().contains(".spec.toppings[name=\"a\"].tags"),
         "{err}"
     );
+    // A reset field owns nothing, but its lists are checked all the same.
+    let mut new = obj(json!({"size": 1}));
+    new["status"] = json!({"conditions": [{"status": "True"}]});
+    let err = same(&new, &s).unwrap_err();
+    assert!(err.to_string().contains(".status.conditions"), "{err}");
     // Metadata's own lists: finalizers are a set.
     let mut new = obj(json!({}));
     new["metadata"]["finalizers"] = json!([{"x": 1}]);

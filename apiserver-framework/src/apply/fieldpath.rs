@@ -258,15 +258,23 @@ impl Set {
         }
     }
 
-    /// Adds `pe` (one step below this node) as a member, with the paths `below` it (relative
-    /// to `pe`); the caller knows `pe` is not yet a child.
-    pub(crate) fn insert_member_with(&mut self, pe: PathElement, below: Set) {
-        if below.is_empty() {
-            self.members.insert(pe);
-        } else {
-            self.members.insert(pe.clone());
-            let previous = self.children.insert(pe, below);
-            debug_assert!(previous.is_none(), "a step is walked once");
+    /// Adds step `pe` below this node: as a member when `member`, and with the paths `below`
+    /// it (relative to `pe`) as its subtree when there are any. The caller knows `pe` is new here.
+    pub(crate) fn insert_step(&mut self, pe: PathElement, member: bool, below: Set) {
+        match (member, below.is_empty()) {
+            (true, true) => {
+                self.members.insert(pe);
+            }
+            (true, false) => {
+                self.members.insert(pe.clone());
+                let previous = self.children.insert(pe, below);
+                debug_assert!(previous.is_none(), "a step is walked once");
+            }
+            (false, false) => {
+                let previous = self.children.insert(pe, below);
+                debug_assert!(previous.is_none(), "a step is walked once");
+            }
+            (false, true) => {}
         }
     }
 

@@ -38,7 +38,7 @@ pub use managed::{Entry, ManagedFields, ManagedFieldsError, Operation};
 pub use typed::fields_of;
 
 use merge::{merge, remove_items};
-use typed::{compare, compare_created, fields_of_node};
+use typed::{compare, compare_created, created_fields, fields_of_node};
 use value::{metadata_field, values_equal};
 
 /// Upstream caps the `Update` entries at this many, merging the oldest into `ancient-changes`.
@@ -270,9 +270,19 @@ fn tracked_update(
     new: &Value,
     managed: &mut ManagedFields,
 ) -> Result<(), ApplyError> {
+    let root = ctx.schema.root();
+    // A create without managers: nobody loses fields, so only the writer's are needed, and the
+    // walk leaves out the reset and never-owned fields as it meets them.
+    if old.is_none()
+        && managed.is_empty()
+        && let Some(current) = created_fields(new, root, &ctx.reset_fields, strip_set())?
+    {
+        record_update(ctx, manager, current, managed);
+        return Ok(());
+    }
     let comparison = match old {
-        Some(old) => compare(old, new, ctx.schema.root())?,
-        None => compare_created(new, ctx.schema.root())?,
+        Some(old) => compare(old, new, root)?,
+        None => compare_created(new, root)?,
     }
     .exclude(&ctx.reset_fields);
     // A create (or a write that only adds) has nothing modified: the added set is the change.
@@ -294,9 +304,15 @@ fn tracked_update(
     // `changed` is already outside the reset fields (`exclude`).
     changed.remove_all(strip_set());
     changed.remove_all(&comparison.removed);
-    let current = changed;
+    record_update(ctx, manager, changed, managed);
+    Ok(())
+}
+
+/// Adds the fields a write changed (`current`: without reset, never-owned and removed fields)
+/// to the writer's `Update` entry; a write that changed none leaves the managers as they are.
+fn record_update(ctx: &Context<'_>, manager: &str, current: Set, managed: &mut ManagedFields) {
     if current.is_empty() {
-        return Ok(());
+        return;
     }
     let mut entry = ctx.entry(manager, Operation::Update, current);
     let id = entry.identifier();
@@ -305,7 +321,6 @@ fn tracked_update(
     }
     debug_assert_ne!(manager, CURRENT_OPERATION);
     managed.insert_identified(id, entry);
-    Ok(())
 }
 
 /// Merges the oldest `Update` entries into `ancient-changes` buckets (one per API version)

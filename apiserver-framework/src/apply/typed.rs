@@ -253,6 +253,38 @@ pub fn compare(old: &Value, new: &Value, node: Node<'_>) -> Result<Comparison, A
 /// over `new` builds the added set tree by tree, without a second object to look up; it meets
 /// lists and reports their errors in the order [`compare`] does.
 pub fn compare_created(new: &Value, node: Node<'_>) -> Result<Comparison, ApplyError> {
+    match created(new, node, Mask::default())? {
+        Some(added) => Ok(Comparison {
+            added,
+            ..Comparison::default()
+        }),
+        // Not the object of a granular root: the general comparison handles it.
+        None => compare(&super::empty_like(new), new, node),
+    }
+}
+
+/// What a create's writer owns: `compare_created(new, node)?.exclude(reset)` less the members
+/// of `strip`, the paths left out as the walk meets them rather than removed afterwards.
+/// `None` for roots [`compare_created`] hands to the general comparison.
+pub(crate) fn created_fields(
+    new: &Value,
+    node: Node<'_>,
+    reset: &Set,
+    strip: &Set,
+) -> Result<Option<Set>, ApplyError> {
+    created(
+        new,
+        node,
+        Mask {
+            reset: Some(reset),
+            strip: Some(strip),
+        },
+    )
+}
+
+/// The walk of [`compare_created`] and [`created_fields`]: the added set less what `mask`
+/// leaves out, or `None` when the root is not a granular object.
+fn created(new: &Value, node: Node<'_>, mask: Mask<'_>) -> Result<Option<Set>, ApplyError> {
     let (
         Value::Object(map),
         Shape::Map {
@@ -261,56 +293,55 @@ pub fn compare_created(new: &Value, node: Node<'_>) -> Result<Comparison, ApplyE
         },
     ) = (new, shape_of(node, new))
     else {
-        // Not the object of a granular root: the general comparison handles it.
-        return compare(&super::empty_like(new), new, node);
+        return Ok(None);
     };
-    let mut c = Comparison::default();
-    // The keys the empty object has, first, as the comparison meets them: equal on both sides.
+    // The keys the empty object has are met first and are equal on both sides: they add
+    // nothing, but their lists are checked as the comparison checks them.
     let mut path = Vec::new();
+    let mut same = Comparison::default();
     for k in SHARED_KEYS {
         if let Some(v) = map.get(k) {
             path.push(PathElement::Field(k.to_string()));
-            walk_compare(&mut path, field(node, k).0, Some(v), Some(v), &mut c)?;
+            walk_compare(&mut path, field(node, k).0, Some(v), Some(v), &mut same)?;
             path.pop();
         }
     }
+    debug_assert_eq!(same, Comparison::default(), "a value equals itself");
+    let mut added = Set::new();
     let root = Trail::Root;
     for (k, v) in map {
         if SHARED_KEYS.contains(&k.as_str()) {
             continue;
         }
-        let mut below = Set::new();
-        let trail = Trail::Step(&root, Step::Field(k));
-        added_below(&trail, field(node, k).0, v, &mut below)?;
-        c.added
-            .insert_member_with(PathElement::Field(k.clone()), below);
+        let pe = PathElement::Field(k.clone());
+        add_step(&mut added, &root, pe, field(node, k).0, v, mask)?;
     }
-    Ok(c)
+    Ok(Some(added))
 }
 
 /// The keys of the empty object of a kind (see `empty_like`), in the order it holds them.
 const SHARED_KEYS: [&str; 2] = ["apiVersion", "kind"];
 
-/// Where a walk is: a chain of its frames, made into a [`Path`] only when an error names it.
-enum Trail<'t> {
-    Root,
-    Step(&'t Trail<'t>, Step<'t>),
+/// What a walk leaves out of the added set, relative to where it is: the paths at or below
+/// a member of `reset`, and the members of `strip`.
+#[derive(Clone, Copy, Default)]
+struct Mask<'s> {
+    reset: Option<&'s Set>,
+    strip: Option<&'s Set>,
 }
 
-enum Step<'t> {
-    Field(&'t str),
-    Item(&'t PathElement),
+/// Where a walk is: the chain of its steps, made into a [`Path`] only when an error names it.
+enum Trail<'t> {
+    Root,
+    Step(&'t Trail<'t>, &'t PathElement),
 }
 
 impl Trail<'_> {
     fn path(&self) -> Vec<PathElement> {
         let mut out = Vec::new();
         let mut at = self;
-        while let Trail::Step(parent, step) = at {
-            out.push(match step {
-                Step::Field(name) => PathElement::Field((*name).to_string()),
-                Step::Item(pe) => (*pe).clone(),
-            });
+        while let Trail::Step(parent, pe) = at {
+            out.push((*pe).clone());
             at = parent;
         }
         out.reverse();
@@ -318,24 +349,50 @@ impl Trail<'_> {
     }
 }
 
-/// The paths below `v` (of type `node`) that a comparison with nothing adds, relative to `v`,
-/// into `out`: the same nodes [`walk_compare`] visits with no old value, visited in its order.
+/// Adds step `pe` below `parent` (value `v` of type `node`) to `out`, the parent's set, with
+/// the paths below it, as far as `mask` (the parent's) lets them in.
+fn add_step(
+    out: &mut Set,
+    parent: &Trail<'_>,
+    pe: PathElement,
+    node: Node<'_>,
+    v: &Value,
+    mask: Mask<'_>,
+) -> Result<(), ApplyError> {
+    let trail = Trail::Step(parent, &pe);
+    if mask.reset.is_some_and(|r| r.has_member(&pe)) {
+        // Nothing at or below a reset field is owned; its lists are still checked.
+        added_below(&trail, node, v, Mask::default())?;
+        return Ok(());
+    }
+    let below = Mask {
+        reset: mask.reset.and_then(|r| r.child(&pe)),
+        strip: mask.strip.and_then(|s| s.child(&pe)),
+    };
+    let set = added_below(&trail, node, v, below)?;
+    let member = !mask.strip.is_some_and(|s| s.has_member(&pe));
+    out.insert_step(pe, member, set);
+    Ok(())
+}
+
+/// The paths below `v` (of type `node`) that a comparison with nothing adds, relative to `v`
+/// and as far as `mask` lets them in: the same nodes [`walk_compare`] visits with no old
+/// value, visited in its order.
 fn added_below(
     trail: &Trail<'_>,
     node: Node<'_>,
     v: &Value,
-    out: &mut Set,
-) -> Result<(), ApplyError> {
+    mask: Mask<'_>,
+) -> Result<Set, ApplyError> {
+    let mut out = Set::new();
     match shape_of(node, v) {
         // Leaves, atomic containers and empty ones are added as a whole.
         Shape::Leaf | Shape::Map { atomic: true, .. } | Shape::List { atomic: true, .. } => {}
         Shape::Map { node, .. } => {
             if let Value::Object(map) = v {
                 for (k, child) in map {
-                    let mut below = Set::new();
-                    let trail = Trail::Step(trail, Step::Field(k));
-                    added_below(&trail, field(node, k).0, child, &mut below)?;
-                    out.insert_member_with(PathElement::Field(k.clone()), below);
+                    let pe = PathElement::Field(k.clone());
+                    add_step(&mut out, trail, pe, field(node, k).0, child, mask)?;
                 }
             }
         }
@@ -344,14 +401,11 @@ fn added_below(
             // walked), then the first item of each identity.
             let indexed = index_items(keys, Some(v)).map_err(|e| at(&trail.path(), e))?;
             for (pe, item) in indexed {
-                let mut below = Set::new();
-                let trail = Trail::Step(trail, Step::Item(&pe));
-                added_below(&trail, items, item, &mut below)?;
-                out.insert_member_with(pe, below);
+                add_step(&mut out, trail, pe, items, item, mask)?;
             }
         }
     }
-    Ok(())
+    Ok(out)
 }
 
 fn leaf_rule(path: &[PathElement], l: Option<&Value>, r: Option<&Value>, c: &mut Comparison) {
