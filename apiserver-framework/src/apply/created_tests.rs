@@ -108,6 +108,20 @@ fn same(new: &Value, s: &StructuralSchema) -> Result<typed::Comparison, ApplyErr
         };
         // Without managers (the walk that leaves fields out as it goes), and with managers
         // the request brought (the walk's comparison, then the general steps).
+        // Straight to the typed managedFields, without a set of paths.
+        let direct = created_managed_fields(&ctx, new);
+        let empty = empty_like(new);
+        let mut by_compare = ManagedFields::new();
+        let general = tracked_update(&ctx, None, "creator", Some(&empty), new, &mut by_compare);
+        match (direct, general) {
+            (Ok(direct), Ok(())) => assert_eq!(
+                serde_json::to_vec(&direct).unwrap(),
+                serde_json::to_vec(&by_compare.encode_typed()).unwrap(),
+                "typed managedFields of {new} ({subresource:?})"
+            ),
+            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+            (a, b) => panic!("{new}: direct {a:?}, general {b:?}"),
+        }
         for before in [ManagedFields::new(), others()] {
             let mut by_walk = before.clone();
             let walk = tracked_update(&ctx, None, "creator", None, new, &mut by_walk);

@@ -539,6 +539,36 @@ impl Set {
     }
 }
 
+/// A `FieldsV1` object written step by step, as [`Set::to_fields_v1`] writes the set of the
+/// same steps, for walks that need only the `FieldsV1` form.
+#[derive(Debug, Default)]
+pub(crate) struct FieldsV1Builder(Map<String, Value>);
+
+impl FieldsV1Builder {
+    /// Whether no step was added.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Adds step `pe`, as [`Set::insert_step`] adds it to a set: as a member when `member`,
+    /// and with the paths `below` it. A step that is neither is left out, as a set leaves it.
+    pub(crate) fn insert_step(&mut self, pe: &PathElement, member: bool, below: FieldsV1Builder) {
+        let mut inner = below.0;
+        if inner.is_empty() && !member {
+            return;
+        }
+        if member && !inner.is_empty() {
+            inner.insert(".".to_string(), Value::Object(Map::new()));
+        }
+        self.0.insert(pe.to_fields_v1_key(), Value::Object(inner));
+    }
+
+    /// The `FieldsV1` object.
+    pub(crate) fn into_value(self) -> Value {
+        Value::Object(self.0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

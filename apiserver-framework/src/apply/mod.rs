@@ -28,11 +28,13 @@ mod tests;
 use std::borrow::Cow;
 
 use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 use serde_json::{Map, Value};
 
 pub use crate::schema::StructuralSchema;
 pub use conflict::{Conflict, ConflictCause, Conflicts};
 pub(crate) use error::ApplyError;
+use fieldpath::FieldsV1Builder;
 pub use fieldpath::{Path, PathElement, Set};
 pub use managed::{Entry, ManagedFields, ManagedFieldsError, Operation};
 pub use typed::fields_of;
@@ -234,6 +236,30 @@ pub fn update(
     update_across(ctx, None, old, new, managed)
 }
 
+/// `update(ctx, None, new, ManagedFields::new())?.encode_typed()`: the typed
+/// `metadata.managedFields` of a create whose request brought no managers, the writer's
+/// `FieldsV1` written by the create's walk itself (no set of paths is built).
+pub(crate) fn created_managed_fields(
+    ctx: &Context<'_>,
+    new: &Value,
+) -> Result<Option<Vec<ManagedFieldsEntry>>, ApplyError> {
+    let new = without_managed_fields(new);
+    let fields =
+        created_fields::<FieldsV1Builder>(&new, ctx.schema.root(), &ctx.reset_fields, strip_set())?;
+    match fields {
+        Some(fields) if fields.is_empty() => Ok(None),
+        Some(fields) => Ok(Some(vec![managed::typed_entry(
+            ctx.manager,
+            Operation::Update,
+            ctx.api_version,
+            ctx.subresource.unwrap_or(""),
+            Some(ctx.now),
+            fields.into_value(),
+        )])),
+        None => Ok(update(ctx, None, &new, ManagedFields::new())?.encode_typed()),
+    }
+}
+
 /// [`update`], comparing the fields of managers recorded in other versions in their version.
 pub(crate) fn update_across(
     ctx: &Context<'_>,
@@ -275,7 +301,7 @@ fn tracked_update(
     // walk leaves out the reset and never-owned fields as it meets them.
     if old.is_none()
         && managed.is_empty()
-        && let Some(current) = created_fields(new, root, &ctx.reset_fields, strip_set())?
+        && let Some(current) = created_fields::<Set>(new, root, &ctx.reset_fields, strip_set())?
     {
         record_update(ctx, manager, current, managed);
         return Ok(());

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Map, Value};
 
 use super::error::ApplyError;
-use super::fieldpath::{Path, PathElement, Set};
+use super::fieldpath::{FieldsV1Builder, Path, PathElement, Set};
 use super::value::values_equal;
 use crate::schema::{Field, Kind, ListType, Node, StructuralSchema};
 
@@ -264,14 +264,15 @@ pub fn compare_created(new: &Value, node: Node<'_>) -> Result<Comparison, ApplyE
 }
 
 /// What a create's writer owns: `compare_created(new, node)?.exclude(reset)` less the members
-/// of `strip`, the paths left out as the walk meets them rather than removed afterwards.
-/// `None` for roots [`compare_created`] hands to the general comparison.
-pub(crate) fn created_fields(
+/// of `strip`, the paths left out as the walk meets them rather than removed afterwards; as a
+/// [`Set`], or straight in its `FieldsV1` form ([`FieldsV1Builder`]). `None` for roots
+/// [`compare_created`] hands to the general comparison.
+pub(crate) fn created_fields<A: Added>(
     new: &Value,
     node: Node<'_>,
     reset: &Set,
     strip: &Set,
-) -> Result<Option<Set>, ApplyError> {
+) -> Result<Option<A>, ApplyError> {
     created(
         new,
         node,
@@ -282,9 +283,28 @@ pub(crate) fn created_fields(
     )
 }
 
-/// The walk of [`compare_created`] and [`created_fields`]: the added set less what `mask`
+/// What a create's walk builds, step by step.
+pub(crate) trait Added: Default {
+    /// Adds step `pe`: as a member when `member`, with the paths `below` it (relative to `pe`)
+    /// as its subtree. Each step is added once.
+    fn add(&mut self, pe: PathElement, member: bool, below: Self);
+}
+
+impl Added for Set {
+    fn add(&mut self, pe: PathElement, member: bool, below: Self) {
+        self.insert_step(pe, member, below);
+    }
+}
+
+impl Added for FieldsV1Builder {
+    fn add(&mut self, pe: PathElement, member: bool, below: Self) {
+        self.insert_step(&pe, member, below);
+    }
+}
+
+/// The walk of [`compare_created`] and [`created_fields`]: the added paths less what `mask`
 /// leaves out, or `None` when the root is not a granular object.
-fn created(new: &Value, node: Node<'_>, mask: Mask<'_>) -> Result<Option<Set>, ApplyError> {
+fn created<A: Added>(new: &Value, node: Node<'_>, mask: Mask<'_>) -> Result<Option<A>, ApplyError> {
     let (
         Value::Object(map),
         Shape::Map {
@@ -307,7 +327,7 @@ fn created(new: &Value, node: Node<'_>, mask: Mask<'_>) -> Result<Option<Set>, A
         }
     }
     debug_assert_eq!(same, Comparison::default(), "a value equals itself");
-    let mut added = Set::new();
+    let mut added = A::default();
     let root = Trail::Root;
     for (k, v) in map {
         if SHARED_KEYS.contains(&k.as_str()) {
@@ -351,8 +371,8 @@ impl Trail<'_> {
 
 /// Adds step `pe` below `parent` (value `v` of type `node`) to `out`, the parent's set, with
 /// the paths below it, as far as `mask` (the parent's) lets them in.
-fn add_step(
-    out: &mut Set,
+fn add_step<A: Added>(
+    out: &mut A,
     parent: &Trail<'_>,
     pe: PathElement,
     node: Node<'_>,
@@ -362,7 +382,7 @@ fn add_step(
     let trail = Trail::Step(parent, &pe);
     if mask.reset.is_some_and(|r| r.has_member(&pe)) {
         // Nothing at or below a reset field is owned; its lists are still checked.
-        added_below(&trail, node, v, Mask::default())?;
+        added_below::<A>(&trail, node, v, Mask::default())?;
         return Ok(());
     }
     let below = Mask {
@@ -371,20 +391,20 @@ fn add_step(
     };
     let set = added_below(&trail, node, v, below)?;
     let member = !mask.strip.is_some_and(|s| s.has_member(&pe));
-    out.insert_step(pe, member, set);
+    out.add(pe, member, set);
     Ok(())
 }
 
 /// The paths below `v` (of type `node`) that a comparison with nothing adds, relative to `v`
 /// and as far as `mask` lets them in: the same nodes [`walk_compare`] visits with no old
 /// value, visited in its order.
-fn added_below(
+fn added_below<A: Added>(
     trail: &Trail<'_>,
     node: Node<'_>,
     v: &Value,
     mask: Mask<'_>,
-) -> Result<Set, ApplyError> {
-    let mut out = Set::new();
+) -> Result<A, ApplyError> {
+    let mut out = A::default();
     match shape_of(node, v) {
         // Leaves, atomic containers and empty ones are added as a whole.
         Shape::Leaf | Shape::Map { atomic: true, .. } | Shape::List { atomic: true, .. } => {}
