@@ -258,6 +258,26 @@ impl Set {
         }
     }
 
+    /// Adds step `pe` below this node: as a member when `member`, and with the paths `below`
+    /// it (relative to `pe`) as its subtree when there are any. The caller knows `pe` is new here.
+    pub(crate) fn insert_step(&mut self, pe: PathElement, member: bool, below: Set) {
+        match (member, below.is_empty()) {
+            (true, true) => {
+                self.members.insert(pe);
+            }
+            (true, false) => {
+                self.members.insert(pe.clone());
+                let previous = self.children.insert(pe, below);
+                debug_assert!(previous.is_none(), "a step is walked once");
+            }
+            (false, false) => {
+                let previous = self.children.insert(pe, below);
+                debug_assert!(previous.is_none(), "a step is walked once");
+            }
+            (false, true) => {}
+        }
+    }
+
     /// Whether `path` is a member.
     pub fn has(&self, path: &Path) -> bool {
         self.has_elements(&path.0)
@@ -335,13 +355,35 @@ impl Set {
         if other.is_empty() {
             return;
         }
-        self.members.retain(|m| !other.members.contains(m));
-        self.children.retain(|pe, child| {
-            if let Some(theirs) = other.children.get(pe) {
-                child.remove_all(theirs);
+        // The members both sets have, found in one pass over the two sorted sets, are the only
+        // ones looked up again (rather than every member of this set looked up in `other`).
+        let mut common: Vec<&PathElement> = Vec::new();
+        let (mut mine, mut theirs) = (self.members.iter(), other.members.iter());
+        let (mut a, mut b) = (mine.next(), theirs.next());
+        while let (Some(x), Some(y)) = (a, b) {
+            match x.cmp(y) {
+                Ordering::Less => a = mine.next(),
+                Ordering::Greater => b = theirs.next(),
+                Ordering::Equal => {
+                    common.push(y);
+                    a = mine.next();
+                    b = theirs.next();
+                }
             }
-            !child.is_empty()
-        });
+        }
+        for m in common {
+            self.members.remove(m);
+        }
+        // Only the subtrees `other` has can change; one emptied is dropped (children are never
+        // empty).
+        for (pe, theirs) in &other.children {
+            if let Some(child) = self.children.get_mut(pe) {
+                child.remove_all(theirs);
+                if child.is_empty() {
+                    self.children.remove(pe);
+                }
+            }
+        }
     }
 
     /// [`recursive_difference`](Self::recursive_difference) in place: removes the paths of
@@ -494,6 +536,36 @@ impl Set {
             }
         }
         Ok(set)
+    }
+}
+
+/// A `FieldsV1` object written step by step, as [`Set::to_fields_v1`] writes the set of the
+/// same steps, for walks that need only the `FieldsV1` form.
+#[derive(Debug, Default)]
+pub(crate) struct FieldsV1Builder(Map<String, Value>);
+
+impl FieldsV1Builder {
+    /// Whether no step was added.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Adds step `pe`, as [`Set::insert_step`] adds it to a set: as a member when `member`,
+    /// and with the paths `below` it. A step that is neither is left out, as a set leaves it.
+    pub(crate) fn insert_step(&mut self, pe: &PathElement, member: bool, below: FieldsV1Builder) {
+        let mut inner = below.0;
+        if inner.is_empty() && !member {
+            return;
+        }
+        if member && !inner.is_empty() {
+            inner.insert(".".to_string(), Value::Object(Map::new()));
+        }
+        self.0.insert(pe.to_fields_v1_key(), Value::Object(inner));
+    }
+
+    /// The `FieldsV1` object.
+    pub(crate) fn into_value(self) -> Value {
+        Value::Object(self.0)
     }
 }
 

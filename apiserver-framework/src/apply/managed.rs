@@ -70,26 +70,14 @@ impl Entry {
     /// The typed form of `metadata.managedFields`, equal to [`to_json`](Self::to_json) read
     /// back, without the trip through JSON.
     pub fn to_typed(&self) -> ManagedFieldsEntry {
-        let text = |s: &str| (!s.is_empty()).then(|| s.to_string());
-        ManagedFieldsEntry {
-            api_version: text(&self.api_version),
-            fields_type: Some("FieldsV1".into()),
-            fields_v1: Some(FieldsV1(self.fields.to_fields_v1())),
-            manager: text(&self.manager),
-            operation: Some(self.operation.as_str().into()),
-            subresource: text(&self.subresource),
-            // Whole seconds, as the JSON form carries them.
-            time: self.time.map(|t| {
-                Time(
-                    t.round(
-                        jiff::TimestampRound::new()
-                            .smallest(jiff::Unit::Second)
-                            .mode(jiff::RoundMode::Trunc),
-                    )
-                    .unwrap_or(t),
-                )
-            }),
-        }
+        typed_entry(
+            &self.manager,
+            self.operation,
+            &self.api_version,
+            &self.subresource,
+            self.time,
+            self.fields.to_fields_v1(),
+        )
     }
 
     /// The JSON form (keys omitted when empty, `fieldsType: FieldsV1`).
@@ -111,6 +99,37 @@ impl Entry {
             m.insert("subresource".into(), json!(self.subresource));
         }
         Value::Object(m)
+    }
+}
+
+/// [`Entry::to_typed`] of an entry with these fields, whose `FieldsV1` form is `fields_v1`.
+pub(crate) fn typed_entry(
+    manager: &str,
+    operation: Operation,
+    api_version: &str,
+    subresource: &str,
+    time: Option<Timestamp>,
+    fields_v1: Value,
+) -> ManagedFieldsEntry {
+    let text = |s: &str| (!s.is_empty()).then(|| s.to_string());
+    ManagedFieldsEntry {
+        api_version: text(api_version),
+        fields_type: Some("FieldsV1".into()),
+        fields_v1: Some(FieldsV1(fields_v1)),
+        manager: text(manager),
+        operation: Some(operation.as_str().into()),
+        subresource: text(subresource),
+        // Whole seconds, as the JSON form carries them.
+        time: time.map(|t| {
+            Time(
+                t.round(
+                    jiff::TimestampRound::new()
+                        .smallest(jiff::Unit::Second)
+                        .mode(jiff::RoundMode::Trunc),
+                )
+                .unwrap_or(t),
+            )
+        }),
     }
 }
 

@@ -21,22 +21,26 @@ pub(crate) mod typed;
 mod value;
 
 #[cfg(test)]
+mod created_tests;
+#[cfg(test)]
 mod tests;
 
 use std::borrow::Cow;
 
 use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 use serde_json::{Map, Value};
 
 pub use crate::schema::StructuralSchema;
 pub use conflict::{Conflict, ConflictCause, Conflicts};
 pub(crate) use error::ApplyError;
+use fieldpath::FieldsV1Builder;
 pub use fieldpath::{Path, PathElement, Set};
 pub use managed::{Entry, ManagedFields, ManagedFieldsError, Operation};
 pub use typed::fields_of;
 
 use merge::{merge, remove_items};
-use typed::{compare, fields_of_node};
+use typed::{compare, compare_created, created_fields, fields_of_node};
 use value::{metadata_field, values_equal};
 
 /// Upstream caps the `Update` entries at this many, merging the oldest into `ancient-changes`.
@@ -89,7 +93,8 @@ pub(crate) trait VersionConverter: Send + Sync {
 /// are borrowed, another version's are worked out when a manager of that version asks.
 struct Changes<'a> {
     versions: Option<&'a dyn VersionConverter>,
-    old: &'a Value,
+    /// `None` on create: the empty object of `new`'s kind.
+    old: Option<&'a Value>,
     new: &'a Value,
     reset: &'a Set,
     /// The write's API version.
@@ -104,7 +109,7 @@ impl<'a> Changes<'a> {
     fn new(
         ctx: &'a Context<'_>,
         versions: Option<&'a dyn VersionConverter>,
-        old: &'a Value,
+        old: Option<&'a Value>,
         new: &'a Value,
         changed: &'a Set,
         removed: &'a Set,
@@ -128,7 +133,12 @@ impl<'a> Changes<'a> {
         if !self.seen.contains_key(api_version) {
             let found = match self.versions {
                 Some(v) => match (
-                    v.to_version(self.old, api_version),
+                    v.to_version(
+                        &self
+                            .old
+                            .map_or_else(|| Cow::Owned(empty_like(self.new)), Cow::Borrowed),
+                        api_version,
+                    ),
                     v.to_version(self.new, api_version),
                 ) {
                     (Some((old, schema)), Some((new, _))) => {
@@ -226,6 +236,30 @@ pub fn update(
     update_across(ctx, None, old, new, managed)
 }
 
+/// `update(ctx, None, new, ManagedFields::new())?.encode_typed()`: the typed
+/// `metadata.managedFields` of a create whose request brought no managers, the writer's
+/// `FieldsV1` written by the create's walk itself (no set of paths is built).
+pub(crate) fn created_managed_fields(
+    ctx: &Context<'_>,
+    new: &Value,
+) -> Result<Option<Vec<ManagedFieldsEntry>>, ApplyError> {
+    let new = without_managed_fields(new);
+    let fields =
+        created_fields::<FieldsV1Builder>(&new, ctx.schema.root(), &ctx.reset_fields, strip_set())?;
+    match fields {
+        Some(fields) if fields.is_empty() => Ok(None),
+        Some(fields) => Ok(Some(vec![managed::typed_entry(
+            ctx.manager,
+            Operation::Update,
+            ctx.api_version,
+            ctx.subresource.unwrap_or(""),
+            Some(ctx.now),
+            fields.into_value(),
+        )])),
+        None => Ok(update(ctx, None, &new, ManagedFields::new())?.encode_typed()),
+    }
+}
+
 /// [`update`], comparing the fields of managers recorded in other versions in their version.
 pub(crate) fn update_across(
     ctx: &Context<'_>,
@@ -238,26 +272,45 @@ pub(crate) fn update_across(
         return Ok(managed);
     }
     let new = without_managed_fields(new);
-    let old = match old {
-        Some(old) => without_managed_fields(old),
-        None => Cow::Owned(empty_like(&new)),
-    };
+    let old = old.map(without_managed_fields);
     let mut managed = managed;
-    tracked_update(ctx, versions, ctx.manager, &old, &new, &mut managed)?;
+    tracked_update(
+        ctx,
+        versions,
+        ctx.manager,
+        old.as_deref(),
+        &new,
+        &mut managed,
+    )?;
     cap_update_managers(&mut managed);
     Ok(managed)
 }
 
-/// `managedFieldsUpdater` + `stripMetaManager` + `Updater.Update`.
+/// `managedFieldsUpdater` + `stripMetaManager` + `Updater.Update`; `old` is `None` on create
+/// (the empty object of `new`'s kind, compared by [`compare_created`]'s one walk).
 fn tracked_update(
     ctx: &Context<'_>,
     versions: Option<&dyn VersionConverter>,
     manager: &str,
-    old: &Value,
+    old: Option<&Value>,
     new: &Value,
     managed: &mut ManagedFields,
 ) -> Result<(), ApplyError> {
-    let comparison = compare(old, new, ctx.schema.root())?.exclude(&ctx.reset_fields);
+    let root = ctx.schema.root();
+    // A create without managers: nobody loses fields, so only the writer's are needed, and the
+    // walk leaves out the reset and never-owned fields as it meets them.
+    if old.is_none()
+        && managed.is_empty()
+        && let Some(current) = created_fields::<Set>(new, root, &ctx.reset_fields, strip_set())?
+    {
+        record_update(ctx, manager, current, managed);
+        return Ok(());
+    }
+    let comparison = match old {
+        Some(old) => compare(old, new, root)?,
+        None => compare_created(new, root)?,
+    }
+    .exclude(&ctx.reset_fields);
     // A create (or a write that only adds) has nothing modified: the added set is the change.
     let mut changed = if comparison.modified.is_empty() {
         comparison.added
@@ -277,9 +330,15 @@ fn tracked_update(
     // `changed` is already outside the reset fields (`exclude`).
     changed.remove_all(strip_set());
     changed.remove_all(&comparison.removed);
-    let current = changed;
+    record_update(ctx, manager, changed, managed);
+    Ok(())
+}
+
+/// Adds the fields a write changed (`current`: without reset, never-owned and removed fields)
+/// to the writer's `Update` entry; a write that changed none leaves the managers as they are.
+fn record_update(ctx: &Context<'_>, manager: &str, current: Set, managed: &mut ManagedFields) {
     if current.is_empty() {
-        return Ok(());
+        return;
     }
     let mut entry = ctx.entry(manager, Operation::Update, current);
     let id = entry.identifier();
@@ -288,7 +347,6 @@ fn tracked_update(
     }
     debug_assert_ne!(manager, CURRENT_OPERATION);
     managed.insert_identified(id, entry);
-    Ok(())
 }
 
 /// Merges the oldest `Update` entries into `ancient-changes` buckets (one per API version)
@@ -387,14 +445,7 @@ pub(crate) fn apply_across(
     };
     let mut managed = managed;
     if managed.is_empty() {
-        tracked_update(
-            ctx,
-            versions,
-            BEFORE_FIRST_APPLY,
-            &empty_like(&live),
-            &live,
-            &mut managed,
-        )?;
+        tracked_update(ctx, versions, BEFORE_FIRST_APPLY, None, &live, &mut managed)?;
         cap_update_managers(&mut managed);
     }
     let root = ctx.schema.root();
@@ -417,7 +468,14 @@ pub(crate) fn apply_across(
 
     let comparison = compare(&live, &new, root)?.exclude(&ctx.reset_fields);
     let changed = comparison.modified.union(&comparison.added);
-    let mut changes = Changes::new(ctx, versions, &live, &new, &changed, &comparison.removed);
+    let mut changes = Changes::new(
+        ctx,
+        versions,
+        Some(&live),
+        &new,
+        &changed,
+        &comparison.removed,
+    );
     let mut conflicts = Vec::new();
     for (id, entry) in managed.map() {
         if *id == applier_id {

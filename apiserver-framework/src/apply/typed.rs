@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Map, Value};
 
 use super::error::ApplyError;
-use super::fieldpath::{Path, PathElement, Set};
+use super::fieldpath::{FieldsV1Builder, Path, PathElement, Set};
 use super::value::values_equal;
 use crate::schema::{Field, Kind, ListType, Node, StructuralSchema};
 
@@ -246,6 +246,186 @@ pub fn compare(old: &Value, new: &Value, node: Node<'_>) -> Result<Comparison, A
     let mut c = Comparison::default();
     walk_compare(&mut Vec::new(), node, Some(old), Some(new), &mut c)?;
     Ok(c)
+}
+
+/// [`compare`] of `new` against the empty object of its kind (what a create compares): every
+/// node of `new` is added but `apiVersion` and `kind`, which the empty object shares. One walk
+/// over `new` builds the added set tree by tree, without a second object to look up; it meets
+/// lists and reports their errors in the order [`compare`] does.
+pub fn compare_created(new: &Value, node: Node<'_>) -> Result<Comparison, ApplyError> {
+    match created(new, node, Mask::default())? {
+        Some(added) => Ok(Comparison {
+            added,
+            ..Comparison::default()
+        }),
+        // Not the object of a granular root: the general comparison handles it.
+        None => compare(&super::empty_like(new), new, node),
+    }
+}
+
+/// What a create's writer owns: `compare_created(new, node)?.exclude(reset)` less the members
+/// of `strip`, the paths left out as the walk meets them rather than removed afterwards; as a
+/// [`Set`], or straight in its `FieldsV1` form ([`FieldsV1Builder`]). `None` for roots
+/// [`compare_created`] hands to the general comparison.
+pub(crate) fn created_fields<A: Added>(
+    new: &Value,
+    node: Node<'_>,
+    reset: &Set,
+    strip: &Set,
+) -> Result<Option<A>, ApplyError> {
+    created(
+        new,
+        node,
+        Mask {
+            reset: Some(reset),
+            strip: Some(strip),
+        },
+    )
+}
+
+/// What a create's walk builds, step by step.
+pub(crate) trait Added: Default {
+    /// Adds step `pe`: as a member when `member`, with the paths `below` it (relative to `pe`)
+    /// as its subtree. Each step is added once.
+    fn add(&mut self, pe: PathElement, member: bool, below: Self);
+}
+
+impl Added for Set {
+    fn add(&mut self, pe: PathElement, member: bool, below: Self) {
+        self.insert_step(pe, member, below);
+    }
+}
+
+impl Added for FieldsV1Builder {
+    fn add(&mut self, pe: PathElement, member: bool, below: Self) {
+        self.insert_step(&pe, member, below);
+    }
+}
+
+/// The walk of [`compare_created`] and [`created_fields`]: the added paths less what `mask`
+/// leaves out, or `None` when the root is not a granular object.
+fn created<A: Added>(new: &Value, node: Node<'_>, mask: Mask<'_>) -> Result<Option<A>, ApplyError> {
+    let (
+        Value::Object(map),
+        Shape::Map {
+            node,
+            atomic: false,
+        },
+    ) = (new, shape_of(node, new))
+    else {
+        return Ok(None);
+    };
+    // The keys the empty object has are met first and are equal on both sides: they add
+    // nothing, but their lists are checked as the comparison checks them.
+    let mut path = Vec::new();
+    let mut same = Comparison::default();
+    for k in SHARED_KEYS {
+        if let Some(v) = map.get(k) {
+            path.push(PathElement::Field(k.to_string()));
+            walk_compare(&mut path, field(node, k).0, Some(v), Some(v), &mut same)?;
+            path.pop();
+        }
+    }
+    debug_assert_eq!(same, Comparison::default(), "a value equals itself");
+    let mut added = A::default();
+    let root = Trail::Root;
+    for (k, v) in map {
+        if SHARED_KEYS.contains(&k.as_str()) {
+            continue;
+        }
+        let pe = PathElement::Field(k.clone());
+        add_step(&mut added, &root, pe, field(node, k).0, v, mask)?;
+    }
+    Ok(Some(added))
+}
+
+/// The keys of the empty object of a kind (see `empty_like`), in the order it holds them.
+const SHARED_KEYS: [&str; 2] = ["apiVersion", "kind"];
+
+/// What a walk leaves out of the added set, relative to where it is: the paths at or below
+/// a member of `reset`, and the members of `strip`.
+#[derive(Clone, Copy, Default)]
+struct Mask<'s> {
+    reset: Option<&'s Set>,
+    strip: Option<&'s Set>,
+}
+
+/// Where a walk is: the chain of its steps, made into a [`Path`] only when an error names it.
+enum Trail<'t> {
+    Root,
+    Step(&'t Trail<'t>, &'t PathElement),
+}
+
+impl Trail<'_> {
+    fn path(&self) -> Vec<PathElement> {
+        let mut out = Vec::new();
+        let mut at = self;
+        while let Trail::Step(parent, pe) = at {
+            out.push((*pe).clone());
+            at = parent;
+        }
+        out.reverse();
+        out
+    }
+}
+
+/// Adds step `pe` below `parent` (value `v` of type `node`) to `out`, the parent's set, with
+/// the paths below it, as far as `mask` (the parent's) lets them in.
+fn add_step<A: Added>(
+    out: &mut A,
+    parent: &Trail<'_>,
+    pe: PathElement,
+    node: Node<'_>,
+    v: &Value,
+    mask: Mask<'_>,
+) -> Result<(), ApplyError> {
+    let trail = Trail::Step(parent, &pe);
+    if mask.reset.is_some_and(|r| r.has_member(&pe)) {
+        // Nothing at or below a reset field is owned; its lists are still checked.
+        added_below::<A>(&trail, node, v, Mask::default())?;
+        return Ok(());
+    }
+    let below = Mask {
+        reset: mask.reset.and_then(|r| r.child(&pe)),
+        strip: mask.strip.and_then(|s| s.child(&pe)),
+    };
+    let set = added_below(&trail, node, v, below)?;
+    let member = !mask.strip.is_some_and(|s| s.has_member(&pe));
+    out.add(pe, member, set);
+    Ok(())
+}
+
+/// The paths below `v` (of type `node`) that a comparison with nothing adds, relative to `v`
+/// and as far as `mask` lets them in: the same nodes [`walk_compare`] visits with no old
+/// value, visited in its order.
+fn added_below<A: Added>(
+    trail: &Trail<'_>,
+    node: Node<'_>,
+    v: &Value,
+    mask: Mask<'_>,
+) -> Result<A, ApplyError> {
+    let mut out = A::default();
+    match shape_of(node, v) {
+        // Leaves, atomic containers and empty ones are added as a whole.
+        Shape::Leaf | Shape::Map { atomic: true, .. } | Shape::List { atomic: true, .. } => {}
+        Shape::Map { node, .. } => {
+            if let Value::Object(map) = v {
+                for (k, child) in map {
+                    let pe = PathElement::Field(k.clone());
+                    add_step(&mut out, trail, pe, field(node, k).0, child, mask)?;
+                }
+            }
+        }
+        Shape::List { items, keys, .. } => {
+            // Every item's identity first (a bad one fails the list before any item is
+            // walked), then the first item of each identity.
+            let indexed = index_items(keys, Some(v)).map_err(|e| at(&trail.path(), e))?;
+            for (pe, item) in indexed {
+                add_step(&mut out, trail, pe, items, item, mask)?;
+            }
+        }
+    }
+    Ok(out)
 }
 
 fn leaf_rule(path: &[PathElement], l: Option<&Value>, r: Option<&Value>, c: &mut Comparison) {

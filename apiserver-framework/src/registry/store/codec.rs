@@ -13,7 +13,7 @@ use crate::storage::KeyValue;
 impl<T: ApiResource> Store<T> {
     /// Decodes a request body into `T`, checking `apiVersion` and `kind`.
     pub(super) fn decode_body(&self, mut body: Value) -> Result<T, ApiError> {
-        let expected_gv = self.info.api_version();
+        let expected_gv = &self.api_version;
         let Some(map) = body.as_object_mut() else {
             return Err(ApiError::bad_request(format!(
                 "{} in version {:?} cannot be handled as a {}: the request body must be a JSON object",
@@ -21,7 +21,7 @@ impl<T: ApiResource> Store<T> {
             )));
         };
         match map.get("apiVersion") {
-            Some(Value::String(gv)) if gv != &expected_gv => {
+            Some(Value::String(gv)) if gv != expected_gv => {
                 return Err(ApiError::bad_request(format!(
                     "the API version in the data ({gv}) does not match the expected API version ({expected_gv})"
                 )));

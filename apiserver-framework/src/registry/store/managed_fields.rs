@@ -11,13 +11,12 @@ impl<T: ApiResource> Store<T> {
     fn apply_context<'a>(
         &'a self,
         manager: &'a str,
-        api_version: &'a str,
         subresource: Option<&'a str>,
     ) -> apply::Context<'a> {
         apply::Context {
             schema: &self.schema,
             manager,
-            api_version,
+            api_version: &self.api_version,
             subresource,
             reset_fields: apply::reset_fields(subresource, self.info.status_subresource),
             now: jiff::Timestamp::now(),
@@ -59,8 +58,12 @@ impl<T: ApiResource> Store<T> {
         // `managedFields`, which is taken out here rather than copied out.
         old_value.iter_mut().for_each(apply::remove_managed_fields);
         apply::remove_managed_fields(&mut new_value);
-        let api_version = self.info.api_version();
-        let ctx = self.apply_context(&opts.field_manager, &api_version, subresource);
+        let ctx = self.apply_context(&opts.field_manager, subresource);
+        if old_value.is_none() && managed.is_empty() {
+            // A create without managers: its writer's entry is all there is.
+            new.meta_mut().managed_fields = apply::created_managed_fields(&ctx, &new_value)?;
+            return Ok(());
+        }
         let managed = apply::update(&ctx, old_value.as_ref(), &new_value, managed)?;
         new.meta_mut().managed_fields = managed.encode_typed();
         Ok(())

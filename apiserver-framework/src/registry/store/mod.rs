@@ -44,6 +44,8 @@ pub struct Store<T: ApiResource> {
     storage: Arc<dyn Storage>,
     strategy: Arc<dyn Strategy<T>>,
     prefix: String,
+    /// `<group>/<version>` of `T`, made once (managed fields and body checks read it).
+    api_version: String,
     /// Recent changes encoded once for all watchers.
     encoded: Arc<EncodedEvents>,
     /// The model of the resource's schema: patches, apply and field validation follow it.
@@ -63,6 +65,7 @@ impl<T: ApiResource> Store<T> {
             format!("/{}/{}/", info.group, info.plural)
         };
         Store {
+            api_version: info.api_version(),
             info,
             storage,
             strategy,
