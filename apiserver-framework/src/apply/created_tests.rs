@@ -109,7 +109,7 @@ fn same(new: &Value, s: &StructuralSchema) -> Result<typed::Comparison, ApplyErr
         // Without managers (the walk that leaves fields out as it goes), and with managers
         // the request brought (the walk's comparison, then the general steps).
         // Straight to the typed managedFields, without a set of paths.
-        let direct = created_managed_fields(&ctx, new);
+        let direct = update_typed(&ctx, None, new, ManagedFields::new());
         let empty = empty_like(new);
         let mut by_compare = ManagedFields::new();
         let general = tracked_update(&ctx, None, "creator", Some(&empty), new, &mut by_compare);

@@ -236,28 +236,33 @@ pub fn update(
     update_across(ctx, None, old, new, managed)
 }
 
-/// `update(ctx, None, new, ManagedFields::new())?.encode_typed()`: the typed
-/// `metadata.managedFields` of a create whose request brought no managers, the writer's
-/// `FieldsV1` written by the create's walk itself (no set of paths is built).
-pub(crate) fn created_managed_fields(
+/// `update(ctx, old, new, managed)?.encode_typed()`: the typed `metadata.managedFields` of
+/// a write. A create whose request brought no managers has its writer's `FieldsV1` written by
+/// the create's walk itself (no set of paths is built).
+pub(crate) fn update_typed(
     ctx: &Context<'_>,
+    old: Option<&Value>,
     new: &Value,
+    managed: ManagedFields,
 ) -> Result<Option<Vec<ManagedFieldsEntry>>, ApplyError> {
-    let new = without_managed_fields(new);
-    let fields =
-        created_fields::<FieldsV1Builder>(&new, ctx.schema.root(), &ctx.reset_fields, strip_set())?;
-    match fields {
-        Some(fields) if fields.is_empty() => Ok(None),
-        Some(fields) => Ok(Some(vec![managed::typed_entry(
-            ctx.manager,
-            Operation::Update,
-            ctx.api_version,
-            ctx.subresource.unwrap_or(""),
-            Some(ctx.now),
-            fields.into_value(),
-        )])),
-        None => Ok(update(ctx, None, &new, ManagedFields::new())?.encode_typed()),
+    if old.is_none() && managed.is_empty() {
+        let new = without_managed_fields(new);
+        let root = ctx.schema.root();
+        let fields = created_fields::<FieldsV1Builder>(&new, root, &ctx.reset_fields, strip_set())?;
+        if let Some(fields) = fields {
+            return Ok((!fields.is_empty()).then(|| {
+                vec![managed::typed_entry(
+                    ctx.manager,
+                    Operation::Update,
+                    ctx.api_version,
+                    ctx.subresource.unwrap_or(""),
+                    Some(ctx.now),
+                    fields.into_value(),
+                )]
+            }));
+        }
     }
+    Ok(update(ctx, old, new, managed)?.encode_typed())
 }
 
 /// [`update`], comparing the fields of managers recorded in other versions in their version.

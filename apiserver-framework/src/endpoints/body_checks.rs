@@ -6,7 +6,6 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-use crate::endpoints::negotiation::BodyFormat;
 use crate::endpoints::patch::PatchKind;
 use crate::error::{ApiError, FieldError};
 use crate::registry::field_validation::FieldIssues;
@@ -33,29 +32,11 @@ impl Collected {
     }
 }
 
-/// Checks a create or update body. `Strict` findings answer 400 as upstream:
-/// `<Kind> in version "<v>" cannot be handled as a <Kind>: strict decoding error: …`.
-pub fn check_object(
-    info: &ResourceInfo,
-    schema: &StructuralSchema,
-    mode: FieldValidation,
-    format: BodyFormat,
-    body: &[u8],
-    object: &Value,
-    warnings: &Collected,
-) -> Result<(), ApiError> {
-    if mode == FieldValidation::Ignore {
-        return Ok(());
-    }
-    let issues = match format {
-        BodyFormat::Json => FieldIssues::from_json(body, schema),
-        BodyFormat::Yaml => FieldIssues::from_yaml(body, object, schema),
-    };
-    answer(info, mode, issues, object, warnings)
-}
-
-/// What the findings of a create or update body `object` come to under `mode`: a 400 for
-/// `Strict` (see [`check_object`]), `Warning` texts for `Warn`.
+/// What the findings of a create or update body `object` come to under `mode` (a JSON body's
+/// from [`FieldIssues::decode_json`], a YAML one's from [`FieldIssues::from_yaml`]):
+/// `Strict` findings answer 400 as upstream,
+/// `<Kind> in version "<v>" cannot be handled as a <Kind>: strict decoding error: …`; `Warn`
+/// findings become `Warning` texts; `Ignore` keeps none.
 pub fn answer(
     info: &ResourceInfo,
     mode: FieldValidation,

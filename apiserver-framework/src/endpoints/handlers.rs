@@ -440,17 +440,22 @@ fn decode_checked(
     schema: &crate::schema::StructuralSchema,
     warnings: &body_checks::Collected,
 ) -> Result<Value, ApiError> {
+    use crate::registry::field_validation::FieldIssues;
     use crate::registry::options::FieldValidation;
-    if format == BodyFormat::Json && mode != FieldValidation::Ignore {
-        let (object, issues) =
-            crate::registry::field_validation::FieldIssues::decode_json(body, schema)
-                .map_err(json_parse_error)?;
-        let object = only_object(object)?;
-        body_checks::answer(info, mode, issues, &object, warnings)?;
-        return Ok(object);
-    }
-    let object = decode_object(format, body)?;
-    body_checks::check_object(info, schema, mode, format, body, &object, warnings)?;
+    let (object, issues) = match (format, mode) {
+        (_, FieldValidation::Ignore) => return decode_object(format, body),
+        (BodyFormat::Json, _) => {
+            let (object, issues) =
+                FieldIssues::decode_json(body, schema).map_err(json_parse_error)?;
+            (only_object(object)?, issues)
+        }
+        (BodyFormat::Yaml, _) => {
+            let object = decode_object(format, body)?;
+            let issues = FieldIssues::from_yaml(body, &object, schema);
+            (object, issues)
+        }
+    };
+    body_checks::answer(info, mode, issues, &object, warnings)?;
     Ok(object)
 }
 

@@ -9,7 +9,7 @@ use super::Store;
 use super::errors::storage_error;
 use crate::error::ApiError;
 use crate::registry::continue_token;
-use crate::registry::encoding::{KnownStart, RESOURCE_VERSION_LEN};
+use crate::registry::encoding::RESOURCE_VERSION_LEN;
 use crate::registry::options::ListOptions;
 use crate::registry::rest::{ObjectList, RequestContext};
 use crate::registry::watch;
@@ -87,7 +87,6 @@ impl<T: ApiResource> Store<T> {
         // slices of: one allocation per page, not one per object.
         let mut buffer = BytesMut::new();
         let mut items: Vec<Range<usize>> = Vec::new();
-        let known_start = KnownStart::new(&self.info.api_version(), &self.info.kind);
         let mut read_revision = revision;
         // Pages are read until `limit` objects matched the selectors or the collection ends.
         let (more, remaining, last_key) = loop {
@@ -136,7 +135,11 @@ impl<T: ApiResource> Store<T> {
                         buffer.put_u8(b',');
                     }
                     let start = buffer.len();
-                    known_start.put_with_resource_version(&mut buffer, &kv.value, kv.mod_revision);
+                    self.known_start.put_with_resource_version(
+                        &mut buffer,
+                        &kv.value,
+                        kv.mod_revision,
+                    );
                     items.push(start..buffer.len());
                 }
             }

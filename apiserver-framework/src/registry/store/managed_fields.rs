@@ -59,13 +59,8 @@ impl<T: ApiResource> Store<T> {
         old_value.iter_mut().for_each(apply::remove_managed_fields);
         apply::remove_managed_fields(&mut new_value);
         let ctx = self.apply_context(&opts.field_manager, subresource);
-        if old_value.is_none() && managed.is_empty() {
-            // A create without managers: its writer's entry is all there is.
-            new.meta_mut().managed_fields = apply::created_managed_fields(&ctx, &new_value)?;
-            return Ok(());
-        }
-        let managed = apply::update(&ctx, old_value.as_ref(), &new_value, managed)?;
-        new.meta_mut().managed_fields = managed.encode_typed();
+        new.meta_mut().managed_fields =
+            apply::update_typed(&ctx, old_value.as_ref(), &new_value, managed)?;
         Ok(())
     }
 }

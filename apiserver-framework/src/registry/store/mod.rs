@@ -27,7 +27,7 @@ use serde_json::Value;
 
 use crate::error::ApiError;
 use crate::registry::encoded_events::EncodedEvents;
-use crate::registry::encoding::with_resource_version;
+use crate::registry::encoding::{KnownStart, with_resource_version};
 use crate::registry::options::{DeleteOptions, ListOptions, WriteOptions};
 use crate::registry::rest::{DeleteOutcome, EventStream, ObjectList, RequestContext, RestStorage};
 use crate::registry::strategy::Strategy;
@@ -46,6 +46,8 @@ pub struct Store<T: ApiResource> {
     prefix: String,
     /// `<group>/<version>` of `T`, made once (managed fields and body checks read it).
     api_version: String,
+    /// How `T`'s stored objects start, where a list writes each one's resourceVersion.
+    known_start: KnownStart,
     /// Recent changes encoded once for all watchers.
     encoded: Arc<EncodedEvents>,
     /// The model of the resource's schema: patches, apply and field validation follow it.
@@ -64,8 +66,10 @@ impl<T: ApiResource> Store<T> {
         } else {
             format!("/{}/{}/", info.group, info.plural)
         };
+        let api_version = info.api_version();
         Store {
-            api_version: info.api_version(),
+            known_start: KnownStart::new(&api_version, &info.kind),
+            api_version,
             info,
             storage,
             strategy,
