@@ -247,10 +247,24 @@ impl BackendClient {
         uri: &Uri,
         fresh: bool,
     ) -> Result<Option<(Arc<H2Connection>, bool)>, ClientError> {
-        let authority = uri.authority();
-        if !fresh && let Some(conn) = self.pick(authority) {
+        if !fresh && let Some(conn) = self.pick(uri.authority()) {
             return Ok(Some((conn, true)));
         }
+        // Boxed: opening is rare, and its futures (TCP, TLS, the HTTP/2 handshake) would
+        // otherwise be part of every request's future, which is moved whole at each boxing
+        // up the handler chain (kilobytes copied per request).
+        Box::pin(self.open_h2(uri, fresh)).await
+    }
+
+    /// Opens an HTTP/2 connection to `uri`'s authority, unless (when not `fresh`) another
+    /// request opened one with a free stream meanwhile; `None` when the backend does not
+    /// speak HTTP/2.
+    async fn open_h2(
+        &self,
+        uri: &Uri,
+        fresh: bool,
+    ) -> Result<Option<(Arc<H2Connection>, bool)>, ClientError> {
+        let authority = uri.authority();
         let _opening = self.0.opening.lock().await;
         // Another request may have opened one meanwhile.
         if !fresh && let Some(conn) = self.pick(authority) {

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::uri::{PathAndQuery, Scheme};
 use http::{Request, Response, StatusCode, Uri};
 use hyper_util::client::legacy::connect::HttpConnector;
 use parking_lot::Mutex;
@@ -58,11 +59,11 @@ pub(crate) struct Backends {
     clients: Mutex<Clients>,
 }
 
-/// The clients by their TLS settings, and the settings each APIService uses.
+/// The clients by their TLS settings, and the settings and client each APIService uses.
 #[derive(Default)]
 struct Clients {
     by_key: HashMap<ClientKey, BackendClient>,
-    by_service: HashMap<String, ClientKey>,
+    by_service: HashMap<String, (ClientKey, BackendClient)>,
 }
 
 /// What a cached client depends on.
@@ -92,13 +93,22 @@ impl Backends {
         service: &APIService,
         endpoint: &Endpoint,
     ) -> Result<BackendClient, ProxyError> {
-        let name = service.metadata.name.clone().unwrap_or_default();
+        let name = service.metadata.name.as_deref().unwrap_or_default();
+        let mut clients = self.clients.lock();
+        // Every proxied request asks: the APIService's own entry answers without copying or
+        // hashing its CA bundle while its settings are unchanged.
+        if let Some((key, client)) = clients.by_service.get(name)
+            && key.server_name == endpoint.server_name
+            && key.ca_bundle == service.spec.ca_bundle
+            && key.insecure == service.spec.insecure_skip_tls_verify
+        {
+            return Ok(client.clone());
+        }
         let key = ClientKey {
             server_name: endpoint.server_name.clone(),
             ca_bundle: service.spec.ca_bundle.clone(),
             insecure: service.spec.insecure_skip_tls_verify,
         };
-        let mut clients = self.clients.lock();
         let client = match clients.by_key.get(&key) {
             Some(c) => c.clone(),
             None => {
@@ -107,10 +117,10 @@ impl Backends {
                 c
             }
         };
-        if clients.by_service.get(&name) != Some(&key) {
-            clients.by_service.insert(name, key);
-            clients.drop_unused();
-        }
+        clients
+            .by_service
+            .insert(name.to_owned(), (key, client.clone()));
+        clients.drop_unused();
         Ok(client)
     }
 
@@ -197,8 +207,8 @@ impl Backends {
 impl Clients {
     /// Drops the clients no APIService uses any more.
     fn drop_unused(&mut self) {
-        let used: Vec<ClientKey> = self.by_service.values().cloned().collect();
-        self.by_key.retain(|key, _| used.contains(key));
+        let used: Vec<&ClientKey> = self.by_service.values().map(|(key, _)| key).collect();
+        self.by_key.retain(|key, _| used.contains(&key));
     }
 }
 
@@ -369,6 +379,11 @@ const HOP_BY_HOP: &[&str] = &[
 /// Removes the hop-by-hop headers, as Go's reverse proxy does: first every header the
 /// `Connection` headers name, then `HOP_BY_HOP`.
 pub(crate) fn remove_hop_by_hop(headers: &mut HeaderMap) {
+    // Most requests and responses carry none: one look at each header name (a few dozen
+    // bytes compared) instead of a hashed removal per listed name.
+    if !headers.keys().any(|k| HOP_BY_HOP.contains(&k.as_str())) {
+        return;
+    }
     let named: Vec<HeaderName> = headers
         .get_all(header::CONNECTION)
         .iter()
@@ -430,11 +445,17 @@ pub(crate) async fn forward_once(
     let path = parts
         .uri
         .path_and_query()
-        .map_or("/", |p| p.as_str())
-        .to_owned();
-    let uri: Uri = match format!("https://{}{path}", endpoint.authority).parse() {
-        Ok(u) => u,
-        Err(_) => return Ok(unavailable()),
+        .cloned()
+        .unwrap_or_else(|| PathAndQuery::from_static("/"));
+    // Built from its parts: the path is the request's, already read, shared rather than
+    // written out and read again.
+    let uri = Uri::builder()
+        .scheme(Scheme::HTTPS)
+        .authority(endpoint.authority.as_str())
+        .path_and_query(path)
+        .build();
+    let Ok(uri) = uri else {
+        return Ok(unavailable());
     };
     parts.uri = uri;
     parts.version = http::Version::HTTP_11;
@@ -701,6 +722,24 @@ mod tests {
         let mut left: Vec<_> = h.keys().map(|k| k.as_str()).collect();
         left.sort();
         assert_eq!(left, ["accept", "x-kept"]);
+        // One listed header alone is removed too; headers without any stay as they are.
+        for name in HOP_BY_HOP {
+            let mut one = HeaderMap::new();
+            one.insert("accept", HeaderValue::from_static("v"));
+            one.insert(*name, HeaderValue::from_static("v"));
+            remove_hop_by_hop(&mut one);
+            assert_eq!(
+                one.keys().map(|k| k.as_str()).collect::<Vec<_>>(),
+                ["accept"]
+            );
+        }
+        let mut plain = HeaderMap::new();
+        plain.insert("accept", HeaderValue::from_static("v"));
+        plain.append("x-kept", HeaderValue::from_static("1"));
+        plain.append("x-kept", HeaderValue::from_static("2"));
+        let before = plain.clone();
+        remove_hop_by_hop(&mut plain);
+        assert_eq!(plain, before);
         let mut te = HeaderMap::new();
         te.insert("te", HeaderValue::from_static("gzip, Trailers;q=1"));
         assert!(accepts_trailers(&te));
