@@ -325,9 +325,15 @@ fn accept_with(range: &MediaRange, encoding: Encoding) -> Option<Choice> {
 
 fn choose(accept: Option<&str>) -> Option<Choice> {
     let header = accept.map(str::trim).unwrap_or("");
-    if header.is_empty() {
+    // What most clients send: one clause, no parameters. Reading it needs no parse.
+    if header.is_empty() || header.eq_ignore_ascii_case(JSON) {
         return Some(Choice::Json);
     }
+    choose_parsed(header)
+}
+
+/// The representation `header`'s clauses choose, read clause by clause.
+fn choose_parsed(header: &str) -> Option<Choice> {
     parse_accept(header)
         .iter()
         .filter(|range| range.q > 0.0)
@@ -632,6 +638,26 @@ mod tests {
             neg("*/*;q=0.8, application/yaml;q=0.5").unwrap(),
             Output::Json
         );
+    }
+
+    #[test]
+    fn a_plain_json_accept_chooses_what_its_parse_chooses() {
+        for header in ["application/json", "Application/JSON", "APPLICATION/json"] {
+            assert!(choose_parsed(header) == Some(Choice::Json), "{header}");
+            assert!(choose(Some(header)) == choose_parsed(header), "{header}");
+            assert!(
+                choose(Some(&format!(" {header} "))) == Some(Choice::Json),
+                "{header}"
+            );
+        }
+        // Anything more is read in full.
+        for header in [
+            "application/json;as=Table;g=meta.k8s.io;v=v1",
+            "application/json;q=0",
+        ] {
+            assert!(choose(Some(header)) == choose_parsed(header), "{header}");
+        }
+        assert!(choose(Some("application/json;q=0")).is_none());
     }
 
     #[test]
