@@ -3,20 +3,34 @@
 
 mod support_etcd;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use apiserver_framework::storage::Storage;
 use apiserver_framework::storage::etcd::client::Watch;
 use apiserver_framework::storage::etcd::proto::{
     Compare, CompareResult, EventType, OpResult, RangeRequest, RequestOp, TxnRequest,
     WatchCreateRequest, WatchResponse,
 };
-use apiserver_framework::storage::etcd::{ConnectError, EtcdClient, EtcdOptions};
+use apiserver_framework::storage::etcd::{ConnectError, EtcdClient, EtcdOptions, EtcdStorage};
 use support_etcd::Etcd;
 
 async fn client(etcd: &Etcd) -> EtcdClient {
     EtcdClient::connect(&etcd.options(""))
         .await
         .expect("a client of the test etcd")
+}
+
+/// The URL of a loopback port nothing listens on: connections to it are refused.
+fn refusing_url() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    format!("http://{addr}")
+}
+
+/// The member id in the header of a status answer.
+async fn member_id(c: &EtcdClient) -> Result<u64, tonic::Status> {
+    Ok(c.status().await?.header.unwrap().member_id)
 }
 
 async fn next(watch: &mut Watch) -> WatchResponse {
@@ -269,4 +283,139 @@ async fn options_that_make_no_client_are_refused() {
         ..tls_opts
     };
     assert!(matches!(refused(bad_key).await, ConnectError::Tls(_)));
+}
+
+#[tokio::test]
+async fn calls_go_to_the_members_in_turn() {
+    // Two separate etcds stand for two members: their member ids tell them apart.
+    let (a, b) = (
+        Etcd::start().expect("etcd starts"),
+        Etcd::start().expect("etcd starts"),
+    );
+    let opts = EtcdOptions {
+        servers: vec![a.url(), b.url()],
+        ..Default::default()
+    };
+    let c = EtcdClient::connect(&opts).await.unwrap();
+    let mut ids = Vec::new();
+    for _ in 0..8 {
+        ids.push(member_id(&c).await.unwrap());
+    }
+    assert_ne!(ids[0], ids[1], "{ids:x?}");
+    for (k, id) in ids.iter().enumerate() {
+        assert_eq!(
+            *id,
+            ids[k % 2],
+            "call {k} went to the wrong member: {ids:x?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_member_that_refuses_connections_is_left_out_for_a_second() {
+    let live = Etcd::start().expect("etcd starts");
+    let opts = EtcdOptions {
+        servers: vec![refusing_url(), live.url()],
+        ..Default::default()
+    };
+    let c = EtcdClient::connect(&opts).await.unwrap();
+    // The first call goes to the first member, which refuses it; the next ones all go to the
+    // live member, although it is the refusing member's turn every other call.
+    let first = member_id(&c).await.unwrap_err();
+    assert!(first.message().contains("refused"), "{first:?}");
+    let started = Instant::now();
+    for k in 0..10 {
+        member_id(&c)
+            .await
+            .unwrap_or_else(|e| panic!("call {k} after the refusal: {e:?}"));
+    }
+    assert!(started.elapsed() < Duration::from_millis(900));
+    // Once the second is over, the member is tried again.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let mut again = Vec::new();
+    for _ in 0..2 {
+        again.push(member_id(&c).await.is_err());
+    }
+    assert_eq!(
+        again.iter().filter(|&&failed| failed).count(),
+        1,
+        "{again:?}"
+    );
+
+    // A store sends a call that was refused again, to the other member: none fails.
+    let storage = EtcdStorage::connect(opts).await.unwrap();
+    for k in 0..10 {
+        storage
+            .get(&format!("/k{k}"))
+            .await
+            .unwrap_or_else(|e| panic!("get {k}: {e}"));
+        storage
+            .check_health()
+            .await
+            .unwrap_or_else(|e| panic!("health check {k}: {e}"));
+    }
+}
+
+#[tokio::test]
+async fn the_connection_is_made_again_when_the_member_comes_back() {
+    let mut etcd = Etcd::start().expect("etcd starts");
+    let c = client(&etcd).await;
+    c.put("/r/a", "before").await.unwrap();
+    let mut watch = c
+        .watch(WatchCreateRequest {
+            key: b"/r/a".to_vec(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert!(next(&mut watch).await.created);
+    etcd.kill();
+    // The open watch ends with an error, and calls fail, rather than hang.
+    let ended = tokio::time::timeout(Duration::from_secs(10), watch.message())
+        .await
+        .expect("the watch ends once etcd is gone");
+    assert!(matches!(ended, Err(_) | Ok(None)), "{ended:?}");
+    let down = tokio::time::timeout(Duration::from_secs(10), c.get("/r/a"))
+        .await
+        .expect("an answer while etcd is down");
+    assert!(down.is_err(), "{down:?}");
+    etcd.restart().expect("etcd restarts");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let kv = loop {
+        match c.get("/r/a").await {
+            Ok(kv) => break kv.unwrap(),
+            Err(e) => assert!(Instant::now() < deadline, "etcd back, calls fail: {e:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(&kv.value[..], b"before");
+}
+
+#[tokio::test]
+async fn a_server_certificate_the_client_does_not_trust_fails_at_once() {
+    let files = tempfile::tempdir().unwrap();
+    let (server, client) = support_etcd::tls_files(files.path()).expect("test certificates");
+    let other = tempfile::tempdir().unwrap();
+    let (_, stranger) = support_etcd::tls_files(other.path()).expect("test certificates");
+    let etcd = Etcd::start_tls(server).expect("etcd starts with TLS");
+    // The right client certificate, but a CA that did not sign etcd's certificate.
+    let opts = EtcdOptions {
+        ca_file: Some(stranger.ca_file),
+        cert_file: Some(client.cert_file),
+        key_file: Some(client.key_file),
+        ..etcd.options("/registry")
+    };
+    let c = EtcdClient::connect(&opts).await.unwrap();
+    let err = c.status().await.unwrap_err();
+    assert!(err.message().contains("certificate"), "{err:?}");
+    // Not a member that is down: the store reports the certificate, not a time-out.
+    let storage = EtcdStorage::connect(opts).await.unwrap();
+    let started = Instant::now();
+    let health = storage.check_health().await.unwrap_err();
+    assert!(health.contains("certificate"), "{health}");
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
 }

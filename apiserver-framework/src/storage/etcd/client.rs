@@ -1,6 +1,6 @@
 //! A client of etcd's v3 gRPC API: the calls the etcd backend makes (read, write, transaction,
-//! compaction, watch) and a member's status, over `tonic` with the messages of
-//! [`proto`](super::proto).
+//! compaction, watch) and a member's status, with `tonic`'s gRPC client and the messages of
+//! [`proto`](super::proto), over the framework's own HTTP/2 channel to the members.
 //!
 //! Written by hand, with the messages declared by hand: the etcd clients on crates.io compile
 //! etcd's `.proto` files in their build scripts, which needs `protoc` on every machine that
@@ -25,11 +25,10 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::client::Grpc;
 use tonic::metadata::AsciiMetadataValue;
-use tonic::transport::Channel;
 use tonic::{Request, Status, Streaming};
 use tonic_prost::ProstCodec;
 
-use super::channel::{self, error_chain};
+use super::channel::{self, EtcdChannel};
 use super::options::EtcdOptions;
 use super::proto::{
     CompactionRequest, CompactionResponse, KeyValue, PutRequest, PutResponse, RangeRequest,
@@ -81,8 +80,9 @@ pub enum ConnectError {
     Tls(String),
 }
 
-/// A client of an etcd cluster: one HTTP/2 connection per member, made on first use, requests
-/// balanced over the members. Cheap to clone; clones share the connections.
+/// A client of an etcd cluster: one HTTP/2 connection per member, made on first use (and
+/// again once it breaks), calls sent to the members in turn, each straight from the calling
+/// task to its member's connection. Cheap to clone; clones share the connections.
 ///
 /// Every call answers etcd's gRPC [`Status`] on failure: a status from etcd itself (such as
 /// `etcdserver: mvcc: required revision has been compacted`), or one the client made for a
@@ -90,7 +90,7 @@ pub enum ConnectError {
 /// bound them (the backend with [`EtcdOptions::request_timeout`]).
 #[derive(Clone)]
 pub struct EtcdClient {
-    grpc: Grpc<Channel>,
+    grpc: Grpc<EtcdChannel>,
     require_leader: bool,
 }
 
@@ -212,11 +212,9 @@ impl EtcdClient {
     }
 
     /// A handle on the channel, once it takes a request.
-    async fn ready(&self) -> Result<Grpc<Channel>, Status> {
+    async fn ready(&self) -> Result<Grpc<EtcdChannel>, Status> {
         let mut grpc = self.grpc.clone();
-        grpc.ready()
-            .await
-            .map_err(|e| Status::unavailable(format!("etcd channel: {}", error_chain(&e))))?;
+        grpc.ready().await?;
         Ok(grpc)
     }
 

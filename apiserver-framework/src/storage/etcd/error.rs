@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tonic::Status;
 
-use super::channel::error_chain;
+use super::channel::{Unreached, error_chain};
 use crate::storage::StorageError;
 
 /// Why a request to etcd failed.
@@ -60,12 +60,11 @@ pub(super) fn describe(status: &Status) -> String {
     format!("{text} (gRPC {:?})", status.code())
 }
 
-/// Whether a request failed before it left the client: the endpoint it was sent to refused
-/// the connection (a member that is down). Such a request is safe to send again, even a
-/// transaction, and the client balances it to another endpoint.
+/// Whether a request failed before it left the client: the member it was sent to could not be
+/// reached (a member that is down refuses the connection). Such a request is safe to send
+/// again, even a transaction, and the client sends it to another member.
 fn never_sent(status: &Status) -> bool {
-    let detail = describe(status);
-    detail.contains("tcp connect error") || detail.contains("Connection refused")
+    std::error::Error::source(status).is_some_and(|e| e.is::<Unreached>())
 }
 
 /// Runs an etcd request made by `request`, sending it again (with a short backoff) while it

@@ -28,9 +28,12 @@
 //!
 //! The backend talks to etcd through [`EtcdClient`], the framework's own client of etcd's v3
 //! gRPC API ([`client`]), with etcd's messages written by hand ([`proto`]): the etcd clients
-//! on crates.io need `protoc` at build time, this one builds with cargo alone. It balances
-//! requests over the members of [`EtcdOptions::servers`]; a request that could not reach a
-//! member (connection refused) is sent again, to another.
+//! on crates.io need `protoc` at build time, this one builds with cargo alone. It sends its
+//! calls over a channel of its own: one HTTP/2 connection per member of
+//! [`EtcdOptions::servers`], made on first use and made again once it breaks, the members
+//! taking calls in turn, each call opened on its member's connection by the task that makes it
+//! (no worker task in between). A request that could not reach a member (connection refused)
+//! is sent again, to another, and that member is left out of the turns for a second.
 //!
 //! # etcd configuration
 //!
