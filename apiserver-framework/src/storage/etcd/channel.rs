@@ -421,7 +421,9 @@ where
     let ended = closed.clone();
     tokio::spawn(async move {
         let keep_alive = async move {
-            let Some(mut pings) = pings else {
+            // A zero interval or timeout turns the pings off (rather than pinging without pause).
+            let Some(mut pings) = pings.filter(|_| !interval.is_zero() && !timeout.is_zero())
+            else {
                 return std::future::pending().await;
             };
             loop {

@@ -41,7 +41,8 @@ pub struct EtcdOptions {
     /// (`--etcd-healthcheck-timeout`).
     pub health_timeout: Duration,
     /// HTTP/2 keep-alive ping interval; a connection (and so a watch) whose pings go
-    /// unanswered for `keep_alive_timeout` is considered broken.
+    /// unanswered for `keep_alive_timeout` is considered broken. Zero (here or in the timeout)
+    /// sends no pings.
     pub keep_alive_interval: Duration,
     /// How long a keep-alive ping may go unanswered.
     pub keep_alive_timeout: Duration,
