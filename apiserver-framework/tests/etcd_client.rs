@@ -278,6 +278,16 @@ async fn options_that_make_no_client_are_refused() {
         ..tls_opts.clone()
     };
     assert!(matches!(refused(missing).await, ConnectError::Read { .. }));
+    // A CA file without a certificate is refused at once, not found out at every call.
+    let no_ca = EtcdOptions {
+        ca_file: Some(not_pem.clone()),
+        ..tls_opts.clone()
+    };
+    let err = refused(no_ca).await;
+    assert!(
+        matches!(&err, ConnectError::Tls(text) if text.contains("CA file") && text.contains("no certificate")),
+        "{err}"
+    );
     let bad_key = EtcdOptions {
         key_file: Some(not_pem),
         ..tls_opts

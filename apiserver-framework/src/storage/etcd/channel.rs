@@ -654,10 +654,10 @@ fn tls_config(opts: &EtcdOptions) -> Result<Option<rustls::ClientConfig>, Connec
     Ok(Some(config))
 }
 
-/// The certificates of a PEM file.
+/// The certificates of a PEM file (the server's own reading of PEM bundles: an error when
+/// there is none).
 fn parse_certs(pem: &[u8], what: &str) -> Result<Vec<CertificateDer<'static>>, ConnectError> {
-    CertificateDer::pem_slice_iter(pem)
-        .collect::<Result<Vec<_>, _>>()
+    crate::tls::parse_certs(&String::from_utf8_lossy(pem))
         .map_err(|e| ConnectError::Tls(format!("{what} file: {e}")))
 }
 
