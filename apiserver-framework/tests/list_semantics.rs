@@ -748,3 +748,68 @@ async fn reading_at_a_resource_version() {
     let list = server.ok(&[("resourceVersion", &rv_a.to_string())]).await;
     assert_eq!(names(&list), ["a", "b", "c"]);
 }
+
+/// A list larger than the pieces its body is written in (16 KiB) arrives whole: its
+/// announced `Content-Length` is its length, every item carries the resourceVersion a GET
+/// answers, and the same list gzip-encoded (over 128 KiB) decodes to the same bytes.
+#[tokio::test]
+async fn a_large_list_arrives_whole_with_its_length_plain_and_gzipped() {
+    let server = Server::start().await;
+    let long = "x".repeat(60);
+    let labels: Vec<(String, &str)> = (0..5)
+        .map(|i| (format!("label-{i}"), long.as_str()))
+        .collect();
+    let labels: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+    let n = 320;
+    let mut versions = BTreeMap::new();
+    for chunk in (0..n).collect::<Vec<_>>().chunks(32) {
+        let created = futures::future::join_all(chunk.iter().map(|i| {
+            let name = format!("big-{i:03}");
+            let labels = &labels;
+            let server = &server;
+            async move { (name.clone(), server.create(NS, &name, labels).await) }
+        }))
+        .await;
+        versions.extend(created);
+    }
+    let get = |accept_encoding: &'static str| {
+        server
+            .http
+            .get(format!("{}{}", server.url, collection(NS)))
+            .bearer_auth(&server.token)
+            .header("Accept-Encoding", accept_encoding)
+            .send()
+    };
+    let plain = get("identity").await.unwrap();
+    assert_eq!(plain.status().as_u16(), 200);
+    assert!(plain.headers().get("content-encoding").is_none());
+    let length: usize = plain.headers()["content-length"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let body = plain.bytes().await.unwrap();
+    assert_eq!(body.len(), length);
+    assert!(
+        length > 128 * 1024,
+        "{length} bytes: not larger than the gzip threshold"
+    );
+    let list: Value = serde_json::from_slice(&body).unwrap();
+    let items = list["items"].as_array().unwrap();
+    assert_eq!(items.len(), n);
+    for item in items {
+        let name = item["metadata"]["name"].as_str().unwrap();
+        assert_eq!(rv_of(item), versions[name], "{name}");
+        assert_eq!(item["metadata"]["labels"]["label-4"], long.as_str());
+    }
+    let gzipped = get("gzip").await.unwrap();
+    assert_eq!(gzipped.headers()["content-encoding"], "gzip");
+    let compressed = gzipped.bytes().await.unwrap();
+    let mut decoded = Vec::new();
+    std::io::Read::read_to_end(
+        &mut flate2::read::GzDecoder::new(&compressed[..]),
+        &mut decoded,
+    )
+    .unwrap();
+    assert_eq!(decoded, body);
+}

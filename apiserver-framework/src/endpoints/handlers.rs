@@ -162,7 +162,7 @@ async fn dispatch(
         (Verb::List, None) => {
             let opts = query.list_options(false)?;
             let list = storage.list(ctx, &opts).await?;
-            response::list(output, info, &list)
+            response::list(output, info, list)
         }
         (Verb::Get, Some(n)) => {
             let obj = storage.get(ctx, n).await?;
@@ -247,7 +247,7 @@ async fn dispatch(
             let (query_opts, body) = (query.delete_options()?, read_body(req).await?);
             let opts = merge_delete_body(query_opts, &body)?;
             let list = storage.delete_collection(ctx, &list_opts, &opts).await?;
-            response::list(output, info, &list)
+            response::list(output, info, list)
         }
         _ => Err(ApiError::method_not_allowed()),
     }

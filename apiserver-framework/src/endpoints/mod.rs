@@ -5,10 +5,10 @@ pub(crate) mod apply_patch;
 pub(crate) mod audit_hook;
 pub(crate) mod blocking;
 pub(crate) mod body_checks;
-pub(crate) mod chunks;
 pub mod field_manager;
 pub mod handlers;
 pub mod jsonpath;
+pub(crate) mod list_body;
 pub mod negotiation;
 #[doc(hidden)]
 pub mod parse_count;

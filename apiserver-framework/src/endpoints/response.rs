@@ -5,7 +5,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use http::{HeaderValue, Response, StatusCode, header};
 use serde_json::Value;
 
-use crate::endpoints::chunks::Chunks;
+use crate::endpoints::list_body::ListBody;
 use crate::endpoints::negotiation::Output;
 use crate::endpoints::table;
 use crate::error::ApiError;
@@ -83,26 +83,12 @@ pub fn object(
     })
 }
 
-/// The JSON of a list, assembled from the already-serialized items without re-encoding them.
-pub fn list_json(info: &ResourceInfo, list: &ObjectList) -> Bytes {
-    let size: usize = list.items.iter().map(|i| i.len() + 1).sum::<usize>() + 256;
-    let mut out = BytesMut::with_capacity(size);
-    put_list_opening(&mut out, info, list);
-    for (i, item) in list.items.iter().enumerate() {
-        if i > 0 {
-            out.put_u8(b',');
-        }
-        out.put_slice(item);
-    }
-    out.put_slice(LIST_CLOSING);
-    out.freeze()
-}
-
 /// The bytes after a list's items.
 const LIST_CLOSING: &[u8] = b"]}";
 
 /// A list's JSON up to its first item: `{"apiVersion":…,"kind":…,"metadata":{…},"items":[`.
-fn put_list_opening(out: &mut BytesMut, info: &ResourceInfo, list: &ObjectList) {
+fn list_opening(info: &ResourceInfo, list: &ObjectList) -> Bytes {
+    let mut out = BytesMut::with_capacity(256);
     out.put_slice(b"{\"apiVersion\":");
     out.put_slice(json_str(&info.api_version()).as_bytes());
     out.put_slice(b",\"kind\":");
@@ -117,24 +103,14 @@ fn put_list_opening(out: &mut BytesMut, info: &ResourceInfo, list: &ObjectList) 
         out.put_slice(format!(",\"remainingItemCount\":{n}").as_bytes());
     }
     out.put_slice(b"},\"items\":[");
+    out.freeze()
 }
 
-/// The body of [`list_json`]: the same bytes, sent as the opening, the items and the closing
-/// when the items are already joined in one buffer
-/// ([`ObjectList::items_as_joined`]), so that they are not copied once more.
-fn list_json_body(info: &ResourceInfo, list: &ObjectList) -> Body {
-    match list.items_as_joined() {
-        Some(joined) => {
-            let mut opening = BytesMut::with_capacity(256);
-            put_list_opening(&mut opening, info, list);
-            Body::new(Chunks::new([
-                opening.freeze(),
-                joined.clone(),
-                Bytes::from_static(LIST_CLOSING),
-            ]))
-        }
-        None => list_json(info, list).into(),
-    }
+/// The JSON of a list, assembled from the serialized items without encoding them again, and
+/// written a piece at a time as it is sent ([`ListBody`]).
+fn list_json_body(info: &ResourceInfo, list: ObjectList) -> ListBody {
+    let opening = list_opening(info, &list);
+    ListBody::new(opening, list.into_list_items(), LIST_CLOSING)
 }
 
 fn json_str(s: &str) -> String {
@@ -145,22 +121,22 @@ fn json_str(s: &str) -> String {
 pub fn list(
     output: &Output,
     info: &ResourceInfo,
-    list: &ObjectList,
+    mut list: ObjectList,
 ) -> Result<Response<Body>, ApiError> {
     Ok(match output {
         Output::Json => raw(
             StatusCode::OK,
             "application/json",
-            list_json_body(info, list),
+            Body::new(list_json_body(info, list)),
         ),
         Output::Yaml => raw(
             StatusCode::OK,
             "application/yaml",
-            yaml(&parse(&list_json(info, list))?)?,
+            yaml(&parse(&list_json_body(info, list).into_bytes())?)?,
         ),
         Output::Table { include_object } => {
             let items = list
-                .items
+                .items_mut()
                 .iter()
                 .map(|i| parse(i))
                 .collect::<Result<Vec<_>, _>>()?;
@@ -186,7 +162,7 @@ pub fn list(
         }
         Output::PartialObjectMetadataList => {
             let items = list
-                .items
+                .items_mut()
                 .iter()
                 .map(|i| parse(i))
                 .collect::<Result<Vec<_>, _>>()?;
@@ -293,6 +269,11 @@ mod tests {
     use crate::registry::store::fixture::{self, Widget};
     use crate::resource::ApiResource;
 
+    /// The JSON of a list in one buffer.
+    fn list_json(info: &ResourceInfo, list: &ObjectList) -> Bytes {
+        list_json_body(info, list.clone()).into_bytes()
+    }
+
     /// The body as sent, and the length it announced.
     async fn sent(body: Body) -> (Vec<u8>, Option<u64>) {
         let length = http_body::Body::size_hint(&body).exact();
@@ -300,7 +281,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_json_list_sends_the_same_bytes_joined_or_not() {
+    async fn a_json_list_sends_the_same_bytes_written_now_or_as_sent() {
         let (store, _) = fixture::store();
         let ctx = fixture::ctx();
         for (name, color) in [("a", "red"), ("b", "blue"), ("c", "red")] {
@@ -316,23 +297,37 @@ mod tests {
             ..Default::default()
         };
         let list = store.list(&ctx, &opts).await.unwrap();
-        assert!(list.items_as_joined().is_some());
         assert!(list.continue_token.is_some());
         let whole = list_json(&info, &list);
         let parsed: Value = serde_json::from_slice(&whole).unwrap();
         assert_eq!(parsed["items"].as_array().unwrap().len(), 2);
         assert_eq!(parsed["metadata"]["remainingItemCount"], 1);
         assert_eq!(
-            sent(list_json_body(&info, &list)).await,
+            parsed["metadata"]["continue"],
+            list.continue_token.as_deref().unwrap()
+        );
+        for (i, item) in list.clone().into_items().iter().enumerate() {
+            assert_eq!(
+                parsed["items"][i],
+                serde_json::from_slice::<Value>(item).unwrap()
+            );
+        }
+        let json = |list: ObjectList| {
+            let response = super::list(&Output::Json, &info, list).unwrap();
+            sent(response.into_body())
+        };
+        assert_eq!(
+            json(list.clone()).await,
             (whole.to_vec(), Some(whole.len() as u64))
         );
-        // Items no longer the joined buffer's: joined anew, the same way.
+        // Items read (so written) and changed: sent the same way as they now are.
         let mut changed = list.clone();
-        changed.items.reverse();
-        assert!(changed.items_as_joined().is_none());
+        changed.items_mut().reverse();
         let whole = list_json(&info, &changed);
+        let parsed: Value = serde_json::from_slice(&whole).unwrap();
+        assert_eq!(parsed["items"][0]["metadata"]["name"], "b");
         assert_eq!(
-            sent(list_json_body(&info, &changed)).await,
+            json(changed).await,
             (whole.to_vec(), Some(whole.len() as u64))
         );
         // An empty list.
@@ -342,6 +337,6 @@ mod tests {
             serde_json::from_slice::<Value>(&whole).unwrap()["items"],
             serde_json::json!([])
         );
-        assert_eq!(sent(list_json_body(&info, &empty)).await.0, whole.to_vec());
+        assert_eq!(json(empty).await.0, whole.to_vec());
     }
 }

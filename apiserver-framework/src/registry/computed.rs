@@ -167,13 +167,10 @@ impl<T: ApiResource, P: ResourceProvider<T>> RestStorage for Computed<T, P> {
             .iter()
             .map(|(_, v)| to_bytes(v))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(ObjectList {
-            resource_version: String::new(),
-            continue_token,
-            remaining_item_count,
-            items,
-            joined_items: None,
-        })
+        let mut list = ObjectList::new(items);
+        list.continue_token = continue_token;
+        list.remaining_item_count = remaining_item_count;
+        Ok(list)
     }
 
     // Writes answer as a route that does not exist: 405 with upstream's generic message.
@@ -269,7 +266,8 @@ mod tests {
     }
 
     fn names(list: &ObjectList) -> Vec<String> {
-        list.items
+        list.clone()
+            .into_items()
             .iter()
             .map(|b| {
                 let v: Value = serde_json::from_slice(b).unwrap();

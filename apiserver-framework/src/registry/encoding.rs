@@ -28,15 +28,6 @@ pub fn with_resource_version(object: &[u8], rv: u64) -> Bytes {
 /// The most bytes the fast path adds to an object: `"resourceVersion":"<20 digits>",`.
 pub(crate) const RESOURCE_VERSION_LEN: usize = 41;
 
-/// Appends `object` with `metadata.resourceVersion` set to `rv` to `out`: the same bytes as
-/// [`with_resource_version`], without an allocation of their own when `out` has room.
-pub(crate) fn put_with_resource_version(out: &mut BytesMut, object: &[u8], rv: u64) {
-    match find_root_metadata(object) {
-        Some(at) => splice(out, object, at, rv),
-        None => out.put_slice(&slow_path(object, rv)),
-    }
-}
-
 /// The start the derive gives every object of one apiVersion and kind,
 /// `{"apiVersion":"<v>","kind":"<k>","metadata":{`: an object that starts with it has its
 /// root metadata found by one comparison instead of a scan, which is most of the cost of
@@ -60,14 +51,68 @@ impl KnownStart {
         start.extend_from_slice(METADATA_OPEN);
         KnownStart(Some(start.into_boxed_slice()))
     }
+}
 
-    /// [`put_with_resource_version`], with the known start tried first: the same bytes.
-    pub(crate) fn put_with_resource_version(&self, out: &mut BytesMut, object: &[u8], rv: u64) {
-        match &self.0 {
-            Some(start) if object.starts_with(start) => {
-                splice(out, object, start.len() - METADATA_OPEN.len(), rv)
-            }
-            _ => put_with_resource_version(out, object, rv),
+/// A stored object and its revision, the resourceVersion written in only when the object is
+/// put into a buffer: a list's items are written this way piece by piece as the response is
+/// sent, each read once from the store's memory into a small buffer that TLS then reads while
+/// it is still in the cache, rather than copied first into one buffer of the whole page.
+#[derive(Clone, Debug)]
+pub(crate) struct Versioned {
+    object: Bytes,
+    /// The revision, and where the root metadata's key starts in `object`; `None` when
+    /// `object` is already written with its resourceVersion (an object of another layout,
+    /// which took the slow path).
+    splice: Option<(u64, usize)>,
+}
+
+impl Versioned {
+    /// How many bytes [`put`](Self::put) appends.
+    pub(crate) fn len(&self) -> usize {
+        match self.splice {
+            Some((rv, at)) => self.object.len() + inserted_len(&self.object, at, rv),
+            None => self.object.len(),
+        }
+    }
+
+    /// Appends the object with its resourceVersion: the bytes of [`with_resource_version`].
+    pub(crate) fn put(&self, out: &mut BytesMut) {
+        match self.splice {
+            Some((rv, at)) => splice(out, &self.object, at, rv),
+            None => out.put_slice(&self.object),
+        }
+    }
+}
+
+/// The bytes [`splice`] inserts: `"resourceVersion":"<digits>"`, and a comma unless the
+/// metadata is empty.
+fn inserted_len(object: &[u8], at: usize, rv: u64) -> usize {
+    let insert_at = at + METADATA_OPEN.len();
+    let comma = usize::from(object.get(insert_at) != Some(&b'}'));
+    RV_KEY.len() + itoa::Buffer::new().format(rv).len() + 1 + comma
+}
+
+/// The key [`splice`] writes, with its opening quote of the value.
+const RV_KEY: &[u8] = b"\"resourceVersion\":\"";
+
+impl KnownStart {
+    /// `object` at revision `rv`, its resourceVersion to be written when it is put
+    /// ([`Versioned::put`]): the bytes of [`with_resource_version`], its root metadata found
+    /// by one comparison when the object starts as the derive writes this kind's objects.
+    pub(crate) fn versioned(&self, object: Bytes, rv: u64) -> Versioned {
+        let at = match &self.0 {
+            Some(start) if object.starts_with(start) => Some(start.len() - METADATA_OPEN.len()),
+            _ => find_root_metadata(&object),
+        };
+        match at {
+            Some(at) => Versioned {
+                object,
+                splice: Some((rv, at)),
+            },
+            None => Versioned {
+                object: slow_path(&object, rv),
+                splice: None,
+            },
         }
     }
 }
@@ -80,7 +125,7 @@ fn splice(out: &mut BytesMut, object: &[u8], at: usize, rv: u64) {
     let digits = digits.format(rv).as_bytes();
     out.reserve(object.len() + RESOURCE_VERSION_LEN);
     out.put_slice(&object[..insert_at]);
-    out.put_slice(b"\"resourceVersion\":\"");
+    out.put_slice(RV_KEY);
     out.put_slice(digits);
     out.put_u8(b'"');
     if object.get(insert_at) != Some(&b'}') {
@@ -161,32 +206,34 @@ mod tests {
     }
 
     #[test]
-    fn appending_writes_the_same_bytes_one_after_another() {
+    fn written_when_put_the_same_bytes_as_announced() {
         let objects: [&[u8]; 4] = [
             br#"{"apiVersion":"g/v1","kind":"K","metadata":{"name":"a"},"spec":{}}"#,
             br#"{"apiVersion":"g/v1","kind":"K","metadata":{}}"#,
             br#"{"kind":"K","metadata":{"name":"x"}}"#,
             b"not json",
         ];
-        let mut out = BytesMut::new();
-        let mut expected = Vec::new();
-        for (i, o) in objects.iter().enumerate() {
-            let rv = [0, 7, u64::MAX, 12][i];
-            put_with_resource_version(&mut out, o, rv);
-            expected.extend_from_slice(&with_resource_version(o, rv));
-        }
-        assert_eq!(&out[..], &expected[..]);
-        // The known start writes the same bytes, for objects with it and without it.
+        let revisions = [0, 7, u64::MAX, 12];
+        let expected: Vec<u8> = objects
+            .iter()
+            .zip(revisions)
+            .flat_map(|(o, rv)| with_resource_version(o, rv).to_vec())
+            .collect();
+        // With the known start, without it (another version), and without any (a name JSON
+        // escapes): the same bytes, as many as announced.
         for start in [
             KnownStart::new("g/v1", "K"),
             KnownStart::new("g/v2", "K"),
             KnownStart::new("g\"/v1", "K"),
         ] {
-            let mut known = BytesMut::new();
-            for (i, o) in objects.iter().enumerate() {
-                start.put_with_resource_version(&mut known, o, [0, 7, u64::MAX, 12][i]);
+            let mut put = BytesMut::new();
+            for (i, (o, rv)) in objects.iter().zip(revisions).enumerate() {
+                let versioned = start.versioned(Bytes::copy_from_slice(o), rv);
+                let before = put.len();
+                versioned.put(&mut put);
+                assert_eq!(put.len() - before, versioned.len(), "object {i}");
             }
-            assert_eq!(&known[..], &expected[..]);
+            assert_eq!(&put[..], &expected[..]);
         }
         let max = with_resource_version(objects[0], u64::MAX);
         assert_eq!(max.len(), objects[0].len() + RESOURCE_VERSION_LEN);

@@ -3,12 +3,13 @@
 use std::any::Any;
 use std::sync::Arc;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use futures::stream::BoxStream;
 use serde_json::Value;
 
 use crate::error::{ApiError, Status};
 use crate::registry::admission::AdmissionChain;
+use crate::registry::encoding::Versioned;
 use crate::registry::options::{DeleteOptions, ListOptions, WriteOptions};
 use crate::registry::scheme::Registry;
 use crate::resource::ResourceInfo;
@@ -29,7 +30,12 @@ pub struct RequestContext {
     pub registry: Arc<Registry>,
 }
 
-/// A page of objects, each already serialized as JSON.
+/// A page of objects, each serialized as JSON.
+///
+/// The store's lists hold their objects as stored, each written with its
+/// `metadata.resourceVersion` only when the response is sent, a piece at a time; reading the
+/// items ([`items_mut`](Self::items_mut), [`into_items`](Self::into_items)) writes them all
+/// first.
 #[derive(Clone, Debug, Default)]
 pub struct ObjectList {
     /// The list's `metadata.resourceVersion`.
@@ -38,36 +44,106 @@ pub struct ObjectList {
     pub continue_token: Option<String>,
     /// How many items follow this page (only when known and meaningful).
     pub remaining_item_count: Option<i64>,
-    /// The objects.
-    pub items: Vec<Bytes>,
-    /// The items joined with commas (`item,item,…`) in one buffer, when they were written
-    /// that way (the store's lists are): a JSON list then sends that buffer as it is instead
-    /// of copying every item again. It is used only while `items` are exactly its slices, in
-    /// order; items changed, filtered or reordered after it was made are joined anew.
-    pub joined_items: Option<Bytes>,
+    items: ListItems,
+}
+
+/// The items of an [`ObjectList`]: written, or still to be written with their
+/// resourceVersion.
+#[derive(Clone, Debug)]
+pub(crate) enum ListItems {
+    /// Serialized objects.
+    Written(Vec<Bytes>),
+    /// Stored objects with their revisions.
+    Versioned(Vec<Versioned>),
+}
+
+impl Default for ListItems {
+    fn default() -> Self {
+        ListItems::Written(Vec::new())
+    }
 }
 
 impl ObjectList {
-    /// [`joined_items`](Self::joined_items), when `items` are still exactly its slices: each
-    /// item where the one before ended, one comma apart.
-    pub fn items_as_joined(&self) -> Option<&Bytes> {
-        let joined = self.joined_items.as_ref()?;
-        let start = joined.as_ptr() as usize;
-        let mut at = start;
-        for (i, item) in self.items.iter().enumerate() {
-            if i > 0 {
-                if joined.get(at - start) != Some(&b',') {
-                    return None;
-                }
-                at += 1;
-            }
-            if item.as_ptr() as usize != at || item.is_empty() {
-                return None;
-            }
-            at += item.len();
+    /// A list of `items` (each one serialized object); its resourceVersion, continue token and
+    /// remaining count are empty until set.
+    pub fn new(items: Vec<Bytes>) -> Self {
+        ObjectList {
+            items: ListItems::Written(items),
+            ..Default::default()
         }
-        (at == start + joined.len()).then_some(joined)
     }
+
+    /// A list of stored objects, each written with its resourceVersion when sent.
+    pub(crate) fn versioned(items: Vec<Versioned>) -> Self {
+        ObjectList {
+            items: ListItems::Versioned(items),
+            ..Default::default()
+        }
+    }
+
+    /// How many objects the list holds.
+    pub fn len(&self) -> usize {
+        match &self.items {
+            ListItems::Written(items) => items.len(),
+            ListItems::Versioned(items) => items.len(),
+        }
+    }
+
+    /// Whether the list holds no object.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The items, to read or change; objects not written yet are written first (into one
+    /// buffer, which the items are slices of).
+    pub fn items_mut(&mut self) -> &mut Vec<Bytes> {
+        if let ListItems::Versioned(items) = &self.items {
+            let written = write_all(items);
+            self.items = ListItems::Written(written);
+        }
+        match &mut self.items {
+            ListItems::Written(items) => items,
+            ListItems::Versioned(_) => unreachable!("written above"),
+        }
+    }
+
+    /// The items, written.
+    pub fn into_items(self) -> Vec<Bytes> {
+        match self.items {
+            ListItems::Written(items) => items,
+            ListItems::Versioned(items) => write_all(&items),
+        }
+    }
+
+    /// The items as they are held.
+    #[cfg(test)]
+    pub(crate) fn list_items(&self) -> &ListItems {
+        &self.items
+    }
+
+    /// The items as they are held, for the response body.
+    pub(crate) fn into_list_items(self) -> ListItems {
+        self.items
+    }
+}
+
+/// Every object written with its resourceVersion into one buffer, sliced per object.
+fn write_all(items: &[Versioned]) -> Vec<Bytes> {
+    let mut buffer = BytesMut::with_capacity(items.iter().map(Versioned::len).sum());
+    let mut ends = Vec::with_capacity(items.len());
+    for item in items {
+        item.put(&mut buffer);
+        ends.push(buffer.len());
+    }
+    let buffer = buffer.freeze();
+    let mut start = 0;
+    ends.into_iter()
+        .map(|end| {
+            let item = buffer.slice(start..end);
+            start = end;
+            item
+        })
+        .collect()
 }
 
 /// The type of a watch event.

@@ -519,7 +519,7 @@ impl VersionedStorage {
             return Ok(list);
         }
         let mut corrupt = Vec::new();
-        for item in &mut list.items {
+        for item in list.items_mut() {
             // An item already in this version stays as it is.
             if self.in_version.starts(item) {
                 continue;
@@ -761,7 +761,7 @@ impl RestStorage for VersionedStorage {
         let list = self.inner.list(ctx, &inner_opts).await?;
         let mut list = self.out_list(list)?;
         if let Some(own) = own {
-            list.items.retain(|item| watch::matches(&own, item));
+            list.items_mut().retain(|item| watch::matches(&own, item));
             list.remaining_item_count = None;
         }
         Ok(list)

@@ -111,8 +111,9 @@ impl<T: ApiResource> Store<T> {
         opts: &DeleteOptions,
     ) -> Result<ObjectList, ApiError> {
         let all = RestStorage::list(self, ctx, list).await?;
+        let resource_version = all.resource_version.clone();
         let mut deleted = Vec::new();
-        for item in &all.items {
+        for item in &all.into_items() {
             let v: Value = serde_json::from_slice(item).map_err(ApiError::internal)?;
             let name = v
                 .pointer("/metadata/name")
@@ -134,13 +135,9 @@ impl<T: ApiResource> Store<T> {
                 Err(e) => return Err(e),
             }
         }
-        Ok(ObjectList {
-            resource_version: all.resource_version,
-            continue_token: None,
-            remaining_item_count: None,
-            items: deleted,
-            joined_items: None,
-        })
+        let mut deleted = ObjectList::new(deleted);
+        deleted.resource_version = resource_version;
+        Ok(deleted)
     }
 }
 
@@ -357,7 +354,7 @@ mod tests {
             .await
             .unwrap();
         let names: Vec<_> = out
-            .items
+            .into_items()
             .iter()
             .map(|b| fixture::decode(b).metadata.name.unwrap())
             .collect();

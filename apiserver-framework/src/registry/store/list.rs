@@ -1,15 +1,11 @@
 //! List: paging with `limit` and `continue`, reads at a `resourceVersion`, label and field
 //! selectors; and the typed lists that plugins and controllers read.
 
-use std::ops::Range;
-
-use bytes::{BufMut, BytesMut};
-
 use super::Store;
 use super::errors::storage_error;
 use crate::error::ApiError;
 use crate::registry::continue_token;
-use crate::registry::encoding::RESOURCE_VERSION_LEN;
+use crate::registry::encoding::Versioned;
 use crate::registry::options::ListOptions;
 use crate::registry::rest::{ObjectList, RequestContext};
 use crate::registry::watch;
@@ -83,10 +79,9 @@ impl<T: ApiResource> Store<T> {
         let continue_key = start_after
             .clone()
             .filter(|_| !opts.continue_token.is_empty());
-        // Every item is written, with its resourceVersion, into one buffer that the items are
-        // slices of: one allocation per page, not one per object.
-        let mut buffer = BytesMut::new();
-        let mut items: Vec<Range<usize>> = Vec::new();
+        // Items are kept as stored, with their revisions: each is written with its
+        // resourceVersion when the response is sent (`ObjectList`).
+        let mut items: Vec<Versioned> = Vec::new();
         let mut read_revision = revision;
         // Pages are read until `limit` objects matched the selectors or the collection ends.
         let (more, remaining, last_key) = loop {
@@ -118,29 +113,11 @@ impl<T: ApiResource> Store<T> {
             read_revision = Some(page.revision);
             let last = page.items.last().map(|kv| kv.key.to_string());
             if !filtering {
-                // Every object is an item: room for all of them at once. (Filtered pages grow
-                // with what matches.)
-                buffer.reserve(
-                    page.items
-                        .iter()
-                        .map(|kv| kv.value.len() + RESOURCE_VERSION_LEN + 1)
-                        .sum(),
-                );
+                items.reserve(page.items.len());
             }
-            for kv in &page.items {
+            for kv in page.items {
                 if watch::matches(opts, &kv.value) {
-                    // Items are written one comma apart, so that a JSON list sends them as
-                    // they are (`ObjectList::joined_items`).
-                    if !items.is_empty() {
-                        buffer.put_u8(b',');
-                    }
-                    let start = buffer.len();
-                    self.known_start.put_with_resource_version(
-                        &mut buffer,
-                        &kv.value,
-                        kv.mod_revision,
-                    );
-                    items.push(start..buffer.len());
+                    items.push(self.known_start.versioned(kv.value, kv.mod_revision));
                 }
             }
             if !page.more || (opts.limit > 0 && items.len() >= opts.limit) {
@@ -149,22 +126,14 @@ impl<T: ApiResource> Store<T> {
             start_after = last;
         };
         let revision = read_revision.unwrap_or(0);
-        let buffer = buffer.freeze();
-        let joined_items = match (items.first(), items.last()) {
-            (Some(first), Some(last)) => Some(buffer.slice(first.start..last.end)),
+        let mut list = ObjectList::versioned(items);
+        list.resource_version = revision.to_string();
+        list.continue_token = match (more, last_key) {
+            (true, Some(k)) => Some(continue_token::encode(revision, &k)),
             _ => None,
         };
-        let items = items.into_iter().map(|r| buffer.slice(r)).collect();
-        Ok(ObjectList {
-            resource_version: revision.to_string(),
-            continue_token: match (more, last_key) {
-                (true, Some(k)) => Some(continue_token::encode(revision, &k)),
-                _ => None,
-            },
-            remaining_item_count: (more && !filtering).then_some(remaining as i64),
-            items,
-            joined_items,
-        })
+        list.remaining_item_count = (more && !filtering).then_some(remaining as i64);
+        Ok(list)
     }
 
     /// The namespace a list or watch reads: the request's, for a namespaced resource.
@@ -217,6 +186,7 @@ pub(super) fn parse_rv(rv: &str) -> Result<u64, ApiError> {
 mod tests {
     use super::*;
     use crate::registry::options::WriteOptions;
+    use crate::registry::rest::ListItems;
     use crate::registry::rest::RestStorage;
     use crate::registry::store::fixture::{self, NS, Widget};
     use crate::selector::{FieldSelector, LabelSelector};
@@ -249,7 +219,8 @@ mod tests {
     }
 
     fn names(list: &ObjectList) -> Vec<String> {
-        list.items
+        list.clone()
+            .into_items()
             .iter()
             .map(|b| fixture::decode(b).metadata.name.unwrap())
             .collect()
@@ -286,7 +257,7 @@ mod tests {
         assert_eq!(last.remaining_item_count, None);
         // Without a limit: everything, in the request's namespace only.
         let all = store.list(&ctx, &ListOptions::default()).await.unwrap();
-        assert_eq!(all.items.len(), 6);
+        assert_eq!(all.len(), 6);
         let mut everywhere = ctx.clone();
         everywhere.namespace = None;
         assert_eq!(
@@ -294,42 +265,31 @@ mod tests {
                 .list(&everywhere, &ListOptions::default())
                 .await
                 .unwrap()
-                .items
                 .len(),
             7
         );
     }
 
     #[tokio::test]
-    async fn a_lists_items_are_one_buffer_one_comma_apart_until_they_are_changed() {
+    async fn a_lists_items_are_written_with_their_resource_version_when_read() {
         let (store, _) = filled(6).await;
         let ctx = fixture::ctx();
-        let joined = |list: &ObjectList| list.items_as_joined().map(|b| b.to_vec());
-        let expected = |list: &ObjectList| Some(list.items.join(&b","[..]));
         let all = store.list(&ctx, &ListOptions::default()).await.unwrap();
-        assert_eq!(all.items.len(), 6);
-        assert_eq!(joined(&all), expected(&all));
-        // (A filtered page filled from several pages of the storage: the next test.)
-        // Nothing listed: nothing joined.
-        let none = ListOptions {
-            label_selector: LabelSelector::parse("i=9").unwrap(),
-            ..Default::default()
-        };
-        let empty = store.list(&ctx, &none).await.unwrap();
-        assert!(empty.items.is_empty() && empty.items_as_joined().is_none());
-        // Items changed after the list was made are not the joined buffer any more.
-        let changes: [fn(&mut Vec<bytes::Bytes>); 5] = [
-            |items| drop(items.pop()),
-            |items| items.swap(0, 1),
-            |items| items[2] = bytes::Bytes::copy_from_slice(&items[2]),
-            |items| items[5].truncate(3),
-            |items| drop(items.remove(3)),
-        ];
-        for change in changes {
-            let mut changed = all.clone();
-            change(&mut changed.items);
-            assert_eq!(joined(&changed), None);
+        // Held as stored until read or sent.
+        assert!(matches!(all.list_items(), ListItems::Versioned(v) if v.len() == 6));
+        let mut read = all.clone();
+        let items = read.items_mut().clone();
+        assert!(matches!(read.list_items(), ListItems::Written(w) if w.len() == 6));
+        assert_eq!(items, all.into_items());
+        for item in &items {
+            let name = fixture::decode(item).metadata.name.unwrap();
+            // The same bytes as a GET of the object: its resourceVersion written in.
+            assert_eq!(*item, store.get(&ctx, &name).await.unwrap());
         }
+        // Changed items stay changed.
+        read.items_mut().truncate(2);
+        assert_eq!(read.len(), 2);
+        assert_eq!(read.into_items(), items[..2]);
     }
 
     #[tokio::test]
@@ -343,9 +303,6 @@ mod tests {
         };
         let page = store.list(&ctx, &opts).await.unwrap();
         assert_eq!(names(&page), ["w1", "w3"]);
-        // Filled from several pages of the storage, its items are still one buffer.
-        let joined = page.items_as_joined().map(|b| b.to_vec());
-        assert_eq!(joined, Some(page.items.join(&b","[..])));
         // Filtered lists do not count what remains.
         assert_eq!(page.remaining_item_count, None);
         let opts = ListOptions {
@@ -387,7 +344,7 @@ mod tests {
             resource_version: then.to_string(),
             ..Default::default()
         };
-        assert_eq!(store.list(&ctx, &opts).await.unwrap().items.len(), 3);
+        assert_eq!(store.list(&ctx, &opts).await.unwrap().len(), 3);
         let opts = ListOptions {
             resource_version: "1000".into(),
             ..Default::default()
