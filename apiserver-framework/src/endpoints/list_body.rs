@@ -119,7 +119,6 @@ fn fill<I: Item>(out: &mut BytesMut, items: &[I], mut next: usize, size: usize) 
         if out.len() >= size {
             break;
         }
-        out.reserve(item.len() + 1);
         if next > 0 {
             out.put_u8(b',');
         }

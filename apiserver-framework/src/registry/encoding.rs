@@ -89,7 +89,8 @@ impl Versioned {
 fn inserted_len(object: &[u8], at: usize, rv: u64) -> usize {
     let insert_at = at + METADATA_OPEN.len();
     let comma = usize::from(object.get(insert_at) != Some(&b'}'));
-    RV_KEY.len() + itoa::Buffer::new().format(rv).len() + 1 + comma
+    let digits = rv.checked_ilog10().map_or(1, |d| d as usize + 1);
+    RV_KEY.len() + digits + 1 + comma
 }
 
 /// The key [`splice`] writes, with its opening quote of the value.
@@ -234,6 +235,21 @@ mod tests {
                 assert_eq!(put.len() - before, versioned.len(), "object {i}");
             }
             assert_eq!(&put[..], &expected[..]);
+        }
+        // Every count of digits, for both layouts of the metadata.
+        let start = KnownStart::new("g/v1", "K");
+        for rv in (0..20)
+            .map(|p| 10u64.pow(p))
+            .flat_map(|n| [n - 1, n])
+            .chain([u64::MAX])
+        {
+            for o in &objects[..2] {
+                let versioned = start.versioned(Bytes::copy_from_slice(o), rv);
+                let mut put = BytesMut::new();
+                versioned.put(&mut put);
+                assert_eq!(put, with_resource_version(o, rv), "{rv}");
+                assert_eq!(put.len(), versioned.len(), "{rv}");
+            }
         }
         let max = with_resource_version(objects[0], u64::MAX);
         assert_eq!(max.len(), objects[0].len() + RESOURCE_VERSION_LEN);
