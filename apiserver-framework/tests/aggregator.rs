@@ -43,11 +43,16 @@ pub struct WidgetSpec {
     pub size: i32,
 }
 
+/// The path and `If-None-Match` of requests for OpenAPI documents.
+type OpenApiAsks = Arc<Mutex<Vec<(String, Option<String>)>>>;
+
 /// Test double of a request-header authenticator: trusts `X-Remote-*` headers only when the
 /// peer presented a client certificate (the TLS layer verified it against the front-proxy
 /// CA), and records every identity it accepted.
 struct HeaderTrustingTestDouble {
     seen: Arc<Mutex<Vec<UserInfo>>>,
+    /// The path and `If-None-Match` of every request for an OpenAPI document, in order.
+    openapi_asks: OpenApiAsks,
 }
 
 #[async_trait::async_trait]
@@ -55,6 +60,12 @@ impl Authenticator for HeaderTrustingTestDouble {
     async fn authenticate(&self, parts: &http::request::Parts) -> Authenticated {
         if parts.extensions.get::<PeerCertificates>().is_none() {
             return Authenticated::NoCredentials;
+        }
+        if parts.uri.path().starts_with("/openapi/") {
+            let etag = parts.headers.get("if-none-match");
+            let etag = etag.map(|v| v.to_str().unwrap().to_string());
+            let path = parts.uri.path().to_string();
+            self.openapi_asks.lock().push((path, etag));
         }
         let Some(user) = parts
             .headers
@@ -113,6 +124,7 @@ struct Backend {
     dir: std::path::PathBuf,
     front_proxy_ca: String,
     seen: Arc<Mutex<Vec<UserInfo>>>,
+    openapi_asks: OpenApiAsks,
 }
 
 impl Backend {
@@ -144,6 +156,7 @@ impl Backend {
             server,
             Arc::new(HeaderTrustingTestDouble {
                 seen: self.seen.clone(),
+                openapi_asks: self.openapi_asks.clone(),
             }),
             Arc::new(apiserver_framework::authz::AllowAll),
         ));
@@ -317,6 +330,7 @@ async fn aggregator_fronts_a_backend() {
         dir: dir.path().join("backend"),
         front_proxy_ca: fp_ca,
         seen: Arc::default(),
+        openapi_asks: Arc::default(),
     };
     let running = backend.start("127.0.0.1:0".parse().unwrap()).await;
     let backend_addr = running.addr;
@@ -330,7 +344,7 @@ async fn aggregator_fronts_a_backend() {
         client,
     } = front(
         dir.path(),
-        (fp_cert, fp_key),
+        (fp_cert.clone(), fp_key.clone()),
         resolver,
         Duration::from_millis(500),
         &["dev", "system:authenticated"],
@@ -523,6 +537,53 @@ async fn aggregator_fronts_a_backend() {
                     .is_some()
         })
         .await;
+    // Every pass after the first asks for the backend's OpenAPI v2 with the ETag it got, and
+    // that ETag is the backend's current one: the backend answers 304 without the document.
+    // The v3 document of the group-version is read once: the index names it by the same URL.
+    let asks_for = |path: &str| -> Vec<Option<String>> {
+        let asks = backend.openapi_asks.lock();
+        asks.iter()
+            .filter(|(p, _)| p == path)
+            .map(|(_, e)| e.clone())
+            .collect()
+    };
+    let mut asks = Vec::new();
+    for _ in 0..100 {
+        asks = asks_for("/openapi/v2");
+        if asks.len() >= 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(asks.len() >= 3, "{asks:?}");
+    assert_eq!(asks[0], None, "{asks:?}");
+    let etag = asks[1]
+        .clone()
+        .expect("the second pass sends If-None-Match");
+    assert!(
+        asks[1..].iter().all(|a| a.as_deref() == Some(&etag)),
+        "{asks:?}"
+    );
+    assert!(asks_for("/openapi/v3").len() >= 3);
+    assert_eq!(asks_for("/openapi/v3/apis/widgets.example.com/v1").len(), 1);
+    let direct = reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(backend_ca.as_bytes()).unwrap())
+        .identity(reqwest::Identity::from_pem(format!("{fp_cert}{fp_key}").as_bytes()).unwrap())
+        .resolve("backend.test.svc", backend_addr)
+        .build()
+        .unwrap();
+    let ask = |etag: &str| {
+        direct
+            .get(format!(
+                "https://backend.test.svc:{}/openapi/v2",
+                backend_addr.port()
+            ))
+            .header("x-remote-user", "system:aggregator")
+            .header("if-none-match", etag)
+            .send()
+    };
+    assert_eq!(ask(&etag).await.unwrap().status(), 304);
+    assert_eq!(ask("\"other\"").await.unwrap().status(), 200);
     let root = client
         .wait_doc("/openapi/v3", "application/json", |d| {
             d["paths"].get("apis/widgets.example.com/v1").is_some()

@@ -122,8 +122,8 @@ async fn pass(agg: &Aggregator, storage: &Arc<dyn RestStorage>, ctx: &RequestCon
 struct CheckResult {
     condition: APIServiceCondition,
     discovery: Option<(String, serde_json::Value)>,
-    openapi_v2: Option<(String, serde_json::Value)>,
-    openapi_v3: Option<(String, Vec<u8>)>,
+    openapi_v2: Option<(String, openapi::Downloaded<serde_json::Value>)>,
+    openapi_v3: Option<(String, openapi::Downloaded<Vec<u8>>)>,
 }
 
 /// A condition without a transition time.
@@ -205,17 +205,18 @@ async fn check(agg: &Aggregator, service: &APIService, previous: &State) -> Chec
         gv.clone(),
         discovery::fetch(&client, &endpoint, &spec.group, &spec.version, cached).await,
     ));
-    if let Some(doc) = openapi::fetch_v2(&client, &endpoint).await {
-        result.openapi_v2 = Some((name, doc));
-    } else if let Some(doc) = previous.openapi_v2.get(&name) {
-        result.openapi_v2 = Some((name, doc.clone()));
-    }
+    // A document that could not be downloaded is kept as it was.
+    let v2 = previous.openapi_v2.get(&name);
+    let v2 = openapi::fetch_v2(&client, &endpoint, v2)
+        .await
+        .or_else(|| v2.cloned());
+    result.openapi_v2 = v2.map(|doc| (name, doc));
     let key = format!("apis/{gv}");
-    if let Some(doc) = openapi::fetch_v3(&client, &endpoint, &key).await {
-        result.openapi_v3 = Some((key, doc));
-    } else if let Some(doc) = previous.openapi_v3.get(&key) {
-        result.openapi_v3 = Some((key, doc.clone()));
-    }
+    let v3 = previous.openapi_v3.get(&key);
+    let v3 = openapi::fetch_v3(&client, &endpoint, &key, v3)
+        .await
+        .or_else(|| v3.cloned());
+    result.openapi_v3 = v3.map(|doc| (key, doc));
     result
 }
 

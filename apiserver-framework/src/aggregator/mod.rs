@@ -77,9 +77,9 @@ pub(crate) struct State {
     /// Per remote group-version (`<g>/<v>`): its `APIVersionDiscovery` document.
     pub(crate) discovery: HashMap<String, Value>,
     /// Per remote APIService name: the backend's `/openapi/v2` document.
-    pub(crate) openapi_v2: HashMap<String, Value>,
+    pub(crate) openapi_v2: HashMap<String, openapi::Downloaded<Value>>,
     /// Per remote group-version key (`apis/<g>/<v>`): the backend's OpenAPI v3 document.
-    pub(crate) openapi_v3: HashMap<String, Vec<u8>>,
+    pub(crate) openapi_v3: HashMap<String, openapi::Downloaded<Vec<u8>>>,
 }
 
 impl Aggregator {
