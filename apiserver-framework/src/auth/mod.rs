@@ -86,8 +86,42 @@ mod tests {
         ] {
             headers.append(name, http::HeaderValue::from_static("v"));
         }
+        headers.append("x-remote-group", http::HeaderValue::from_static("w"));
+        headers.append("x-extra-scope", http::HeaderValue::from_static("w"));
         strip_credentials(&mut headers, &snapshot);
         let left: Vec<&str> = headers.keys().map(|k| k.as_str()).collect();
         assert_eq!(left, ["accept"]);
+        // A configured prefix in capitals, and the default headers without any configuration.
+        snapshot.request_header.extra_headers_prefixes = vec!["X-Extra-".into()];
+        let mut headers = http::HeaderMap::new();
+        for name in [
+            "x-extra-scope",
+            "x-remote-extra-a",
+            "authorization",
+            "x-remoteuser",
+            "x-extra",
+        ] {
+            headers.append(name, http::HeaderValue::from_static("v"));
+        }
+        let mut unconfigured = headers.clone();
+        let names = |h: &http::HeaderMap| {
+            let mut names: Vec<String> = h.keys().map(|k| k.to_string()).collect();
+            names.sort();
+            names
+        };
+        strip_credentials(&mut headers, &snapshot);
+        assert_eq!(names(&headers), ["x-extra", "x-remoteuser"]);
+        strip_default_credentials(&mut unconfigured);
+        assert_eq!(
+            names(&unconfigured),
+            ["x-extra", "x-extra-scope", "x-remoteuser"]
+        );
+        // Nothing to remove: nothing changes.
+        let mut plain = http::HeaderMap::new();
+        plain.append("accept", http::HeaderValue::from_static("application/json"));
+        plain.append("user-agent", http::HeaderValue::from_static("kubectl"));
+        let before = plain.clone();
+        strip_credentials(&mut plain, &snapshot);
+        assert_eq!(plain, before);
     }
 }
