@@ -62,11 +62,11 @@ pub(crate) struct ListBody {
 impl ListBody {
     /// The body of `items` between `opening` and `closing`.
     pub(crate) fn new(opening: Bytes, items: ListItems, closing: &'static [u8]) -> Self {
-        let (count, items_len) = match &items {
-            ListItems::Written(items) => (items.len(), total(items)),
-            ListItems::Versioned(items) => (items.len(), total(items)),
+        let items_len = match &items {
+            ListItems::Written(items) => total(items),
+            ListItems::Versioned(items) => total(items),
         };
-        let commas = count.saturating_sub(1);
+        let commas = items.len().saturating_sub(1);
         let remaining = (opening.len() + items_len + commas + closing.len()) as u64;
         ListBody {
             opening,
@@ -95,15 +95,13 @@ impl ListBody {
             ListItems::Written(items) => fill(&mut out, items, self.next, size),
             ListItems::Versioned(items) => fill(&mut out, items, self.next, size),
         };
-        let count = match &self.items {
-            ListItems::Written(items) => items.len(),
-            ListItems::Versioned(items) => items.len(),
-        };
-        if self.next == count {
+        if self.next == self.items.len() {
             out.put_slice(self.closing);
             self.done = true;
         }
-        self.remaining -= out.len() as u64;
+        // Exactly zero after the last piece (the items' lengths are their written lengths,
+        // tested); saturating, so that a miscount could never panic on the request path.
+        self.remaining = self.remaining.saturating_sub(out.len() as u64);
         out.freeze()
     }
 }

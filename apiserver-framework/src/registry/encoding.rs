@@ -51,6 +51,26 @@ impl KnownStart {
         start.extend_from_slice(METADATA_OPEN);
         KnownStart(Some(start.into_boxed_slice()))
     }
+
+    /// `object` at revision `rv`, its resourceVersion to be written when it is put
+    /// ([`Versioned::put`]): the bytes of [`with_resource_version`], its root metadata found
+    /// by one comparison when the object starts as the derive writes this kind's objects.
+    pub(crate) fn versioned(&self, object: Bytes, rv: u64) -> Versioned {
+        let at = match &self.0 {
+            Some(start) if object.starts_with(start) => Some(start.len() - METADATA_OPEN.len()),
+            _ => find_root_metadata(&object),
+        };
+        match at {
+            Some(at) => Versioned {
+                object,
+                splice: Some((rv, at)),
+            },
+            None => Versioned {
+                object: slow_path(&object, rv),
+                splice: None,
+            },
+        }
+    }
 }
 
 /// A stored object and its revision, the resourceVersion written in only when the object is
@@ -95,28 +115,6 @@ fn inserted_len(object: &[u8], at: usize, rv: u64) -> usize {
 
 /// The key [`splice`] writes, with its opening quote of the value.
 const RV_KEY: &[u8] = b"\"resourceVersion\":\"";
-
-impl KnownStart {
-    /// `object` at revision `rv`, its resourceVersion to be written when it is put
-    /// ([`Versioned::put`]): the bytes of [`with_resource_version`], its root metadata found
-    /// by one comparison when the object starts as the derive writes this kind's objects.
-    pub(crate) fn versioned(&self, object: Bytes, rv: u64) -> Versioned {
-        let at = match &self.0 {
-            Some(start) if object.starts_with(start) => Some(start.len() - METADATA_OPEN.len()),
-            _ => find_root_metadata(&object),
-        };
-        match at {
-            Some(at) => Versioned {
-                object,
-                splice: Some((rv, at)),
-            },
-            None => Versioned {
-                object: slow_path(&object, rv),
-                splice: None,
-            },
-        }
-    }
-}
 
 /// Appends `object` to `out` with the resourceVersion written in after the opening brace of
 /// the root metadata, whose key starts at `at`.

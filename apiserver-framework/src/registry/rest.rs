@@ -63,6 +63,16 @@ impl Default for ListItems {
     }
 }
 
+impl ListItems {
+    /// How many objects there are.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            ListItems::Written(items) => items.len(),
+            ListItems::Versioned(items) => items.len(),
+        }
+    }
+}
+
 impl ObjectList {
     /// A list of `items` (each one serialized object); its resourceVersion, continue token and
     /// remaining count are empty until set.
@@ -83,10 +93,7 @@ impl ObjectList {
 
     /// How many objects the list holds.
     pub fn len(&self) -> usize {
-        match &self.items {
-            ListItems::Written(items) => items.len(),
-            ListItems::Versioned(items) => items.len(),
-        }
+        self.items.len()
     }
 
     /// Whether the list holds no object.
