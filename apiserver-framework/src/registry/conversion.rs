@@ -267,7 +267,12 @@ impl ConvertingStorage {
     }
 
     fn convert(&self, mut kv: KeyValue) -> KeyValue {
-        kv.value = convert_value(self.converter.as_ref(), kv.value, &self.storage_version);
+        kv.value = convert_value(
+            self.converter.as_ref(),
+            kv.value,
+            &self.storage_version,
+            &self.in_storage_version,
+        );
         kv
     }
 
@@ -329,9 +334,15 @@ impl ConvertingStorage {
     }
 }
 
-/// `value` in `to`, or `value` itself when it is in `to` already or does not convert.
-fn convert_value(converter: &dyn Converter, value: Bytes, to: &str) -> Bytes {
-    if starts_in_version(&value, to) {
+/// `value` in `to`, or `value` itself when it is in `to` already (it starts with `prefix`,
+/// `to`'s [`VersionPrefix`]) or does not convert.
+fn convert_value(
+    converter: &dyn Converter,
+    value: Bytes,
+    to: &str,
+    prefix: &VersionPrefix,
+) -> Bytes {
+    if prefix.starts(&value) {
         return value;
     }
     convert_bytes(converter, &value, to).unwrap_or(value)
@@ -375,13 +386,15 @@ impl Storage for ConvertingStorage {
         let stream = self.inner.watch(prefix, after).await?;
         let converter = self.converter.clone();
         let to = self.storage_version.clone();
+        // Compared with every event of the watch: the prefix is made once.
+        let prefix = self.in_storage_version.clone();
         Ok(stream
             .map(move |event| {
                 event.map(|mut e: StorageEvent| {
-                    e.kv.value = convert_value(converter.as_ref(), e.kv.value, &to);
+                    e.kv.value = convert_value(converter.as_ref(), e.kv.value, &to, &prefix);
                     if let Some(prev) = e.prev.as_mut() {
-                        prev.value =
-                            convert_value(converter.as_ref(), std::mem::take(&mut prev.value), &to);
+                        let value = std::mem::take(&mut prev.value);
+                        prev.value = convert_value(converter.as_ref(), value, &to, &prefix);
                     }
                     e
                 })

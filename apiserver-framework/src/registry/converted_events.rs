@@ -8,8 +8,10 @@
 //! watcher to see a change, and the others get its answer.
 //!
 //! A change is recognised by its bytes: looked up by their address and length (the watchers
-//! share one allocation), and accepted only when the kept input is equal to the bytes asked
-//! about, so a lookup can never answer another object's conversion.
+//! share one allocation). An entry keeps its input alive, so while it is kept no other bytes
+//! can start at that address with that length: an entry whose input is at the address and of
+//! the length asked about holds the very bytes asked about, and a lookup can never answer
+//! another object's conversion without comparing their contents.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -34,9 +36,12 @@ struct Entry {
     output: Result<Bytes, ConversionError>,
 }
 
+/// The table's hasher: the keys are addresses, chosen by the allocator, not by a client.
+type Hasher = foldhash::fast::RandomState;
+
 #[derive(Debug, Default)]
 struct Recent {
-    by_input: HashMap<(usize, usize), Entry>,
+    by_input: HashMap<(usize, usize), Entry, Hasher>,
     order: VecDeque<(usize, usize)>,
 }
 
@@ -51,7 +56,7 @@ impl ConvertedEvents {
     ) -> Result<Bytes, ConversionError> {
         let id = (object.as_ptr() as usize, object.len());
         if let Some(entry) = self.inner.lock().by_input.get(&id)
-            && entry.input == *object
+            && same_bytes(&entry.input, object)
         {
             return entry.output.clone();
         }
@@ -77,6 +82,12 @@ impl ConvertedEvents {
         }
         output
     }
+}
+
+/// Whether `a` and `b` are the same bytes in memory (the same address and length): for bytes
+/// kept alive, the same contents, without reading them.
+fn same_bytes(a: &Bytes, b: &Bytes) -> bool {
+    a.as_ptr() == b.as_ptr() && a.len() == b.len()
 }
 
 #[cfg(test)]

@@ -139,14 +139,13 @@ pub fn run(
     let selectors = (!opts.label_selector.is_empty() || !opts.field_selector.is_empty())
         .then(|| Box::new(opts.clone()));
     let info = bookmarks.then(|| Box::new(info.clone()));
-    let inputs = futures::stream::select(
-        live.map(Input::Storage),
-        if bookmarks {
-            ticks(deadline).boxed()
-        } else {
-            futures::stream::empty().boxed()
-        },
-    );
+    // Without bookmarks there is nothing to merge the events with: nothing else is polled
+    // at every event.
+    let inputs = if bookmarks {
+        futures::stream::select(live.map(Input::Storage), ticks(deadline)).boxed()
+    } else {
+        live.map(Input::Storage).boxed()
+    };
     // State: whether the stream has ended, and the revision every event up to which has been
     // delivered (what a bookmark may promise).
     let live = inputs

@@ -11,10 +11,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
-use axum::body::Body;
-use futures::StreamExt;
 use parking_lot::Mutex;
-use tokio::sync::watch;
 
 use crate::server::health::{HealthChecks, ReadinessFlag};
 
@@ -155,20 +152,10 @@ impl Lifecycle {
     }
 }
 
-/// `body`, ended cleanly (as if complete) once `stopped` turns true: how a watch stream ends
-/// when the server stops.
-pub(crate) fn until_stopped(body: Body, mut stopped: watch::Receiver<bool>) -> Body {
-    let stop = async move {
-        let _ = stopped.wait_for(|s| *s).await;
-    };
-    Body::from_stream(body.into_data_stream().take_until(stop))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::server::health::respond;
-    use http_body_util::BodyExt;
 
     #[tokio::test]
     async fn post_start_hooks_gate_readiness() {
@@ -225,21 +212,5 @@ mod tests {
             ran.push(n);
         }
         assert_eq!(ran, ["a", "b"]);
-    }
-
-    #[tokio::test]
-    async fn stopped_body_ends_cleanly() {
-        let (tx, rx) = watch::channel(false);
-        let (chunks, stream) =
-            tokio::sync::mpsc::unbounded_channel::<Result<String, std::io::Error>>();
-        let body = Body::from_stream(tokio_stream::wrappers::UnboundedReceiverStream::new(stream));
-        let body = until_stopped(body, rx);
-        chunks.send(Ok("one\n".into())).unwrap();
-        let reader = tokio::spawn(async move { body.collect().await.map(|c| c.to_bytes()) });
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        tx.send(true).unwrap();
-        let bytes = reader.await.unwrap().unwrap();
-        assert_eq!(&bytes[..], b"one\n");
-        drop(chunks);
     }
 }

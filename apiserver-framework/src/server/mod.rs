@@ -9,6 +9,7 @@ pub mod generic;
 pub(crate) mod health;
 pub mod lifecycle;
 pub mod serve;
+pub(crate) mod until_stopped;
 pub(crate) mod version;
 
 pub use generic::{GenericApiServer, GenericApiServerBuilder};

@@ -27,7 +27,7 @@ use super::unread_body::UnreadBody;
 use crate::auth::{PeerAddr, PeerCertificates};
 use crate::authz::ParsedRequest;
 use crate::server::filters;
-use crate::server::lifecycle;
+use crate::server::until_stopped;
 
 /// What answers the requests of a connection (the handler chain).
 pub trait ServeRequest: Send + Sync + 'static {
@@ -282,7 +282,7 @@ impl<H: ServeRequest> ConnectionServer<H> {
                 }
                 // Watches end cleanly when the server stops.
                 let res = match long_running {
-                    true => res.map(|b| lifecycle::until_stopped(b, stopped)),
+                    true => res.map(|b| until_stopped::until_stopped(b, stopped)),
                     false => res,
                 };
                 let mut in_flight = in_flight;
