@@ -101,7 +101,17 @@ async fn dispatch(
             .iter()
             .find(|c| c.info().name == s)
     {
-        return super::subresource::serve(custom.as_ref(), ctx, req, n, verb, output).await;
+        // Boxed, like `scale` below: a rare route's future would otherwise be part of every
+        // request's future, which is moved into its box at each request.
+        return Box::pin(super::subresource::serve(
+            custom.as_ref(),
+            ctx,
+            req,
+            n,
+            verb,
+            output,
+        ))
+        .await;
     }
     if let Some(s) = sub
         && !info.subresources().contains(&s)
@@ -137,7 +147,7 @@ async fn dispatch(
         return Err(negotiation::partial_metadata_mismatch(info, true));
     }
     if let (Some("scale"), Some(n), Some(paths)) = (sub, name, info.scale.as_ref()) {
-        return scale(storage, ctx, req, verb, n, paths, query, output).await;
+        return Box::pin(scale(storage, ctx, req, verb, n, paths, query, output)).await;
     }
     match (verb, name) {
         (Verb::Watch, None) => {

@@ -8,6 +8,8 @@
 //! subresource (as upstream's health checks are recorded). These are the labels as the
 //! request names them; the recorder keeps only those naming what the server serves.
 
+use std::borrow::Cow;
+
 use http::{HeaderMap, Method, header};
 
 use crate::authz::{self, Request as AuthzRequest};
@@ -44,12 +46,15 @@ const LONG_RUNNING_SUBRESOURCES: &[&str] = &["attach", "exec", "proxy", "log", "
 const READ_ONLY_VERBS: &[&str] = &["get", "list", "watch"];
 
 /// What a request is recorded as.
+///
+/// The verb, dry run, scope and component come from fixed sets of values, so they are
+/// `'static` strings: recording a request allocates only for the parts of its path.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RequestLabels {
     /// The reported verb, e.g. `LIST`, `POST`, `WATCH`, `APPLY`.
-    pub verb: String,
+    pub verb: &'static str,
     /// The `dryRun` values, sorted and deduplicated (`All`), `invalid`, or empty.
-    pub dry_run: String,
+    pub dry_run: &'static str,
     /// The API group (empty for the core group and non-resource requests).
     pub group: String,
     /// The API version (empty for non-resource requests).
@@ -59,9 +64,9 @@ pub struct RequestLabels {
     /// The subresource; for non-resource requests, the path.
     pub subresource: String,
     /// `resource`, `namespace`, `cluster`, or empty for non-resource requests.
-    pub scope: String,
+    pub scope: &'static str,
     /// `apiserver` for resource requests, empty for non-resource ones.
-    pub component: String,
+    pub component: &'static str,
     /// The request's verb in authorization terms (`get`, `list`, `create`, …).
     pub request_verb: String,
     /// Whether this is a resource request.
@@ -107,7 +112,7 @@ impl RequestLabels {
         headers: &HeaderMap,
         request: &AuthzRequest,
     ) -> Self {
-        let upper = method.as_str().to_ascii_uppercase();
+        let upper = upper_case(method);
         let dry_run = clean_dry_run(query);
         match request {
             AuthzRequest::Resource(a) => {
@@ -120,17 +125,17 @@ impl RequestLabels {
                 };
                 let mut verb = canonical_verb(&upper, scope);
                 if a.verb == "watch" || watch_query(&upper, query) {
-                    verb = "WATCH".into();
+                    verb = "WATCH";
                 }
                 if verb == "WATCHLIST" {
-                    verb = "WATCH".into();
+                    verb = "WATCH";
                 }
                 if verb == "PATCH" && content_type(headers) == Some("application/apply-patch+yaml")
                 {
-                    verb = "APPLY".into();
+                    verb = "APPLY";
                 }
                 if CONNECT_SUBRESOURCES.contains(&a.subresource.as_str()) {
-                    verb = "CONNECT".into();
+                    verb = "CONNECT";
                 }
                 let long_running = ["watch", "proxy"].contains(&a.verb.as_str())
                     || LONG_RUNNING_SUBRESOURCES.contains(&a.subresource.as_str());
@@ -141,8 +146,8 @@ impl RequestLabels {
                     version: a.version.clone(),
                     resource: a.resource.clone(),
                     subresource: a.subresource.clone(),
-                    scope: scope.into(),
-                    component: COMPONENT.into(),
+                    scope,
+                    component: COMPONENT,
                     request_verb: a.verb.clone(),
                     is_resource: true,
                     long_running,
@@ -170,27 +175,27 @@ impl RequestLabels {
     /// The values of `apiserver_request_duration_seconds`'s labels, in order.
     pub fn duration_values(&self) -> [&str; 8] {
         [
-            &self.verb,
-            &self.dry_run,
+            self.verb,
+            self.dry_run,
             &self.group,
             &self.version,
             &self.resource,
             &self.subresource,
-            &self.scope,
-            &self.component,
+            self.scope,
+            self.component,
         ]
     }
 
     /// The values of `apiserver_longrunning_requests`'s labels, in order.
     pub fn longrunning_values(&self) -> [&str; 7] {
         [
-            &self.verb,
+            self.verb,
             &self.group,
             &self.version,
             &self.resource,
             &self.subresource,
-            &self.scope,
-            &self.component,
+            self.scope,
+            self.component,
         ]
     }
 
@@ -205,22 +210,33 @@ impl RequestLabels {
     }
 }
 
-/// Upstream's `CanonicalVerb`: `GET` and `HEAD` of anything but one object are `LIST`.
-fn canonical_verb(upper: &str, scope: &str) -> String {
-    match upper {
-        "GET" | "HEAD" if scope != "resource" && !scope.is_empty() => "LIST".into(),
-        "GET" | "HEAD" => "GET".into(),
-        other => other.into(),
+/// The method in upper case (upstream's `strings.ToUpper`), copied only when it has a lower
+/// case letter (the standard methods have none).
+fn upper_case(method: &Method) -> Cow<'_, str> {
+    let name = method.as_str();
+    if name.bytes().any(|b| b.is_ascii_lowercase()) {
+        Cow::Owned(name.to_ascii_uppercase())
+    } else {
+        Cow::Borrowed(name)
     }
 }
 
-/// Unknown verbs are reported as `other`.
-fn clean(verb: String) -> String {
-    if VALID_VERBS.contains(&verb.as_str()) {
-        verb
-    } else {
-        "other".into()
+/// Upstream's `CanonicalVerb`: `GET` and `HEAD` of anything but one object are `LIST`.
+fn canonical_verb<'a>(upper: &'a str, scope: &str) -> &'a str {
+    match upper {
+        "GET" | "HEAD" if scope != "resource" && !scope.is_empty() => "LIST",
+        "GET" | "HEAD" => "GET",
+        other => other,
     }
+}
+
+/// The reported verb: one of upstream's valid verbs, `other` for any other.
+fn clean(verb: &str) -> &'static str {
+    VALID_VERBS
+        .iter()
+        .find(|v| **v == verb)
+        .copied()
+        .unwrap_or("other")
 }
 
 /// Upstream's `getVerbIfWatch`: a `GET` whose first `watch` value is neither `0` nor `false`.
@@ -235,18 +251,16 @@ fn watch_query(upper: &str, query: &Query) -> bool {
 }
 
 /// Upstream's `cleanDryRun`: the sorted, deduplicated `dryRun` values, `invalid` when any is
-/// not `All`.
-fn clean_dry_run(query: &Query) -> String {
-    let mut values: Vec<&str> = query.all("dryRun").collect();
-    if values.is_empty() {
-        return String::new();
+/// not `All` (so that the values, sorted and deduplicated, are `All` or none).
+fn clean_dry_run(query: &Query) -> &'static str {
+    let mut values = query.all("dryRun").peekable();
+    if values.peek().is_none() {
+        ""
+    } else if values.all(|v| v == "All") {
+        "All"
+    } else {
+        "invalid"
     }
-    if values.iter().any(|v| *v != "All") {
-        return "invalid".into();
-    }
-    values.sort();
-    values.dedup();
-    values.join(",")
 }
 
 fn content_type(headers: &HeaderMap) -> Option<&str> {
@@ -316,11 +330,7 @@ mod tests {
         ];
         for (method, uri, verb, scope) in cases {
             let l = labels(method.clone(), &uri);
-            assert_eq!(
-                (l.verb.as_str(), l.scope.as_str()),
-                (verb, scope),
-                "{method} {uri}"
-            );
+            assert_eq!((l.verb, l.scope), (verb, scope), "{method} {uri}");
             assert_eq!(l.component, "apiserver");
         }
     }
