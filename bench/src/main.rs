@@ -150,8 +150,11 @@ async fn bench(plan: scenarios::Plan, out: &std::path::Path) -> Result<(), clien
         .tempdir()?;
     let report = scenarios::run(&plan, work.path()).await?;
     std::fs::create_dir_all(out)?;
+    let stolen = report.stolen_percent.map_or(String::new(), |p| {
+        format!("; the hypervisor gave {p:.1} % of the machine's CPU time to other guests (steal)")
+    });
     let markdown = format!(
-        "{}\nMachine: {}. Mode: {}, concurrency {}, run time {:.0} s; load average {} at the start, {} at the end.\n",
+        "{}\nMachine: {}. Mode: {}, concurrency {}, run time {:.0} s; load average {} at the start, {} at the end{stolen}.\n",
         report.markdown(),
         report.machine,
         report.mode,

@@ -208,6 +208,47 @@ impl Probe {
     }
 }
 
+/// The machine's CPU time so far, all cores together, in clock ticks (`/proc/stat`): the
+/// total and the part the hypervisor gave to other guests (`steal`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MachineCpu {
+    total: u64,
+    stolen: u64,
+}
+
+impl MachineCpu {
+    /// Reads `/proc/stat`; `None` where it is missing or has no `steal` column.
+    pub fn read() -> Option<Self> {
+        let stat = std::fs::read_to_string("/proc/stat").ok()?;
+        parse_cpu_line(stat.lines().next()?)
+    }
+
+    /// The percentage of the machine's CPU time stolen between `earlier` and `self`.
+    pub fn stolen_percent_since(&self, earlier: &MachineCpu) -> Option<f64> {
+        let total = self.total.checked_sub(earlier.total)?;
+        let stolen = self.stolen.checked_sub(earlier.stolen)?;
+        (total > 0).then(|| 100.0 * stolen as f64 / total as f64)
+    }
+}
+
+/// The `cpu` line of `/proc/stat`: user, nice, system, idle, iowait, irq, softirq, steal, …
+/// (guest time is already counted in user time, so only the first eight are added up).
+fn parse_cpu_line(line: &str) -> Option<MachineCpu> {
+    let mut fields = line.split_whitespace();
+    if fields.next()? != "cpu" {
+        return None;
+    }
+    let ticks: Vec<u64> = fields
+        .take(8)
+        .map(|f| f.parse().ok())
+        .collect::<Option<_>>()?;
+    let stolen = *ticks.get(7)?;
+    Some(MachineCpu {
+        total: ticks.iter().sum(),
+        stolen,
+    })
+}
+
 /// The machine's load average over 1, 5 and 15 minutes (`/proc/loadavg`).
 pub fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
@@ -269,4 +310,26 @@ pub fn connections_to(pid: u32, port: u16) -> usize {
                 .count()
         })
         .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cpu_line_adds_up_eight_columns_and_keeps_steal() {
+        let cpu = parse_cpu_line("cpu  100 5 20 800 10 0 15 50 7 0").expect("a cpu line");
+        assert_eq!((cpu.total, cpu.stolen), (1000, 50));
+        assert!(parse_cpu_line("cpu0 1 2 3 4 5 6 7 8").is_none());
+        assert!(parse_cpu_line("cpu  1 2 3 4").is_none(), "no steal column");
+    }
+
+    #[test]
+    fn stolen_time_is_a_share_of_the_interval() {
+        let start = parse_cpu_line("cpu  100 0 0 800 0 0 0 100").expect("a cpu line");
+        let end = parse_cpu_line("cpu  400 0 0 1300 0 0 0 300").expect("a cpu line");
+        assert_eq!(end.stolen_percent_since(&start), Some(20.0));
+        assert_eq!(start.stolen_percent_since(&start), None, "no time passed");
+        assert_eq!(start.stolen_percent_since(&end), None, "counters went back");
+    }
 }

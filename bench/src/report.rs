@@ -230,6 +230,9 @@ pub struct Report {
     pub memory_curve: Vec<MemoryPoint>,
     /// The machine's load average (1, 5 and 15 minutes) when the run began and when it ended.
     pub load_average: [String; 2],
+    /// The share of the machine's CPU time the hypervisor gave to other guests during the run
+    /// (`steal` in `/proc/stat`), in percent; `None` where the kernel does not report it.
+    pub stolen_percent: Option<f64>,
 }
 
 fn figure(v: Option<f64>) -> String {

@@ -474,6 +474,7 @@ pub const CREATE_NAMESPACES: &[&str] = &[
 pub async fn run(plan: &Plan, work: &Path) -> Result<Report, Error> {
     let began = Instant::now();
     let load_at_start = process::load_average();
+    let cpu_at_start = process::MachineCpu::read();
     let pki = Pki::create(work)?;
     let mut rows = Vec::new();
     let say = |what: &str| eprintln!("[{:>6.1}s] {what}", began.elapsed().as_secs_f64());
@@ -782,6 +783,9 @@ pub async fn run(plan: &Plan, work: &Path) -> Result<Report, Error> {
         rows,
         memory_curve,
         load_average: [load_at_start, process::load_average()],
+        stolen_percent: cpu_at_start
+            .zip(process::MachineCpu::read())
+            .and_then(|(start, end)| end.stolen_percent_since(&start)),
     })
 }
 
