@@ -29,6 +29,12 @@ pub(crate) const REMOTE_GROUP: &str = "x-remote-group";
 /// The prefix of the headers carrying the user's extra attributes.
 pub(crate) const REMOTE_EXTRA_PREFIX: &str = "x-remote-extra-";
 
+// The same names as header names made at compile time: a name given as a string is parsed and
+// copied into an allocation of its own at every insert, three or more times a proxied request.
+const REMOTE_USER_NAME: HeaderName = HeaderName::from_static(REMOTE_USER);
+const REMOTE_UID_NAME: HeaderName = HeaderName::from_static(REMOTE_UID);
+const REMOTE_GROUP_NAME: HeaderName = HeaderName::from_static(REMOTE_GROUP);
+
 /// The body of a 503 for an unavailable group-version, as upstream.
 pub(crate) const SERVICE_UNAVAILABLE: &str = "service unavailable\n";
 
@@ -320,12 +326,12 @@ pub(crate) fn set_identity_headers(
     for name in forged {
         headers.remove(name);
     }
-    headers.insert(REMOTE_USER, user_value);
+    headers.insert(REMOTE_USER_NAME, user_value);
     if let Some(v) = uid_value {
-        headers.insert(REMOTE_UID, v);
+        headers.insert(REMOTE_UID_NAME, v);
     }
     for v in group_values {
-        headers.append(REMOTE_GROUP, v);
+        headers.append(REMOTE_GROUP_NAME, v);
     }
     for (name, v) in extra_values {
         headers.append(name, v);

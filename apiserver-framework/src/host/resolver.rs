@@ -110,7 +110,9 @@ pub trait ServiceResolver: Send + Sync + 'static {
 /// names the address to connect to.
 #[derive(Clone, Debug, Default)]
 pub struct StaticServiceResolver {
-    services: HashMap<String, Vec<String>>,
+    /// By namespace, then name: the endpoints as [`ServiceResolver::resolve_all`] answers them,
+    /// made once here rather than at every proxied request (looked up by `&str`, no key built).
+    services: HashMap<String, HashMap<String, Vec<Endpoint>>>,
 }
 
 impl StaticServiceResolver {
@@ -120,10 +122,8 @@ impl StaticServiceResolver {
     }
 
     /// Maps service `namespace/name` to `authority` (`host:port`).
-    pub fn with(mut self, namespace: &str, name: &str, authority: impl Into<String>) -> Self {
-        self.services
-            .insert(format!("{namespace}/{name}"), vec![authority.into()]);
-        self
+    pub fn with(self, namespace: &str, name: &str, authority: impl Into<String>) -> Self {
+        self.with_endpoints(namespace, name, [authority])
     }
 
     /// Maps service `namespace/name` to several `host:port` addresses (its replicas); an
@@ -134,10 +134,18 @@ impl StaticServiceResolver {
         name: &str,
         authorities: impl IntoIterator<Item = impl Into<String>>,
     ) -> Self {
-        self.services.insert(
-            format!("{namespace}/{name}"),
-            authorities.into_iter().map(Into::into).collect(),
-        );
+        let server_name = format!("{name}.{namespace}.svc");
+        let endpoints = authorities
+            .into_iter()
+            .map(|authority| Endpoint {
+                authority: authority.into(),
+                server_name: server_name.clone(),
+            })
+            .collect();
+        self.services
+            .entry(namespace.to_string())
+            .or_default()
+            .insert(name.to_string(), endpoints);
         self
     }
 }
@@ -154,18 +162,16 @@ impl ServiceResolver for StaticServiceResolver {
         name: &str,
         _port: u16,
     ) -> Result<Vec<Endpoint>, ResolveError> {
-        match self.services.get(&format!("{namespace}/{name}")) {
-            Some(authorities) if authorities.is_empty() => Err(ResolveError::EndpointsNotFound {
+        match self
+            .services
+            .get(namespace)
+            .and_then(|names| names.get(name))
+        {
+            Some(endpoints) if endpoints.is_empty() => Err(ResolveError::EndpointsNotFound {
                 namespace: namespace.into(),
                 name: name.into(),
             }),
-            Some(authorities) => Ok(authorities
-                .iter()
-                .map(|authority| Endpoint {
-                    authority: authority.clone(),
-                    server_name: format!("{name}.{namespace}.svc"),
-                })
-                .collect()),
+            Some(endpoints) => Ok(endpoints.clone()),
             None => Err(ResolveError::ServiceNotFound {
                 namespace: namespace.into(),
                 name: name.into(),
@@ -195,5 +201,21 @@ mod tests {
         let err = r.resolve("ns", "other", 443).unwrap_err();
         assert_eq!(err.reason(), "ServiceNotFound");
         assert_eq!(err.to_string(), "service/other in \"ns\" is not present");
+        let err = r.resolve("other", "api", 443).unwrap_err();
+        assert_eq!(err.reason(), "ServiceNotFound");
+        assert_eq!(
+            r.resolve("ns", "api", 443).unwrap().authority,
+            "127.0.0.1:8443"
+        );
+    }
+
+    #[test]
+    fn static_resolver_keeps_namespace_and_name_apart() {
+        let r = StaticServiceResolver::new().with("a/b", "c", "127.0.0.1:1");
+        assert_eq!(r.resolve("a/b", "c", 443).unwrap().server_name, "c.a/b.svc");
+        assert_eq!(
+            r.resolve("a", "b/c", 443).unwrap_err().reason(),
+            "ServiceNotFound"
+        );
     }
 }
