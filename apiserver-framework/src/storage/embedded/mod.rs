@@ -420,4 +420,27 @@ mod tests {
         let store = EmbeddedStorage::open(&dir).unwrap();
         assert_eq!(mode(store.path()), crate::fs::PRIVATE_FILE);
     }
+
+    #[tokio::test]
+    async fn events_carry_a_copy_of_the_value_not_the_writers_buffer() {
+        use futures::StreamExt;
+        let root = tempfile::tempdir().unwrap();
+        let store = EmbeddedStorage::open(root.path()).unwrap();
+        let mut events = store.watch("/k/", 0).await.unwrap();
+        // A value in a buffer bigger than itself, as a serializer leaves it.
+        let mut buffer = Vec::with_capacity(4096);
+        buffer.extend_from_slice(br#"{"a":1}"#);
+        let created = Bytes::from(buffer);
+        let revision = store.create("/k/a", created.clone()).await.unwrap();
+        let updated = Bytes::from_static(br#"{"a":2}"#);
+        store
+            .update("/k/a", updated.clone(), revision)
+            .await
+            .unwrap();
+        for written in [created, updated] {
+            let event = events.next().await.unwrap().unwrap();
+            assert_eq!(event.kv.value, written);
+            assert_ne!(event.kv.value.as_ptr(), written.as_ptr());
+        }
+    }
 }

@@ -26,6 +26,16 @@ use crate::storage::{EventKind, KeyValue, StorageError, StorageEvent};
 /// hold writes back for long.
 const COMPACTION_STEP: u64 = 10_000;
 
+/// The value an event carries, which the watch cache keeps for as long as the object lives: a
+/// copy of exactly its length, made here. The value as written is the request's buffer, which
+/// a serializer grew by doubling (up to twice the object's size, and with a separate reference
+/// count once shared) and which was allocated among the request's short-lived buffers. The
+/// copy lets that buffer go with the request, and the copies the cache keeps lie together, in
+/// the order they were written, on this thread's heap.
+fn kept(value: &Bytes) -> Bytes {
+    Bytes::copy_from_slice(value)
+}
+
 /// How often an idle writer looks whether the database needs reopening or probing.
 const IDLE_CHECK: Duration = Duration::from_millis(250);
 
@@ -389,7 +399,7 @@ impl<'txn> WriteTables<'txn> {
                 self.log.insert(rev, key.as_str())?;
                 let kv = KeyValue {
                     key: key.as_str().into(),
-                    value: value.clone(),
+                    value: kept(value),
                     create_revision: rev,
                     mod_revision: rev,
                 };
@@ -417,7 +427,7 @@ impl<'txn> WriteTables<'txn> {
                 self.log.insert(rev, key.as_str())?;
                 let kv = KeyValue {
                     key: key.as_str().into(),
-                    value: value.clone(),
+                    value: kept(value),
                     create_revision: prev.create_revision,
                     mod_revision: rev,
                 };
