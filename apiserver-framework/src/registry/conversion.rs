@@ -237,9 +237,12 @@ pub(crate) fn convert_bytes(
 /// Reads are checked: a value that does not decode as the storage version's type (or does not
 /// convert to it) fails the read with [`StorageError::Corrupt`] naming its key, as upstream
 /// fails reads of corrupt objects. Each value is checked once (per key and revision): later reads
-/// of the same revision pass its bytes through untouched. Watch events and deleted values are
-/// converted where they can be and passed on as stored otherwise, for the layer above to
-/// report.
+/// of the same revision pass its bytes through untouched. A value written through this storage
+/// needs no check: its writer, the storage version's store, encoded it from the storage
+/// version's type, and it is remembered at the revision it was written at (a value written
+/// around the server, by another release or directly in the backend, has a revision of its
+/// own and is checked when it is first read). Watch events and deleted values are converted
+/// where they can be and passed on as stored otherwise, for the layer above to report.
 pub(crate) struct ConvertingStorage {
     inner: Arc<dyn Storage>,
     converter: Arc<dyn Converter>,
@@ -274,6 +277,16 @@ impl ConvertingStorage {
             &self.in_storage_version,
         );
         kv
+    }
+
+    /// Remembers the value written to `key` at `revision` as decoding, when it starts in the
+    /// storage version (`in_storage_version`): it is the store's own encoding of the storage
+    /// version's type (the store of that version is this storage's only writer), so its first
+    /// read does not decode it again.
+    fn written(&self, key: &str, revision: u64, in_storage_version: bool) {
+        if in_storage_version {
+            self.checked.record(std::iter::once((key, revision)));
+        }
     }
 
     /// Whether `kv` is stored in the storage version and known to decode.
@@ -365,11 +378,17 @@ impl Storage for ConvertingStorage {
     }
 
     async fn create(&self, key: &str, value: Bytes) -> Result<u64, StorageError> {
-        self.inner.create(key, value).await
+        let written = self.in_storage_version.starts(&value);
+        let revision = self.inner.create(key, value).await?;
+        self.written(key, revision, written);
+        Ok(revision)
     }
 
     async fn update(&self, key: &str, value: Bytes, expected: u64) -> Result<u64, StorageError> {
-        self.inner.update(key, value, expected).await
+        let written = self.in_storage_version.starts(&value);
+        let revision = self.inner.update(key, value, expected).await?;
+        self.written(key, revision, written);
+        Ok(revision)
     }
 
     async fn delete(
@@ -641,6 +660,40 @@ mod tests {
             );
         }
         assert_eq!(checks(), 5);
+    }
+
+    #[tokio::test]
+    async fn a_value_written_through_it_is_not_decoded_again_when_read() {
+        let raw: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+        let numbers = Arc::new(Numbers::default());
+        let storage = ConvertingStorage::new(raw.clone(), numbers.clone(), "g/v1");
+        let checks = || numbers.checks.load(Ordering::Relaxed);
+        let rev = storage.create("/k/a", object("v1", "1")).await.unwrap();
+        storage.create("/k/b", object("v1", "2")).await.unwrap();
+        storage
+            .update("/k/a", object("v1", "3"), rev)
+            .await
+            .unwrap();
+        let page = storage.list(list_all()).await.unwrap();
+        assert_eq!(page.items.len(), 2);
+        assert_eq!(page.items[0].value, object("v1", "3"));
+        storage.get("/k/b").await.unwrap().unwrap();
+        assert_eq!(checks(), 0);
+        // What was written around it is checked at its first read, even for a key written
+        // through it before.
+        let rev = raw.get("/k/a").await.unwrap().unwrap().mod_revision;
+        raw.update("/k/a", object("v1", "4"), rev).await.unwrap();
+        storage.get("/k/a").await.unwrap().unwrap();
+        assert_eq!(checks(), 1);
+        // A write that fails remembers nothing, and a value not in the storage version is
+        // not taken as checked.
+        storage
+            .update("/k/a", object("v1", "5"), rev)
+            .await
+            .unwrap_err();
+        storage.create("/k/c", object("v2", "6")).await.unwrap();
+        storage.get("/k/c").await.unwrap().unwrap();
+        assert_eq!(checks(), 2);
     }
 
     #[tokio::test]
