@@ -628,11 +628,17 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn reads_check_each_stored_value_once() {
+    /// A memory store, the counting converter, and a converting storage for `g/v1` on both.
+    fn counted() -> (Arc<dyn Storage>, Arc<Numbers>, ConvertingStorage) {
         let raw: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
         let numbers = Arc::new(Numbers::default());
         let storage = ConvertingStorage::new(raw.clone(), numbers.clone(), "g/v1");
+        (raw, numbers, storage)
+    }
+
+    #[tokio::test]
+    async fn reads_check_each_stored_value_once() {
+        let (raw, numbers, storage) = counted();
         let checks = || numbers.checks.load(Ordering::Relaxed);
         raw.create("/k/a", object("v1", "1")).await.unwrap();
         raw.create("/k/b", object("v1", "2")).await.unwrap();
@@ -664,9 +670,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_value_written_through_it_is_not_decoded_again_when_read() {
-        let raw: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
-        let numbers = Arc::new(Numbers::default());
-        let storage = ConvertingStorage::new(raw.clone(), numbers.clone(), "g/v1");
+        let (raw, numbers, storage) = counted();
         let checks = || numbers.checks.load(Ordering::Relaxed);
         let rev = storage.create("/k/a", object("v1", "1")).await.unwrap();
         storage.create("/k/b", object("v1", "2")).await.unwrap();
