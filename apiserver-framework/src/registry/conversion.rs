@@ -689,8 +689,8 @@ mod tests {
         raw.update("/k/a", object("v1", "4"), rev).await.unwrap();
         storage.get("/k/a").await.unwrap().unwrap();
         assert_eq!(checks(), 1);
-        // A write that fails remembers nothing, and a value not in the storage version is
-        // not taken as checked.
+        // A write the backend refuses answers its error, and a value written in another
+        // version is not taken as checked: it is converted (and so checked) when read.
         storage
             .update("/k/a", object("v1", "5"), rev)
             .await
