@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use axum::body::Body;
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use futures::StreamExt;
 use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Limited};
@@ -24,7 +24,9 @@ use crate::endpoints::scale;
 use crate::endpoints::warning;
 use crate::error::ApiError;
 use crate::registry::options::DeleteOptions;
-use crate::registry::rest::{DeleteOutcome, RequestContext, RestStorage, WatchEventType};
+use crate::registry::rest::{
+    DeleteOutcome, ObjectEvent, RequestContext, RestStorage, WatchEventType,
+};
 
 /// The largest request body accepted (3 MiB, as upstream).
 pub(crate) const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
@@ -598,20 +600,18 @@ fn watch_response(
     let info = (!matches!(output, Output::Json | Output::Yaml)).then(|| Box::new(info.clone()));
     let mut first = true;
     let body = stream.map(move |ev| {
-        let object = match &info {
-            Some(info) => response::watch_object(&output, info, &ev.object, ev.kind, first),
-            None => ev.object,
+        // JSON events are sent in the line their watchers share when they were made in one.
+        let line = match &info {
+            Some(info) => {
+                let object = response::watch_object(&output, info, &ev.object, ev.kind, first);
+                ObjectEvent::new(ev.kind, object).json_line()
+            }
+            None => ev.json_line(),
         };
         if !matches!(ev.kind, WatchEventType::Error | WatchEventType::Bookmark) {
             first = false;
         }
-        let mut line = BytesMut::with_capacity(object.len() + 32);
-        line.extend_from_slice(b"{\"type\":\"");
-        line.extend_from_slice(ev.kind.as_str().as_bytes());
-        line.extend_from_slice(b"\",\"object\":");
-        line.extend_from_slice(&object);
-        line.extend_from_slice(b"}\n");
-        Ok::<_, std::convert::Infallible>(line.freeze())
+        Ok::<_, std::convert::Infallible>(line)
     });
     response::raw(StatusCode::OK, "application/json", Body::from_stream(body))
 }

@@ -15,10 +15,11 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use bytes::Bytes;
+use bytes::{BufMut, Bytes};
 use parking_lot::Mutex;
 
 use crate::registry::conversion::ConversionError;
+use crate::registry::rest::{ObjectEvent, WatchEventType};
 
 /// How many recent changes are kept converted.
 pub const CAPACITY: usize = 4096;
@@ -33,7 +34,7 @@ pub struct ConvertedEvents {
 #[derive(Debug)]
 struct Entry {
     input: Bytes,
-    output: Result<Bytes, ConversionError>,
+    output: Result<ObjectEvent, ConversionError>,
 }
 
 /// The table's hasher: the keys are addresses, chosen by the allocator, not by a client.
@@ -46,23 +47,29 @@ struct Recent {
 }
 
 impl ConvertedEvents {
-    /// The conversion of `object`: the one made for another watcher of the same bytes, else
-    /// `convert(object)`, kept for the others. An output equal to its input (a check that
-    /// passed) is kept as the input's bytes, so that it costs no memory of its own.
+    /// The conversion of `event`'s object, as an event of its type: the one made for another
+    /// watcher of the same bytes, else `convert(object)`, kept for the others. An output
+    /// equal to its input (a check that passed) is kept as the input event, so that it costs
+    /// no memory of its own; another output is made in its line (see
+    /// [`super::watch_line`]), which all the watchers share.
     pub fn get_or_convert(
         &self,
-        object: &Bytes,
+        event: &ObjectEvent,
         convert: impl FnOnce(&[u8]) -> Result<Bytes, ConversionError>,
-    ) -> Result<Bytes, ConversionError> {
+    ) -> Result<ObjectEvent, ConversionError> {
+        let object = &event.object;
         let id = (object.as_ptr() as usize, object.len());
         if let Some(entry) = self.inner.lock().by_input.get(&id)
             && same_bytes(&entry.input, object)
         {
-            return entry.output.clone();
+            return entry.output.clone().map(|out| of_kind(out, event.kind));
         }
         let output = match convert(object) {
-            Ok(out) if out == *object => Ok(object.clone()),
-            other => other,
+            Ok(out) if out == *object => Ok(event.clone()),
+            Ok(out) => Ok(ObjectEvent::in_line(event.kind, out.len(), |line| {
+                line.put_slice(&out)
+            })),
+            Err(e) => Err(e),
         };
         let mut recent = self.inner.lock();
         let previous = recent.by_input.insert(
@@ -84,6 +91,16 @@ impl ConvertedEvents {
     }
 }
 
+/// `event` as an event of `kind`: itself when it is of that type, else its object in an event
+/// of its own (the same bytes seen as another type).
+fn of_kind(event: ObjectEvent, kind: WatchEventType) -> ObjectEvent {
+    if event.kind == kind {
+        event
+    } else {
+        ObjectEvent::new(kind, event.object)
+    }
+}
+
 /// Whether `a` and `b` are the same bytes in memory (the same address and length): for bytes
 /// kept alive, the same contents, without reading them.
 fn same_bytes(a: &Bytes, b: &Bytes) -> bool {
@@ -96,6 +113,10 @@ mod tests {
 
     use super::*;
 
+    fn modified(object: &Bytes) -> ObjectEvent {
+        ObjectEvent::new(WatchEventType::Modified, object.clone())
+    }
+
     #[test]
     fn one_conversion_per_change() {
         let events = ConvertedEvents::default();
@@ -106,22 +127,51 @@ mod tests {
         };
         let object = Bytes::from_static(b"{\"a\":1}");
         let (a, b) = (
-            events.get_or_convert(&object, upper).unwrap(),
-            events.get_or_convert(&object.clone(), upper).unwrap(),
+            events.get_or_convert(&modified(&object), upper).unwrap(),
+            events.get_or_convert(&modified(&object), upper).unwrap(),
         );
         assert_eq!(calls.load(Ordering::Relaxed), 1);
-        assert_eq!(a, b"{\"A\":1}"[..]);
-        assert_eq!(a.as_ptr(), b.as_ptr(), "the same bytes are shared");
-        // Equal bytes elsewhere are converted on their own; a check that passes keeps the input.
+        assert_eq!(a.object, b"{\"A\":1}"[..]);
+        assert_eq!(
+            a.object.as_ptr(),
+            b.object.as_ptr(),
+            "the same bytes are shared"
+        );
+        assert_eq!(
+            a.json_line().as_ptr(),
+            b.json_line().as_ptr(),
+            "and the same line"
+        );
+        assert_eq!(
+            &a.json_line()[..],
+            b"{\"type\":\"MODIFIED\",\"object\":{\"A\":1}}\n"
+        );
+        // The same bytes seen as another type: the shared conversion, in an event of that type.
+        let added = ObjectEvent::new(WatchEventType::Added, object.clone());
+        let c = events.get_or_convert(&added, upper).unwrap();
+        assert_eq!(calls.load(Ordering::Relaxed), 1);
+        assert_eq!(
+            (c.kind, c.object.as_ptr()),
+            (WatchEventType::Added, a.object.as_ptr())
+        );
+        assert_eq!(
+            &c.json_line()[..],
+            b"{\"type\":\"ADDED\",\"object\":{\"A\":1}}\n"
+        );
+        // Equal bytes elsewhere are converted on their own; a check that passes keeps the
+        // input event, and so its line.
         let same = |b: &[u8]| Ok(Bytes::copy_from_slice(b));
-        let other = Bytes::from(b"{\"a\":1}".to_vec());
-        let c = events.get_or_convert(&other, same).unwrap();
-        assert_eq!(c.as_ptr(), other.as_ptr());
+        let lined = ObjectEvent::in_line(WatchEventType::Deleted, 7, |out| {
+            out.put_slice(b"{\"a\":1}")
+        });
+        let d = events.get_or_convert(&lined, same).unwrap();
+        assert_eq!(d.object.as_ptr(), lined.object.as_ptr());
+        assert_eq!(d.json_line().as_ptr(), lined.json_line().as_ptr());
         // Failures are shared too.
         let broken = Bytes::from_static(b"nope");
         let fail = |_: &[u8]| Err(ConversionError::NotJson("nope".into()));
-        assert!(events.get_or_convert(&broken, fail).is_err());
-        assert!(events.get_or_convert(&broken, upper).is_err());
+        assert!(events.get_or_convert(&modified(&broken), fail).is_err());
+        assert!(events.get_or_convert(&modified(&broken), upper).is_err());
     }
 
     #[test]
@@ -134,12 +184,14 @@ mod tests {
             (object.as_ptr() as usize, object.len()),
             Entry {
                 input: Bytes::from_static(b"xyz"),
-                output: Ok(Bytes::from_static(b"XYZ")),
+                output: Ok(modified(&Bytes::from_static(b"XYZ"))),
             },
         );
         let upper = |b: &[u8]| Ok(Bytes::from(b.to_ascii_uppercase()));
-        assert_eq!(events.get_or_convert(&object, upper).unwrap(), "ABC");
-        assert_eq!(events.get_or_convert(&object, upper).unwrap(), "ABC");
+        for _ in 0..2 {
+            let out = events.get_or_convert(&modified(&object), upper).unwrap();
+            assert_eq!(out.object, "ABC");
+        }
     }
 
     #[test]
@@ -150,7 +202,7 @@ mod tests {
             .collect();
         for o in &objects {
             events
-                .get_or_convert(o, |b| Ok(Bytes::copy_from_slice(b)))
+                .get_or_convert(&modified(o), |b| Ok(Bytes::copy_from_slice(b)))
                 .unwrap();
         }
         let recent = events.inner.lock();

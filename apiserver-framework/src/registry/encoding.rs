@@ -25,6 +25,14 @@ pub fn with_resource_version(object: &[u8], rv: u64) -> Bytes {
     }
 }
 
+/// Appends the bytes of [`with_resource_version`] to `out`.
+pub(crate) fn put_with_resource_version(out: &mut BytesMut, object: &[u8], rv: u64) {
+    match find_root_metadata(object) {
+        Some(at) => splice(out, object, at, rv),
+        None => out.put_slice(&slow_path(object, rv)),
+    }
+}
+
 /// The most bytes the fast path adds to an object: `"resourceVersion":"<20 digits>",`.
 pub(crate) const RESOURCE_VERSION_LEN: usize = 41;
 

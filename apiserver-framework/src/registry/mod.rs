@@ -21,5 +21,6 @@ pub mod subresource;
 pub mod typed;
 pub mod versions;
 pub(crate) mod watch;
+pub(crate) mod watch_line;
 pub(crate) mod with_subresources;
 pub mod yaml_body;

@@ -188,6 +188,21 @@ pub struct ObjectEvent {
     pub kind: WatchEventType,
     /// The object (a Status for `ERROR`).
     pub object: Bytes,
+    /// The event's JSON line, when the event was made in one that its watchers share (see
+    /// [`ObjectEvent::json_line`]); used only while `kind` and `object` are still those it was
+    /// made with.
+    pub(crate) line: Option<Bytes>,
+}
+
+impl ObjectEvent {
+    /// An event of `kind` carrying `object`.
+    pub fn new(kind: WatchEventType, object: Bytes) -> Self {
+        ObjectEvent {
+            kind,
+            object,
+            line: None,
+        }
+    }
 }
 
 /// A stream of watch events; it ends when the watch ends.

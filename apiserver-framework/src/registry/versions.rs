@@ -37,8 +37,7 @@ use crate::registry::conversion::{
 use crate::registry::converted_events::ConvertedEvents;
 use crate::registry::options::{DeleteOptions, ListOptions, WriteOptions};
 use crate::registry::rest::{
-    DeleteOutcome, EventStream, ObjectEvent, ObjectList, RequestContext, RestStorage,
-    WatchEventType,
+    DeleteOutcome, EventStream, ObjectList, RequestContext, RestStorage, WatchEventType,
 };
 use crate::registry::store::{Store, storage_error};
 use crate::registry::strategy::{DefaultStrategy, Strategy};
@@ -786,14 +785,11 @@ impl RestStorage for VersionedStorage {
                         event.object = retag(&event.object, &to, &kind);
                         Some(event)
                     }
-                    _ => match converted.get_or_convert(&event.object, |object| {
+                    _ => match converted.get_or_convert(&event, |object| {
                         conversion::convert_bytes(converter.as_ref(), object, &to)
                     }) {
-                        Ok(object) if own.as_ref().is_none_or(|o| watch::matches(o, &object)) => {
-                            Some(ObjectEvent {
-                                kind: event.kind,
-                                object,
-                            })
+                        Ok(out) if own.as_ref().is_none_or(|o| watch::matches(o, &out.object)) => {
+                            Some(out)
                         }
                         Ok(_) => None,
                         Err(e) => {

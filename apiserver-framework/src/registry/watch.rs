@@ -11,7 +11,6 @@ use tokio::time::Instant;
 
 use crate::error::ApiError;
 use crate::registry::encoded_events::EncodedEvents;
-use crate::registry::encoding::with_resource_version;
 use crate::registry::options::ListOptions;
 use crate::registry::rest::{EventStream, ObjectEvent, WatchEventType};
 use crate::resource::ResourceInfo;
@@ -30,18 +29,12 @@ pub const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
 
 /// An event with its object (at its resourceVersion).
 pub fn event(kind: WatchEventType, kv: &KeyValue) -> ObjectEvent {
-    ObjectEvent {
-        kind,
-        object: with_resource_version(&kv.value, kv.mod_revision),
-    }
+    ObjectEvent::of_change(kind, kv)
 }
 
 /// An `ERROR` event carrying the Status of `err`.
 pub fn error_event(err: &ApiError) -> ObjectEvent {
-    ObjectEvent {
-        kind: WatchEventType::Error,
-        object: Bytes::from(err.to_json()),
-    }
+    ObjectEvent::new(WatchEventType::Error, Bytes::from(err.to_json()))
 }
 
 /// A `BOOKMARK` event: an object of the resource's kind carrying only its resourceVersion
@@ -56,10 +49,10 @@ pub fn bookmark(info: &ResourceInfo, revision: u64, initial_events_end: bool) ->
         "apiVersion": info.api_version(),
         "metadata": metadata,
     });
-    ObjectEvent {
-        kind: WatchEventType::Bookmark,
-        object: Bytes::from(serde_json::to_vec(&object).unwrap_or_default()),
-    }
+    ObjectEvent::new(
+        WatchEventType::Bookmark,
+        Bytes::from(serde_json::to_vec(&object).unwrap_or_default()),
+    )
 }
 
 /// The `410 Expired` Status of a watch that starts (or falls) behind the compacted revision.
@@ -91,10 +84,7 @@ fn filter(
             }
         }
     }?;
-    Some(ObjectEvent {
-        kind,
-        object: encoded.get_or_encode(&ev.kv),
-    })
+    Some(encoded.get_or_encode(kind, &ev.kv))
 }
 
 /// What flows into a running watch: a storage event or a bookmark tick.
