@@ -1,10 +1,14 @@
 //! Turning a storage watch into the events a client sees: selector transitions, compaction
 //! errors, and bookmarks.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
 use serde_json::{Value, json};
 use tokio::time::Instant;
@@ -87,15 +91,9 @@ fn filter(
     Some(encoded.get_or_encode(kind, &ev.kv))
 }
 
-/// What flows into a running watch: a storage event or a bookmark tick.
-enum Input {
-    Storage(Result<StorageEvent, StorageError>),
-    Tick,
-}
-
 /// The instants at which bookmarks are due: every [`BOOKMARK_INTERVAL`] and once
 /// [`BOOKMARK_BEFORE_DEADLINE`] before the deadline.
-fn ticks(deadline: Instant) -> impl Stream<Item = Input> {
+fn ticks(deadline: Instant) -> impl Stream<Item = ()> {
     let last = deadline.checked_sub(BOOKMARK_BEFORE_DEADLINE);
     futures::stream::unfold(Instant::now(), move |from| async move {
         let periodic = from + BOOKMARK_INTERVAL;
@@ -107,7 +105,7 @@ fn ticks(deadline: Instant) -> impl Stream<Item = Input> {
             return None;
         }
         tokio::time::sleep_until(next).await;
-        Some((Input::Tick, next))
+        Some(((), next))
     })
 }
 
@@ -119,55 +117,130 @@ pub fn run(
     opts: &ListOptions,
     initial: Vec<ObjectEvent>,
     after: u64,
-    live: futures::stream::BoxStream<'static, Result<StorageEvent, StorageError>>,
+    live: BoxStream<'static, Result<StorageEvent, StorageError>>,
     deadline: Instant,
     encoded: Arc<EncodedEvents>,
 ) -> EventStream {
     let bookmarks = opts.allow_watch_bookmarks;
     // What the watch keeps for its whole life: the selectors only when there are some, the
-    // resource only when bookmarks are sent.
-    let selectors = (!opts.label_selector.is_empty() || !opts.field_selector.is_empty())
-        .then(|| Box::new(opts.clone()));
-    let info = bookmarks.then(|| Box::new(info.clone()));
-    // Without bookmarks there is nothing to merge the events with: nothing else is polled
-    // at every event.
-    let inputs = if bookmarks {
-        futures::stream::select(live.map(Input::Storage), ticks(deadline)).boxed()
-    } else {
-        live.map(Input::Storage).boxed()
-    };
-    // State: whether the stream has ended, and the revision every event up to which has been
-    // delivered (what a bookmark may promise).
-    let live = inputs
-        .scan((false, after), move |(ended, seen), input| {
-            if *ended {
-                return futures::future::ready(None);
+    // resource and the bookmarks' ticks only when bookmarks are sent.
+    RunningWatch {
+        initial: initial.into_iter(),
+        live: Some(live),
+        ticks: bookmarks.then(|| ticks(deadline).boxed()),
+        deadline: Box::pin(tokio::time::sleep_until(deadline)),
+        unchecked: 1,
+        seen: after,
+        selectors: (!opts.label_selector.is_empty() || !opts.field_selector.is_empty())
+            .then(|| Box::new(opts.clone())),
+        info: bookmarks.then(|| Box::new(info.clone())),
+        encoded,
+    }
+    .boxed()
+}
+
+/// How many events a watch delivers without waiting, at most, before it looks at its
+/// deadline again.
+const DEADLINE_CHECK: u32 = 64;
+
+/// The stream of [`run`], one type rather than a stack of adapters: every event of every
+/// watcher passes through it, so each layer's poll would be paid once per delivery.
+struct RunningWatch {
+    initial: std::vec::IntoIter<ObjectEvent>,
+    /// The storage's events; `None` once they ended, or after an ERROR event (which ends the
+    /// watch).
+    live: Option<BoxStream<'static, Result<StorageEvent, StorageError>>>,
+    /// When bookmarks are due, while they are sent.
+    ticks: Option<BoxStream<'static, ()>>,
+    /// The watch's end.
+    deadline: Pin<Box<tokio::time::Sleep>>,
+    /// Polls until the deadline's timer is polled again, at the poll that brings this to
+    /// zero (at the first poll, then at most every [`DEADLINE_CHECK`] polls).
+    unchecked: u32,
+    /// The revision every event up to which has been delivered (what a bookmark may promise).
+    seen: u64,
+    selectors: Option<Box<ListOptions>>,
+    info: Option<Box<ResourceInfo>>,
+    encoded: Arc<EncodedEvents>,
+}
+
+impl RunningWatch {
+    /// What the watcher sees of a storage event, if anything; an error ends the watch.
+    fn storage_event(&mut self, ev: Result<StorageEvent, StorageError>) -> Option<ObjectEvent> {
+        match ev {
+            Ok(ev) => {
+                self.seen = self.seen.max(ev.kv.mod_revision);
+                filter(self.selectors.as_deref(), &ev, &self.encoded)
             }
-            let out = match input {
-                Input::Tick => info.as_ref().map(|info| bookmark(info, *seen, false)),
-                Input::Storage(Ok(ev)) => {
-                    *seen = (*seen).max(ev.kv.mod_revision);
-                    filter(selectors.as_deref(), &ev, &encoded)
+            Err(e) => {
+                self.live = None;
+                self.ticks = None;
+                let err = match e {
+                    StorageError::Compacted {
+                        requested,
+                        compacted,
+                    } => too_old(requested, compacted),
+                    other => ApiError::internal(other),
+                };
+                Some(error_event(&err))
+            }
+        }
+    }
+}
+
+impl Stream for RunningWatch {
+    type Item = ObjectEvent;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<ObjectEvent>> {
+        let this = self.get_mut();
+        // The deadline ends the watch even while events are ready: its timer is polled at
+        // the first poll, whenever the watch waits, and every DEADLINE_CHECK polls without a
+        // wait, rather than at every event.
+        this.unchecked = this.unchecked.wrapping_sub(1);
+        if this.unchecked == 0 {
+            this.unchecked = DEADLINE_CHECK;
+            if this.deadline.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(None);
+            }
+        }
+        if let Some(ev) = this.initial.next() {
+            return Poll::Ready(Some(ev));
+        }
+        loop {
+            if let Some(ticks) = &mut this.ticks {
+                match ticks.poll_next_unpin(cx) {
+                    Poll::Ready(Some(())) => {
+                        if let Some(info) = &this.info {
+                            return Poll::Ready(Some(bookmark(info, this.seen, false)));
+                        }
+                        continue;
+                    }
+                    Poll::Ready(None) => this.ticks = None,
+                    Poll::Pending => {}
                 }
-                Input::Storage(Err(e)) => {
-                    *ended = true;
-                    let err = match e {
-                        StorageError::Compacted {
-                            requested,
-                            compacted,
-                        } => too_old(requested, compacted),
-                        other => ApiError::internal(other),
-                    };
-                    Some(error_event(&err))
+            }
+            let Some(live) = &mut this.live else {
+                // The storage's events ended: the watch ends once no bookmark is due either.
+                if this.ticks.is_none() {
+                    return Poll::Ready(None);
                 }
+                break;
             };
-            futures::future::ready(Some(out))
-        })
-        .filter_map(futures::future::ready);
-    futures::stream::iter(initial)
-        .chain(live)
-        .take_until(tokio::time::sleep_until(deadline))
-        .boxed()
+            match live.poll_next_unpin(cx) {
+                Poll::Ready(Some(ev)) => match this.storage_event(ev) {
+                    Some(out) => return Poll::Ready(Some(out)),
+                    None => continue,
+                },
+                Poll::Ready(None) => this.live = None,
+                Poll::Pending => break,
+            }
+        }
+        this.unchecked = DEADLINE_CHECK;
+        match this.deadline.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
+    }
 }
 
 /// Whether stored object bytes satisfy the list options' label and field selectors.
@@ -343,6 +416,34 @@ mod tests {
         let start = Instant::now();
         assert!(stream.next().await.is_none());
         assert_eq!((Instant::now() - start).as_secs(), 150);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_watch_whose_events_never_stop_still_ends_at_its_deadline() {
+        // Storage events that are always ready: the watch never waits for one.
+        let endless = futures::stream::iter((11..).map(|rev| Ok(created(&format!("o{rev}"), rev))));
+        let mut stream = run(
+            &info(),
+            &ListOptions::default(),
+            Vec::new(),
+            10,
+            endless.boxed(),
+            Instant::now() + Duration::from_secs(5),
+            Arc::new(EncodedEvents::default()),
+        );
+        for _ in 0..1000 {
+            assert!(stream.next().await.is_some());
+        }
+        tokio::time::advance(Duration::from_secs(6)).await;
+        let mut after = 0;
+        while stream.next().await.is_some() {
+            after += 1;
+            assert!(after < 10_000, "the watch went on past its deadline");
+        }
+        assert!(
+            after <= DEADLINE_CHECK as usize,
+            "{after} events after the deadline"
+        );
     }
 
     #[tokio::test(start_paused = true)]
