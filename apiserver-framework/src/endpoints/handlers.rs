@@ -4,7 +4,6 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use bytes::Bytes;
-use futures::StreamExt;
 use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Limited};
 use serde_json::Value;
@@ -24,9 +23,7 @@ use crate::endpoints::scale;
 use crate::endpoints::warning;
 use crate::error::ApiError;
 use crate::registry::options::DeleteOptions;
-use crate::registry::rest::{
-    DeleteOutcome, ObjectEvent, RequestContext, RestStorage, WatchEventType,
-};
+use crate::registry::rest::{DeleteOutcome, RequestContext, RestStorage};
 
 /// The largest request body accepted (3 MiB, as upstream).
 pub(crate) const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
@@ -595,23 +592,6 @@ fn watch_response(
     info: &crate::resource::ResourceInfo,
     stream: crate::registry::rest::EventStream,
 ) -> Response<Body> {
-    // Kept for the watch's whole life, so only when the events are re-encoded (JSON events
-    // carry the stored object as it is).
-    let info = (!matches!(output, Output::Json | Output::Yaml)).then(|| Box::new(info.clone()));
-    let mut first = true;
-    let body = stream.map(move |ev| {
-        // JSON events are sent in the line their watchers share when they were made in one.
-        let line = match &info {
-            Some(info) => {
-                let object = response::watch_object(&output, info, &ev.object, ev.kind, first);
-                ObjectEvent::new(ev.kind, object).json_line()
-            }
-            None => ev.json_line(),
-        };
-        if !matches!(ev.kind, WatchEventType::Error | WatchEventType::Bookmark) {
-            first = false;
-        }
-        Ok::<_, std::convert::Infallible>(line)
-    });
-    response::raw(StatusCode::OK, "application/json", Body::from_stream(body))
+    let body = super::watch_body::WatchBody::new(stream, output, info);
+    response::raw(StatusCode::OK, "application/json", Body::new(body))
 }

@@ -21,4 +21,5 @@ pub mod strategic;
 pub(crate) mod subresource;
 pub(crate) mod table;
 pub mod warning;
+pub(crate) mod watch_body;
 pub(crate) mod watch_timeout;
