@@ -89,6 +89,7 @@ impl EncodedEvents {
 
 #[cfg(test)]
 mod tests {
+    use crate::registry::watch_line::assert_shared;
     use bytes::Bytes;
 
     use super::*;
@@ -105,16 +106,7 @@ mod tests {
         let modified = WatchEventType::Modified;
         let a = events.get_or_encode(modified, &kv);
         let b = events.get_or_encode(modified, &kv);
-        assert_eq!(
-            a.object.as_ptr(),
-            b.object.as_ptr(),
-            "the same bytes are shared"
-        );
-        assert_eq!(
-            a.json_line().as_ptr(),
-            b.json_line().as_ptr(),
-            "and the same line"
-        );
+        assert_shared(&a, &b);
         let line: serde_json::Value = serde_json::from_slice(&a.json_line()).unwrap();
         assert_eq!(
             line,
@@ -131,8 +123,8 @@ mod tests {
                 .starts_with(br#"{"type":"ADDED","object":"#)
         );
         let again = events.get_or_encode(WatchEventType::Added, &kv);
-        assert_eq!(added.json_line().as_ptr(), again.json_line().as_ptr());
-        assert_eq!(a.json_line().as_ptr(), b.json_line().as_ptr());
+        assert_shared(&added, &again);
+        assert_shared(&a, &b);
         for rev in 4..(4 + CAPACITY as u64) {
             events.get_or_encode(
                 modified,

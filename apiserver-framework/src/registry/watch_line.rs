@@ -81,6 +81,22 @@ impl ObjectEvent {
     }
 }
 
+/// Asserts that `a` and `b` are one shared event: the same object and the same line in
+/// memory, not equal copies.
+#[cfg(test)]
+pub(crate) fn assert_shared(a: &ObjectEvent, b: &ObjectEvent) {
+    assert_eq!(
+        a.object.as_ptr(),
+        b.object.as_ptr(),
+        "the same bytes are shared"
+    );
+    assert_eq!(
+        a.json_line().as_ptr(),
+        b.json_line().as_ptr(),
+        "and the same line"
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
