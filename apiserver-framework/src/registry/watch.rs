@@ -123,17 +123,19 @@ pub fn run(
 ) -> EventStream {
     let bookmarks = opts.allow_watch_bookmarks;
     // What the watch keeps for its whole life: the selectors only when there are some, the
-    // resource and the bookmarks' ticks only when bookmarks are sent.
+    // resource and the bookmarks' ticks only while bookmarks are sent.
     RunningWatch {
         initial: initial.into_iter(),
         live: Some(live),
-        ticks: bookmarks.then(|| ticks(deadline).boxed()),
+        bookmarks: bookmarks.then(|| Bookmarks {
+            ticks: ticks(deadline).boxed(),
+            info: Box::new(info.clone()),
+        }),
         deadline: Box::pin(tokio::time::sleep_until(deadline)),
         unchecked: 1,
         seen: after,
         selectors: (!opts.label_selector.is_empty() || !opts.field_selector.is_empty())
             .then(|| Box::new(opts.clone())),
-        info: bookmarks.then(|| Box::new(info.clone())),
         encoded,
     }
     .boxed()
@@ -150,8 +152,8 @@ struct RunningWatch {
     /// The storage's events; `None` once they ended, or after an ERROR event (which ends the
     /// watch).
     live: Option<BoxStream<'static, Result<StorageEvent, StorageError>>>,
-    /// When bookmarks are due, while they are sent.
-    ticks: Option<BoxStream<'static, ()>>,
+    /// What bookmarks need, while they are sent.
+    bookmarks: Option<Bookmarks>,
     /// The watch's end.
     deadline: Pin<Box<tokio::time::Sleep>>,
     /// Polls until the deadline's timer is polled again, at the poll that brings this to
@@ -160,8 +162,13 @@ struct RunningWatch {
     /// The revision every event up to which has been delivered (what a bookmark may promise).
     seen: u64,
     selectors: Option<Box<ListOptions>>,
-    info: Option<Box<ResourceInfo>>,
     encoded: Arc<EncodedEvents>,
+}
+
+/// A watch's bookmarks: when they are due, and the resource they name.
+struct Bookmarks {
+    ticks: BoxStream<'static, ()>,
+    info: Box<ResourceInfo>,
 }
 
 impl RunningWatch {
@@ -174,7 +181,7 @@ impl RunningWatch {
             }
             Err(e) => {
                 self.live = None;
-                self.ticks = None;
+                self.bookmarks = None;
                 let err = match e {
                     StorageError::Compacted {
                         requested,
@@ -207,21 +214,18 @@ impl Stream for RunningWatch {
             return Poll::Ready(Some(ev));
         }
         loop {
-            if let Some(ticks) = &mut this.ticks {
-                match ticks.poll_next_unpin(cx) {
+            if let Some(bookmarks) = &mut this.bookmarks {
+                match bookmarks.ticks.poll_next_unpin(cx) {
                     Poll::Ready(Some(())) => {
-                        if let Some(info) = &this.info {
-                            return Poll::Ready(Some(bookmark(info, this.seen, false)));
-                        }
-                        continue;
+                        return Poll::Ready(Some(bookmark(&bookmarks.info, this.seen, false)));
                     }
-                    Poll::Ready(None) => this.ticks = None,
+                    Poll::Ready(None) => this.bookmarks = None,
                     Poll::Pending => {}
                 }
             }
             let Some(live) = &mut this.live else {
                 // The storage's events ended: the watch ends once no bookmark is due either.
-                if this.ticks.is_none() {
+                if this.bookmarks.is_none() {
                     return Poll::Ready(None);
                 }
                 break;
