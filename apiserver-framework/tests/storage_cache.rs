@@ -149,8 +149,12 @@ impl Storage for Gated {
         self.revisions.fetch_add(1, Ordering::SeqCst);
         self.inner.current_revision().await
     }
-    fn local_revision(&self) -> bool {
-        self.local
+    fn local_revision(&self) -> Option<u64> {
+        if !self.local {
+            return None;
+        }
+        self.revisions.fetch_add(1, Ordering::SeqCst);
+        self.inner.local_revision()
     }
     async fn compact(&self, revision: u64) -> Result<(), StorageError> {
         self.inner.compact(revision).await

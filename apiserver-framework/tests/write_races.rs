@@ -117,7 +117,7 @@ impl Storage for Racing {
     async fn compact(&self, revision: u64) -> Result<(), StorageError> {
         self.inner.compact(revision).await
     }
-    fn local_revision(&self) -> bool {
+    fn local_revision(&self) -> Option<u64> {
         self.inner.local_revision()
     }
 }

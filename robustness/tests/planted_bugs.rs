@@ -132,7 +132,7 @@ impl Storage for Planted {
         self.inner.compact(revision).await
     }
 
-    fn local_revision(&self) -> bool {
+    fn local_revision(&self) -> Option<u64> {
         self.inner.local_revision()
     }
 }

@@ -243,15 +243,15 @@ impl Storage for InstrumentedStorage {
             .await
     }
 
-    fn local_revision(&self) -> bool {
+    fn local_revision(&self) -> Option<u64> {
         self.inner.local_revision()
     }
 
     async fn current_revision(&self) -> Result<u64, StorageError> {
         // A local store answers from a counter: nothing worth a storage metric (the watch cache
         // asks before every consistent read).
-        if self.inner.local_revision() {
-            return self.inner.current_revision().await;
+        if let Some(revision) = self.inner.local_revision() {
+            return Ok(revision);
         }
         self.timed(
             "getCurrentResourceVersion",

@@ -429,7 +429,7 @@ impl Storage for ConvertingStorage {
         self.inner.compact(revision).await
     }
 
-    fn local_revision(&self) -> bool {
+    fn local_revision(&self) -> Option<u64> {
         self.inner.local_revision()
     }
 }

@@ -376,10 +376,9 @@ async fn resync(
 #[async_trait::async_trait]
 impl Storage for CachedStorage {
     async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
-        if !self.backend.local_revision() {
+        let Some(target) = self.backend.local_revision() else {
             return self.backend.get(key).await;
-        }
-        let target = self.backend.current_revision().await?;
+        };
         if self.wait_for(target, self.consistency_timeout).await {
             Ok(self
                 .shared
@@ -403,6 +402,8 @@ impl Storage for CachedStorage {
         }
         let target = if req.from_cache {
             self.written.load(Ordering::Acquire)
+        } else if let Some(revision) = self.backend.local_revision() {
+            revision
         } else {
             self.backend.current_revision().await?
         };
@@ -508,7 +509,7 @@ impl Storage for CachedStorage {
         self.backend.current_revision().await
     }
 
-    fn local_revision(&self) -> bool {
+    fn local_revision(&self) -> Option<u64> {
         self.backend.local_revision()
     }
 

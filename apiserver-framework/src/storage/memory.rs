@@ -263,8 +263,8 @@ impl Storage for MemoryStorage {
         Ok(self.state.lock().revision)
     }
 
-    fn local_revision(&self) -> bool {
-        true
+    fn local_revision(&self) -> Option<u64> {
+        Some(self.state.lock().revision)
     }
 
     async fn compact(&self, revision: u64) -> Result<(), StorageError> {

@@ -183,12 +183,13 @@ pub trait Storage: Send + Sync + 'static {
     async fn current_revision(&self) -> Result<u64, StorageError>;
     /// Forgets history up to and including `revision`.
     async fn compact(&self, revision: u64) -> Result<(), StorageError>;
-    /// Whether [`current_revision`](Storage::current_revision) is answered in this process,
-    /// without a round trip. A watch cache in front of such a store serves consistent reads of
-    /// single keys from memory; in front of a remote one (etcd) it passes them through, since
-    /// learning the current revision costs as much as the read.
-    fn local_revision(&self) -> bool {
-        false
+    /// The latest revision, when this store knows it in this process without a round trip
+    /// (what [`current_revision`](Storage::current_revision) would answer); `None` for a remote
+    /// store. A watch cache in front of a store that knows it serves consistent reads of single
+    /// keys from memory; in front of a remote one (etcd) it passes them through, since learning
+    /// the current revision costs as much as the read.
+    fn local_revision(&self) -> Option<u64> {
+        None
     }
 }
 

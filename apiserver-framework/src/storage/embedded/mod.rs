@@ -389,8 +389,8 @@ impl Storage for EmbeddedStorage {
         Ok(self.shared.committed.load(Ordering::Acquire))
     }
 
-    fn local_revision(&self) -> bool {
-        true
+    fn local_revision(&self) -> Option<u64> {
+        Some(self.shared.committed.load(Ordering::Acquire))
     }
 
     async fn compact(&self, revision: u64) -> Result<(), StorageError> {
