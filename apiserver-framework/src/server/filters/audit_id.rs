@@ -7,7 +7,7 @@
 //! leaves the request as it came.
 
 use axum::body::Body;
-use http::{HeaderValue, Request, Response};
+use http::{HeaderName, HeaderValue, Request, Response};
 
 use super::step::{AfterResponse, Before, Step, StepLayer};
 use crate::audit::{AUDIT_ID_HEADER, AuditId};
@@ -32,13 +32,17 @@ impl Step for AuditIdFilter {
     }
 }
 
+/// The response header echoing the audit id, as a name made once: a header inserted by a
+/// `&str` name has its name copied into a new allocation at every insert.
+static ECHOED: HeaderName = HeaderName::from_static(AUDIT_ID_HEADER);
+
 /// The audit id to echo on the response.
 pub struct EchoAuditId(Option<HeaderValue>);
 
 impl AfterResponse for EchoAuditId {
     fn after(self, mut res: Response<Body>) -> Response<Body> {
         if let Some(v) = self.0 {
-            res.headers_mut().insert(AUDIT_ID_HEADER, v);
+            res.headers_mut().insert(ECHOED.clone(), v);
         }
         res
     }
