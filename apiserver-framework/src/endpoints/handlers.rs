@@ -34,7 +34,7 @@ pub async fn handle(
     storage: Arc<dyn RestStorage>,
     mut ctx: RequestContext,
     mut req: Request<Body>,
-    path: ResourcePath,
+    path: &ResourcePath,
     verb: Verb,
 ) -> Response<Body> {
     // Decoded once when the request arrived (the handler chain keeps it in the extensions).
@@ -45,9 +45,8 @@ pub async fn handle(
     let accept = req
         .headers()
         .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-    let output = match negotiation::negotiate(accept.as_deref(), query.get("includeObject")) {
+        .and_then(|v| v.to_str().ok());
+    let output = match negotiation::negotiate(accept, query.get("includeObject")) {
         Ok(o) => o,
         Err(e) => return error_response(e),
     };
@@ -59,7 +58,7 @@ pub async fn handle(
         return error_response(ApiError::route_not_found());
     }
     let warnings = body_checks::Collected::default();
-    let mut res = match dispatch(&storage, &ctx, req, &path, verb, &query, &output, &warnings).await
+    let mut res = match dispatch(&storage, &ctx, req, path, verb, &query, &output, &warnings).await
     {
         Ok(res) => res,
         Err(e) => response::error(&output, &e),
@@ -238,10 +237,12 @@ async fn dispatch(
         (Verb::Delete, Some(n)) if sub.is_none() => {
             // Kept for the further check an unsafe delete needs (moved, not copied).
             let mut req = req;
-            let extensions = std::mem::take(req.extensions_mut());
+            let mut extensions = std::mem::take(req.extensions_mut());
             let (query_opts, body) = (query.delete_options()?, read_body(req).await?);
             let opts = merge_delete_body(query_opts, &body)?;
             if opts.ignore_store_read_error_with_cluster_breaking_potential == Some(true) {
+                // The user the request authenticated as, moved to the context by the server.
+                extensions.insert(ctx.user.clone());
                 also_authorize::unsafe_delete_allowed(&extensions, info, n).await?;
             }
             match storage.delete(ctx, n, &opts).await? {

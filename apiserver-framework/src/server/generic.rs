@@ -206,26 +206,28 @@ impl GenericApiServer {
             }
             _ => {}
         }
+        // The reading is shared with the request's extensions: routed by reference, not
+        // copied.
         let parsed = ParsedRequest::of_request(&req);
-        match parsed.api_path().cloned() {
+        match parsed.api_path() {
             Some(ApiPath::Root) => self.apis_root(&req),
             Some(ApiPath::CoreRoot) => self.core_api(&req),
             Some(ApiPath::Group(g)) => {
                 let groups = self.chain_groups();
-                match groups.iter().find(|x| x.name == g) {
+                match groups.iter().find(|x| &x.name == g) {
                     Some(group) => json_response(&legacy::api_group(group)),
                     None => ApiError::route_not_found().into_response_now(),
                 }
             }
             Some(api) => {
-                let (group, version) = match &api {
-                    ApiPath::GroupVersion(g, v) | ApiPath::Unknown(g, v) => (g.clone(), v.clone()),
-                    ApiPath::Resource(r) => (r.group.clone(), r.version.clone()),
+                let (group, version) = match api {
+                    ApiPath::GroupVersion(g, v) | ApiPath::Unknown(g, v) => (g, v),
+                    ApiPath::Resource(r) => (&r.group, &r.version),
                     ApiPath::Root | ApiPath::CoreRoot | ApiPath::Group(_) => {
                         return self.index(StatusCode::NOT_FOUND);
                     }
                 };
-                self.route(req, &group, &version, api, user).await
+                self.route(req, group, version, api, user).await
             }
             None => self.index(StatusCode::NOT_FOUND),
         }
@@ -237,7 +239,7 @@ impl GenericApiServer {
         req: Request<Body>,
         group: &str,
         version: &str,
-        api: ApiPath,
+        api: &ApiPath,
         user: UserInfo,
     ) -> Response<Body> {
         let mut server = self;
@@ -250,7 +252,7 @@ impl GenericApiServer {
         server.serve_own(req, api, user).await
     }
 
-    async fn serve_own(&self, req: Request<Body>, api: ApiPath, user: UserInfo) -> Response<Body> {
+    async fn serve_own(&self, req: Request<Body>, api: &ApiPath, user: UserInfo) -> Response<Body> {
         match api {
             ApiPath::GroupVersion(g, v) => {
                 if req.method() != Method::GET {
@@ -259,10 +261,10 @@ impl GenericApiServer {
                 let groups = discovery::served_groups(&self.registry);
                 let version = groups
                     .iter()
-                    .find(|x| x.name == g)
-                    .and_then(|x| x.versions.iter().find(|x| x.version == v));
+                    .find(|x| &x.name == g)
+                    .and_then(|x| x.versions.iter().find(|x| &x.version == v));
                 match version {
-                    Some(version) => json_response(&legacy::api_resource_list(&g, version)),
+                    Some(version) => json_response(&legacy::api_resource_list(g, version)),
                     None => ApiError::route_not_found().into_response_now(),
                 }
             }
@@ -275,7 +277,8 @@ impl GenericApiServer {
                     return ApiError::route_not_found().into_response_now();
                 };
                 let ctx = RequestContext {
-                    namespace: path.namespace.clone(),
+                    // Set by the handler once the path is found to fit the resource's scope.
+                    namespace: None,
                     user,
                     admission: self.admission.clone(),
                     registry: self.registry.clone(),

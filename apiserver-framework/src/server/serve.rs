@@ -219,12 +219,12 @@ impl Service<Request<Body>> for ServerService {
     fn call(&mut self, req: Request<Body>) -> Self::Future {
         let server = self.0.clone();
         Box::pin(async move {
-            // The user stays in the extensions too: a handler's further authorization
-            // (`AlsoAuthorize`) asks for the user the request authenticated as.
+            // Moved to the request's context, not copied: a handler that asks its further
+            // authorization (`AlsoAuthorize`) hands the context's user back.
+            let mut req = req;
             let user = req
-                .extensions()
-                .get::<UserInfo>()
-                .cloned()
+                .extensions_mut()
+                .remove::<UserInfo>()
                 .unwrap_or_default();
             Ok(server.handle(req, user).await)
         })
