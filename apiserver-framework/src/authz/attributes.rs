@@ -130,6 +130,18 @@ pub fn request_of(method: &Method, path: &str, query: Option<&str>) -> Request {
     Arc::unwrap_or_clone(ParsedRequest::of(method, path, query).0)
 }
 
+/// What a request with this method and raw path names, read without its query (so the verb of
+/// a `GET` of a collection is `list` whatever `?watch` says) and not counted as a reading of
+/// the request: for what outlives the request's own reading (its metrics' labels).
+pub(crate) fn request_of_path(method: &Method, path: &str) -> Request {
+    request_of_segments(
+        method,
+        path,
+        &request_info::segments(path),
+        &Query::default(),
+    )
+}
+
 /// What a request with this method and raw path (split in its non-empty `segments`) and this
 /// query asks to do.
 fn request_of_segments(method: &Method, path: &str, segments: &[&str], query: &Query) -> Request {

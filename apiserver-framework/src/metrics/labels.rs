@@ -45,34 +45,71 @@ const LONG_RUNNING_SUBRESOURCES: &[&str] = &["attach", "exec", "proxy", "log", "
 /// The verbs of read-only requests (upstream's `nonMutatingRequestVerbs`).
 const READ_ONLY_VERBS: &[&str] = &["get", "list", "watch"];
 
-/// What a request is recorded as.
+/// What a request is recorded as, apart from the parts of its path ([`PathLabels`]).
 ///
-/// The verb, dry run, scope and component come from fixed sets of values, so they are
-/// `'static` strings: recording a request allocates only for the parts of its path.
+/// Every value comes from a fixed set, so these are `'static` strings and flags: reading them
+/// allocates nothing. The path's parts are named when the request is recorded, by the route
+/// that served it or, for a request no route served, by its path read again.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RequestLabels {
     /// The reported verb, e.g. `LIST`, `POST`, `WATCH`, `APPLY`.
     pub verb: &'static str,
     /// The `dryRun` values, sorted and deduplicated (`All`), `invalid`, or empty.
     pub dry_run: &'static str,
-    /// The API group (empty for the core group and non-resource requests).
-    pub group: String,
-    /// The API version (empty for non-resource requests).
-    pub version: String,
-    /// The resource (empty for non-resource requests).
-    pub resource: String,
-    /// The subresource; for non-resource requests, the path.
-    pub subresource: String,
     /// `resource`, `namespace`, `cluster`, or empty for non-resource requests.
     pub scope: &'static str,
     /// `apiserver` for resource requests, empty for non-resource ones.
     pub component: &'static str,
-    /// The request's verb in authorization terms (`get`, `list`, `create`, …).
-    pub request_verb: String,
     /// Whether this is a resource request.
     pub is_resource: bool,
     /// Whether the request is long-running (watch, proxy, connect subresources).
     pub long_running: bool,
+    /// Whether the request's verb in authorization terms only reads (`get`, `list`, `watch`).
+    pub read_only: bool,
+    /// Whether the request's verb in authorization terms is `watch`.
+    pub watch: bool,
+}
+
+/// The parts of a request's path it is recorded under: owned (`PathLabels<String>`, read
+/// from a request) or borrowed (`PathLabels<&str>`, from a route or an owned reading).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PathLabels<S> {
+    /// The API group (empty for the core group and non-resource requests).
+    pub group: S,
+    /// The API version (empty for non-resource requests).
+    pub version: S,
+    /// The resource (empty for non-resource requests).
+    pub resource: S,
+    /// The subresource; for non-resource requests, the path.
+    pub subresource: S,
+}
+
+impl PathLabels<String> {
+    /// The path parts a request names (copied from its reading).
+    pub fn of(request: &AuthzRequest) -> Self {
+        match request {
+            AuthzRequest::Resource(a) => PathLabels {
+                group: a.group.clone(),
+                version: a.version.clone(),
+                resource: a.resource.clone(),
+                subresource: a.subresource.clone(),
+            },
+            AuthzRequest::NonResource(n) => PathLabels {
+                subresource: n.path.clone(),
+                ..Default::default()
+            },
+        }
+    }
+
+    /// These parts, borrowed.
+    pub fn as_str(&self) -> PathLabels<&str> {
+        PathLabels {
+            group: &self.group,
+            version: &self.version,
+            resource: &self.resource,
+            subresource: &self.subresource,
+        }
+    }
 }
 
 impl RequestLabels {
@@ -142,22 +179,18 @@ impl RequestLabels {
                 RequestLabels {
                     verb: clean(verb),
                     dry_run,
-                    group: a.group.clone(),
-                    version: a.version.clone(),
-                    resource: a.resource.clone(),
-                    subresource: a.subresource.clone(),
                     scope,
                     component: COMPONENT,
-                    request_verb: a.verb.clone(),
                     is_resource: true,
                     long_running,
+                    read_only: READ_ONLY_VERBS.contains(&a.verb.as_str()),
+                    watch: a.verb == "watch",
                 }
             }
             AuthzRequest::NonResource(n) => RequestLabels {
                 verb: clean(canonical_verb(&upper, "")),
                 dry_run,
-                subresource: n.path.clone(),
-                request_verb: n.verb.clone(),
+                read_only: READ_ONLY_VERBS.contains(&n.verb.as_str()),
                 ..Default::default()
             },
         }
@@ -165,7 +198,7 @@ impl RequestLabels {
 
     /// `readOnly` or `mutating`, the `request_kind` of `apiserver_current_inflight_requests`.
     pub fn request_kind(&self) -> &'static str {
-        if READ_ONLY_VERBS.contains(&self.request_verb.as_str()) {
+        if self.read_only {
             "readOnly"
         } else {
             "mutating"
@@ -173,40 +206,30 @@ impl RequestLabels {
     }
 
     /// The values of `apiserver_request_duration_seconds`'s labels, in order.
-    pub fn duration_values(&self) -> [&str; 8] {
+    pub fn duration_values<'a>(&self, path: &PathLabels<&'a str>) -> [&'a str; 8] {
         [
             self.verb,
             self.dry_run,
-            &self.group,
-            &self.version,
-            &self.resource,
-            &self.subresource,
+            path.group,
+            path.version,
+            path.resource,
+            path.subresource,
             self.scope,
             self.component,
         ]
     }
 
     /// The values of `apiserver_longrunning_requests`'s labels, in order.
-    pub fn longrunning_values(&self) -> [&str; 7] {
+    pub fn longrunning_values<'a>(&self, path: &PathLabels<&'a str>) -> [&'a str; 7] {
         [
             self.verb,
-            &self.group,
-            &self.version,
-            &self.resource,
-            &self.subresource,
+            path.group,
+            path.version,
+            path.resource,
+            path.subresource,
             self.scope,
             self.component,
         ]
-    }
-
-    /// These labels without the path parts (for requests for no resource the server serves,
-    /// so that arbitrary paths do not make new series).
-    pub fn unrouted(mut self) -> Self {
-        self.group.clear();
-        self.version.clear();
-        self.resource.clear();
-        self.subresource.clear();
-        self
     }
 }
 
@@ -283,6 +306,11 @@ mod tests {
         RequestLabels::from_parsed(&method, uri.query(), &headers, &request)
     }
 
+    fn path_of(uri: &str) -> PathLabels<String> {
+        let uri: http::Uri = uri.parse().unwrap();
+        PathLabels::of(&authz::request_of(&Method::GET, uri.path(), uri.query()))
+    }
+
     const NS: &str = "/apis/wardle.example.com/v1alpha1/namespaces/ns1/flunders";
 
     #[test]
@@ -338,15 +366,30 @@ mod tests {
     #[test]
     fn resource_parts_are_labels() {
         let l = labels(Method::PUT, &format!("{NS}/f1/status"));
-        assert_eq!(l.group, "wardle.example.com");
-        assert_eq!(l.version, "v1alpha1");
-        assert_eq!(l.resource, "flunders");
-        assert_eq!(l.subresource, "status");
-        assert_eq!(l.request_kind(), "mutating");
-        assert!(!l.long_running);
-        let core = labels(Method::GET, "/api/v1/namespaces/ns1/configmaps/c");
+        let path = path_of(&format!("{NS}/f1/status"));
+        assert_eq!(path.group, "wardle.example.com");
+        assert_eq!(path.version, "v1alpha1");
+        assert_eq!(path.resource, "flunders");
+        assert_eq!(path.subresource, "status");
         assert_eq!(
-            (core.group.as_str(), core.resource.as_str()),
+            l.duration_values(&path.as_str()),
+            [
+                "PUT",
+                "",
+                "wardle.example.com",
+                "v1alpha1",
+                "flunders",
+                "status",
+                "resource",
+                "apiserver"
+            ]
+        );
+        assert_eq!(l.request_kind(), "mutating");
+        assert!(!l.long_running && !l.watch);
+        let core = labels(Method::GET, "/api/v1/namespaces/ns1/configmaps/c");
+        let core_path = path_of("/api/v1/namespaces/ns1/configmaps/c");
+        assert_eq!(
+            (core_path.group.as_str(), core_path.resource.as_str()),
             ("", "configmaps")
         );
         assert_eq!(core.request_kind(), "readOnly");
@@ -366,7 +409,7 @@ mod tests {
     #[test]
     fn watches_are_long_running_and_read_only() {
         let l = labels(Method::GET, &format!("{NS}?watch=1"));
-        assert!(l.long_running);
+        assert!(l.long_running && l.watch);
         assert_eq!(l.request_kind(), "readOnly");
         assert!(!labels(Method::GET, NS).long_running);
     }
@@ -394,14 +437,23 @@ mod tests {
         assert_eq!(l.verb, "GET");
         assert_eq!(l.scope, "");
         assert_eq!(l.component, "");
+        let path = path_of("/healthz");
         assert_eq!(
-            (l.group.as_str(), l.version.as_str(), l.resource.as_str()),
+            (
+                path.group.as_str(),
+                path.version.as_str(),
+                path.resource.as_str()
+            ),
             ("", "", "")
         );
-        assert_eq!(l.subresource, "/healthz");
+        assert_eq!(path.subresource, "/healthz");
         assert!(!l.is_resource);
+        assert_eq!(l.request_kind(), "readOnly");
         let discovery = labels(Method::GET, "/apis/wardle.example.com/v1alpha1");
-        assert_eq!(discovery.subresource, "/apis/wardle.example.com/v1alpha1");
+        assert_eq!(
+            path_of("/apis/wardle.example.com/v1alpha1").subresource,
+            "/apis/wardle.example.com/v1alpha1"
+        );
         assert_eq!(discovery.verb, "GET");
         assert_eq!(labels(Method::POST, "/metrics").verb, "POST");
     }

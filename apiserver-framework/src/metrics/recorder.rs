@@ -14,6 +14,8 @@ use http_body::{Frame, SizeHint};
 use prometheus::IntGauge;
 
 use crate::auth::PeerAddr;
+use crate::authz::attributes::request_of_path;
+use crate::metrics::labels::PathLabels;
 use crate::metrics::{Metrics, RequestLabels, global};
 use crate::registry::rest::RestStorage;
 use crate::registry::scheme::Registry;
@@ -40,13 +42,14 @@ impl<T: ServingChain + ?Sized> ServingChain for Arc<T> {
 }
 
 /// The resource the router served a request with, kept in the response's extensions: the
-/// recorder takes the request's labels from it rather than routing the request again.
+/// recorder takes the request's labels from it (borrowed, not copied) rather than routing the
+/// request again.
 #[derive(Clone)]
 pub struct ServedRoute {
     /// The resource's storage.
     pub storage: Arc<dyn RestStorage>,
-    /// Whether the resource has the subresource the path names (true when it names none).
-    pub subresource_served: bool,
+    /// The subresource the path names, when the resource has it.
+    pub subresource: Option<&'static str>,
 }
 
 /// One request being served: counts it in flight until dropped, and records it once its
@@ -54,6 +57,10 @@ pub struct ServedRoute {
 pub struct RequestRecorder {
     metrics: &'static Metrics,
     labels: RequestLabels,
+    /// A non-resource request's path (its only label that is not fixed), taken when it
+    /// arrives; resource requests are named by their route, or read again when none served
+    /// them.
+    non_resource: Option<PathLabels<String>>,
     started: Instant,
     inflight: Option<IntGauge>,
     method: http::Method,
@@ -73,9 +80,14 @@ impl RequestRecorder {
             g.inc();
             g
         });
+        let non_resource = (!labels.is_resource).then(|| PathLabels {
+            subresource: req.uri().path().to_string(),
+            ..Default::default()
+        });
         RequestRecorder {
             metrics,
             labels,
+            non_resource,
             started: Instant::now(),
             inflight,
             // Cheap clones (shared bytes), formatted only when the request log is on.
@@ -91,20 +103,39 @@ impl RequestRecorder {
     /// until it ends).
     pub fn finish(mut self, server: &dyn ServingChain, res: Response<Body>) -> Response<Body> {
         let status = res.status();
-        let labels = std::mem::take(&mut self.labels);
-        let (labels, routed) = match res.extensions().get::<ServedRoute>() {
-            Some(route) if route_matches(route, &labels) => {
-                let mut labels = labels;
-                if !route.subresource_served {
-                    labels.subresource.clear();
-                }
-                (labels, Some(route.storage.info().kind.clone()))
+        let route = res.extensions().get::<ServedRoute>().cloned();
+        let read;
+        let (path, routed) = match &route {
+            // The router served a resource of its own: it names the path's parts.
+            Some(route) => {
+                let info = route.storage.info();
+                let path = PathLabels {
+                    group: info.group.as_str(),
+                    version: info.version.as_str(),
+                    resource: info.plural.as_str(),
+                    subresource: route.subresource.unwrap_or_default(),
+                };
+                (path, Some(info.kind.as_str()))
             }
-            // Answered before the router chose a route (refused, or not a resource).
-            _ => served(server, labels, status),
+            // Answered before the router chose a route (refused, or not a resource): the path's
+            // parts, cut down to what the chain serves.
+            None => {
+                read = match self.non_resource.take() {
+                    Some(path) => served(server, path, false, status),
+                    // A resource request's path, read again (the request's reading is gone).
+                    None => served(
+                        server,
+                        PathLabels::of(&request_of_path(&self.method, self.uri.path())),
+                        true,
+                        status,
+                    ),
+                };
+                (read.0.as_str(), read.1.as_deref())
+            }
         };
+        let labels = &self.labels;
         let elapsed = self.started.elapsed();
-        let values = labels.duration_values();
+        let values = labels.duration_values(&path);
         let mut with_code = [""; 9];
         with_code[..8].copy_from_slice(&values);
         with_code[8] = status.as_str();
@@ -133,16 +164,16 @@ impl RequestRecorder {
         let longrunning = self
             .metrics
             .longrunning
-            .with_label_values(&labels.longrunning_values());
+            .with_label_values(&labels.longrunning_values(&path));
         longrunning.inc();
         let mut gauges = vec![longrunning];
-        if labels.request_verb == "watch"
+        if labels.watch
             && let Some(kind) = routed
         {
             let watchers =
                 self.metrics
                     .watchers
-                    .with_label_values(&[&labels.group, &labels.version, &kind]);
+                    .with_label_values(&[path.group, path.version, kind]);
             watchers.inc();
             gauges.push(watchers);
         }
@@ -163,15 +194,6 @@ impl Drop for RequestRecorder {
     }
 }
 
-/// Whether the route the router chose is the resource the labels name.
-fn route_matches(route: &ServedRoute, labels: &RequestLabels) -> bool {
-    let info = route.storage.info();
-    labels.is_resource
-        && info.group == labels.group
-        && info.version == labels.version
-        && info.plural == labels.resource
-}
-
 /// The labels cut down to what the chain serves, and the kind of the resource they name
 /// (for non-resource requests, `Some("")`).
 ///
@@ -183,10 +205,11 @@ fn route_matches(route: &ServedRoute, labels: &RequestLabels) -> bool {
 /// the path is one the server answers ([`served_path`]). Otherwise those labels are empty.
 fn served(
     server: &dyn ServingChain,
-    mut labels: RequestLabels,
+    mut labels: PathLabels<String>,
+    is_resource: bool,
     status: StatusCode,
-) -> (RequestLabels, Option<String>) {
-    if !labels.is_resource {
+) -> (PathLabels<String>, Option<String>) {
+    if !is_resource {
         if !served_path(server, &labels.subresource, status) {
             labels.subresource.clear();
         }
@@ -209,7 +232,7 @@ fn served(
         }
         match server.next_server() {
             Some(next) => server = next,
-            None => return (labels.unrouted(), None),
+            None => return (PathLabels::default(), None),
         }
     }
 }
@@ -309,6 +332,7 @@ impl http_body::Body for TrackedBody {
 mod tests {
     use super::*;
     use crate::Group;
+    use crate::authz::{ParsedRequest, Request as AuthzRequest};
     use crate::registry::rest::RestStorage;
     use crate::resource::{ResourceInfo, Scope};
     use crate::server::generic::GenericApiServer;
@@ -354,17 +378,16 @@ mod tests {
         )
     }
 
-    fn labels(method: http::Method, uri: &str) -> RequestLabels {
-        let req = http::Request::builder()
-            .method(method)
-            .uri(uri)
-            .body(())
-            .unwrap();
-        RequestLabels::of(&req)
-    }
-
-    fn served_labels(uri: &str, status: StatusCode) -> (RequestLabels, Option<String>) {
-        served(&server(), labels(http::Method::GET, uri), status)
+    fn served_labels(uri: &str, status: StatusCode) -> (PathLabels<String>, Option<String>) {
+        let uri: http::Uri = uri.parse().unwrap();
+        let parsed = ParsedRequest::of(&http::Method::GET, uri.path(), uri.query());
+        let is_resource = matches!(parsed.request(), AuthzRequest::Resource(_));
+        served(
+            &server(),
+            PathLabels::of(parsed.request()),
+            is_resource,
+            status,
+        )
     }
 
     #[test]

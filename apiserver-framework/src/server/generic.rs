@@ -290,10 +290,13 @@ impl GenericApiServer {
                     .map_or(Verb::Other, Verb::from_name);
                 let route = ServedRoute {
                     storage: storage.clone(),
-                    subresource_served: path
-                        .subresource
-                        .as_deref()
-                        .is_none_or(|s| storage.info().subresources().contains(&s)),
+                    subresource: path.subresource.as_deref().and_then(|s| {
+                        storage
+                            .info()
+                            .subresources()
+                            .into_iter()
+                            .find(|served| *served == s)
+                    }),
                 };
                 let mut res = handlers::handle(storage, ctx, req, path, verb).await;
                 res.extensions_mut().insert(route);
