@@ -53,7 +53,16 @@ impl AuditId {
             .filter(|v| !v.is_empty())
         {
             Some(id) => AuditId(id.to_string()),
-            None => AuditId(uuid::Uuid::new_v4().to_string()),
+            // Written straight into its string (`to_string` goes through the formatter).
+            None => {
+                let mut id = [0u8; uuid::fmt::Hyphenated::LENGTH];
+                AuditId(
+                    uuid::Uuid::new_v4()
+                        .hyphenated()
+                        .encode_lower(&mut id)
+                        .to_owned(),
+                )
+            }
         }
     }
 }
