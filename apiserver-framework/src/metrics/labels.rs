@@ -64,7 +64,9 @@ pub struct RequestLabels {
     pub is_resource: bool,
     /// Whether the request is long-running (watch, proxy, connect subresources).
     pub long_running: bool,
-    /// Whether the request's verb in authorization terms only reads (`get`, `list`, `watch`).
+    /// Whether the request's verb in authorization terms only reads (`get`, `list`, `watch`):
+    /// its `request_kind` in `apiserver_current_inflight_requests` is `readOnly`, else
+    /// `mutating`.
     pub read_only: bool,
     /// Whether the request's verb in authorization terms is `watch`.
     pub watch: bool,
@@ -193,15 +195,6 @@ impl RequestLabels {
                 read_only: READ_ONLY_VERBS.contains(&n.verb.as_str()),
                 ..Default::default()
             },
-        }
-    }
-
-    /// `readOnly` or `mutating`, the `request_kind` of `apiserver_current_inflight_requests`.
-    pub fn request_kind(&self) -> &'static str {
-        if self.read_only {
-            "readOnly"
-        } else {
-            "mutating"
         }
     }
 
@@ -384,7 +377,7 @@ mod tests {
                 "apiserver"
             ]
         );
-        assert_eq!(l.request_kind(), "mutating");
+        assert!(!l.read_only);
         assert!(!l.long_running && !l.watch);
         let core = labels(Method::GET, "/api/v1/namespaces/ns1/configmaps/c");
         let core_path = path_of("/api/v1/namespaces/ns1/configmaps/c");
@@ -392,7 +385,7 @@ mod tests {
             (core_path.group.as_str(), core_path.resource.as_str()),
             ("", "configmaps")
         );
-        assert_eq!(core.request_kind(), "readOnly");
+        assert!(core.read_only);
     }
 
     #[test]
@@ -410,7 +403,7 @@ mod tests {
     fn watches_are_long_running_and_read_only() {
         let l = labels(Method::GET, &format!("{NS}?watch=1"));
         assert!(l.long_running && l.watch);
-        assert_eq!(l.request_kind(), "readOnly");
+        assert!(l.read_only);
         assert!(!labels(Method::GET, NS).long_running);
     }
 
@@ -448,7 +441,7 @@ mod tests {
         );
         assert_eq!(path.subresource, "/healthz");
         assert!(!l.is_resource);
-        assert_eq!(l.request_kind(), "readOnly");
+        assert!(l.read_only);
         let discovery = labels(Method::GET, "/apis/wardle.example.com/v1alpha1");
         assert_eq!(
             path_of("/apis/wardle.example.com/v1alpha1").subresource,

@@ -14,7 +14,9 @@ use std::sync::OnceLock;
 
 use axum::body::Body;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
-use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry};
+use prometheus::{
+    HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+};
 
 pub(crate) use labels::RequestLabels;
 pub(crate) use recorder::RequestRecorder;
@@ -64,6 +66,8 @@ pub struct Metrics {
     /// `apiserver_current_inflight_requests{request_kind}`: requests being served that are
     /// not long-running, `readOnly` or `mutating`.
     pub inflight: IntGaugeVec,
+    /// `inflight`'s two series, looked up once: `readOnly` and `mutating`.
+    inflight_kinds: [IntGauge; 2],
     /// `apiserver_longrunning_requests`: open long-running requests (watches, proxies, …).
     pub longrunning: IntGaugeVec,
     /// `apiserver_registered_watchers{group,version,kind}`: open watches.
@@ -116,7 +120,17 @@ impl Metrics {
                 .expect("unique metric");
             h
         };
+        let inflight = gauge(
+            "apiserver_current_inflight_requests",
+            "Number of requests currently being served by this apiserver per request kind (long-running requests excluded).",
+            &["request_kind"],
+        );
         Metrics {
+            inflight_kinds: [
+                inflight.with_label_values(&["readOnly"]),
+                inflight.with_label_values(&["mutating"]),
+            ],
+            inflight,
             requests: counter(
                 "apiserver_request_total",
                 "Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.",
@@ -126,11 +140,6 @@ impl Metrics {
                 "apiserver_request_duration_seconds",
                 "Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.",
                 &REQUEST_LABELS[..REQUEST_LABELS.len() - 1],
-            ),
-            inflight: gauge(
-                "apiserver_current_inflight_requests",
-                "Number of requests currently being served by this apiserver per request kind (long-running requests excluded).",
-                &["request_kind"],
             ),
             longrunning: gauge(
                 "apiserver_longrunning_requests",
@@ -164,6 +173,12 @@ impl Metrics {
             ),
             registry,
         }
+    }
+
+    /// The series of `apiserver_current_inflight_requests` of requests that only read
+    /// (`readOnly`) or of the others (`mutating`).
+    pub(crate) fn inflight_of(&self, read_only: bool) -> &IntGauge {
+        &self.inflight_kinds[usize::from(!read_only)]
     }
 
     /// The metrics in the text exposition format.

@@ -76,7 +76,7 @@ impl RequestRecorder {
         let labels = RequestLabels::of(req);
         // Long-running requests are not counted in flight, as upstream's max-in-flight filter.
         let inflight = (!labels.long_running).then(|| {
-            let g = metrics.inflight.with_label_values(&[labels.request_kind()]);
+            let g = metrics.inflight_of(labels.read_only).clone();
             g.inc();
             g
         });

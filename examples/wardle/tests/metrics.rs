@@ -192,6 +192,19 @@ async fn metrics_move_with_requests_and_watches() {
         .await
         .unwrap();
     assert_eq!(missing.status(), 404);
+    // A subresource the resource has is a label; one it does not have is not.
+    let status = client
+        .get(w.at(&format!("{FLUNDERS}/m1/status")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status.status(), 200);
+    let bogus = client
+        .get(w.at(&format!("{FLUNDERS}/m1/bogus")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bogus.status(), 404);
     let listed = client.get(w.at(FLUNDERS)).send().await.unwrap();
     assert_eq!(listed.status(), 200);
     let dry = client
@@ -223,17 +236,18 @@ async fn metrics_move_with_requests_and_watches() {
     let moved = |name: &str, labels: &[(&str, &str)]| {
         value(&during, name, labels) - value(&before, name, labels)
     };
-    let cases: [(&str, &str, &str); 5] = [
-        ("POST", "resource", "201"),
-        ("GET", "resource", "200"),
-        ("GET", "resource", "404"),
-        ("LIST", "namespace", "200"),
-        ("WATCH", "namespace", "200"),
+    // The missing object's 404 and the unknown subresource's 404 share a series.
+    let cases: [(&str, &str, &str, f64); 5] = [
+        ("POST", "resource", "201", 1.0),
+        ("GET", "resource", "200", 1.0),
+        ("GET", "resource", "404", 2.0),
+        ("LIST", "namespace", "200", 1.0),
+        ("WATCH", "namespace", "200", 1.0),
     ];
-    for (verb, scope, code) in cases {
+    for (verb, scope, code, count) in cases {
         assert_eq!(
             moved(total, &with(flunders(verb, scope), &[("code", code)])),
-            1.0,
+            count,
             "{verb} {scope} {code}"
         );
     }
@@ -249,6 +263,10 @@ async fn metrics_move_with_requests_and_watches() {
         ("code", "201"),
     ];
     assert_eq!(moved(total, &dry_labels), 1.0);
+    let mut status_labels = with(flunders("GET", "resource"), &[("code", "200")]);
+    status_labels.retain(|(name, _)| *name != "subresource");
+    status_labels.push(("subresource", "status"));
+    assert_eq!(moved(total, &status_labels), 1.0);
     // A path no server routes is counted without its path parts.
     let unrouted_labels = [
         ("verb", "LIST"),
@@ -287,7 +305,8 @@ async fn metrics_move_with_requests_and_watches() {
     // Durations: one observation per request, in upstream's buckets.
     let duration = "apiserver_request_duration_seconds_count";
     assert_eq!(moved(duration, &flunders("POST", "resource")), 1.0);
-    assert_eq!(moved(duration, &flunders("GET", "resource")), 2.0);
+    // The object, the missing one and the unknown subresource.
+    assert_eq!(moved(duration, &flunders("GET", "resource")), 3.0);
     let bucket = with(flunders("POST", "resource"), &[("le", "60")]);
     assert_eq!(
         moved("apiserver_request_duration_seconds_bucket", &bucket),
