@@ -180,31 +180,21 @@ async fn metrics_move_with_requests_and_watches() {
         .await
         .unwrap();
     assert_eq!(created.status(), 201);
-    let got = client
-        .get(w.at(&format!("{FLUNDERS}/m1")))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(got.status(), 200);
-    let missing = client
-        .get(w.at(&format!("{FLUNDERS}/nope")))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(missing.status(), 404);
-    // A subresource the resource has is a label; one it does not have is not.
-    let status = client
-        .get(w.at(&format!("{FLUNDERS}/m1/status")))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(status.status(), 200);
-    let bogus = client
-        .get(w.at(&format!("{FLUNDERS}/m1/bogus")))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(bogus.status(), 404);
+    // The object, a missing one, a subresource the resource has (a label) and one it does not
+    // have (not a label).
+    for (path, code) in [
+        ("m1", 200),
+        ("nope", 404),
+        ("m1/status", 200),
+        ("m1/bogus", 404),
+    ] {
+        let got = client
+            .get(w.at(&format!("{FLUNDERS}/{path}")))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(got.status(), code, "{path}");
+    }
     let listed = client.get(w.at(FLUNDERS)).send().await.unwrap();
     assert_eq!(listed.status(), 200);
     let dry = client
