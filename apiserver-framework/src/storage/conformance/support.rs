@@ -45,10 +45,22 @@ pub(super) async fn get(s: &dyn Storage, key: &str) -> Option<KeyValue> {
         .unwrap_or_else(|e| panic!("get {key}: unexpected error {e:?}"))
 }
 
+/// The store's current revision; a store that also knows it without a round trip
+/// (`local_revision`) must answer the same: read just before and just after, the local
+/// revision brackets it (other tasks of a test may write in between).
 pub(super) async fn current(s: &dyn Storage) -> u64 {
-    s.current_revision()
+    let before = s.local_revision();
+    let current = s
+        .current_revision()
         .await
-        .unwrap_or_else(|e| panic!("current_revision: unexpected error {e:?}"))
+        .unwrap_or_else(|e| panic!("current_revision: unexpected error {e:?}"));
+    if let (Some(before), Some(after)) = (before, s.local_revision()) {
+        assert!(
+            before <= current && current <= after,
+            "local_revision ({before}, then {after}) is not what current_revision ({current}) answers"
+        );
+    }
+    current
 }
 
 pub(super) async fn list(s: &dyn Storage, req: ListRequest) -> ListPage {
