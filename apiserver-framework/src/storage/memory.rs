@@ -40,6 +40,11 @@ impl Default for MemoryStorage {
 }
 
 impl MemoryStorage {
+    /// The latest revision.
+    fn revision(&self) -> u64 {
+        self.state.lock().revision
+    }
+
     /// An empty store at revision 1 keeping the last 10,000 events for watchers.
     pub fn new() -> Self {
         Self::with_history(DEFAULT_HISTORY)
@@ -260,11 +265,11 @@ impl Storage for MemoryStorage {
     }
 
     async fn current_revision(&self) -> Result<u64, StorageError> {
-        Ok(self.state.lock().revision)
+        Ok(self.revision())
     }
 
     fn local_revision(&self) -> Option<u64> {
-        Some(self.state.lock().revision)
+        Some(self.revision())
     }
 
     async fn compact(&self, revision: u64) -> Result<(), StorageError> {

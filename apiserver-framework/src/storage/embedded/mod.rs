@@ -127,6 +127,13 @@ pub struct EmbeddedStorage {
 }
 
 impl EmbeddedStorage {
+    /// The latest revision: the writer's counter, without a read transaction (every
+    /// acknowledged write is at or below it; a snapshot read racing with a commit may show the
+    /// next revision a moment before the counter does).
+    fn committed(&self) -> u64 {
+        self.shared.committed.load(Ordering::Acquire)
+    }
+
     /// Opens the store in `dir` (created if missing), with default options.
     pub fn open(dir: &Path) -> Result<Self, StorageError> {
         Self::open_with(dir, EmbeddedOptions::default())
@@ -383,14 +390,11 @@ impl Storage for EmbeddedStorage {
     }
 
     async fn current_revision(&self) -> Result<u64, StorageError> {
-        // The writer's counter, without a read transaction: every acknowledged write is at or
-        // below it. A snapshot read racing with a commit may show the next revision a moment
-        // before the counter does.
-        Ok(self.shared.committed.load(Ordering::Acquire))
+        Ok(self.committed())
     }
 
     fn local_revision(&self) -> Option<u64> {
-        Some(self.shared.committed.load(Ordering::Acquire))
+        Some(self.committed())
     }
 
     async fn compact(&self, revision: u64) -> Result<(), StorageError> {
