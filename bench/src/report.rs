@@ -211,6 +211,20 @@ impl Target {
     pub fn verdict(&self) -> &'static str {
         if self.met { "✅ met" } else { "❌ missed" }
     }
+
+    /// The judged figure as the tables print it, with more decimals where the usual ones
+    /// would round it onto the bound and so hide the side of it the value is on (2.004
+    /// against `≤ 2` would read "2.00 ❌ missed").
+    pub fn shown(&self) -> String {
+        let usual = figure(self.value);
+        match self.value {
+            Some(v) if v != self.bound && usual.parse::<f64>() == Ok(self.bound) => (3..=9)
+                .map(|decimals| format!("{v:.decimals$}"))
+                .find(|s| s.parse::<f64>() != Ok(self.bound))
+                .unwrap_or_else(|| v.to_string()),
+            _ => usual,
+        }
+    }
 }
 
 /// A whole run.
@@ -255,7 +269,7 @@ impl Report {
         let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|");
         for row in &self.rows {
             let target = row.target.as_ref().map_or("–".to_string(), |t| {
-                format!("{}: {} {}", t.text, figure(t.value), t.verdict())
+                format!("{}: {} {}", t.text, t.shown(), t.verdict())
             });
             let ratio = format!("{} ({})", figure(row.ratio), row.compared);
             for (server, m, ratio, target) in [
@@ -324,7 +338,7 @@ impl Report {
                     "| {} | {} | {} | {} |",
                     t.text,
                     row.scenario,
-                    figure(t.value),
+                    t.shown(),
                     t.verdict()
                 );
             }
@@ -353,4 +367,31 @@ pub fn machine() -> String {
         "{model}, {cores} cores, {mem_gib:.0} GiB, Linux {}",
         kernel.trim()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_figure_rounded_onto_its_bound_shows_its_side() {
+        // Rounded onto the bound: more decimals, on the side the verdict says.
+        let missed = Target::at_most("ratio", Some(2.004), 2.0);
+        assert!(!missed.met);
+        assert_eq!(missed.shown(), "2.004");
+        let short = Target::at_least("ratio", Some(0.8497), 0.85);
+        assert!(!short.met);
+        assert_eq!(short.shown(), "0.8497");
+        let met = Target::at_least("ratio", Some(0.8503), 0.85);
+        assert!(met.met);
+        assert_eq!(met.shown(), "0.8503");
+        let just = Target::at_most("ratio", Some(1.4951), 1.5);
+        assert!(just.met);
+        assert_eq!(just.shown(), "1.495");
+        // Otherwise as every other figure.
+        assert_eq!(Target::at_most("ratio", Some(2.0), 2.0).shown(), "2.00");
+        assert_eq!(Target::at_most("ratio", Some(1.48), 1.5).shown(), "1.48");
+        assert_eq!(Target::at_most("p99", Some(157.44), 100.0).shown(), "157.4");
+        assert_eq!(Target::at_most("p99", None, 100.0).shown(), "–");
+    }
 }
