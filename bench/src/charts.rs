@@ -234,9 +234,12 @@ fn ratio_bars(rows: &[&Row], file: &Path) -> Result<(), Error> {
                 color.filled(),
             )))
             .map_err(drawing)?;
-        let value = match row.ratio {
-            Some(r) => format!("{r:.2}"),
-            None => "no figure: failed (see bench.md)".to_string(),
+        let value = match (row.ratio, &row.target) {
+            // A ratio its target judges is printed as the tables print it, on the side of the
+            // bound its colour says.
+            (Some(r), Some(t)) if t.value == Some(r) => t.shown(),
+            (Some(r), _) => format!("{r:.2}"),
+            (None, _) => "no figure: failed (see bench.md)".to_string(),
         };
         chart
             .draw_series(std::iter::once(Text::new(
