@@ -20,6 +20,7 @@ use tokio::sync::{Notify, watch};
 use tokio_rustls::TlsAcceptor;
 
 use super::activity::{Activity, InFlight, Registered};
+use super::batched_writes::BatchedWrites;
 use super::compression;
 use super::limits::ConnectionLimits;
 use super::tracked_io::TrackedIo;
@@ -131,7 +132,10 @@ impl<H: ServeRequest> ConnectionServer<H> {
             });
         let first_request = Arc::new(Notify::new());
         let service = self.service(peer, certs, http2, &activity, &first_request, &stop);
-        let io = TokioIo::new(TrackedIo::new(tls, activity.clone()));
+        let io = TokioIo::new(BatchedWrites::new(
+            TrackedIo::new(tls, activity.clone()),
+            http2,
+        ));
         let conn = self.http.serve_connection_with_upgrades(io, service);
         tokio::pin!(conn);
 

@@ -7,13 +7,15 @@
 //! - `accept` failures back off instead of spinning ([`accept`]); open connections stay below
 //!   the open-files limit, the longest-idle one making room for a new one ([`descriptors`],
 //!   `activity::OpenConnections`);
-//! - HTTP/2 with `--http2-max-streams-per-connection` streams and keep-alive pings;
+//! - HTTP/2 with `--http2-max-streams-per-connection` streams and keep-alive pings, its
+//!   frames written in batches ([`batched_writes`]);
 //! - answers given before the request body was read reach the client intact: the rest of
 //!   the body is read (within bounds), over HTTP/2 before the answer is sent (`unread_body`);
 //! - large responses are gzip-compressed as upstream does ([`compression`]).
 
 pub mod accept;
 pub(crate) mod activity;
+pub mod batched_writes;
 pub mod compression;
 pub mod connection;
 pub mod descriptors;
