@@ -10,6 +10,7 @@ use std::convert::Infallible;
 use std::path::Path;
 use std::sync::Arc;
 
+use apiserver_framework::server::connections::batched_writes::BatchedWrites;
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::combinators::BoxBody;
@@ -141,6 +142,7 @@ async fn serve(
         events: broadcast::channel(16_384).0,
     });
 
+    let batched = crate::process::baseline_batched();
     let listener = TcpListener::bind(("127.0.0.1", port.parse::<u16>()?)).await?;
     loop {
         let (tcp, _) = listener.accept().await?;
@@ -151,9 +153,11 @@ async fn serve(
                 return;
             };
             let service = service_fn(move |request| handle(state.clone(), request));
+            let http2 = tls.get_ref().1.alpn_protocol() == Some(b"h2".as_slice());
+            let io = BatchedWrites::new(tls, http2 && batched);
             // The same connection builder as wardle's server: HTTP/1.1 or HTTP/2 by ALPN.
             let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                .serve_connection(TokioIo::new(tls), service)
+                .serve_connection(TokioIo::new(io), service)
                 .await;
         });
     }

@@ -82,6 +82,10 @@ fn groups_help() -> String {
     for (name, what) in scenarios::GROUPS {
         help.push_str(&format!("  {name:<11} {what}\n"));
     }
+    help.push_str(&format!(
+        "\nEnvironment:\n  {}=1  the baseline batches its HTTP/2 writes as wardle's server does\n  (a run to compare; the report's mode says so)\n",
+        process::BASELINE_BATCHED_ENV
+    ));
     help
 }
 

@@ -16,6 +16,16 @@ use crate::client::{self, Target};
 /// The environment variable that makes the bench binary run a server instead of the bench.
 pub const ROLE_ENV: &str = "APISERVER_BENCH_ROLE";
 
+/// When set (to anything but `0`), the baseline gathers its HTTP/2 writes as wardle's server
+/// does (`BatchedWrites`), to tell that gain from the rest of wardle's: a run to compare, not
+/// the benchmark's baseline, and its report says so.
+pub const BASELINE_BATCHED_ENV: &str = "APISERVER_BENCH_BASELINE_BATCHED_WRITES";
+
+/// Whether [`BASELINE_BATCHED_ENV`] asks the baseline to batch its HTTP/2 writes.
+pub fn baseline_batched() -> bool {
+    std::env::var(BASELINE_BATCHED_ENV).is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
 /// `/proc/<pid>/stat` counts CPU time in clock ticks of `USER_HZ`, 100 on Linux.
 const TICKS_PER_SECOND: f64 = 100.0;
 

@@ -776,7 +776,13 @@ pub async fn run(plan: &Plan, work: &Path) -> Result<Report, Error> {
 
     say("done");
     Ok(Report {
-        mode: plan.mode.into(),
+        mode: match process::baseline_batched() {
+            false => plan.mode.into(),
+            true => format!(
+                "{} (the baseline batching its HTTP/2 writes as wardle does)",
+                plan.mode
+            ),
+        },
         machine: machine(),
         concurrency: plan.concurrency,
         run_seconds: began.elapsed().as_secs_f64(),
