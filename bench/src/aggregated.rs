@@ -276,6 +276,14 @@ pub async fn run(plan: &Plan, work: &Path, say: &impl Fn(&str)) -> Result<Vec<Ro
         )
         .await;
         let r = ratio(through.p99_ms, straight.p99_ms);
+        let (both_writes, host_writes) = through.writes_per_request();
+        let wardle_writes = both_writes.zip(host_writes).map(|(a, h)| a - h);
+        let writes = format!(
+            "write system calls per delivery: the host {} + wardle {}, wardle directly {}",
+            crate::report::per_delivery(host_writes),
+            crate::report::per_delivery(wardle_writes),
+            crate::report::per_delivery(straight.writes_per_request().0),
+        );
         rows.push(
             Row::new(
                 format!(
@@ -290,7 +298,7 @@ pub async fn run(plan: &Plan, work: &Path, say: &impl Fn(&str)) -> Result<Vec<Ro
             )
             .target(Goal::at_most("ratio", r, 2.0))
             .note(format!(
-                "watches over HTTP/2, {} to a connection; one writer at {} creates/s straight to wardle; with the watches open the host held {} connection(s) to wardle",
+                "watches over HTTP/2, {} to a connection; one writer at {} creates/s straight to wardle; with the watches open the host held {} connection(s) to wardle; {writes}",
                 plan.h2_streams,
                 shape.rate,
                 held.map_or("–".into(), |n| n.to_string()),

@@ -243,6 +243,7 @@ async fn sweeps(
             cpu_seconds: cpu,
             first_cpu_seconds: cpu,
             peak_rss: rss,
+            ..Default::default()
         };
         (
             Measurement::of_latencies(pages, 0, elapsed, &latencies, usage),

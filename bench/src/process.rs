@@ -149,10 +149,25 @@ pub fn rss_bytes(pid: u32) -> u64 {
         .map_or(0, |kib| kib * 1024)
 }
 
-/// CPU time and peak resident memory of some processes over a window of time.
+/// The write system calls process `pid` has made so far (`syscw` of `/proc/<pid>/io`: `write`,
+/// `writev` and the like), 0 where it cannot be read.
+pub fn write_calls(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/io"))
+        .ok()
+        .and_then(|io| {
+            io.lines()
+                .find_map(|l| l.strip_prefix("syscw:"))
+                .and_then(|v| v.trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// CPU time, write system calls and peak resident memory of some processes over a window of
+/// time.
 pub struct Probe {
     pids: Vec<u32>,
     cpu_at_start: Vec<f64>,
+    writes_at_start: Vec<u64>,
     stop: Arc<AtomicBool>,
     peak: Arc<AtomicU64>,
     sampler: Option<JoinHandle<()>>,
@@ -168,6 +183,10 @@ pub struct Usage {
     pub first_cpu_seconds: f64,
     /// The highest resident memory of the first process, in bytes, sampled every 10 ms.
     pub peak_rss: u64,
+    /// Write system calls of all the processes together.
+    pub write_calls: u64,
+    /// Write system calls of the first process alone.
+    pub first_write_calls: u64,
 }
 
 impl Probe {
@@ -175,6 +194,7 @@ impl Probe {
     pub fn start(pids: &[u32]) -> Self {
         let pids = pids.to_vec();
         let cpu_at_start = pids.iter().map(|p| cpu_seconds(*p)).collect();
+        let writes_at_start = pids.iter().map(|p| write_calls(*p)).collect();
         let stop = Arc::new(AtomicBool::new(false));
         let peak = Arc::new(AtomicU64::new(pids.first().map_or(0, |p| rss_bytes(*p))));
         let sampler = pids.first().copied().map(|pid| {
@@ -189,6 +209,7 @@ impl Probe {
         Probe {
             pids,
             cpu_at_start,
+            writes_at_start,
             stop,
             peak,
             sampler,
@@ -207,6 +228,12 @@ impl Probe {
             .zip(&self.cpu_at_start)
             .map(|(p, start)| cpu_seconds(*p) - start)
             .collect();
+        let writes: Vec<u64> = self
+            .pids
+            .iter()
+            .zip(&self.writes_at_start)
+            .map(|(p, start)| write_calls(*p).saturating_sub(*start))
+            .collect();
         if let Some(pid) = self.pids.first() {
             self.peak.fetch_max(rss_bytes(*pid), Ordering::Relaxed);
         }
@@ -214,6 +241,8 @@ impl Probe {
             cpu_seconds: spent.iter().sum(),
             first_cpu_seconds: spent.first().copied().unwrap_or(0.0),
             peak_rss: self.peak.load(Ordering::Relaxed),
+            write_calls: writes.iter().sum(),
+            first_write_calls: writes.first().copied().unwrap_or(0),
         }
     }
 }

@@ -9,6 +9,11 @@ use serde::Serialize;
 
 use crate::process::Usage;
 
+/// A per-delivery figure for a note, with two decimals, or "–" when there is none.
+pub fn per_delivery(figure: Option<f64>) -> String {
+    figure.map_or("–".into(), |f| format!("{f:.2}"))
+}
+
 /// The figures of one server in one scenario; a figure that does not apply is `None`.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Measurement {
@@ -26,6 +31,13 @@ pub struct Measurement {
     pub own_cpu_seconds: Option<f64>,
     /// The server's highest resident memory over the measured time, in MiB.
     pub peak_rss_mib: Option<f64>,
+    /// Write system calls of the server processes over the measured time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write_calls: Option<u64>,
+    /// Write system calls of the server under test alone, where `write_calls` counts more
+    /// processes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub own_write_calls: Option<u64>,
     /// Successful requests, deliveries or runs.
     pub count: u64,
     /// Failed ones.
@@ -56,10 +68,25 @@ impl Measurement {
             own_cpu_seconds: (usage.first_cpu_seconds != usage.cpu_seconds)
                 .then_some(usage.first_cpu_seconds),
             peak_rss_mib: Some(mib(usage.peak_rss)),
+            // A server that answered wrote at least once: none counted means not measured.
+            write_calls: (usage.write_calls > 0).then_some(usage.write_calls),
+            own_write_calls: (usage.write_calls > 0
+                && usage.first_cpu_seconds != usage.cpu_seconds)
+                .then_some(usage.first_write_calls),
             count,
             errors,
             first_error: None,
         }
+    }
+
+    /// Write system calls per counted request (or delivery) of all probed processes, and of
+    /// the server under test alone when more were probed.
+    pub fn writes_per_request(&self) -> (Option<f64>, Option<f64>) {
+        let per = |n: Option<u64>| {
+            n.filter(|_| self.count > 0)
+                .map(|n| n as f64 / self.count as f64)
+        };
+        (per(self.write_calls), per(self.own_write_calls))
     }
 
     /// CPU microseconds per counted request (all probed processes).

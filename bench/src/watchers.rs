@@ -92,6 +92,10 @@ pub async fn run(
         w.connections,
     ));
     let r = ratio(w.delivery.p99_ms, b.delivery.p99_ms);
+    let writes = (
+        crate::report::per_delivery(w.delivery.writes_per_request().0),
+        crate::report::per_delivery(b.delivery.writes_per_request().0),
+    );
     let delivery_row = Row::new(
         format!(
             "WATCH {} watchers × {} events",
@@ -105,8 +109,11 @@ pub async fn run(
     )
     .target(Goal::at_most("wardle p99 ms", w.delivery.p99_ms, 100.0))
     .note(format!(
-        "one writer at {} creates/s over HTTP/1.1; the same watches as the row above; the baseline's run has {} events at the same rate; req/s counts deliveries",
-        shape.rate, plan.many_watchers_baseline_events
+        "one writer at {} creates/s over HTTP/1.1; the same watches as the row above; the baseline's run has {} events at the same rate; req/s counts deliveries; write system calls per delivery: wardle {}, the baseline {}",
+        shape.rate,
+        plan.many_watchers_baseline_events,
+        writes.0,
+        writes.1,
     ));
     Ok(vec![rss_row, delivery_row])
 }
