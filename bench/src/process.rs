@@ -371,4 +371,19 @@ mod tests {
         assert_eq!(start.stolen_percent_since(&start), None, "no time passed");
         assert_eq!(start.stolen_percent_since(&end), None, "counters went back");
     }
+
+    /// Write system calls are counted from `/proc/<pid>/io`: this process's count grows by
+    /// its writes, and a process that does not exist counts none.
+    #[test]
+    fn write_calls_count_a_process_writes() {
+        use std::io::Write as _;
+        let me = std::process::id();
+        let before = write_calls(me);
+        let mut file = tempfile::tempfile().expect("a temporary file");
+        for _ in 0..10 {
+            file.write_all(b"x").expect("a write");
+        }
+        assert!(write_calls(me) >= before + 10, "ten writes counted");
+        assert_eq!(write_calls(u32::MAX), 0, "no such process");
+    }
 }
