@@ -26,10 +26,20 @@ impl Step for AuditIdFilter {
 
     fn before(&self, req: &mut Request<Body>) -> Before<EchoAuditId> {
         let audit_id = AuditId::of(req.headers());
-        let header = HeaderValue::from_str(&audit_id.0).ok();
+        let header = HeaderValue::from_str(&audit_id.0).ok().map(never_indexed);
         req.extensions_mut().insert(audit_id);
         Before::Continue(EchoAuditId(header))
     }
+}
+
+/// `value` marked so that HTTP/2's header compression (HPACK) sends it as a literal that is
+/// never indexed. An audit id is new at every request: entered in a connection's table of
+/// indexed headers, it would push out the headers that do repeat (content type, the identity
+/// headers of a proxied request), and every later response would compare its id with each
+/// earlier one still in the table before entering its own. HTTP/1.1 ignores the mark.
+fn never_indexed(mut value: HeaderValue) -> HeaderValue {
+    value.set_sensitive(true);
+    value
 }
 
 /// The response header echoing the audit id, as a name made once: a header inserted by a
@@ -88,6 +98,25 @@ mod tests {
             let (echoed, seen) = audit_id_of(header).await;
             assert_eq!(echoed, seen);
             assert_eq!(uuid::Uuid::parse_str(&echoed).unwrap().get_version_num(), 4);
+        }
+    }
+
+    /// The echoed id is marked for HPACK's never-indexed literal (`h2` encodes a marked value
+    /// so, its own tests show), whether the caller gave it or the server made it.
+    #[tokio::test]
+    async fn the_echoed_id_is_never_indexed() {
+        for header in [Some("abc"), None] {
+            let mut req = Request::new(Body::empty());
+            if let Some(h) = header {
+                req.headers_mut()
+                    .insert(AUDIT_ID_HEADER, HeaderValue::from_str(h).unwrap());
+            }
+            let res = layer()
+                .layer(tower::service_fn(echo))
+                .oneshot(req)
+                .await
+                .unwrap();
+            assert!(res.headers()[AUDIT_ID_HEADER].is_sensitive(), "{header:?}");
         }
     }
 }
