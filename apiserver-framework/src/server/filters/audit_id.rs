@@ -69,17 +69,22 @@ mod tests {
         Ok(Response::new(Body::from(id)))
     }
 
-    async fn audit_id_of(header: Option<&str>) -> (String, String) {
+    /// The filter's response to a request with `header` as its audit id header, if any.
+    async fn response_to(header: Option<&str>) -> Response<Body> {
         let mut req = Request::new(Body::empty());
         if let Some(h) = header {
             req.headers_mut()
                 .insert(AUDIT_ID_HEADER, HeaderValue::from_str(h).unwrap());
         }
-        let res = layer()
+        layer()
             .layer(tower::service_fn(echo))
             .oneshot(req)
             .await
-            .unwrap();
+            .unwrap()
+    }
+
+    async fn audit_id_of(header: Option<&str>) -> (String, String) {
+        let res = response_to(header).await;
         let header = res.headers()[AUDIT_ID_HEADER].to_str().unwrap().to_string();
         let body = http_body_util::BodyExt::collect(res.into_body())
             .await
@@ -106,16 +111,7 @@ mod tests {
     #[tokio::test]
     async fn the_echoed_id_is_never_indexed() {
         for header in [Some("abc"), None] {
-            let mut req = Request::new(Body::empty());
-            if let Some(h) = header {
-                req.headers_mut()
-                    .insert(AUDIT_ID_HEADER, HeaderValue::from_str(h).unwrap());
-            }
-            let res = layer()
-                .layer(tower::service_fn(echo))
-                .oneshot(req)
-                .await
-                .unwrap();
+            let res = response_to(header).await;
             assert!(res.headers()[AUDIT_ID_HEADER].is_sensitive(), "{header:?}");
         }
     }
