@@ -17,38 +17,13 @@ use apiserver_framework::devhost::files::users;
 use kube::discovery::Discovery;
 use serde_json::{Value, json};
 use stack::Stack;
-use support::{FLUNDERS, KUBECTL_TIMEOUT, Wardle, without_skew_warnings};
+use support::{FLUNDERS, KUBECTL_TIMEOUT, Wardle, kubectl_binary, without_skew_warnings};
 
 /// The kubectl minor versions every test drives the server with.
 const KUBECTL_MINORS: std::ops::RangeInclusive<u32> = 27..=33;
 
 // ---------------------------------------------------------------------------------------------
 // helpers
-
-/// The real kubectl 1.`minor`: `kubectl.1.<minor>` on `PATH`, or beside the `kubectl` found on
-/// `PATH` (following links, as the dispatcher installed on these machines keeps them). Fails
-/// the test, naming what is missing, when there is none.
-fn kubectl_binary(minor: u32) -> PathBuf {
-    let name = format!("kubectl.1.{minor}");
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
-    if let Some(found) = dirs.iter().map(|d| d.join(&name)).find(|p| p.is_file()) {
-        return found;
-    }
-    let beside = dirs
-        .iter()
-        .map(|d| d.join("kubectl"))
-        .find(|p| p.is_file())
-        .and_then(|k| std::fs::canonicalize(k).ok())
-        .and_then(|k| k.parent().map(|d| d.join(&name)))
-        .filter(|p| p.is_file());
-    beside.unwrap_or_else(|| {
-        panic!(
-            "{name} is not installed: these tests run every kubectl from 1.27 to 1.33, each as \
-             kubectl.1.<minor> on PATH or beside kubectl; install kubectl v1.{minor} under that name"
-        )
-    })
-}
 
 /// Runs `kubectl --kubeconfig <kubeconfig> --cache-dir <cache> <args>` with stdin closed, `stdin`
 /// (if any) fed from a file, failing the test after [`KUBECTL_TIMEOUT`].

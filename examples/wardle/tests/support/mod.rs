@@ -401,6 +401,36 @@ pub fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// The real kubectl 1.`minor`: `kubectl.1.<minor>` on `PATH`, beside the `kubectl` found on
+/// `PATH` (following links, as the dispatcher installed on some machines keeps them), or in
+/// `target/upstream/kubectl` (`scripts/build-upstream kubectl <minor>`). Fails
+/// the test, naming what is missing, when there is none.
+pub fn kubectl_binary(minor: u32) -> PathBuf {
+    let name = format!("kubectl.1.{minor}");
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
+    if let Some(found) = dirs.iter().map(|d| d.join(&name)).find(|p| p.is_file()) {
+        return found;
+    }
+    let beside = dirs
+        .iter()
+        .map(|d| d.join("kubectl"))
+        .find(|p| p.is_file())
+        .and_then(|k| std::fs::canonicalize(k).ok())
+        .and_then(|k| k.parent().map(|d| d.join(&name)))
+        .filter(|p| p.is_file());
+    // Or as scripts/build-upstream builds it.
+    let built = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../target/upstream/kubectl")
+        .join(&name);
+    beside.or_else(|| built.is_file().then_some(built)).unwrap_or_else(|| {
+        panic!(
+            "{name} is not installed: these tests run every kubectl from 1.27 to 1.33, each as \
+             kubectl.1.<minor> on PATH or beside kubectl; ./scripts/build-upstream kubectl {minor} builds it"
+        )
+    })
+}
+
 /// kubectl's stderr as text, without the version-skew warnings the kubectl dispatcher on this
 /// machine may add.
 pub fn stderr(out: &Output) -> String {
