@@ -9,217 +9,23 @@ mod support;
 #[path = "production/stack.rs"]
 mod stack;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::Stdio;
 
 use apiserver_framework::devhost::files::users;
-use kube::discovery::Discovery;
 use serde_json::{Value, json};
 use stack::Stack;
+use support::kubectl_matrix::{
+    KUBECTL_MINORS, Kubectl, discovery_finds_wardle, kube_client, python, resource_commands_work,
+    run_kubectl,
+};
 use support::{FLUNDERS, KUBECTL_TIMEOUT, Wardle, kubectl_binary, without_skew_warnings};
-
-/// The kubectl minor versions every test drives the server with.
-const KUBECTL_MINORS: std::ops::RangeInclusive<u32> = 27..=33;
 
 // ---------------------------------------------------------------------------------------------
 // helpers
 
-/// Runs `kubectl --kubeconfig <kubeconfig> --cache-dir <cache> <args>` with stdin closed, `stdin`
-/// (if any) fed from a file, failing the test after [`KUBECTL_TIMEOUT`].
-fn run_kubectl(
-    bin: &Path,
-    kubeconfig: &Path,
-    cache: &Path,
-    args: &[&str],
-    stdin: Option<&Path>,
-) -> Output {
-    let input = match stdin {
-        Some(p) => Stdio::from(std::fs::File::open(p).expect("open the manifest")),
-        None => Stdio::null(),
-    };
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let (out_path, err_path) = (dir.path().join("out"), dir.path().join("err"));
-    let mut child = Command::new(bin)
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .arg("--cache-dir")
-        .arg(cache)
-        .args(args)
-        .env_remove("KUBECONFIG")
-        .stdin(input)
-        .stdout(std::fs::File::create(&out_path).expect("create the stdout file"))
-        .stderr(std::fs::File::create(&err_path).expect("create the stderr file"))
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()));
-    let deadline = Instant::now() + KUBECTL_TIMEOUT;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("poll kubectl") {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "{} {args:?} did not finish within {KUBECTL_TIMEOUT:?}",
-                bin.display()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    Output {
-        status,
-        stdout: std::fs::read(&out_path).unwrap_or_default(),
-        stderr: std::fs::read(&err_path).unwrap_or_default(),
-    }
-}
-
-/// One kubectl version pointed at one server as one user.
-struct Kubectl {
-    minor: u32,
-    bin: PathBuf,
-    kubeconfig: PathBuf,
-    cache: PathBuf,
-}
-
-impl Kubectl {
-    fn new(minor: u32, kubeconfig: &Path, scratch: &Path) -> Kubectl {
-        Kubectl {
-            minor,
-            bin: kubectl_binary(minor),
-            kubeconfig: kubeconfig.to_path_buf(),
-            cache: scratch.join(format!("kube-cache-1.{minor}")),
-        }
-    }
-
-    fn run(&self, args: &[&str], stdin: Option<&Path>) -> Output {
-        run_kubectl(&self.bin, &self.kubeconfig, &self.cache, args, stdin)
-    }
-
-    /// Runs `args` and fails the test unless it succeeds; returns stdout.
-    fn ok(&self, args: &[&str]) -> String {
-        self.ok_with(args, None)
-    }
-
-    fn ok_with(&self, args: &[&str], stdin: Option<&Path>) -> String {
-        let out = self.run(args, stdin);
-        assert!(
-            out.status.success(),
-            "kubectl 1.{} {args:?} failed ({})\nstdout:\n{}\nstderr:\n{}",
-            self.minor,
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-}
-
-/// A Flunder manifest with a reference and no `referenceType`.
-fn flunder_manifest(dir: &Path, name: &str) -> PathBuf {
-    let path = dir.join(format!("{name}.yaml"));
-    std::fs::write(
-        &path,
-        format!(
-            "apiVersion: wardle.example.com/v1alpha1\nkind: Flunder\nmetadata:\n  name: {name}\n  namespace: default\nspec:\n  reference: the-other\n"
-        ),
-    )
-    .expect("write the manifest");
-    path
-}
-
-/// `api-resources`, `create` (of a Flunder without `referenceType`), `get` (table and JSON,
-/// where the type was defaulted) and `explain` with one kubectl.
-fn resource_commands_work(k: &Kubectl, scratch: &Path) {
-    let minor = k.minor;
-    let resources = k.ok(&["api-resources"]);
-    let line = resources
-        .lines()
-        .find(|l| l.starts_with("flunders "))
-        .unwrap_or_else(|| {
-            panic!("kubectl 1.{minor} api-resources lists no flunders:\n{resources}")
-        });
-    assert!(
-        line.contains("wardle.example.com/v1beta1") && line.contains("Flunder"),
-        "kubectl 1.{minor}: {line}"
-    );
-
-    let name = format!("made-by-1-{minor}");
-    let created = k.ok_with(
-        &["create", "-f", "-"],
-        Some(&flunder_manifest(scratch, &name)),
-    );
-    assert_eq!(
-        created.trim(),
-        format!("flunder.wardle.example.com/{name} created"),
-        "kubectl 1.{minor}"
-    );
-    let table = k.ok(&["get", "flunders"]);
-    let row = table
-        .lines()
-        .find(|l| l.starts_with(&format!("{name} ")))
-        .unwrap_or_else(|| panic!("kubectl 1.{minor} get lists no {name}:\n{table}"));
-    assert!(row.contains("the-other"), "kubectl 1.{minor}: {row}");
-    let obj: Value = serde_json::from_str(&k.ok(&["get", "flunder", &name, "-o", "json"]))
-        .expect("get -o json prints JSON");
-    // Read through the preferred version, v1beta1.
-    assert_eq!(
-        obj["spec"],
-        json!({"flunderReference": "the-other", "referenceType": "Flunder"}),
-        "kubectl 1.{minor}: the stored Flunder"
-    );
-
-    let explained = k.ok(&[
-        "explain",
-        "flunders.spec",
-        "--api-version=wardle.example.com/v1alpha1",
-    ]);
-    assert!(
-        explained.contains("referenceType") && explained.contains("Defaults to `Flunder`"),
-        "kubectl 1.{minor} explain:\n{explained}"
-    );
-}
-
 // ---------------------------------------------------------------------------------------------
 // kube-rs
-
-async fn kube_client(kubeconfig: &Path) -> kube::Client {
-    let kubeconfig = kube::config::Kubeconfig::read_from(kubeconfig).expect("read the kubeconfig");
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .expect("configure the client");
-    kube::Client::try_from(config).expect("build the client")
-}
-
-/// Both discovery algorithms of kube-rs find wardle's group with its resources.
-async fn discovery_finds_wardle(client: kube::Client) {
-    let legacy = Discovery::new(client.clone())
-        .run()
-        .await
-        .expect("Discovery::run");
-    let aggregated = Discovery::new(client)
-        .run_aggregated()
-        .await
-        .expect("Discovery::run_aggregated");
-    for (how, discovery) in [("run", legacy), ("run_aggregated", aggregated)] {
-        let group = discovery
-            .get("wardle.example.com")
-            .unwrap_or_else(|| panic!("{how} found no wardle.example.com"));
-        // The preferred version, v1beta1, has Flunder; Fischer is in v1alpha1 only.
-        let kinds = |resources: Vec<(kube::discovery::ApiResource, _)>| -> Vec<String> {
-            resources.into_iter().map(|(r, _)| r.kind).collect()
-        };
-        assert_eq!(group.preferred_version(), Some("v1beta1"), "{how}");
-        assert_eq!(kinds(group.recommended_resources()), ["Flunder"], "{how}");
-        let alpha = kinds(group.versioned_resources("v1alpha1"));
-        assert!(
-            alpha.iter().any(|k| k == "Flunder") && alpha.iter().any(|k| k == "Fischer"),
-            "{how}: {alpha:?}"
-        );
-        // The cluster's core group is there too (kube-rs' legacy discovery needs it).
-        assert!(discovery.has_group(""), "{how} found no core group");
-    }
-}
 
 #[tokio::test]
 async fn kube_rs_discovery_finds_wardle_in_local_mode() {
@@ -340,21 +146,6 @@ async fn every_kubectl_works_through_the_dev_host() {
 
 // ---------------------------------------------------------------------------------------------
 // the Python client
-
-/// The Python interpreter with the `kubernetes` package: `APISERVER_TEST_PYTHON`, or the
-/// virtual environment `scripts/install-test-deps` makes in the workspace's `target/`.
-fn python() -> PathBuf {
-    if let Some(p) = std::env::var_os("APISERVER_TEST_PYTHON") {
-        return PathBuf::from(p);
-    }
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/python-venv/bin/python");
-    assert!(
-        venv.is_file(),
-        "{} is missing: run ./scripts/install-test-deps (it installs the Python client `kubernetes` there)",
-        venv.display()
-    );
-    venv
-}
 
 #[tokio::test]
 async fn python_dynamic_client_lists_flunders_in_local_mode() {

@@ -300,7 +300,7 @@ impl Stack {
             &std::fs::read_to_string(dir.join(format!("{ca}.key"))).expect("CA key"),
         )
         .expect("CA key");
-        issue(
+        issue_certificate(
             &Issuer::from_ca_cert_pem(&ca_cert, ca_key).expect("CA"),
             cn,
             org,
@@ -310,13 +310,7 @@ impl Stack {
 
     /// A client certificate for `cn` from a CA nobody trusts.
     pub fn foreign_client_cert(&self, cn: &str) -> (String, String) {
-        let key = KeyPair::generate().expect("key");
-        let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
-        params
-            .distinguished_name
-            .push(DnType::CommonName, "foreign-ca");
-        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        issue(&Issuer::new(params, key), cn, None, false)
+        foreign_certificate(cn)
     }
 }
 
@@ -326,7 +320,20 @@ impl Drop for Stack {
     }
 }
 
-fn issue(
+/// A client certificate for `cn` (organization `org`) from a CA nobody trusts.
+pub fn foreign_certificate(cn: &str) -> (String, String) {
+    let key = KeyPair::generate().expect("key");
+    let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "foreign-ca");
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    issue_certificate(&Issuer::new(params, key), cn, None, false)
+}
+
+/// A client certificate for `cn` (organization `org`) signed by `issuer`, expired in 2001 if
+/// `expired`: its PEM and its key's.
+pub fn issue_certificate(
     issuer: &Issuer<'_, KeyPair>,
     cn: &str,
     org: Option<&str>,

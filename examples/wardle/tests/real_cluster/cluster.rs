@@ -16,6 +16,28 @@ pub struct RealCluster {
     kubectl: PathBuf,
 }
 
+/// The `metrics` example's binary, beside wardle's (`cargo test --workspace` builds both).
+fn metrics_binary() -> PathBuf {
+    let wardle = Path::new(env!("CARGO_BIN_EXE_wardle"));
+    let metrics = wardle.with_file_name("metrics");
+    assert!(
+        metrics.is_file(),
+        "{} is missing: build it with cargo build -p metrics (cargo test --workspace does)",
+        metrics.display()
+    );
+    metrics
+}
+
+/// Runs `future` to its end on a runtime of its own (the checks are plain threads).
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime")
+        .block_on(future)
+}
+
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/real-cluster")
 }
@@ -31,6 +53,7 @@ impl RealCluster {
             .arg(dir.path())
             .args(extra)
             .env("WARDLE", env!("CARGO_BIN_EXE_wardle"))
+            .env("METRICS", metrics_binary())
             .stdin(Stdio::null())
             .output()
             .expect("run scripts/real-cluster up");
@@ -51,6 +74,27 @@ impl RealCluster {
             String::from_utf8_lossy(&out.stdout).trim()
         );
         cluster
+    }
+
+    /// A value of the cluster's `env` file (`API_URL`, `WARDLE_ADDRESSES`, ...).
+    pub fn env(&self, key: &str) -> String {
+        let env = std::fs::read_to_string(self.dir().join("env")).expect("the cluster's env");
+        env.lines()
+            .find_map(|l| l.strip_prefix(&format!("{key}=")))
+            .map(|v| v.trim_matches('"').to_string())
+            .unwrap_or_else(|| panic!("no {key} in the cluster's env:\n{env}"))
+    }
+
+    /// kube-apiserver's URL.
+    pub fn api_url(&self) -> String {
+        self.env("API_URL")
+    }
+
+    /// Where (the first) wardle listens, in the servers' network namespace.
+    pub fn wardle_address(&self) -> std::net::SocketAddr {
+        let first = self.env("WARDLE_ADDRESSES");
+        let ip = first.split_whitespace().next().expect("a wardle address");
+        format!("{ip}:8443").parse().expect("an address")
     }
 
     /// The directory of the cluster (kubeconfigs, logs, `env`).

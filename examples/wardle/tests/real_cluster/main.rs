@@ -11,9 +11,16 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+#[allow(dead_code)]
+#[path = "../production/stack.rs"]
+mod stack;
+
+mod auth;
+mod clients;
 mod cluster;
 mod controllers;
 mod kubectl_flows;
+mod matrix;
 
 use std::process::ExitCode;
 use std::sync::{Arc, OnceLock};
@@ -24,72 +31,70 @@ use libtest_mimic::{Arguments, Trial};
 /// The cluster, started by the first check that needs it.
 type Shared = Arc<OnceLock<RealCluster>>;
 
-fn check(shared: &Shared, name: &'static str, body: fn(&RealCluster)) -> Trial {
-    let shared = Arc::clone(shared);
-    Trial::test(name, move || {
-        body(shared.get_or_init(|| RealCluster::up(&[])));
-        Ok(())
-    })
-}
+/// A check: its name and its body.
+type Check = (&'static str, fn(&RealCluster));
+
+/// Every check, in the order they run.
+const CHECKS: &[Check] = &[
+    ("api_resources_lists_wardle", kubectl_flows::api_resources),
+    (
+        "kubectl_verbs_on_every_type",
+        kubectl_flows::verbs_on_every_type,
+    ),
+    (
+        "rbac_decides_through_subject_access_review",
+        kubectl_flows::rbac,
+    ),
+    ("auth_can_i_and_whoami", kubectl_flows::can_i_and_whoami),
+    ("impersonation_reaches_wardle", kubectl_flows::impersonation),
+    ("explain_through_aggregated_openapi", kubectl_flows::explain),
+    (
+        "server_side_apply_conflict",
+        kubectl_flows::server_side_apply,
+    ),
+    ("watch_across_the_proxy", kubectl_flows::watch),
+    ("service_account_tokens", auth::service_account_tokens),
+    (
+        "direct_callers_are_their_certificates",
+        auth::direct_callers,
+    ),
+    (
+        "every_kubectl_through_kube_apiserver",
+        matrix::every_kubectl,
+    ),
+    ("kube_rs_discovery_finds_wardle", matrix::kube_rs_discovery),
+    ("kube_rs_typed_watch_and_apply", clients::kube_rs),
+    ("websocket_console_across_the_proxy", clients::websocket),
+    ("idle_watch_still_delivers", clients::long_watch),
+    ("python_client_through_kube_apiserver", clients::python),
+    ("kubectl_top_node_reads_metrics", matrix::top_node),
+    (
+        "namespace_deletion_removes_flunders",
+        controllers::namespace_deletion,
+    ),
+    (
+        "garbage_collector_removes_dependents",
+        controllers::garbage_collection,
+    ),
+    // Last: it stops wardle (and starts it again).
+    ("availability_follows_wardle", controllers::availability),
+];
 
 fn main() -> ExitCode {
     let mut args = Arguments::from_args();
     // One at a time: the availability check stops wardle, the others need it up.
     args.test_threads = Some(1);
     let shared: Shared = Arc::new(OnceLock::new());
-    let trials = vec![
-        check(
-            &shared,
-            "api_resources_lists_wardle",
-            kubectl_flows::api_resources,
-        ),
-        check(
-            &shared,
-            "kubectl_verbs_on_every_type",
-            kubectl_flows::verbs_on_every_type,
-        ),
-        check(
-            &shared,
-            "rbac_decides_through_subject_access_review",
-            kubectl_flows::rbac,
-        ),
-        check(
-            &shared,
-            "auth_can_i_and_whoami",
-            kubectl_flows::can_i_and_whoami,
-        ),
-        check(
-            &shared,
-            "impersonation_reaches_wardle",
-            kubectl_flows::impersonation,
-        ),
-        check(
-            &shared,
-            "explain_through_aggregated_openapi",
-            kubectl_flows::explain,
-        ),
-        check(
-            &shared,
-            "server_side_apply_conflict",
-            kubectl_flows::server_side_apply,
-        ),
-        check(&shared, "watch_across_the_proxy", kubectl_flows::watch),
-        check(
-            &shared,
-            "namespace_deletion_removes_flunders",
-            controllers::namespace_deletion,
-        ),
-        check(
-            &shared,
-            "garbage_collector_removes_dependents",
-            controllers::garbage_collection,
-        ),
-        check(
-            &shared,
-            "availability_follows_wardle",
-            controllers::availability,
-        ),
-    ];
+    let trials = CHECKS
+        .iter()
+        .map(|&(name, body)| {
+            let shared = Arc::clone(&shared);
+            Trial::test(name, move || {
+                body(shared.get_or_init(|| RealCluster::up(&["--with-metrics"])));
+                Ok(())
+            })
+        })
+        .collect();
     let conclusion = libtest_mimic::run(&args, trials);
     // Down before the exit code: Drop of the cluster runs `scripts/real-cluster down`.
     drop(shared);

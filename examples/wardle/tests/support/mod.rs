@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod in_process;
+pub mod kubectl_matrix;
 
 use std::fs::File;
 use std::io::Read;
