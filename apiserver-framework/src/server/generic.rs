@@ -216,7 +216,7 @@ impl GenericApiServer {
                 let groups = self.chain_groups();
                 match groups.iter().find(|x| &x.name == g) {
                     Some(group) => json_response(&legacy::api_group(group)),
-                    None => ApiError::route_not_found().into_response_now(),
+                    None => self.unserved_group(),
                 }
             }
             Some(api) => {
@@ -246,7 +246,7 @@ impl GenericApiServer {
         while !server.serves(group, Some(version)) {
             match &server.delegate {
                 Some(d) => server = d,
-                None => return ApiError::route_not_found().into_response_now(),
+                None => return self.unserved_group(),
             }
         }
         server.serve_own(req, api, user).await
@@ -318,6 +318,22 @@ impl GenericApiServer {
             _ => &self.readyz,
         };
         crate::server::health::respond(checks, check, query).await
+    }
+
+    /// The answer to a path under `/apis/<group>[/<version>]` that no server of the chain
+    /// serves. Behind an aggregator (a host cluster's chain, as kube-apiserver's), Go's plain
+    /// `404 page not found`, as kube-apiserver answers it: its not-found handler, not a
+    /// Status. Otherwise a Status (route miss).
+    fn unserved_group(&self) -> Response<Body> {
+        if self.aggregator.is_some() {
+            raw(
+                StatusCode::NOT_FOUND,
+                "text/plain; charset=utf-8",
+                "404 page not found\n",
+            )
+        } else {
+            ApiError::route_not_found().into_response_now()
+        }
     }
 
     /// The index of served paths (upstream answers unknown paths with it and 404).

@@ -4,63 +4,14 @@
 //! `extension-apiserver-authentication` ConfigMap. Twins of the dev host's
 //! `token_users_through_the_host` and `direct_callers_are_who_their_certificates_say`.
 
-use rcgen::{Issuer, KeyPair};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::cluster::{RealCluster, block_on};
+use crate::http::{certificate, host_client, issuer, send, wardle_client};
 use crate::stack::{foreign_certificate, issue_certificate};
 
 /// The namespaced Flunder collection of namespace `alice`, as a path.
 const ALICE_FLUNDERS: &str = "/apis/wardle.example.com/v1alpha1/namespaces/alice/flunders";
-
-/// A client trusting `ca_pem` that reaches wardle's serving name at wardle's address.
-fn wardle_client(cluster: &RealCluster, identity: Option<(&str, &str)>) -> reqwest::Client {
-    let ca = std::fs::read(cluster.dir().join("wardle-manifests/ca.crt")).expect("wardle's CA");
-    let address = cluster.wardle_address();
-    let mut builder = reqwest::Client::builder()
-        .use_rustls_tls()
-        .tls_built_in_root_certs(false)
-        .add_root_certificate(reqwest::Certificate::from_pem(&ca).expect("a CA"))
-        .resolve("api.wardle.svc", address)
-        .timeout(std::time::Duration::from_secs(30));
-    if let Some((cert, key)) = identity {
-        builder = builder.identity(
-            reqwest::Identity::from_pem(format!("{cert}{key}").as_bytes()).expect("an identity"),
-        );
-    }
-    builder.build().expect("a client")
-}
-
-/// A client of kube-apiserver (trusting the cluster's CA), without credentials of its own.
-fn host_client(cluster: &RealCluster) -> reqwest::Client {
-    let ca = std::fs::read(cluster.dir().join("pki/ca.crt")).expect("the cluster's CA");
-    reqwest::Client::builder()
-        .use_rustls_tls()
-        .tls_built_in_root_certs(false)
-        .add_root_certificate(reqwest::Certificate::from_pem(&ca).expect("a CA"))
-        .timeout(std::time::Duration::from_secs(30))
-        .build()
-        .expect("a client")
-}
-
-/// The issuer of the cluster's CA `name` (`ca`, `front-proxy-ca`).
-fn issuer(cluster: &RealCluster, name: &str) -> Issuer<'static, KeyPair> {
-    let read = |ext: &str| {
-        std::fs::read_to_string(cluster.dir().join(format!("pki/{name}.{ext}"))).expect("the CA")
-    };
-    let key = KeyPair::from_pem(&read("key")).expect("the CA's key");
-    Issuer::from_ca_cert_pem(&read("crt"), key).expect("the CA")
-}
-
-async fn answer(request: reqwest::RequestBuilder) -> (u16, Value) {
-    let res = request.send().await.expect("an answer");
-    let code = res.status().as_u16();
-    let text = res.text().await.expect("a body");
-    (
-        code,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
-}
 
 /// A ServiceAccount's token (TokenRequest API), checked by the real TokenReview: through
 /// kube-apiserver and straight to wardle, the same user, authorized by the real
@@ -85,23 +36,23 @@ pub fn service_account_tokens(cluster: &RealCluster) {
     let token = cluster.kubectl_ok("admin", &["create", "token", "robot", "-n", "alice"]);
     let token = token.trim();
     block_on(async {
-        let host = host_client(cluster);
+        let host = host_client(cluster, None, false);
         let through = format!("{}{ALICE_FLUNDERS}", cluster.api_url());
         let body = json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
                           "metadata": {"name": "robot-made"}, "spec": {"reference": "x"}});
-        let (code, created) = answer(host.post(&through).bearer_auth(token).json(&body)).await;
+        let (code, created) = send(host.post(&through).bearer_auth(token).json(&body)).await;
         assert_eq!(code, 201, "{created}");
 
         // Straight to wardle with the same token: wardle's TokenReview to the host.
         let wardle = wardle_client(cluster, None);
         let direct = format!("https://api.wardle.svc{ALICE_FLUNDERS}");
-        let (code, listed) = answer(wardle.get(&direct).bearer_auth(token)).await;
+        let (code, listed) = send(wardle.get(&direct).bearer_auth(token)).await;
         assert_eq!(code, 200, "{listed}");
         assert_eq!(
             listed["items"][0]["metadata"]["name"], "robot-made",
             "{listed}"
         );
-        let (code, refused) = answer(
+        let (code, refused) = send(
             wardle
                 .get("https://api.wardle.svc/apis/wardle.example.com/v1alpha1/namespaces/default/flunders")
                 .bearer_auth(token),
@@ -114,13 +65,13 @@ pub fn service_account_tokens(cluster: &RealCluster) {
              \"system:serviceaccount:alice:robot\" cannot list resource \"flunders\" in API \
              group \"wardle.example.com\" in the namespace \"default\""
         );
-        let (code, refused) = answer(wardle.get(&direct).bearer_auth("not-a-token")).await;
+        let (code, refused) = send(wardle.get(&direct).bearer_auth("not-a-token")).await;
         assert_eq!(code, 401, "{refused}");
         assert_eq!(refused["reason"], "Unauthorized", "{refused}");
         // kube-apiserver answers an unknown token itself, as 401.
-        let (code, _) = answer(host.get(&through).bearer_auth("not-a-token")).await;
+        let (code, _) = send(host.get(&through).bearer_auth("not-a-token")).await;
         assert_eq!(code, 401);
-        let (code, deleted) = answer(
+        let (code, deleted) = send(
             host.delete(format!("{through}/robot-made"))
                 .bearer_auth(token),
         )
@@ -143,7 +94,7 @@ pub fn direct_callers(cluster: &RealCluster) {
                 .header("X-Remote-Group", "system:masters")
         };
         // Without a certificate: anonymous, which the real RBAC does not allow.
-        let (code, refused) = answer(forged(wardle_client(cluster, None))).await;
+        let (code, refused) = send(forged(wardle_client(cluster, None))).await;
         assert_eq!(code, 403, "{refused}");
         assert_eq!(
             refused["message"],
@@ -151,42 +102,36 @@ pub fn direct_callers(cluster: &RealCluster) {
              resource \"flunders\" in API group \"wardle.example.com\" in the namespace \"alice\""
         );
         // kube-apiserver's own front-proxy client certificate makes the headers count.
-        let read = |name: &str| {
-            std::fs::read_to_string(cluster.dir().join(format!("pki/{name}"))).expect("a file")
-        };
-        let (cert, key) = (
-            read("front-proxy-client.crt"),
-            read("front-proxy-client.key"),
-        );
-        let (code, listed) = answer(forged(wardle_client(cluster, Some((&cert, &key))))).await;
+        let (cert, key) = certificate(cluster, "front-proxy-client");
+        let (code, listed) = send(forged(wardle_client(cluster, Some((&cert, &key))))).await;
         assert_eq!(code, 200, "{listed}");
 
         // Signed by the front-proxy CA, but not an allowed name.
         let front_proxy = issuer(cluster, "front-proxy-ca");
         let (cert, key) = issue_certificate(&front_proxy, "intruder", None, false);
-        let (code, refused) = answer(forged(wardle_client(cluster, Some((&cert, &key))))).await;
+        let (code, refused) = send(forged(wardle_client(cluster, Some((&cert, &key))))).await;
         assert_eq!(code, 401, "{refused}");
         assert_eq!(refused["reason"], "Unauthorized", "{refused}");
         // The allowed name from an unknown CA, or expired.
         let (cert, key) = foreign_certificate("front-proxy-client");
-        let (code, _) = answer(forged(wardle_client(cluster, Some((&cert, &key))))).await;
+        let (code, _) = send(forged(wardle_client(cluster, Some((&cert, &key))))).await;
         assert_eq!(code, 401);
         let (cert, key) = issue_certificate(&front_proxy, "front-proxy-client", None, true);
-        let (code, _) = answer(forged(wardle_client(cluster, Some((&cert, &key))))).await;
+        let (code, _) = send(forged(wardle_client(cluster, Some((&cert, &key))))).await;
         assert_eq!(code, 401);
 
         // The cluster's client CA (the ConfigMap's client-ca-file): CN alice.
         let ca = issuer(cluster, "ca");
         let (cert, key) = issue_certificate(&ca, "alice", None, false);
         let alice = wardle_client(cluster, Some((&cert, &key)));
-        let (code, listed) = answer(alice.get(&url)).await;
+        let (code, listed) = send(alice.get(&url)).await;
         assert_eq!(code, 200, "{listed}");
         let (cert, key) = issue_certificate(&ca, "alice", None, true);
-        let (code, _) = answer(wardle_client(cluster, Some((&cert, &key))).get(&url)).await;
+        let (code, _) = send(wardle_client(cluster, Some((&cert, &key))).get(&url)).await;
         assert_eq!(code, 401);
         // ... whose headers cannot make it someone else.
         let (cert, key) = issue_certificate(&ca, "carol", None, false);
-        let (code, refused) = answer(forged(wardle_client(cluster, Some((&cert, &key))))).await;
+        let (code, refused) = send(forged(wardle_client(cluster, Some((&cert, &key))))).await;
         assert_eq!(code, 403, "{refused}");
         assert!(
             refused["message"]

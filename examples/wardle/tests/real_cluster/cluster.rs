@@ -10,6 +10,9 @@ use serde_json::Value;
 /// How long a condition of the cluster (an APIService's, a controller's work) may take.
 pub const TIMEOUT: Duration = Duration::from_secs(120);
 
+/// wardle's audit policy: the metadata of every request.
+const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n";
+
 /// The cluster of `scripts/real-cluster up`, taken down when dropped.
 pub struct RealCluster {
     dir: tempfile::TempDir,
@@ -47,11 +50,27 @@ impl RealCluster {
     /// with the script's output when the cluster does not come up.
     pub fn up(extra: &[&str]) -> RealCluster {
         let dir = tempfile::tempdir().expect("a temporary directory");
+        // wardle's audit log: every request's metadata, as wardle saw it.
+        let audit = dir.path().join("audit");
+        std::fs::create_dir_all(&audit).expect("the audit directory");
+        std::fs::write(audit.join("policy.yaml"), AUDIT_POLICY).expect("the audit policy");
+        let audit_flags = [
+            format!(
+                "--audit-policy-file={}",
+                audit.join("policy.yaml").display()
+            ),
+            format!("--audit-log-path={}", audit.join("audit.log").display()),
+        ];
         let started = Instant::now();
         let out = Command::new(script())
             .arg("up")
             .arg(dir.path())
             .args(extra)
+            .args(
+                audit_flags
+                    .iter()
+                    .flat_map(|f| ["--wardle-flag", f.as_str()]),
+            )
             .env("WARDLE", env!("CARGO_BIN_EXE_wardle"))
             .env("METRICS", metrics_binary())
             .stdin(Stdio::null())
@@ -232,6 +251,24 @@ impl RealCluster {
                 self.logs()
             );
             std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// The events of wardle's audit log that `keep` selects, once there are `want` of them
+    /// (the log is written as requests complete; after 10 s, what there is).
+    pub fn audit_events(&self, want: usize, keep: impl Fn(&Value) -> bool) -> Vec<Value> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let events: Vec<Value> = std::fs::read_to_string(self.dir().join("audit/audit.log"))
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .filter(|e: &Value| e["stage"] == "ResponseComplete" && keep(e))
+                .collect();
+            if events.len() >= want || Instant::now() > deadline {
+                return events;
+            }
+            std::thread::sleep(Duration::from_millis(100));
         }
     }
 

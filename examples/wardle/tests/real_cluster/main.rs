@@ -19,8 +19,10 @@ mod auth;
 mod clients;
 mod cluster;
 mod controllers;
+mod http;
 mod kubectl_flows;
 mod matrix;
+mod routing;
 
 use std::process::ExitCode;
 use std::sync::{Arc, OnceLock};
@@ -57,6 +59,26 @@ const CHECKS: &[Check] = &[
     (
         "direct_callers_are_their_certificates",
         auth::direct_callers,
+    ),
+    (
+        "group_version_is_matched_whole",
+        routing::group_version_matching,
+    ),
+    (
+        "proxied_identities_arrive_exactly",
+        routing::proxied_identities,
+    ),
+    (
+        "connection_named_headers_are_not_forwarded",
+        routing::connection_headers,
+    ),
+    (
+        "writes_under_the_watch_prefix_are_refused",
+        routing::writes_under_the_watch_prefix,
+    ),
+    (
+        "named_get_with_watch_is_a_get",
+        routing::named_get_with_watch,
     ),
     (
         "every_kubectl_through_kube_apiserver",

@@ -1,0 +1,340 @@
+//! What the real aggregator proxies to wardle, and as whom it arrives (wardle's audit log shows
+//! it), and the legacy `/watch/` prefix and `?watch` authorized alike by kube-apiserver and
+//! wardle. Twins of the dev host's `aggregator_routing` and `watch_prefix` tests.
+
+use std::time::Duration;
+
+use reqwest::header::HeaderValue;
+use serde_json::{Value, json};
+
+use crate::cluster::{RealCluster, block_on};
+use crate::http::{certificate, host_client, issuer, send, wardle_client};
+use crate::stack::issue_certificate;
+
+/// alice's namespaced Flunder collection.
+const FLUNDERS: &str = "/apis/wardle.example.com/v1alpha1/namespaces/alice/flunders";
+/// The same under the legacy `/watch/` prefix.
+const WATCH_FLUNDERS: &str = "/apis/wardle.example.com/v1alpha1/watch/namespaces/alice/flunders";
+
+fn flunder(name: &str) -> Value {
+    json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
+           "metadata": {"name": name}, "spec": {"reference": "x"}})
+}
+
+/// Binds wardle's editor Role in namespace alice to `subject` (`--group=...`, `--user=...`).
+fn bind(cluster: &RealCluster, name: &str, role: &str, subject: &str) {
+    cluster.kubectl_ok(
+        "admin",
+        &[
+            "create",
+            "rolebinding",
+            name,
+            "-n",
+            "alice",
+            &format!("--role={role}"),
+            subject,
+        ],
+    );
+}
+
+/// A path whose group and version, joined as `<version>.<group>`, spell wardle's APIService
+/// name is not wardle's: kube-apiserver answers its own plain-text 404, and it never reaches
+/// wardle.
+pub fn group_version_matching(cluster: &RealCluster) {
+    block_on(async {
+        let admin = host_client(cluster, Some("admin"), false);
+        let host = cluster.api_url();
+        for path in [
+            "/apis/example.com/v1alpha1.wardle/namespaces/alice/flunders",
+            "/apis/example.com/v1alpha1.wardle",
+            "/apis/com/v1alpha1.wardle.example/namespaces/alice/flunders",
+        ] {
+            // kube-apiserver's not-found handler: Go's plain text, not a Status.
+            let (code, body) = send(admin.get(format!("{host}{path}"))).await;
+            assert_eq!(
+                (code, body.as_str()),
+                (404, Some("404 page not found\n")),
+                "{path}"
+            );
+        }
+        let (code, body) = send(admin.get(format!("{host}{FLUNDERS}"))).await;
+        assert_eq!(code, 200, "{body}");
+    });
+    let seen = cluster.audit_events(1, |e| {
+        e["requestURI"] == FLUNDERS && e["user"]["username"] == "admin"
+    });
+    assert!(!seen.is_empty(), "wardle records what reaches it");
+    let misrouted = cluster.audit_events(usize::MAX, |e| {
+        e["requestURI"].as_str().unwrap_or("").contains(".wardle")
+    });
+    assert!(misrouted.is_empty(), "{misrouted:#?}");
+}
+
+/// A caller whose name, groups and extra are not ASCII reaches wardle as exactly that user:
+/// admin impersonates `jürgen` (groups `editors` and `équipe`, extra `rôle`) through
+/// kube-apiserver, and wardle authorizes and records `jürgen`. Straight to wardle with
+/// kube-apiserver's front-proxy certificate, identity headers that are not UTF-8 are refused.
+pub fn proxied_identities(cluster: &RealCluster) {
+    bind(
+        cluster,
+        "editors-wardle",
+        "wardle-editor",
+        "--group=editors",
+    );
+    let utf8 = |s: &str| HeaderValue::from_bytes(s.as_bytes()).unwrap();
+    block_on(async {
+        let admin = host_client(cluster, Some("admin"), false);
+        let (code, body) = send(
+            admin
+                .get(format!("{}{FLUNDERS}", cluster.api_url()))
+                .header("impersonate-user", utf8("jürgen"))
+                .header("impersonate-group", "editors")
+                .header("impersonate-group", utf8("équipe"))
+                .header("impersonate-extra-r%C3%B4le", utf8("chef ✓")),
+        )
+        .await;
+        assert_eq!(code, 200, "{body}");
+        assert_eq!(body["kind"], "FlunderList", "{body}");
+    });
+    let seen = cluster.audit_events(1, |e| {
+        e["requestURI"] == FLUNDERS && e["user"]["username"] == "jürgen"
+    });
+    assert_eq!(seen.len(), 1, "{seen:#?}");
+    let user = &seen[0]["user"];
+    let groups: Vec<&str> = user["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        groups.contains(&"editors") && groups.contains(&"équipe"),
+        "{user}"
+    );
+    assert_eq!(user["extra"]["rôle"][0], "chef ✓", "{user}");
+
+    let (cert, key) = certificate(cluster, "front-proxy-client");
+    block_on(async {
+        let proxy = wardle_client(cluster, Some((&cert, &key)));
+        let url = format!("https://api.wardle.svc{FLUNDERS}");
+        let latin1 = |bytes: &[u8]| HeaderValue::from_bytes(bytes).unwrap();
+        let (code, body) = send(
+            proxy
+                .get(&url)
+                .header("x-remote-user", latin1(b"j\xfcrgen"))
+                .header("x-remote-group", "editors"),
+        )
+        .await;
+        assert_eq!(code, 401, "{body}");
+        let (code, body) = send(
+            proxy
+                .get(&url)
+                .header("x-remote-user", "alice")
+                .header("x-remote-group", latin1(b"\xe9quipe")),
+        )
+        .await;
+        assert_eq!(code, 401, "{body}");
+        let (code, body) = send(
+            proxy
+                .get(&url)
+                .header("x-remote-user", "alice")
+                .header("x-remote-group", utf8("équipe")),
+        )
+        .await;
+        assert_eq!(code, 200, "{body}");
+    });
+}
+
+/// The headers a client names in `Connection` are for kube-apiserver alone: `Accept` named
+/// there does not reach wardle, which answers its default, JSON.
+pub fn connection_headers(cluster: &RealCluster) {
+    block_on(async {
+        let alice = host_client(cluster, Some("alice"), true);
+        let url = format!("{}{FLUNDERS}", cluster.api_url());
+        for (connection, expected) in [
+            (None, "application/yaml"),
+            (Some("keep-alive, Accept"), "application/json"),
+        ] {
+            let mut request = alice.get(&url).header("accept", "application/yaml");
+            if let Some(c) = connection {
+                request = request.header("connection", c);
+            }
+            let res = request.send().await.expect("an answer");
+            assert_eq!(res.status(), 200);
+            assert_eq!(
+                res.headers()["content-type"],
+                expected,
+                "Connection: {connection:?}"
+            );
+        }
+    });
+}
+
+/// A user who may watch flunders but not write them (the Role `wardle-viewer`) sends every
+/// write verb under `/watch/`, through kube-apiserver (which authorizes each as a watch, as
+/// wardle does) and straight to wardle: each is wardle's 405 `MethodNotAllowed`, nothing
+/// changes, and wardle's audit log has no write as a `watch`.
+pub fn writes_under_the_watch_prefix(cluster: &RealCluster) {
+    cluster.kubectl_input_ok(
+        "admin",
+        &["apply", "-f", "-"],
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: wardle-viewer\n  \
+         namespace: alice\nrules:\n- apiGroups: [wardle.example.com]\n  resources: [flunders]\n  \
+         verbs: [get, list, watch]\n",
+    );
+    bind(
+        cluster,
+        "viewers-wardle",
+        "wardle-viewer",
+        "--group=viewers",
+    );
+    let ca = issuer(cluster, "ca");
+    let (cert, key) = issue_certificate(&ca, "viewer", Some("viewers"), false);
+    block_on(async {
+        let admin = host_client(cluster, Some("admin"), false);
+        let host = cluster.api_url();
+        let (code, body) = send(
+            admin
+                .post(format!("{host}{FLUNDERS}"))
+                .json(&flunder("prefix-one")),
+        )
+        .await;
+        assert_eq!(code, 201, "{body}");
+        let list = || async {
+            let (code, body) = send(admin.get(format!("{host}{FLUNDERS}"))).await;
+            assert_eq!(code, 200, "{body}");
+            body["items"].clone()
+        };
+        let before = list().await;
+
+        let through = |req: reqwest::RequestBuilder| {
+            req.header("impersonate-user", "viewer")
+                .header("impersonate-group", "viewers")
+        };
+        let direct = wardle_client(cluster, Some((&cert, &key)));
+        let mut replaced = flunder("prefix-one");
+        replaced["spec"]["reference"] = json!("changed");
+        for (base, via_host) in [
+            (host.clone(), true),
+            ("https://api.wardle.svc".into(), false),
+        ] {
+            let client = if via_host { &admin } else { &direct };
+            let url = format!("{base}{WATCH_FLUNDERS}");
+            let writes = [
+                ("create", client.post(&url).json(&flunder("prefix-two"))),
+                (
+                    "update",
+                    client.put(format!("{url}/prefix-one")).json(&replaced),
+                ),
+                (
+                    "patch",
+                    client
+                        .patch(format!("{url}/prefix-one"))
+                        .header("content-type", "application/merge-patch+json")
+                        .body(r#"{"spec":{"reference":"patched"}}"#),
+                ),
+                ("delete", client.delete(format!("{url}/prefix-one"))),
+                ("deletecollection", client.delete(&url)),
+            ];
+            for (what, request) in writes {
+                let request = if via_host { through(request) } else { request };
+                let (code, body) = send(request).await;
+                assert_eq!(code, 405, "{what} at {base}: {body}");
+                assert_eq!(body["reason"], "MethodNotAllowed", "{body}");
+                assert_eq!(
+                    body["message"],
+                    "the server does not allow this method on the requested resource"
+                );
+            }
+        }
+        assert_eq!(list().await, before, "nothing changed");
+
+        // The prefix still serves a GET watch, through kube-apiserver.
+        let mut res = through(admin.get(format!("{host}{WATCH_FLUNDERS}/prefix-one")))
+            .send()
+            .await
+            .expect("a watch");
+        assert_eq!(res.status(), 200);
+        let chunk = tokio::time::timeout(Duration::from_secs(10), res.chunk())
+            .await
+            .expect("an event in time")
+            .expect("a chunk")
+            .expect("an event");
+        let event: Value = serde_json::from_slice(&chunk).expect("an event");
+        assert_eq!(event["type"], "ADDED");
+        assert_eq!(event["object"]["metadata"]["name"], "prefix-one");
+        let (code, body) = send(admin.delete(format!("{host}{FLUNDERS}/prefix-one"))).await;
+        assert_eq!(code, 200, "{body}");
+    });
+    // wardle authorized each as a watch and refused it: ten, none served, all the viewer's.
+    let watches = cluster.audit_events(10, |e| {
+        e["verb"] == "watch" && e["responseStatus"]["code"] == 405
+    });
+    assert_eq!(watches.len(), 10, "{watches:#?}");
+    for e in &watches {
+        assert_eq!(e["user"]["username"], "viewer", "{e}");
+    }
+    let writes = cluster.audit_events(usize::MAX, |e| {
+        e["user"]["username"] == "viewer"
+            && ["create", "update", "patch", "delete", "deletecollection"]
+                .contains(&e["verb"].as_str().unwrap_or(""))
+    });
+    assert!(writes.is_empty(), "{writes:#?}");
+}
+
+/// A user who may get flunders but neither list nor watch them: a named GET with
+/// `?watch=true` is authorized as a get by kube-apiserver and by wardle, so it answers the
+/// object; a watch is forbidden.
+pub fn named_get_with_watch(cluster: &RealCluster) {
+    cluster.kubectl_input_ok(
+        "admin",
+        &["apply", "-f", "-"],
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: wardle-getter\n  \
+         namespace: alice\nrules:\n- apiGroups: [wardle.example.com]\n  resources: [flunders]\n  \
+         verbs: [get]\n",
+    );
+    bind(
+        cluster,
+        "getters-wardle",
+        "wardle-getter",
+        "--group=getters",
+    );
+    block_on(async {
+        let admin = host_client(cluster, Some("admin"), false);
+        let host = cluster.api_url();
+        let (code, body) = send(
+            admin
+                .post(format!("{host}{FLUNDERS}"))
+                .json(&flunder("got")),
+        )
+        .await;
+        assert_eq!(code, 201, "{body}");
+        let getter = |req: reqwest::RequestBuilder| {
+            req.header("impersonate-user", "getter")
+                .header("impersonate-group", "getters")
+        };
+        let (code, body) = send(getter(
+            admin.get(format!("{host}{FLUNDERS}/got?watch=true")),
+        ))
+        .await;
+        assert_eq!(code, 200, "{body}");
+        assert_eq!(body["kind"], "Flunder", "{body}");
+        assert_eq!(body["metadata"]["name"], "got");
+        for url in [
+            format!("{host}{FLUNDERS}?watch=true"),
+            format!("{host}{WATCH_FLUNDERS}/got"),
+        ] {
+            let (code, body) = send(getter(admin.get(&url))).await;
+            assert_eq!(code, 403, "{url}: {body}");
+            assert!(
+                body["message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("User \"getter\" cannot watch resource \"flunders\""),
+                "{body}"
+            );
+        }
+        let (code, body) = send(admin.delete(format!("{host}{FLUNDERS}/got"))).await;
+        assert_eq!(code, 200, "{body}");
+    });
+}
