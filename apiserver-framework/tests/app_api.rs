@@ -448,6 +448,7 @@ async fn the_registry_reads_and_updates_objects_typed() {
             seen: seen.clone(),
         })])),
         registry: server.registry().clone(),
+        request_resource: None,
     };
     let typed = server.registry().resource::<Gadget>().unwrap();
     assert_eq!(typed.get(&ctx, "g").await.unwrap().spec.size, 4);

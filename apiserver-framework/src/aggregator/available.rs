@@ -45,6 +45,7 @@ pub(crate) async fn run(agg: Arc<Aggregator>) {
         user: prober(),
         admission: Arc::new(AdmissionChain::new(Vec::new())),
         registry: registry.clone(),
+        request_resource: None,
     };
     let mut watch = None;
     loop {

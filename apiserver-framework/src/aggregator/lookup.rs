@@ -45,6 +45,7 @@ impl ServiceLookup {
                     user: prober(),
                     admission: Arc::new(AdmissionChain::new(Vec::new())),
                     registry: registry.clone(),
+                    request_resource: None,
                 };
                 self.reader.get_or_init(|| (storage, ctx))
             }

@@ -128,6 +128,7 @@ async fn seed(
                 user: admin(),
                 admission: Arc::new(AdmissionChain::new(Vec::new())),
                 registry: s.registry().clone(),
+                request_resource: None,
             };
             let name = object["metadata"]["name"]
                 .as_str()

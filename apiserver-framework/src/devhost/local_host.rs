@@ -84,6 +84,7 @@ async fn create_initial_namespaces(namespaces: &dyn RestStorage) -> Result<(), A
         user: UserInfo::new(NAME, &["system:masters", "system:authenticated"]),
         admission: Arc::new(AdmissionChain::new(Vec::new())),
         registry: Arc::new(Registry::default()),
+        request_resource: None,
     };
     for name in INITIAL_NAMESPACES {
         let object = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name},

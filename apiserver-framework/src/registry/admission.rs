@@ -47,7 +47,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde_json::Value;
 
 use super::scheme::Registry;
-use super::versions::VersionedStorage;
 use crate::error::ApiError;
 use crate::resource::{ApiResource, ResourceInfo};
 use crate::user::UserInfo;
@@ -67,8 +66,13 @@ pub enum Operation {
 pub struct AdmissionAttributes<'a> {
     /// The write.
     pub operation: Operation,
-    /// The resource written to.
+    /// The resource written to, in the version the store holds it in: the version of
+    /// `object` and `old_object`.
     pub resource: &'a ResourceInfo,
+    /// The resource in the version the request named (upstream's `requestResource`). It
+    /// differs from `resource` in version only, when a multi-version kind's write came in
+    /// through a version other than its storage version.
+    pub request_resource: &'a ResourceInfo,
     /// The subresource (`status`), if any.
     pub subresource: Option<&'a str>,
     /// The namespace (namespaced resources).
@@ -147,19 +151,13 @@ impl<'a> AdmissionAttributes<'a> {
             return decode(value).map(|t| Some(Cow::Owned(t)));
         }
         // Another version of a multi-version kind: convert as its storage does.
-        let converter = self
-            .registry
-            .resources()
-            .iter()
-            .filter(|r| r.info().is::<T>())
-            .find_map(|r| Some(r.as_any().downcast_ref::<VersionedStorage>()?.converter()))
-            .ok_or_else(|| {
-                ApiError::internal(format!(
-                    "admission asked for a {}, which the server does not convert {} to",
-                    type_name::<T>(),
-                    self.resource.api_version()
-                ))
-            })?;
+        let converter = self.registry.converter_of(self.resource).ok_or_else(|| {
+            ApiError::internal(format!(
+                "admission asked for a {}, which the server does not convert {} to",
+                type_name::<T>(),
+                self.resource.api_version()
+            ))
+        })?;
         let converted = converter
             .convert(value.clone(), &T::api_version(&()))
             .map_err(|e| ApiError::internal(format!("converting for admission: {e}")))?;

@@ -262,6 +262,7 @@ mod tests {
             user: UserInfo::new("u", &[]),
             admission: Arc::new(AdmissionChain::new(Vec::new())),
             registry: Arc::new(Registry::default()),
+            request_resource: None,
         }
     }
 

@@ -28,6 +28,12 @@ pub struct RequestContext {
     pub admission: Arc<AdmissionChain>,
     /// Every resource the server stores.
     pub registry: Arc<Registry>,
+    /// The resource in the version the request named, when the storage it reaches serves
+    /// another version: a multi-version kind's writes are converted to its storage version and
+    /// handed to that version's store, which admits them in its own version and tells
+    /// admission the request's version from this (upstream's `requestResource`). `None`: the
+    /// storage's own version.
+    pub request_resource: Option<Arc<ResourceInfo>>,
 }
 
 /// A page of objects, each serialized as JSON.

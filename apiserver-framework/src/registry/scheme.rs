@@ -3,11 +3,12 @@
 use std::sync::Arc;
 
 use crate::error::ApiError;
+use crate::registry::conversion::Converter;
 use crate::registry::rest::RestStorage;
 use crate::registry::store::Store;
 use crate::registry::typed::TypedResource;
 use crate::registry::versions::VersionedStorage;
-use crate::resource::ApiResource;
+use crate::resource::{ApiResource, ResourceInfo, compare_versions};
 
 /// Every resource a server stores, in registration order.
 #[derive(Clone, Default)]
@@ -43,6 +44,32 @@ impl Registry {
             .ok_or_else(|| {
                 ApiError::internal(format!("{plural}.{group} is not served in {version}"))
             })
+    }
+
+    /// Every served version of `resource` (the resources of its group and plural), the
+    /// preferred version first, as Kubernetes ranks versions: upstream's equivalent resources
+    /// (`EquivalentResourceMapper`) of one group.
+    pub fn versions_of(&self, resource: &ResourceInfo) -> Vec<&ResourceInfo> {
+        let mut versions: Vec<&ResourceInfo> = self
+            .resources
+            .iter()
+            .map(|r| r.info())
+            .filter(|i| i.group == resource.group && i.plural == resource.plural)
+            .collect();
+        versions.sort_by(|a, b| compare_versions(&a.version, &b.version));
+        versions
+    }
+
+    /// The conversions between the versions of `resource`'s kind, when it is a kind of
+    /// several versions ([`VersionedStorage`]); `None` for a resource of one version.
+    pub fn converter_of(&self, resource: &ResourceInfo) -> Option<&Arc<dyn Converter>> {
+        self.resources.iter().find_map(|r| {
+            let info = r.info();
+            if info.group != resource.group || info.plural != resource.plural {
+                return None;
+            }
+            Some(r.as_any().downcast_ref::<VersionedStorage>()?.converter())
+        })
     }
 
     /// Whether any resource of `group` (and `version`, if given) is served here.

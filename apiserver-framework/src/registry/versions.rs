@@ -19,6 +19,7 @@
 //! without conversions does not compile.
 
 use std::any::Any;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::Display;
 use std::marker::PhantomData;
@@ -319,6 +320,7 @@ impl<H: Send + Sync + 'static> Kind<H> {
                         .as_ref()
                         .map(|dep| dep.warning(&d.info.api_version(), &d.info.kind)),
                     info: d.info.clone(),
+                    request_resource: Arc::new(d.info.clone()),
                     inner: inner.clone(),
                     converter: converter.clone(),
                     raw: storage.clone(),
@@ -423,6 +425,9 @@ where
 /// storage version and handed to the kind's one store; what it answers is converted back.
 pub struct VersionedStorage {
     info: ResourceInfo,
+    /// `info`, shared with the requests this version hands to the store of the storage
+    /// version ([`RequestContext::request_resource`]).
+    request_resource: Arc<ResourceInfo>,
     schema: StructuralSchema,
     /// Every version's schema, by `<group>/<version>`.
     schemas: Arc<BTreeMap<String, StructuralSchema>>,
@@ -472,6 +477,18 @@ impl VersionedStorage {
             &self.storage_version,
         )
         .await
+    }
+
+    /// The context of a write handed to the store of the storage version: it names this
+    /// version as the request's, for admission (see [`RequestContext::request_resource`]).
+    fn inner_ctx<'c>(&self, ctx: &'c RequestContext) -> Cow<'c, RequestContext> {
+        if self.is_storage_version() {
+            return Cow::Borrowed(ctx);
+        }
+        Cow::Owned(RequestContext {
+            request_resource: Some(self.request_resource.clone()),
+            ..ctx.clone()
+        })
     }
 
     fn key(&self, ctx: &RequestContext, name: &str) -> String {
@@ -822,7 +839,10 @@ impl RestStorage for VersionedStorage {
         let body = self.tagged(body)?;
         self.validate(&name, &body, None)?;
         let body = self.in_storage_version(body)?;
-        let bytes = self.inner.create(ctx, body, &Self::computed(opts)).await?;
+        let bytes = self
+            .inner
+            .create(&self.inner_ctx(ctx), body, &Self::computed(opts))
+            .await?;
         self.out(bytes)
     }
 
@@ -851,7 +871,13 @@ impl RestStorage for VersionedStorage {
         let body = self.in_storage_version(body)?;
         let bytes = self
             .inner
-            .update(ctx, name, subresource, body, &Self::computed(opts))
+            .update(
+                &self.inner_ctx(ctx),
+                name,
+                subresource,
+                body,
+                &Self::computed(opts),
+            )
             .await?;
         self.out(bytes)
     }
@@ -883,7 +909,13 @@ impl RestStorage for VersionedStorage {
         };
         let bytes = self
             .inner
-            .patch(ctx, name, subresource, &in_version, &Self::computed(opts))
+            .patch(
+                &self.inner_ctx(ctx),
+                name,
+                subresource,
+                &in_version,
+                &Self::computed(opts),
+            )
             .await?;
         self.out(bytes)
     }
@@ -897,7 +929,7 @@ impl RestStorage for VersionedStorage {
         if opts.ignore_store_read_error_with_cluster_breaking_potential == Some(true) {
             return self.unsafe_delete(ctx, name, opts).await;
         }
-        match self.inner.delete(ctx, name, opts).await? {
+        match self.inner.delete(&self.inner_ctx(ctx), name, opts).await? {
             DeleteOutcome::Pending(bytes) => Ok(DeleteOutcome::Pending(self.out(bytes)?)),
             deleted => Ok(deleted),
         }
@@ -909,7 +941,10 @@ impl RestStorage for VersionedStorage {
         list: &ListOptions,
         opts: &DeleteOptions,
     ) -> Result<ObjectList, ApiError> {
-        let deleted = self.inner.delete_collection(ctx, list, opts).await?;
+        let deleted = self
+            .inner
+            .delete_collection(&self.inner_ctx(ctx), list, opts)
+            .await?;
         self.out_list(deleted)
     }
 }

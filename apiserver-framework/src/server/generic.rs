@@ -282,6 +282,7 @@ impl GenericApiServer {
                     user,
                     admission: self.admission.clone(),
                     registry: self.registry.clone(),
+                    request_resource: None,
                 };
                 // The handler does what the request was authorized for: the verb of the one
                 // reading the authorizer used.

@@ -597,6 +597,7 @@ mod tests {
             user,
             admission: Arc::new(AdmissionChain::new(Vec::new())),
             registry: Arc::new(Registry::default()),
+            request_resource: None,
         }
     }
 

@@ -55,6 +55,7 @@ impl<T: ApiResource> Store<T> {
         let mut attrs = AdmissionAttributes {
             operation: write.operation,
             resource: &self.info,
+            request_resource: ctx.request_resource.as_deref().unwrap_or(&self.info),
             subresource: write.subresource,
             namespace: namespace.as_deref(),
             name: &name,
@@ -95,6 +96,7 @@ impl<T: ApiResource> Store<T> {
         let attrs = AdmissionAttributes {
             operation: write.operation,
             resource: &self.info,
+            request_resource: ctx.request_resource.as_deref().unwrap_or(&self.info),
             subresource: write.subresource,
             namespace: meta.namespace.as_deref(),
             name: meta.name.as_deref().unwrap_or_default(),
@@ -127,6 +129,7 @@ impl<T: ApiResource> Store<T> {
         let mut attrs = AdmissionAttributes {
             operation: Operation::Delete,
             resource: &self.info,
+            request_resource: ctx.request_resource.as_deref().unwrap_or(&self.info),
             subresource: None,
             namespace: namespace.as_deref(),
             name: &name,

@@ -175,6 +175,7 @@ pub fn ctx_with(plugins: Vec<Arc<dyn AdmissionPlugin>>) -> RequestContext {
         user: UserInfo::new("alice", &["system:authenticated"]),
         admission: Arc::new(AdmissionChain::new(plugins)),
         registry: Arc::new(Registry::default()),
+        request_resource: None,
     }
 }
 
