@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::error::ApiError;
 use crate::registry::admission::{AdmissionAttributes, Operation};
+use crate::resource::ResourceInfo;
 
 /// The wire name of an operation (`CREATE`, `UPDATE`, `DELETE`).
 pub fn operation_name(op: Operation) -> &'static str {
@@ -26,9 +27,13 @@ fn any_or(list: &Option<Vec<String>>, value: &str) -> bool {
         .any(|v| v == "*" || v == value)
 }
 
-/// Whether `rule` covers the request.
-pub fn rule_matches(rule: &RuleWithOperations, attrs: &AdmissionAttributes<'_>) -> bool {
-    let info = attrs.resource;
+/// Whether `rule` covers the request, taken as a write to `info` (the request's resource, or
+/// one of its other versions under `matchPolicy: Equivalent`).
+pub fn rule_matches(
+    rule: &RuleWithOperations,
+    info: &ResourceInfo,
+    attrs: &AdmissionAttributes<'_>,
+) -> bool {
     let namespace = attrs.namespace.unwrap_or_default();
     let is_namespace = info.group.is_empty() && info.plural == "namespaces";
     let scope = match rule.scope.as_deref() {

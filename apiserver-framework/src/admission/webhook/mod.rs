@@ -3,14 +3,17 @@
 //! (upstream's `pkg/admission/plugin/webhook`).
 //!
 //! Configurations run in name order, webhooks in their order inside one. A webhook is called
-//! when one of its `rules` and both selectors match; its `failurePolicy` (default `Fail`)
+//! when one of its `rules` and both selectors match; its `matchPolicy` (default `Equivalent`)
+//! decides whether a rule naming another version of the resource matches, the webhook then
+//! getting the objects in that version ([`versions`]); its `failurePolicy` (default `Fail`)
 //! decides what a failed call means; `sideEffects` other than `None`/`NoneOnDryRun` refuse dry
-//! runs. Not supported yet: `matchPolicy: Equivalent` (only the exact resource matches),
-//! `matchConditions` (ignored) and `reinvocationPolicy` (never reinvoked).
+//! runs. Not supported yet: `matchConditions` (ignored) and `reinvocationPolicy` (never
+//! reinvoked).
 
 pub(crate) mod client;
 pub(crate) mod matching;
 pub(crate) mod review;
+pub(crate) mod versions;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,6 +26,8 @@ use crate::admission::lifecycle::namespace_not_found;
 use crate::error::ApiError;
 use crate::host::resolver::ServiceResolver;
 use crate::registry::admission::{AdmissionAttributes, AdmissionPlugin};
+use crate::resource::ResourceInfo;
+use versions::{MatchPolicy, Versioned};
 
 /// The name of the mutating webhook plugin.
 pub const MUTATING_NAME: &str = "MutatingAdmissionWebhook";
@@ -34,6 +39,7 @@ struct Hook {
     name: String,
     client_config: reg::WebhookClientConfig,
     rules: Vec<reg::RuleWithOperations>,
+    match_policy: MatchPolicy,
     namespace_selector: Option<LabelSelector>,
     object_selector: Option<LabelSelector>,
     side_effects: String,
@@ -47,6 +53,7 @@ impl Hook {
         name: &str,
         client_config: &reg::WebhookClientConfig,
         rules: &Option<Vec<reg::RuleWithOperations>>,
+        match_policy: Option<&str>,
         namespace_selector: &Option<LabelSelector>,
         object_selector: &Option<LabelSelector>,
         side_effects: &str,
@@ -57,6 +64,7 @@ impl Hook {
             name: name.to_string(),
             client_config: client_config.clone(),
             rules: rules.clone().unwrap_or_default(),
+            match_policy: MatchPolicy::of(match_policy),
             namespace_selector: namespace_selector.clone(),
             object_selector: object_selector.clone(),
             side_effects: side_effects.to_string(),
@@ -80,6 +88,7 @@ macro_rules! hooks_of {
                     &w.name,
                     &w.client_config,
                     &w.rules,
+                    w.match_policy.as_deref(),
                     &w.namespace_selector,
                     &w.object_selector,
                     &w.side_effects,
@@ -106,15 +115,17 @@ struct Dispatcher {
 }
 
 impl Dispatcher {
-    /// Whether `hook` wants the request (an error refuses it).
-    async fn should_call(
+    /// The version of the request's resource `hook` is called in, or `None` when it does not
+    /// want the request (an error refuses it).
+    async fn should_call<'a>(
         &self,
         hook: &Hook,
-        attrs: &AdmissionAttributes<'_>,
-    ) -> Result<bool, ApiError> {
-        if !hook.rules.iter().any(|r| matching::rule_matches(r, attrs)) {
-            return Ok(false);
-        }
+        attrs: &AdmissionAttributes<'a>,
+    ) -> Result<Option<&'a ResourceInfo>, ApiError> {
+        let Some(version) = versions::matching_version(&hook.rules, hook.match_policy, attrs)
+        else {
+            return Ok(None);
+        };
         let namespace = attrs.namespace.unwrap_or_default();
         let is_namespace = attrs.resource.group.is_empty() && attrs.resource.plural == "namespaces";
         if !namespace.is_empty()
@@ -127,11 +138,11 @@ impl Dispatcher {
             };
             let labels = ns.metadata.labels.unwrap_or_default();
             if !matching::selector_matches(selector, &labels).map_err(ApiError::internal)? {
-                return Ok(false);
+                return Ok(None);
             }
         }
         if !matching::object_selected(&hook.object_selector, attrs)? {
-            return Ok(false);
+            return Ok(None);
         }
         if attrs.dry_run && !matches!(hook.side_effects.as_str(), "None" | "NoneOnDryRun") {
             return Err(ApiError::bad_request(format!(
@@ -139,18 +150,22 @@ impl Dispatcher {
                 hook.name
             )));
         }
-        Ok(true)
+        Ok(Some(version))
     }
 
-    /// Calls `hook`; `Ok(None)` when the call failed and the hook's failures are ignored.
+    /// Calls `hook` with the request's objects in the version it is called in; `Ok(None)` when
+    /// the call failed and the hook's failures are ignored.
     async fn call(
         &self,
         hook: &Hook,
         attrs: &AdmissionAttributes<'_>,
+        versioned: &Versioned<'_>,
         mutating: bool,
     ) -> Result<Option<review::Verdict>, ApiError> {
         let uid = uuid::Uuid::new_v4().to_string();
-        let body = review::request(attrs, &uid).to_string().into_bytes();
+        let body = review::request(attrs, versioned, &uid)
+            .to_string()
+            .into_bytes();
         let result = client::post(&hook.client_config, &*self.resolver, hook.timeout, body)
             .await
             .and_then(|body| {
@@ -172,6 +187,22 @@ impl Dispatcher {
     }
 }
 
+/// Applies a mutating webhook's JSON patch to the object in the webhook's version; a patch of a
+/// request without an object (a delete) is upstream's 500.
+fn apply_patch(
+    name: &str,
+    versioned: &mut Versioned<'_>,
+    patch: &json_patch::Patch,
+) -> Result<(), ApiError> {
+    let Some(object) = versioned.object.as_mut() else {
+        return Err(ApiError::internal(format!(
+            "admission webhook {name:?} attempted to modify the object, which is not supported for this operation"
+        )));
+    };
+    json_patch::patch(object, patch)
+        .map_err(|e| ApiError::internal(format!("failed calling webhook {name:?}: JSONPatch: {e}")))
+}
+
 /// Calls the host's mutating webhooks and applies their JSON patches.
 pub struct MutatingAdmissionWebhook(Dispatcher);
 
@@ -191,24 +222,32 @@ impl AdmissionPlugin for MutatingAdmissionWebhook {
     async fn mutate(&self, attrs: &mut AdmissionAttributes<'_>) -> Result<(), ApiError> {
         let d = &self.0;
         wait_synced(&d.host.mutating, attrs).await?;
+        // The objects in the version of the webhook last called: the next webhook of that
+        // version gets them as that one's patch left them, as upstream's `VersionedAttributes`;
+        // the store's object is kept in step after every patch.
+        let mut last: Option<Versioned<'_>> = None;
         for hook in mutating_hooks(&d.host) {
-            if !d.should_call(&hook, attrs).await? {
-                continue;
-            }
-            let Some(verdict) = d.call(&hook, attrs, true).await? else {
+            let Some(version) = d.should_call(&hook, attrs).await? else {
                 continue;
             };
-            if !verdict.allowed {
-                return Err(review::denied(&hook.name, &verdict.status));
+            let mut versioned = match last.take() {
+                Some(v) if v.resource.version == version.version => v,
+                _ => Versioned::new(attrs, version)?,
+            };
+            let verdict = d.call(&hook, attrs, &versioned, true).await?;
+            if let Some(verdict) = verdict {
+                if !verdict.allowed {
+                    return Err(review::denied(&hook.name, &verdict.status));
+                }
+                if let Some(patch) = verdict.patch.filter(|p| !p.0.is_empty()) {
+                    apply_patch(&hook.name, &mut versioned, &patch)?;
+                    let stored = versioned.stored_object(attrs)?;
+                    if let (Some(object), Some(stored)) = (attrs.object.as_deref_mut(), stored) {
+                        *object = stored;
+                    }
+                }
             }
-            if let (Some(patch), Some(object)) = (verdict.patch, attrs.object.as_deref_mut()) {
-                json_patch::patch(object, &patch).map_err(|e| {
-                    ApiError::internal(format!(
-                        "failed calling webhook {:?}: JSONPatch: {e}",
-                        hook.name
-                    ))
-                })?;
-            }
+            last = Some(versioned);
         }
         Ok(())
     }
@@ -233,11 +272,23 @@ impl AdmissionPlugin for ValidatingAdmissionWebhook {
     async fn validate(&self, attrs: &AdmissionAttributes<'_>) -> Result<(), ApiError> {
         let d = &self.0;
         wait_synced(&d.host.validating, attrs).await?;
+        // The objects in each version a webhook was called in, converted once.
+        let mut converted: Vec<Versioned<'_>> = Vec::new();
         for hook in validating_hooks(&d.host) {
-            if !d.should_call(&hook, attrs).await? {
+            let Some(version) = d.should_call(&hook, attrs).await? else {
                 continue;
-            }
-            if let Some(verdict) = d.call(&hook, attrs, false).await?
+            };
+            let at = match converted
+                .iter()
+                .position(|v| v.resource.version == version.version)
+            {
+                Some(at) => at,
+                None => {
+                    converted.push(Versioned::new(attrs, version)?);
+                    converted.len() - 1
+                }
+            };
+            if let Some(verdict) = d.call(&hook, attrs, &converted[at], false).await?
                 && !verdict.allowed
             {
                 return Err(review::denied(&hook.name, &verdict.status));

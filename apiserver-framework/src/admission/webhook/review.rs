@@ -5,17 +5,28 @@ use base64::Engine as _;
 use serde_json::{Map, Value, json};
 
 use crate::admission::webhook::matching::operation_name;
+use crate::admission::webhook::versions::Versioned;
 use crate::error::ApiError;
 use crate::registry::admission::{AdmissionAttributes, Operation};
+use crate::resource::ResourceInfo;
 
 /// The API version of the reviews sent and expected.
 pub const API_VERSION: &str = "admission.k8s.io/v1";
 
-/// The `AdmissionReview` for the request, with a new `uid`.
-pub fn request(attrs: &AdmissionAttributes<'_>, uid: &str) -> Value {
-    let info = attrs.resource;
-    let kind = json!({"group": info.group, "version": info.version, "kind": info.kind});
-    let resource = json!({"group": info.group, "version": info.version, "resource": info.plural});
+/// A resource's `GroupVersionKind` and `GroupVersionResource`, as a review writes them.
+fn kind_and_resource(info: &ResourceInfo) -> (Value, Value) {
+    (
+        json!({"group": info.group, "version": info.version, "kind": info.kind}),
+        json!({"group": info.group, "version": info.version, "resource": info.plural}),
+    )
+}
+
+/// The `AdmissionReview` for the request, with a new `uid`: `kind`, `resource` and the
+/// objects in the version the webhook is called in (`versioned`), `requestKind` and
+/// `requestResource` in the version the request named.
+pub fn request(attrs: &AdmissionAttributes<'_>, versioned: &Versioned<'_>, uid: &str) -> Value {
+    let (kind, resource) = kind_and_resource(versioned.resource);
+    let (request_kind, request_resource) = kind_and_resource(attrs.request_resource);
     let user = attrs.user;
     let mut user_info = Map::new();
     user_info.insert("username".into(), json!(user.username));
@@ -39,14 +50,14 @@ pub fn request(attrs: &AdmissionAttributes<'_>, uid: &str) -> Value {
     }
     let mut req = Map::new();
     req.insert("uid".into(), json!(uid));
-    req.insert("kind".into(), kind.clone());
-    req.insert("resource".into(), resource.clone());
+    req.insert("kind".into(), kind);
+    req.insert("resource".into(), resource);
     if let Some(sub) = attrs.subresource.filter(|s| !s.is_empty()) {
         req.insert("subResource".into(), json!(sub));
         req.insert("requestSubResource".into(), json!(sub));
     }
-    req.insert("requestKind".into(), kind);
-    req.insert("requestResource".into(), resource);
+    req.insert("requestKind".into(), request_kind);
+    req.insert("requestResource".into(), request_resource);
     if !attrs.name.is_empty() {
         req.insert("name".into(), json!(attrs.name));
     }
@@ -55,10 +66,10 @@ pub fn request(attrs: &AdmissionAttributes<'_>, uid: &str) -> Value {
     }
     req.insert("operation".into(), json!(operation_name(attrs.operation)));
     req.insert("userInfo".into(), Value::Object(user_info));
-    if let Some(object) = attrs.object.as_deref() {
+    if let Some(object) = &versioned.object {
         req.insert("object".into(), object.clone());
     }
-    if let Some(old) = attrs.old_object {
+    if let Some(old) = &versioned.old_object {
         req.insert("oldObject".into(), old.clone());
     }
     req.insert("dryRun".into(), json!(attrs.dry_run));

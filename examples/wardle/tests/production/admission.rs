@@ -1,6 +1,7 @@
 //! Admission in production mode: the host's webhook configurations (a webhook server over TLS
-//! with its own CA that labels and rejects Flunders), `failurePolicy` with the webhook down,
-//! and `NamespaceLifecycle` against the host's namespaces.
+//! with its own CA that labels and rejects Flunders), `matchPolicy` across Flunder's two
+//! versions, `failurePolicy` with the webhook down, and `NamespaceLifecycle` against the host's
+//! namespaces.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -22,7 +23,9 @@ use crate::stack::{Stack, TIMEOUT};
 type Seen = Arc<Mutex<Vec<(String, Value)>>>;
 
 /// A webhook server on loopback: `/mutate` labels every object `admitted-by: webhook`
-/// (JSONPatch), `/validate` denies objects named `rejected`.
+/// (JSONPatch), `/validate` denies objects named `rejected`, `/deny-marked` objects labelled
+/// `mark: deny`, `/deny-all` every object; `/mutate-v1beta1` replaces the v1beta1-only field
+/// `spec.fischerReference` and labels the object with the version it was sent in.
 struct WebhookServer {
     addr: SocketAddr,
     ca_pem: String,
@@ -50,6 +53,23 @@ fn answer(path: &str, review: &Value) -> Value {
             let patch = base64::engine::general_purpose::STANDARD.encode(patch.to_string());
             json!({"uid": uid, "allowed": true, "patchType": "JSONPatch", "patch": patch})
         }
+        "/mutate-v1beta1" => {
+            // Only applies to a v1beta1 Flunder: v1alpha1 has no `spec.fischerReference`.
+            let patch = json!([
+                {"op": "replace", "path": "/spec/fischerReference", "value": "patched-in-v1beta1"},
+                {"op": "add", "path": "/metadata/labels/mutated-in", "value": request["kind"]["version"]},
+            ]);
+            let patch = base64::engine::general_purpose::STANDARD.encode(patch.to_string());
+            json!({"uid": uid, "allowed": true, "patchType": "JSONPatch", "patch": patch})
+        }
+        "/deny-marked" if request["object"]["metadata"]["labels"]["mark"] == "deny" => json!({
+            "uid": uid, "allowed": false,
+            "status": {"message": "marked flunder denied", "code": 403}
+        }),
+        "/deny-all" => json!({
+            "uid": uid, "allowed": false,
+            "status": {"message": "every flunder denied", "code": 403}
+        }),
         _ if request["name"] == "rejected" => json!({
             "uid": uid, "allowed": false,
             "status": {"message": "flunder name rejected", "code": 403}
@@ -192,8 +212,13 @@ async fn configure(stack: &Stack, plural: &str, name: &str, webhooks: Vec<Value>
 
 /// Creates a Flunder in `namespace` through the host as alice.
 async fn create(stack: &Stack, namespace: &str, body: Value) -> (u16, Value) {
+    create_in(stack, "v1alpha1", namespace, body).await
+}
+
+/// Creates a Flunder in `namespace` through the host as alice, sent to `version`.
+async fn create_in(stack: &Stack, version: &str, namespace: &str, body: Value) -> (u16, Value) {
     let url = format!(
-        "{}/apis/wardle.example.com/v1alpha1/namespaces/{namespace}/flunders",
+        "{}/apis/wardle.example.com/{version}/namespaces/{namespace}/flunders",
         stack.host_url()
     );
     let (code, text) = stack
@@ -350,6 +375,200 @@ async fn webhooks_of_the_host_mutate_and_reject_flunders() {
         seen.iter()
             .all(|(_, r)| r["request"]["uid"].as_str().is_some_and(|u| !u.is_empty()))
     );
+}
+
+/// Rules for Flunder creates in `v1beta1` only.
+fn v1beta1_rules() -> Value {
+    json!([{
+        "operations": ["CREATE"],
+        "apiGroups": ["wardle.example.com"],
+        "apiVersions": ["v1beta1"],
+        "resources": ["flunders"],
+    }])
+}
+
+/// The `GroupVersionKind` and `GroupVersionResource` of Flunders in `version`, as a review
+/// names them.
+fn flunders_in(version: &str) -> (Value, Value) {
+    (
+        json!({"group": "wardle.example.com", "version": version, "kind": "Flunder"}),
+        json!({"group": "wardle.example.com", "version": version, "resource": "flunders"}),
+    )
+}
+
+/// The last review a webhook path received for the Flunder `name`.
+fn review_of(server: &WebhookServer, path: &str, name: &str) -> Value {
+    let seen = server.seen.lock().unwrap();
+    seen.iter()
+        .rev()
+        .find(|(p, r)| p == path && r["request"]["name"] == name)
+        .map(|(_, r)| r["request"].clone())
+        .unwrap_or_else(|| panic!("{path} never saw Flunder {name}"))
+}
+
+/// A validating webhook registered for `v1beta1` without a `matchPolicy` (v1's default,
+/// `Equivalent`) is called for a create sent to `v1alpha1` and refuses it; it gets the Flunder
+/// converted to `v1beta1`, with `kind`/`resource` naming `v1beta1` and
+/// `requestKind`/`requestResource` naming `v1alpha1`. The same webhook under
+/// `matchPolicy: Exact` is called only for creates sent to `v1beta1`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_for_v1beta1_sees_creates_sent_to_v1alpha1_unless_exact() {
+    let server = start_webhook_server().await;
+    let stack = Stack::start(&[]).await;
+    let base = format!("https://{}", server.addr);
+    configure(
+        &stack,
+        "validatingwebhookconfigurations",
+        "v1beta1-validators",
+        vec![
+            webhook(
+                "equivalent.wardle.test",
+                &format!("{base}/deny-marked"),
+                &server.ca_pem,
+                json!({"rules": v1beta1_rules()}),
+            ),
+            webhook(
+                "exact.wardle.test",
+                &format!("{base}/deny-all"),
+                &server.ca_pem,
+                json!({"rules": v1beta1_rules(), "matchPolicy": "Exact"}),
+            ),
+        ],
+    )
+    .await;
+    // Both webhooks are in one configuration: once the first is seen, so is the second.
+    let (code, body) = until(&stack, json!({"mark": "deny"}), |code, _| code != 201).await;
+    assert_eq!(code, 403, "{body}");
+    assert_eq!(
+        body["message"],
+        "admission webhook \"equivalent.wardle.test\" denied the request: marked flunder denied"
+    );
+    // The last review of the path is the one of the refused create.
+    let request = server
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|(path, _)| path == "/deny-marked")
+        .map(|(_, r)| r["request"].clone())
+        .expect("/deny-marked was called");
+    let (beta_kind, beta_resource) = flunders_in("v1beta1");
+    let (alpha_kind, alpha_resource) = flunders_in("v1alpha1");
+    assert_eq!(request["kind"], beta_kind);
+    assert_eq!(request["resource"], beta_resource);
+    assert_eq!(request["requestKind"], alpha_kind);
+    assert_eq!(request["requestResource"], alpha_resource);
+    let object = &request["object"];
+    assert_eq!(object["apiVersion"], "wardle.example.com/v1beta1");
+    assert_eq!(object["kind"], "Flunder");
+    assert_eq!(
+        (
+            &object["spec"]["fischerReference"],
+            &object["spec"]["reference"]
+        ),
+        (&json!("x"), &Value::Null),
+        "the object is in v1beta1's shape: {object}"
+    );
+    assert_eq!(object["metadata"]["labels"]["mark"], "deny");
+
+    // The Exact webhook, which denies everything, is not called for v1alpha1 ...
+    let (code, body) = create(&stack, "default", flunder("unmarked", json!({}))).await;
+    assert_eq!(code, 201, "{body}");
+    // ... and is for v1beta1 (once the host routes it).
+    let beta = json!({
+        "apiVersion": "wardle.example.com/v1beta1",
+        "kind": "Flunder",
+        "metadata": {"name": "sent-to-v1beta1"},
+        "spec": {"fischerReference": "x", "referenceType": "Fischer"}
+    });
+    let deadline = Instant::now() + TIMEOUT;
+    let (code, body) = loop {
+        let (code, body) = create_in(&stack, "v1beta1", "default", beta.clone()).await;
+        if !matches!(code, 404 | 503) || Instant::now() > deadline {
+            break (code, body);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert_eq!(code, 403, "{body}");
+    assert_eq!(
+        body["message"],
+        "admission webhook \"exact.wardle.test\" denied the request: every flunder denied"
+    );
+    let exact: Vec<Value> = server
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(path, _)| path == "/deny-all")
+        .map(|(_, r)| r["request"].clone())
+        .collect();
+    assert!(!exact.is_empty());
+    for request in &exact {
+        assert_eq!(request["requestKind"], beta_kind, "{request}");
+        assert_eq!(request["kind"], beta_kind, "{request}");
+    }
+}
+
+/// A mutating webhook registered for `v1beta1` mutates a create sent to `v1alpha1`: its JSON
+/// patch, which only applies to a v1beta1 Flunder, is applied to the object in v1beta1, and the
+/// stored object, read in v1alpha1, shows the change converted back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mutating_webhook_for_v1beta1_mutates_creates_sent_to_v1alpha1() {
+    let server = start_webhook_server().await;
+    let stack = Stack::start(&[]).await;
+    let base = format!("https://{}", server.addr);
+    configure(
+        &stack,
+        "mutatingwebhookconfigurations",
+        "v1beta1-mutators",
+        vec![webhook(
+            "beta.wardle.test",
+            &format!("{base}/mutate-v1beta1"),
+            &server.ca_pem,
+            json!({"rules": v1beta1_rules()}),
+        )],
+    )
+    .await;
+    let (code, body) = until(&stack, json!({}), |code, b| {
+        code != 201 || b["metadata"]["labels"]["mutated-in"] == "v1beta1"
+    })
+    .await;
+    assert_eq!(code, 201, "{body}");
+    assert_eq!(body["apiVersion"], "wardle.example.com/v1alpha1");
+    assert_eq!(body["spec"]["reference"], "patched-in-v1beta1", "{body}");
+    assert_eq!(body["spec"]["referenceType"], "Fischer", "{body}");
+    let name = body["metadata"]["name"].as_str().expect("a name");
+
+    let url = format!(
+        "{}/apis/wardle.example.com/v1alpha1/namespaces/default/flunders/{name}",
+        stack.host_url()
+    );
+    let (code, text) = stack
+        .call(
+            &stack.client(),
+            Method::GET,
+            &url,
+            Some(&stack.token("alice")),
+            None,
+        )
+        .await;
+    assert_eq!(code, 200, "{text}");
+    let stored: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(
+        stored["spec"]["reference"], "patched-in-v1beta1",
+        "{stored}"
+    );
+    assert_eq!(stored["metadata"]["labels"]["mutated-in"], "v1beta1");
+
+    let request = review_of(&server, "/mutate-v1beta1", name);
+    assert_eq!(request["kind"], flunders_in("v1beta1").0);
+    assert_eq!(request["requestKind"], flunders_in("v1alpha1").0);
+    assert_eq!(
+        request["object"]["apiVersion"],
+        "wardle.example.com/v1beta1"
+    );
+    assert_eq!(request["object"]["spec"]["fischerReference"], "x");
 }
 
 /// With its webhook down, `failurePolicy: Fail` refuses the request and `Ignore` admits it.
