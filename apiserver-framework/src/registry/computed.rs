@@ -17,6 +17,11 @@
 //! discovery with the verbs `get` and `list` only, and OpenAPI. Every other verb answers
 //! upstream's 405 `MethodNotAllowed` for a route that does not exist. Objects carry no
 //! `resourceVersion` of their own (the list's is empty), as metrics-server's.
+//!
+//! A provider is not trusted to keep to the request's namespace: a list in a namespace answers
+//! the provider's objects of that namespace only, and a get whose object is of another
+//! namespace answers a 500 `InternalError` without the object (both logged as errors), so a
+//! provider's mistake never shows a client an object its authorization did not cover.
 
 use std::any::Any;
 use std::marker::PhantomData;
@@ -70,7 +75,7 @@ impl<T: ApiResource, P: ResourceProvider<T>> Computed<T, P> {
     }
 
     /// An object as the client sees it: `apiVersion` and `kind` set, and the namespace of the
-    /// request for namespaced objects that name none.
+    /// request for namespaced objects that name none (or an empty one).
     fn encode(&self, object: &T, ctx: &RequestContext) -> Result<Value, ApiError> {
         let mut v = serde_json::to_value(object).map_err(ApiError::internal)?;
         if let Value::Object(map) = &mut v {
@@ -79,11 +84,28 @@ impl<T: ApiResource, P: ResourceProvider<T>> Computed<T, P> {
             if self.info.namespaced()
                 && let Some(ns) = &ctx.namespace
                 && let Some(Value::Object(meta)) = map.get_mut("metadata")
+                && namespace_of(meta).is_none()
             {
-                meta.entry("namespace").or_insert_with(|| ns.clone().into());
+                meta.insert("namespace".into(), ns.clone().into());
             }
         }
         Ok(v)
+    }
+
+    /// The namespace of a provider's object when it is not the request's: the request names a
+    /// namespace of a namespaced resource and the object names another (one that names none
+    /// is given the request's by [`Self::encode`]).
+    fn foreign_namespace<'o>(&self, ctx: &RequestContext, object: &'o T) -> Option<&'o str> {
+        let requested = ctx
+            .namespace
+            .as_deref()
+            .filter(|_| self.info.namespaced())?;
+        let theirs = object
+            .meta()
+            .namespace
+            .as_deref()
+            .filter(|ns| !ns.is_empty())?;
+        (theirs != requested).then_some(theirs)
     }
 
     /// The key an object sorts and continues by, a clean path as continue tokens carry:
@@ -96,6 +118,13 @@ impl<T: ApiResource, P: ResourceProvider<T>> Computed<T, P> {
             None => format!("/{name}"),
         }
     }
+}
+
+/// A non-empty `namespace` of an object's `metadata`.
+fn namespace_of(meta: &serde_json::Map<String, Value>) -> Option<&str> {
+    meta.get("namespace")
+        .and_then(Value::as_str)
+        .filter(|ns| !ns.is_empty())
 }
 
 fn to_bytes(v: &Value) -> Result<Bytes, ApiError> {
@@ -119,10 +148,24 @@ impl<T: ApiResource, P: ResourceProvider<T>> RestStorage for Computed<T, P> {
     }
 
     async fn get(&self, ctx: &RequestContext, name: &str) -> Result<Bytes, ApiError> {
-        match self.provider.get(ctx, name).await? {
-            Some(o) => to_bytes(&self.encode(&o, ctx)?),
-            None => Err(ApiError::not_found(&self.info, name)),
+        let Some(o) = self.provider.get(ctx, name).await? else {
+            return Err(ApiError::not_found(&self.info, name));
+        };
+        if let Some(theirs) = self.foreign_namespace(ctx, &o) {
+            tracing::error!(
+                resource = %self.info.group_resource(),
+                name,
+                namespace = ctx.namespace.as_deref().unwrap_or(""),
+                object_namespace = theirs,
+                "the provider of a computed resource answered a get with an object of another \
+                 namespace; refused"
+            );
+            return Err(ApiError::internal(format!(
+                "the provider of {} answered an object of another namespace",
+                self.info.group_resource()
+            )));
         }
+        to_bytes(&self.encode(&o, ctx)?)
     }
 
     async fn list(&self, ctx: &RequestContext, opts: &ListOptions) -> Result<ObjectList, ApiError> {
@@ -137,7 +180,12 @@ impl<T: ApiResource, P: ResourceProvider<T>> RestStorage for Computed<T, P> {
             Some(key)
         };
         let mut objects = Vec::new();
+        let mut foreign = 0usize;
         for o in self.provider.list(ctx).await? {
+            if self.foreign_namespace(ctx, &o).is_some() {
+                foreign += 1;
+                continue;
+            }
             let labels = o.meta().labels.clone().unwrap_or_default();
             if !opts.label_selector.matches(&labels) {
                 continue;
@@ -151,6 +199,14 @@ impl<T: ApiResource, P: ResourceProvider<T>> RestStorage for Computed<T, P> {
                 continue;
             }
             objects.push((key, v));
+        }
+        if foreign > 0 {
+            tracing::error!(
+                resource = %self.info.group_resource(),
+                namespace = ctx.namespace.as_deref().unwrap_or(""),
+                objects = foreign,
+                "the provider of a computed resource listed objects of other namespaces; left out"
+            );
         }
         objects.sort_by(|a, b| a.0.cmp(&b.0));
         let mut continue_token = None;
