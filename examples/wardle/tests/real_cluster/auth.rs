@@ -4,6 +4,8 @@
 //! `extension-apiserver-authentication` ConfigMap. Twins of the dev host's
 //! `token_users_through_the_host` and `direct_callers_are_who_their_certificates_say`.
 
+use std::time::Duration;
+
 use serde_json::json;
 
 use crate::cluster::{RealCluster, block_on};
@@ -139,6 +141,99 @@ pub fn direct_callers(cluster: &RealCluster) {
                 .unwrap_or_default()
                 .contains("User \"carol\" cannot list"),
             "{refused}"
+        );
+    });
+}
+
+/// How many `create`s of `resource` (`subjectaccessreviews`, `tokenreviews`) kube-apiserver
+/// has served, from its own request metrics.
+async fn reviews_served(admin: &reqwest::Client, cluster: &RealCluster, resource: &str) -> u64 {
+    let (code, metrics) = send(admin.get(format!("{}/metrics", cluster.api_url()))).await;
+    assert_eq!(code, 200);
+    let metrics = metrics.as_str().expect("the metrics text");
+    metrics
+        .lines()
+        .filter(|l| {
+            l.starts_with("apiserver_request_total{")
+                && l.contains(&format!("resource=\"{resource}\""))
+                && l.contains("verb=\"POST\"")
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
+}
+
+/// wardle asks the real host once per token (TokenReview) and once per distinct attributes
+/// (SubjectAccessReview) within its cache TTLs (10 s, upstream's defaults), counted by
+/// kube-apiserver's own request metrics; after the TTLs, once again. Twin of the dev host's
+/// `reviews_are_cached_for_their_ttl`.
+pub fn reviews_are_cached(cluster: &RealCluster) {
+    cluster.kubectl_ok(
+        "admin",
+        &["create", "serviceaccount", "cached", "-n", "alice"],
+    );
+    cluster.kubectl_ok(
+        "admin",
+        &[
+            "create",
+            "rolebinding",
+            "cached-wardle-editor",
+            "-n",
+            "alice",
+            "--role=wardle-editor",
+            "--serviceaccount=alice:cached",
+        ],
+    );
+    let token = cluster.kubectl_ok("admin", &["create", "token", "cached", "-n", "alice"]);
+    let token = token.trim();
+    block_on(async {
+        let admin = host_client(cluster, Some("admin"), false);
+        let wardle = wardle_client(cluster, None);
+        let url =
+            "https://api.wardle.svc/apis/wardle.example.com/v1alpha1/namespaces/alice/flunders";
+        let burst = || async {
+            let started = std::time::Instant::now();
+            for _ in 0..5 {
+                let (code, body) = send(wardle.get(url).bearer_auth(token)).await;
+                assert_eq!(code, 200, "{body}");
+            }
+            for _ in 0..3 {
+                let (code, body) = send(
+                    wardle
+                        .get(url.replace("/alice/", "/default/"))
+                        .bearer_auth(token),
+                )
+                .await;
+                assert_eq!(code, 403, "{body}");
+            }
+            // All within one TTL, or the counts below mean nothing.
+            assert!(
+                started.elapsed() < Duration::from_secs(8),
+                "too slow to test caching"
+            );
+        };
+        let (tokens, access) = (
+            reviews_served(&admin, cluster, "tokenreviews").await,
+            reviews_served(&admin, cluster, "subjectaccessreviews").await,
+        );
+        burst().await;
+        assert_eq!(
+            reviews_served(&admin, cluster, "tokenreviews").await,
+            tokens + 1
+        );
+        assert_eq!(
+            reviews_served(&admin, cluster, "subjectaccessreviews").await,
+            access + 2
+        );
+        // This test measures the cache's time to live itself: past it, each is asked again.
+        tokio::time::sleep(Duration::from_millis(10_500)).await;
+        burst().await;
+        assert_eq!(
+            reviews_served(&admin, cluster, "tokenreviews").await,
+            tokens + 2
+        );
+        assert_eq!(
+            reviews_served(&admin, cluster, "subjectaccessreviews").await,
+            access + 4
         );
     });
 }

@@ -60,6 +60,7 @@ const CHECKS: &[Check] = &[
         "direct_callers_are_their_certificates",
         auth::direct_callers,
     ),
+    ("reviews_are_cached_for_their_ttl", auth::reviews_are_cached),
     (
         "group_version_is_matched_whole",
         routing::group_version_matching,
