@@ -140,9 +140,15 @@ impl RealCluster {
 
     /// `scripts/real-cluster COMMAND DIR` (`stop-wardle`, `start-wardle`).
     pub fn script(&self, command: &str) {
+        self.script_with(command, &[]);
+    }
+
+    /// `scripts/real-cluster COMMAND DIR ARGS` (`start-wardle DIR ADDRESS`).
+    pub fn script_with(&self, command: &str, args: &[&str]) {
         let out = Command::new(script())
             .arg(command)
             .arg(self.dir())
+            .args(args)
             .env("WARDLE", env!("CARGO_BIN_EXE_wardle"))
             .stdin(Stdio::null())
             .output()
