@@ -16,6 +16,7 @@ use crate::devhost::core::{ConfigMap, Namespace};
 use crate::devhost::files::{self, HostFiles, SERVICE_NAME};
 use crate::devhost::kubeconfig;
 use crate::devhost::options::DevHostOptions;
+use crate::devhost::protobuf;
 use crate::devhost::reviews::{ReviewLog, SubjectAccessReviews, TokenReviews};
 use crate::devhost::rules::{RulesFile, RulesFileError};
 use crate::devhost::self_reviews::{
@@ -232,8 +233,8 @@ pub async fn start(extension: &Extension, opts: &DevHostOptions) -> Result<DevHo
     let core = GenericApiServer::builder("dev-host-core")
         .group(
             Group::new("")
-                .resource::<Namespace>()
-                .resource::<ConfigMap>()
+                .built_in::<Namespace>(protobuf::namespace)
+                .built_in::<ConfigMap>(protobuf::config_map)
                 .computed::<crate::devhost::node::Node>(crate::devhost::node::ThisMachine),
         )
         .group(

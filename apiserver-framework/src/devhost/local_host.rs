@@ -21,6 +21,7 @@ use serde_json::json;
 
 use crate::authz::Authorizer;
 use crate::devhost::core::Namespace;
+use crate::devhost::protobuf;
 use crate::devhost::self_reviews::{
     AUTHENTICATION_GROUP, AUTHORIZATION_GROUP, RulesResolver, SelfReviews,
 };
@@ -51,10 +52,10 @@ pub async fn server(
     authorizer: Arc<dyn Authorizer>,
     rules: Arc<dyn RulesResolver>,
 ) -> Result<GenericApiServer, ApiError> {
-    let namespaces = Arc::new(Store::<Namespace>::new(
-        storage.clone(),
-        Arc::new(DefaultStrategy),
-    ));
+    let namespaces = Arc::new(
+        Store::<Namespace>::new(storage.clone(), Arc::new(DefaultStrategy))
+            .with_protobuf_decoder(protobuf::namespace),
+    );
     create_initial_namespaces(namespaces.as_ref()).await?;
     let reviews = SelfReviews::new(authorizer, rules);
     let mut authentication = Group::new(AUTHENTICATION_GROUP);

@@ -180,10 +180,7 @@ async fn dispatch(
             let mut opts = query.write_options()?;
             field_manager::check_write("CreateOptions", &mut opts, user_agent(&req))?;
             let audit = AuditHook::of(req.extensions());
-            let body = match protobuf_decoder(storage.as_ref(), &req) {
-                Some(decode) => decode(&read_body(req).await?)?,
-                None => read_checked_object(req, storage.as_ref(), &opts, warnings).await?,
-            };
+            let body = read_write_body(req, storage.as_ref(), &opts, warnings).await?;
             audit_object(audit.as_ref(), &body);
             let obj = storage.create(ctx, body, &opts).await?;
             response::object(StatusCode::CREATED, output, info, obj)
@@ -192,7 +189,7 @@ async fn dispatch(
             let mut opts = query.write_options()?;
             field_manager::check_write("UpdateOptions", &mut opts, user_agent(&req))?;
             let audit = AuditHook::of(req.extensions());
-            let body = read_checked_object(req, storage.as_ref(), &opts, warnings).await?;
+            let body = read_write_body(req, storage.as_ref(), &opts, warnings).await?;
             audit_object(audit.as_ref(), &body);
             let obj = storage.update(ctx, n, sub, body, &opts).await?;
             response::object(StatusCode::OK, output, info, obj)
@@ -362,6 +359,25 @@ fn protobuf_decoder(
         storage.protobuf_decoder()
     } else {
         None
+    }
+}
+
+/// Reads the object body of a create or update: protobuf when the request says so and the
+/// storage decodes it (built-in kinds, as upstream accepts them from client-go's typed
+/// clients), otherwise JSON or YAML with `fieldValidation` applied. Protobuf has no unknown
+/// fields to report: fields it does not know are skipped, as upstream's decoder skips them.
+async fn read_write_body(
+    req: Request<Body>,
+    storage: &dyn RestStorage,
+    opts: &crate::registry::options::WriteOptions,
+    warnings: &body_checks::Collected,
+) -> Result<Value, ApiError> {
+    match protobuf_decoder(storage, &req) {
+        Some(decode) => {
+            let body = read_body(req).await?;
+            blocking::run(body.len(), move || decode(&body)).await
+        }
+        None => read_checked_object(req, storage, opts, warnings).await,
     }
 }
 

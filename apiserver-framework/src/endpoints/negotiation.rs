@@ -19,7 +19,8 @@ use crate::quote::go_quote;
 pub const JSON: &str = "application/json";
 /// `application/yaml`.
 pub const YAML: &str = "application/yaml";
-/// Kubernetes' protobuf encoding: accepted only as the create body of storages that decode it
+/// Kubernetes' protobuf encoding: accepted only as the create or update body of storages that
+/// decode it
 /// ([`crate::registry::rest::RestStorage::protobuf_decoder`]), never answered.
 pub(crate) const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 /// The media types responses can be encoded in, as listed by `406` errors.

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::registry::rest::RestStorage;
+use crate::registry::rest::{ProtobufDecoder, RestStorage};
 use crate::registry::store::Store;
 use crate::registry::strategy::{DefaultStrategy, Strategy};
 use crate::registry::subresource::CustomSubresource;
@@ -185,6 +185,24 @@ impl Group {
         self.factories.push(Box::new(
             move |storage: &Arc<dyn Storage>, _: &StorageVersions| {
                 vec![Arc::new(Store::<T>::new(storage.clone(), strategy)) as Arc<dyn RestStorage>]
+            },
+        ));
+        self
+    }
+
+    /// Serves the built-in kind `T` with the generic store and the default strategy, accepting
+    /// bodies in Kubernetes' protobuf encoding decoded by `decoder` (the development host's
+    /// core resources, which kubectl creates with typed clients).
+    pub(crate) fn built_in<T: ApiResource>(mut self, decoder: ProtobufDecoder) -> Self {
+        let info = T::resource_info();
+        if !self.accepts(&info) {
+            return self;
+        }
+        self.factories.push(Box::new(
+            move |storage: &Arc<dyn Storage>, _: &StorageVersions| {
+                let store = Store::<T>::new(storage.clone(), Arc::new(DefaultStrategy))
+                    .with_protobuf_decoder(decoder);
+                vec![Arc::new(store) as Arc<dyn RestStorage>]
             },
         ));
         self

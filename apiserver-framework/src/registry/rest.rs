@@ -250,11 +250,12 @@ pub trait RestStorage: Send + Sync + 'static {
         StructuralSchema::shared(&self.info().schema)
     }
 
-    /// How to decode a create body in Kubernetes' protobuf encoding
+    /// How to decode a create or update body in Kubernetes' protobuf encoding
     /// (`application/vnd.kubernetes.protobuf`) into the JSON object it stands for, for storages
-    /// of built-in kinds that clients send that way (kubectl 1.32 and later sends its
-    /// SelfSubjectReviews and SelfSubjectAccessReviews as protobuf). `None`, the default: a
-    /// protobuf body answers 415 like any other unsupported media type.
+    /// of built-in kinds that clients send that way (kubectl 1.32 and later sends the objects
+    /// of its typed clients as protobuf: `kubectl create namespace`, `create configmap`,
+    /// `auth whoami`, `auth can-i`). `None`, the default: a protobuf body answers 415 like any
+    /// other unsupported media type.
     fn protobuf_decoder(&self) -> Option<ProtobufDecoder> {
         None
     }

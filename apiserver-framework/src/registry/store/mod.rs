@@ -29,7 +29,9 @@ use crate::error::ApiError;
 use crate::registry::encoded_events::EncodedEvents;
 use crate::registry::encoding::{KnownStart, with_resource_version};
 use crate::registry::options::{DeleteOptions, ListOptions, WriteOptions};
-use crate::registry::rest::{DeleteOutcome, EventStream, ObjectList, RequestContext, RestStorage};
+use crate::registry::rest::{
+    DeleteOutcome, EventStream, ObjectList, ProtobufDecoder, RequestContext, RestStorage,
+};
 use crate::registry::strategy::Strategy;
 use crate::resource::{ApiResource, ResourceInfo};
 use crate::schema::StructuralSchema;
@@ -52,6 +54,8 @@ pub struct Store<T: ApiResource> {
     encoded: Arc<EncodedEvents>,
     /// The model of the resource's schema: patches, apply and field validation follow it.
     schema: StructuralSchema,
+    /// How protobuf bodies of `T` decode, for built-in kinds (none: they answer 415).
+    protobuf: Option<ProtobufDecoder>,
     _marker: PhantomData<fn() -> T>,
 }
 
@@ -76,8 +80,16 @@ impl<T: ApiResource> Store<T> {
             prefix,
             encoded: Arc::default(),
             schema,
+            protobuf: None,
             _marker: PhantomData,
         }
+    }
+
+    /// The store accepting create and update bodies in Kubernetes' protobuf encoding, decoded
+    /// by `decoder` (for built-in kinds, which client-go's typed clients send that way).
+    pub(crate) fn with_protobuf_decoder(mut self, decoder: ProtobufDecoder) -> Self {
+        self.protobuf = Some(decoder);
+        self
     }
 
     /// The storage key of object `name`.
@@ -155,6 +167,10 @@ impl<T: ApiResource> RestStorage for Store<T> {
 
     fn structural_schema(&self) -> StructuralSchema {
         self.schema.clone()
+    }
+
+    fn protobuf_decoder(&self) -> Option<ProtobufDecoder> {
+        self.protobuf
     }
 
     async fn get(&self, ctx: &RequestContext, name: &str) -> Result<Bytes, ApiError> {

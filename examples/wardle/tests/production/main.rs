@@ -5,6 +5,8 @@
 mod admission;
 mod aggregator_routing;
 mod stack;
+#[path = "../support/mod.rs"]
+mod support;
 mod versions;
 mod watch_prefix;
 
@@ -208,6 +210,195 @@ async fn kubectl_through_the_host() {
     assert!(line.starts_with("ADDED"), "{line}");
     let _ = watch.kill();
     let _ = watch.wait();
+}
+
+/// `k8s\0` and the `runtime.Unknown` envelope around `object`, as client-go sends a built-in
+/// object in protobuf.
+fn protobuf_body(kind: &str, object: impl prost::Message) -> Vec<u8> {
+    let unknown = k8s_pb::apimachinery::pkg::runtime::Unknown {
+        type_meta: Some(k8s_pb::apimachinery::pkg::runtime::TypeMeta {
+            api_version: Some("v1".into()),
+            kind: Some(kind.into()),
+        }),
+        raw: Some(object.encode_to_vec()),
+        content_encoding: Some(String::new()),
+        content_type: Some(String::new()),
+    };
+    let mut body = b"k8s\0".to_vec();
+    body.extend(prost::Message::encode_to_vec(&unknown));
+    body
+}
+
+/// Sends `body` as `content_type` to the host as its admin, accepting protobuf or anything
+/// (as client-go's typed clients do); returns the status, the response's Content-Type and
+/// its body as JSON.
+async fn send_as(
+    stack: &Stack,
+    method: Method,
+    path: &str,
+    content_type: &str,
+    body: Vec<u8>,
+) -> (u16, String, Value) {
+    let res = stack
+        .client()
+        .request(method, format!("{}{path}", stack.host_url()))
+        .bearer_auth(stack.token("admin"))
+        .header("Content-Type", content_type)
+        .header("Accept", "application/vnd.kubernetes.protobuf, */*")
+        .body(body)
+        .send()
+        .await
+        .expect("an answer");
+    let code = res.status().as_u16();
+    let content_type = res
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    (code, content_type, status(&res.text().await.unwrap()))
+}
+
+/// kubectl 1.32 and later creates built-in objects with typed clients, which send them in
+/// protobuf: the host accepts them as a cluster does (it answered 415 before), for kubectl
+/// 1.33 and the machine's kubectl alike, and accepts a protobuf update too. A protobuf body
+/// that does not decode is a 400 Status; a media type nobody decodes is still upstream's 415.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn built_in_objects_are_accepted_in_protobuf() {
+    use k8s_pb::api::core::v1 as core;
+    use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
+    const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+
+    let stack = Stack::start(&[]).await;
+    let kubectls = [
+        ("made-by-1-33", support::kubectl_binary(33)),
+        ("made-by-kubectl", std::path::PathBuf::from("kubectl")),
+    ];
+    for (ns, kubectl) in &kubectls {
+        let run = |args: &[&str]| {
+            let out = stack
+                .kubectl_command_of(kubectl, "admin", args)
+                .output()
+                .expect("run kubectl");
+            assert!(
+                out.status.success(),
+                "{} {args:?}: {}",
+                kubectl.display(),
+                support::stderr(&out)
+            );
+            support::stdout(&out).trim().to_string()
+        };
+        assert_eq!(
+            run(&["create", "namespace", ns]),
+            format!("namespace/{ns} created")
+        );
+        assert_eq!(
+            run(&[
+                "create",
+                "configmap",
+                "settings",
+                "-n",
+                ns,
+                "--from-literal=colour=blue"
+            ]),
+            "configmap/settings created"
+        );
+        assert_eq!(
+            run(&[
+                "get",
+                "configmap",
+                "settings",
+                "-n",
+                ns,
+                "-o",
+                "jsonpath={.data.colour}"
+            ]),
+            "blue"
+        );
+    }
+
+    // An update in protobuf (what a typed client's Update sends), answered in JSON.
+    let path = "/api/v1/namespaces/made-by-1-33/configmaps/settings";
+    let (code, _, current) =
+        send_as(&stack, Method::GET, path, "application/json", Vec::new()).await;
+    assert_eq!(code, 200, "{current}");
+    let changed = core::ConfigMap {
+        metadata: Some(meta::ObjectMeta {
+            name: Some("settings".into()),
+            namespace: Some("made-by-1-33".into()),
+            resource_version: current["metadata"]["resourceVersion"]
+                .as_str()
+                .map(String::from),
+            ..Default::default()
+        }),
+        data: [("colour".to_string(), "green".to_string())].into(),
+        ..Default::default()
+    };
+    let (code, content_type, updated) = send_as(
+        &stack,
+        Method::PUT,
+        path,
+        PROTOBUF,
+        protobuf_body("ConfigMap", changed),
+    )
+    .await;
+    assert_eq!(code, 200, "{updated}");
+    assert_eq!(content_type, "application/json");
+    assert_eq!(updated["data"], json!({"colour": "green"}));
+
+    // Bodies that do not decode: 400 Statuses, nothing stored.
+    let namespaces = "/api/v1/namespaces";
+    let whole = protobuf_body(
+        "Namespace",
+        core::Namespace {
+            metadata: Some(meta::ObjectMeta {
+                name: Some("truncated".into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+    );
+    for (body, message) in [
+        (
+            whole[..whole.len() - 6].to_vec(),
+            "the protobuf request body does not decode: ",
+        ),
+        (
+            br#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"json"}}"#.to_vec(),
+            "provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]",
+        ),
+        (
+            protobuf_body("ConfigMap", core::ConfigMap::default()),
+            "the body holds a \"ConfigMap\" of \"v1\", not a Namespace of \"v1\"",
+        ),
+    ] {
+        let (code, _, s) = send_as(&stack, Method::POST, namespaces, PROTOBUF, body).await;
+        assert_eq!(code, 400, "{s}");
+        assert_eq!(s["kind"], "Status");
+        assert_eq!(s["reason"], "BadRequest");
+        assert!(s["message"].as_str().unwrap().starts_with(message), "{s}");
+    }
+    let (code, _, _) = send_as(
+        &stack,
+        Method::GET,
+        &format!("{namespaces}/truncated"),
+        "application/json",
+        Vec::new(),
+    )
+    .await;
+    assert_eq!(code, 404);
+
+    // A media type the host does not decode: upstream's 415.
+    let (code, _, s) = send_as(
+        &stack,
+        Method::POST,
+        namespaces,
+        "application/cbor",
+        vec![0xa0],
+    )
+    .await;
+    assert_eq!(code, 415, "{s}");
+    assert_eq!(s["reason"], "UnsupportedMediaType");
 }
 
 /// Straight to wardle, around the host: only certificates vouch for a caller.

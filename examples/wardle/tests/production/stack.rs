@@ -274,7 +274,17 @@ impl Stack {
 
     /// A kubectl command as `user` of the host.
     pub fn kubectl_command(&self, user: &str, args: &[&str]) -> Command {
-        let mut cmd = Command::new("kubectl");
+        self.kubectl_command_of(std::path::Path::new("kubectl"), user, args)
+    }
+
+    /// A command of the kubectl binary `kubectl` as `user` of the host.
+    pub fn kubectl_command_of(
+        &self,
+        kubectl: &std::path::Path,
+        user: &str,
+        args: &[&str],
+    ) -> Command {
+        let mut cmd = Command::new(kubectl);
         cmd.arg("--kubeconfig")
             .arg(self.host.files.kubeconfig_path(user))
             .arg("--cache-dir")
