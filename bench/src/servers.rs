@@ -11,6 +11,21 @@ use crate::tls::Pki;
 /// The bearer token of wardle's local mode in every run.
 pub const TOKEN: &str = "bench-token";
 
+/// The namespaces the scenarios write Flunders to on wardle. `wardle local` creates objects
+/// only in namespaces that exist (NamespaceLifecycle, as in a cluster), so each wardle gets
+/// them once ready (its start time is measured before).
+pub const NAMESPACES: &[&str] = &[
+    "bench",
+    "bench-list",
+    "bench-record",
+    "bench-big",
+    "bench-create",
+    "bench-watch",
+    "bench-watchers",
+    "bench-sweep",
+    "bench-memory",
+];
+
 /// How long a server may take to become ready.
 const READY_WITHIN: Duration = Duration::from_secs(60);
 
@@ -48,7 +63,29 @@ pub async fn wardle(work: &Path, name: &str, pki: &Pki, extra: &[String]) -> Res
     let addr = free_addr();
     let args = wardle_args(&dir, addr, pki, extra);
     let proc = Proc::role("wardle", &args, &dir, &dir.join("wardle.log"))?;
-    ready(proc, addr, pki, &dir.join("wardle.log")).await
+    with_namespaces(ready(proc, addr, pki, &dir.join("wardle.log")).await?).await
+}
+
+/// Creates the [`NAMESPACES`] on a wardle that is ready.
+async fn with_namespaces(server: Server) -> Result<Server, Error> {
+    let mut sender = server.target.connect().await?;
+    for name in NAMESPACES {
+        let body = serde_json::to_vec(&serde_json::json!({
+            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name},
+        }))?;
+        let request = server
+            .target
+            .request(http::Method::POST, "/api/v1/namespaces", body.into());
+        let (status, body) = crate::client::send(&mut sender, request).await?;
+        if status != http::StatusCode::CREATED {
+            return Err(format!(
+                "creating namespace {name}: {status}: {}",
+                String::from_utf8_lossy(&body)
+            )
+            .into());
+        }
+    }
+    Ok(server)
 }
 
 /// [`wardle()`], run from wardle's own executable when it lies beside this one (`scripts/bench`
@@ -78,7 +115,7 @@ pub async fn wardle_executable(
         &dir,
         &dir.join("wardle.log"),
     )?;
-    let server = ready(proc, addr, pki, &dir.join("wardle.log")).await?;
+    let server = with_namespaces(ready(proc, addr, pki, &dir.join("wardle.log")).await?).await?;
     Ok((server, "wardle's own executable"))
 }
 

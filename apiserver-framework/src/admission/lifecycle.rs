@@ -1,6 +1,12 @@
-//! `NamespaceLifecycle`: no new content in a namespace the host cluster does not have or is
-//! terminating (upstream's `plugin/pkg/admission/namespace/lifecycle`).
+//! `NamespaceLifecycle`: no new content in a namespace the cluster does not have or is
+//! terminating, and no deleting the namespaces every cluster keeps (upstream's
+//! `plugin/pkg/admission/namespace/lifecycle`).
+//!
+//! It reads namespaces through a [`NamespaceSource`]: the host cluster's, watched through
+//! its client ([`HostObjects`], production mode), or those a server stores itself (the local
+//! host of `local` mode, the development host).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::admission::host::{HostObjects, wait_synced};
@@ -10,19 +16,90 @@ use crate::registry::admission::{AdmissionAttributes, AdmissionPlugin, Operation
 /// The plugin's name.
 pub const NAME: &str = "NamespaceLifecycle";
 
+/// The namespaces that may not be deleted (upstream's `immortalNamespaces`: `default`,
+/// `kube-system` and `kube-public`).
+pub const IMMORTAL_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
+
 /// How long a create waits for the cache to see a namespace it does not know yet.
 const MISSING_NAMESPACE_WAIT: Duration = Duration::from_millis(50);
 
-/// Refuses writes (other than deletes) in namespaces missing on the host, and creates in
-/// terminating ones.
+/// What the plugin needs to know of a namespace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NamespaceState {
+    /// There is no such namespace.
+    Missing,
+    /// It exists and takes new content.
+    Active,
+    /// Its `status.phase` is `Terminating`: it takes no new content.
+    Terminating,
+}
+
+impl NamespaceState {
+    /// The state of a namespace that exists with `status.phase` `phase`.
+    pub fn of_phase(phase: Option<&str>) -> Self {
+        if phase == Some("Terminating") {
+            NamespaceState::Terminating
+        } else {
+            NamespaceState::Active
+        }
+    }
+}
+
+/// Where the plugin reads namespaces.
+#[async_trait::async_trait]
+pub trait NamespaceSource: Send + Sync + 'static {
+    /// The state of namespace `name`, asked for the request `attrs` (which a source may refuse,
+    /// e.g. while its cache is not ready).
+    async fn state(
+        &self,
+        name: &str,
+        attrs: &AdmissionAttributes<'_>,
+    ) -> Result<NamespaceState, ApiError>;
+}
+
+/// The host cluster's namespaces, from the watch cache (waiting for its first list), and read
+/// from the host when the cache does not have them, as upstream's plugin reads them.
+#[async_trait::async_trait]
+impl NamespaceSource for HostObjects {
+    async fn state(
+        &self,
+        name: &str,
+        attrs: &AdmissionAttributes<'_>,
+    ) -> Result<NamespaceState, ApiError> {
+        wait_synced(&self.namespaces, attrs).await?;
+        let mut cached = self.cached_namespace(name);
+        if cached.is_none() && attrs.operation == Operation::Create {
+            tokio::time::sleep(MISSING_NAMESPACE_WAIT).await;
+            cached = self.cached_namespace(name);
+        }
+        let found = match cached {
+            Some(ns) => Some((*ns).clone()),
+            None => self.namespace(name).await?,
+        };
+        Ok(match found {
+            None => NamespaceState::Missing,
+            Some(ns) => {
+                NamespaceState::of_phase(ns.status.as_ref().and_then(|s| s.phase.as_deref()))
+            }
+        })
+    }
+}
+
+/// Refuses writes (other than deletes) in namespaces that do not exist, creates in
+/// terminating ones, and deletes of the [`IMMORTAL_NAMESPACES`].
 pub struct NamespaceLifecycle {
-    host: HostObjects,
+    namespaces: Arc<dyn NamespaceSource>,
 }
 
 impl NamespaceLifecycle {
-    /// The plugin reading namespaces from `host`.
+    /// The plugin reading namespaces from the host cluster.
     pub fn new(host: HostObjects) -> Self {
-        NamespaceLifecycle { host }
+        Self::reading(Arc::new(host))
+    }
+
+    /// The plugin reading namespaces from `namespaces`.
+    pub fn reading(namespaces: Arc<dyn NamespaceSource>) -> Self {
+        NamespaceLifecycle { namespaces }
     }
 }
 
@@ -59,35 +136,25 @@ impl AdmissionPlugin for NamespaceLifecycle {
     }
 
     async fn mutate(&self, attrs: &mut AdmissionAttributes<'_>) -> Result<(), ApiError> {
+        if attrs.resource.group.is_empty() && attrs.resource.kind == "Namespace" {
+            // Every operation on namespaces is allowed, but deleting an immortal one.
+            if attrs.operation == Operation::Delete && IMMORTAL_NAMESPACES.contains(&attrs.name) {
+                return Err(attrs.forbidden("this namespace may not be deleted"));
+            }
+            return Ok(());
+        }
         let Some(namespace) = attrs.namespace.filter(|n| !n.is_empty()) else {
             return Ok(());
         };
-        if attrs.operation == Operation::Delete
-            || (attrs.resource.group.is_empty() && attrs.resource.kind == "Namespace")
-        {
+        if attrs.operation == Operation::Delete {
             return Ok(());
         }
-        wait_synced(&self.host.namespaces, attrs).await?;
-        let mut cached = self.host.cached_namespace(namespace);
-        if cached.is_none() && attrs.operation == Operation::Create {
-            tokio::time::sleep(MISSING_NAMESPACE_WAIT).await;
-            cached = self.host.cached_namespace(namespace);
+        match self.namespaces.state(namespace, attrs).await? {
+            NamespaceState::Missing => Err(namespace_not_found(namespace)),
+            NamespaceState::Terminating if attrs.operation == Operation::Create => {
+                Err(namespace_terminating(attrs, namespace))
+            }
+            _ => Ok(()),
         }
-        let found = match cached {
-            Some(ns) => Some((*ns).clone()),
-            None => self.host.namespace(namespace).await?,
-        };
-        let Some(found) = found else {
-            return Err(namespace_not_found(namespace));
-        };
-        let terminating = found
-            .status
-            .as_ref()
-            .and_then(|s| s.phase.as_deref())
-            .is_some_and(|p| p == "Terminating");
-        if attrs.operation == Operation::Create && terminating {
-            return Err(namespace_terminating(attrs, namespace));
-        }
-        Ok(())
     }
 }

@@ -415,13 +415,14 @@ impl App {
     }
 
     async fn start_local_inner(mut self, opts: &LocalOptions) -> Result<LocalServer, AppError> {
-        let plugins = std::mem::take(&mut self.admission);
-        self.admission = opts
-            .admission
-            .select(plugins, &admission::options::HOST_PLUGINS)?;
         let name = self.name.clone();
         let opened = opts.storage.open().await.map_err(local::LocalError::from)?;
         let host = local::host(opened.storage.clone()).await?;
+        let mut plugins = local::host_plugins(opened.storage.clone());
+        plugins.append(&mut self.admission);
+        self.admission = opts
+            .admission
+            .select(plugins, &admission::options::HOST_PLUGINS)?;
         let mut builder = self
             .server_builder()
             .storage(opened.storage)

@@ -14,6 +14,7 @@ use crate::cli::storage_options::StorageOptions;
 use crate::devhost::self_reviews::AllowAllRules;
 use crate::devhost::tokens::random_token_of;
 use crate::devhost::{kubeconfig, local_host};
+use crate::registry::admission::AdmissionPlugin;
 use crate::server::generic::GenericApiServer;
 use crate::server::serve::{self, HandlerChain, RunningServer};
 use crate::storage::Storage;
@@ -146,6 +147,14 @@ pub async fn host(storage: Arc<dyn Storage>) -> Result<GenericApiServer, LocalEr
     local_host::server(storage, Arc::new(AllowAll), Arc::new(AllowAllRules))
         .await
         .map_err(|e| LocalError::LocalHost(e.message))
+}
+
+/// The admission plugins of an app's server in a local chain, to put before its own (as
+/// [`crate::App`] does in `local` mode, subject to `--enable/--disable-admission-plugins`):
+/// `NamespaceLifecycle` over the namespaces of the local host on `storage`, so that objects are
+/// created only in namespaces that exist and are not terminating, as in a cluster.
+pub fn host_plugins(storage: Arc<dyn Storage>) -> Vec<Arc<dyn AdmissionPlugin>> {
+    local_host::lifecycle_plugins(storage)
 }
 
 /// Starts `server` in local mode. The kubeconfig is written once the listener is bound.

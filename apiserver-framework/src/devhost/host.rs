@@ -34,6 +34,8 @@ use crate::registry::options::WriteOptions;
 use crate::registry::rest::RequestContext;
 use crate::server::generic::GenericApiServer;
 use crate::server::serve::{self, HandlerChain, RunningServer};
+use crate::storage::Storage;
+use crate::storage::memory::MemoryStorage;
 use crate::tls::{ServingCert, TlsError, install_crypto_provider};
 use crate::user::UserInfo;
 
@@ -230,7 +232,12 @@ pub async fn start(extension: &Extension, opts: &DevHostOptions) -> Result<DevHo
     for storage in self_reviews.authorization {
         authorization = authorization.storage(storage);
     }
+    // As a cluster, the host runs NamespaceLifecycle over its own namespaces: nothing is
+    // created in a namespace it does not have, and `default` cannot be deleted.
+    let core_storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
     let core = GenericApiServer::builder("dev-host-core")
+        .storage(core_storage.clone())
+        .admission_arc(crate::devhost::core::namespace_lifecycle(core_storage))
         .group(
             Group::new("")
                 .built_in::<Namespace>(protobuf::namespace)

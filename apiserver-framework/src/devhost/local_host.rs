@@ -7,8 +7,11 @@
 //! - `namespaces` of the core group (`/api/v1/namespaces`), with `default`, `kube-system` and
 //!   `kube-public` created at start, so `/api` lists `v1` as every cluster's does (kube-rs'
 //!   `Discovery::run` refuses a cluster without a core version, and kubectl 1.29 and older
-//!   count a core version without resources as a discovery failure). They are a plain list:
-//!   nothing requires an object's namespace to exist, and deleting one removes nothing else;
+//!   count a core version without resources as a discovery failure). As in a cluster, those
+//!   three may not be deleted, and the app's server runs `NamespaceLifecycle` over them
+//!   ([`lifecycle_plugins`]): an object may only be created in a namespace that exists and is
+//!   not terminating. Deleting a namespace removes nothing else (there is no namespace
+//!   controller);
 //! - this machine as the one `Node` (`/api/v1/nodes`, [`crate::devhost::node`]), computed
 //!   on each request, so that `kubectl top node` finds the node a metrics server reports on;
 //! - `SelfSubjectReview`, `SelfSubjectAccessReview` and `SelfSubjectRulesReview`
@@ -20,13 +23,13 @@ use std::sync::Arc;
 use serde_json::json;
 
 use crate::authz::Authorizer;
-use crate::devhost::core::Namespace;
+use crate::devhost::core::{self, Namespace};
 use crate::devhost::protobuf;
 use crate::devhost::self_reviews::{
     AUTHENTICATION_GROUP, AUTHORIZATION_GROUP, RulesResolver, SelfReviews,
 };
 use crate::error::ApiError;
-use crate::registry::admission::AdmissionChain;
+use crate::registry::admission::{AdmissionChain, AdmissionPlugin};
 use crate::registry::group::Group;
 use crate::registry::options::WriteOptions;
 use crate::registry::rest::{RequestContext, RestStorage};
@@ -67,6 +70,7 @@ pub async fn server(
         authorization = authorization.storage(storage);
     }
     Ok(GenericApiServer::builder(NAME)
+        .admission_arc(core::namespace_lifecycle(storage.clone()))
         .storage(storage)
         .group(
             Group::new("")
@@ -76,6 +80,13 @@ pub async fn server(
         .group(authentication)
         .group(authorization)
         .build())
+}
+
+/// The admission plugins the app's server runs in front of its own in `local` mode, as in
+/// production it runs those reading the host cluster: `NamespaceLifecycle` over the local
+/// host's namespaces in `storage` (which must be the local host's).
+pub fn lifecycle_plugins(storage: Arc<dyn Storage>) -> Vec<Arc<dyn AdmissionPlugin>> {
+    vec![core::namespace_lifecycle(storage)]
 }
 
 /// Creates the [`INITIAL_NAMESPACES`] that do not exist yet.

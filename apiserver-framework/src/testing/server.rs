@@ -122,8 +122,9 @@ fn free_port() -> std::io::Result<u16> {
 impl TestServer {
     /// Serves `app` as `<server> local` does — self-signed TLS, a random bearer token, every
     /// request allowed, the local host's namespaces (`default`, `kube-system`, `kube-public`)
-    /// and self reviews — on a free port of 127.0.0.1, with the memory store and the app's
-    /// admission plugins, and returns once it listens.
+    /// and self reviews — on a free port of 127.0.0.1, with the memory store, and
+    /// `NamespaceLifecycle` over the local host's namespaces before the app's admission plugins
+    /// (objects go only into namespaces that exist), and returns once it listens.
     ///
     /// [`TestServer::client`] is a ready kube-rs client; [`TestServer::kubeconfig`] is a file
     /// for `kubectl --kubeconfig`.
@@ -149,7 +150,7 @@ impl TestServer {
             .await
             .map_err(crate::cli::app::AppError::from)?;
         let server = Arc::new(
-            app.select_admission(Vec::new(), &opts.admission)?
+            app.select_admission(local::host_plugins(opened.storage.clone()), &opts.admission)?
                 .server_builder()
                 .storage(opened.storage)
                 .delegate_to(host)

@@ -7,8 +7,9 @@ mod support;
 
 use std::time::Duration;
 
-use serde_json::Value;
-use support::{Wardle, stderr, stdout};
+use reqwest::Method;
+use serde_json::{Value, json};
+use support::{Wardle, kubectl_binary, stderr, stdout};
 
 const F1_YAML: &str = "\
 apiVersion: wardle.example.com/v1alpha1
@@ -823,5 +824,207 @@ fn get_raw_openapi_v2() {
         paths.contains_key("/apis/wardle.example.com/v1alpha1/namespaces/{namespace}/flunders"),
         "paths: {:?}",
         paths.keys().collect::<Vec<_>>()
+    );
+}
+
+/// Sends `method path` with a JSON body to the server; returns the status code and the
+/// answer as JSON.
+async fn send(w: &Wardle, method: Method, path: &str, body: &Value) -> (u16, Value) {
+    let res = w
+        .client()
+        .request(method, w.at(path))
+        .json(body)
+        .send()
+        .await
+        .expect("an answer");
+    let code = res.status().as_u16();
+    let text = res.text().await.expect("a body");
+    (
+        code,
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}")),
+    )
+}
+
+fn flunder_in(namespace: &str, name: &str) -> Value {
+    json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
+           "metadata": {"name": name, "namespace": namespace},
+           "spec": {"reference": "r", "referenceType": "Flunder"}})
+}
+
+fn flunders_in(namespace: &str) -> String {
+    format!("/apis/wardle.example.com/v1alpha1/namespaces/{namespace}/flunders")
+}
+
+/// As in a cluster (its NamespaceLifecycle admission plugin), `wardle local` creates objects
+/// only in namespaces that exist: a create in a missing namespace is upstream's 404
+/// `namespaces "<ns>" not found`, for kubectl and a raw client alike; once kubectl creates the
+/// namespace (1.33 and the machine's kubectl, which send it in protobuf) the create succeeds.
+/// The namespaces local mode creates take objects, and `default` may not be deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn objects_are_created_only_in_namespaces_that_exist() {
+    let w = Wardle::start();
+    let file = w.write_file("lost.json", &flunder_in("nowhere", "lost").to_string());
+    let out = w.kubectl(&["create", "-f", file.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert_eq!(
+        stderr(&out).trim(),
+        format!(
+            "Error from server (NotFound): error when creating \"{}\": namespaces \"nowhere\" not found",
+            file.display()
+        )
+    );
+    let (code, status) = send(
+        &w,
+        Method::POST,
+        &flunders_in("nowhere"),
+        &flunder_in("nowhere", "lost"),
+    )
+    .await;
+    assert_eq!(code, 404, "{status}");
+    assert_eq!(
+        status,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": "namespaces \"nowhere\" not found", "reason": "NotFound",
+               "details": {"name": "nowhere", "kind": "namespaces"}, "code": 404})
+    );
+    // Nothing was stored.
+    let (code, _) = send(
+        &w,
+        Method::GET,
+        &format!("{}/lost", flunders_in("nowhere")),
+        &json!({}),
+    )
+    .await;
+    assert_eq!(code, 404);
+
+    for (kubectl, namespace) in [
+        (kubectl_binary(33), "nowhere"),
+        (std::path::PathBuf::from("kubectl"), "elsewhere"),
+    ] {
+        let out = w.kubectl_of(&kubectl, namespace, &["create", "namespace", namespace]);
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            kubectl.display(),
+            stderr(&out)
+        );
+        assert_eq!(stdout(&out), format!("namespace/{namespace} created\n"));
+        let file = w.write_file("found.json", &flunder_in(namespace, "found").to_string());
+        assert_eq!(
+            w.kubectl_ok(&["create", "-f", file.to_str().unwrap()]),
+            "flunder.wardle.example.com/found created\n"
+        );
+    }
+
+    // The namespaces local mode creates at start take objects.
+    for namespace in ["default", "kube-system", "kube-public"] {
+        let (code, body) = send(
+            &w,
+            Method::POST,
+            &flunders_in(namespace),
+            &flunder_in(namespace, "here"),
+        )
+        .await;
+        assert_eq!(code, 201, "{namespace}: {body}");
+    }
+    // ... and stay: a cluster refuses to delete them.
+    let out = w.kubectl(&["delete", "namespace", "default"]);
+    assert!(!out.status.success());
+    assert_eq!(
+        stderr(&out).trim(),
+        "Error from server (Forbidden): namespaces \"default\" is forbidden: this namespace may not be deleted"
+    );
+    assert_eq!(
+        w.kubectl_ok(&["get", "flunders", "-n", "default", "-o", "name"]),
+        "flunder.wardle.example.com/here\n"
+    );
+}
+
+/// A namespace whose phase is `Terminating` takes no new objects (upstream's 403 with the
+/// `NamespaceTerminating` cause), while its existing objects may still be changed and deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terminating_namespace_takes_no_new_objects() {
+    let w = Wardle::start();
+    let out = w.kubectl(&["create", "namespace", "ending"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (code, body) = send(
+        &w,
+        Method::POST,
+        &flunders_in("ending"),
+        &flunder_in("ending", "early"),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    let (code, mut ns) = send(&w, Method::GET, "/api/v1/namespaces/ending", &json!({})).await;
+    assert_eq!(code, 200, "{ns}");
+    ns["status"] = json!({"phase": "Terminating"});
+    let (code, body) = send(&w, Method::PUT, "/api/v1/namespaces/ending/status", &ns).await;
+    assert_eq!(code, 200, "{body}");
+
+    let (code, status) = send(
+        &w,
+        Method::POST,
+        &flunders_in("ending"),
+        &flunder_in("ending", "late"),
+    )
+    .await;
+    assert_eq!(code, 403, "{status}");
+    assert_eq!(status["reason"], "Forbidden");
+    assert_eq!(
+        status["message"],
+        "flunders.wardle.example.com \"late\" is forbidden: unable to create new content in namespace ending because it is being terminated"
+    );
+    assert_eq!(
+        status["details"]["causes"],
+        json!([{"reason": "NamespaceTerminating", "message": "namespace ending is being terminated",
+                "field": "metadata.namespace"}])
+    );
+    let file = w.write_file("late.json", &flunder_in("ending", "late").to_string());
+    let out = w.kubectl(&["create", "-f", file.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains(
+            "unable to create new content in namespace ending because it is being terminated"
+        ),
+        "{}",
+        stderr(&out)
+    );
+
+    // What is there may still change and go.
+    assert_eq!(
+        w.kubectl_ok(&["label", "flunder", "early", "-n", "ending", "stage=last"]),
+        "flunder.wardle.example.com/early labeled\n"
+    );
+    assert_eq!(
+        w.kubectl_ok(&["delete", "flunder", "early", "-n", "ending"]),
+        "flunder.wardle.example.com \"early\" deleted\n"
+    );
+}
+
+/// `--disable-admission-plugins NamespaceLifecycle` lets objects into any namespace, as it
+/// does in production mode; the namespaces every cluster keeps still may not be deleted (the
+/// local host stands in for the cluster, whose own admission the flag does not reach).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn namespace_lifecycle_can_be_disabled() {
+    let w = Wardle::start_with_args(&["--disable-admission-plugins=NamespaceLifecycle"]);
+    let (code, body) = send(
+        &w,
+        Method::POST,
+        &flunders_in("nowhere"),
+        &flunder_in("nowhere", "lost"),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    let (code, status) = send(
+        &w,
+        Method::DELETE,
+        "/api/v1/namespaces/kube-system",
+        &json!({}),
+    )
+    .await;
+    assert_eq!(code, 403, "{status}");
+    assert_eq!(
+        status["message"],
+        "namespaces \"kube-system\" is forbidden: this namespace may not be deleted"
     );
 }

@@ -615,7 +615,9 @@ async fn failure_policy_decides_when_the_webhook_is_down() {
 }
 
 /// Creating a Flunder in a namespace the host lacks is refused with upstream's 404; once the
-/// host has it, the create succeeds; a terminating namespace refuses new content with 403.
+/// host has it, the create succeeds; a terminating namespace refuses new content with 403. The
+/// host runs the plugin on its own objects too: no ConfigMap in a namespace it lacks, and
+/// `default` may not be deleted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn namespace_lifecycle_follows_the_host() {
     let stack = Stack::start(&[]).await;
@@ -628,6 +630,39 @@ async fn namespace_lifecycle_follows_the_host() {
     let admin = stack.token("admin");
     let client = stack.client();
     let namespaces = format!("{}/api/v1/namespaces", stack.host_url());
+    // The host runs the plugin over its own objects as a cluster does: no ConfigMap in a
+    // namespace it lacks, no deleting `default`.
+    let (code, text) = stack
+        .call(
+            &client,
+            Method::POST,
+            &format!("{namespaces}/nowhere/configmaps"),
+            Some(&admin),
+            Some(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}})),
+        )
+        .await;
+    assert_eq!(code, 404, "{text}");
+    let s: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(s["message"], "namespaces \"nowhere\" not found");
+    assert_eq!(
+        s["details"],
+        json!({"name": "nowhere", "kind": "namespaces"})
+    );
+    let (code, text) = stack
+        .call(
+            &client,
+            Method::DELETE,
+            &format!("{namespaces}/default"),
+            Some(&admin),
+            None,
+        )
+        .await;
+    assert_eq!(code, 403, "{text}");
+    let s: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(
+        s["message"],
+        "namespaces \"default\" is forbidden: this namespace may not be deleted"
+    );
     for ns in ["nowhere", "ending"] {
         let (code, text) = stack
             .call(

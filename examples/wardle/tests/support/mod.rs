@@ -183,7 +183,13 @@ impl Wardle {
     /// A `kubectl` command like [`Wardle::kubectl_command`] whose cache directory is
     /// `<temp dir>/<cache>`, for commands that must not see what earlier ones cached.
     pub fn kubectl_command_with_cache(&self, cache: &str, args: &[&str]) -> Command {
-        let mut cmd = Command::new("kubectl");
+        self.kubectl_command_of(Path::new("kubectl"), cache, args)
+    }
+
+    /// A command of the kubectl binary `kubectl` (e.g. [`kubectl_binary`]) like
+    /// [`Wardle::kubectl_command_with_cache`].
+    pub fn kubectl_command_of(&self, kubectl: &Path, cache: &str, args: &[&str]) -> Command {
+        let mut cmd = Command::new(kubectl);
         cmd.arg("--kubeconfig")
             .arg(&self.kubeconfig)
             .arg("--cache-dir")
@@ -237,6 +243,16 @@ impl Wardle {
                 self.log()
             ),
         }
+    }
+
+    /// Runs the kubectl binary `kubectl` with `args` to completion, with a cache directory of
+    /// its own, `<temp dir>/<cache>` (failing the test after [`KUBECTL_TIMEOUT`]).
+    pub fn kubectl_of(&self, kubectl: &Path, cache: &str, args: &[&str]) -> Output {
+        self.run_kubectl(
+            self.kubectl_command_of(kubectl, cache, args),
+            args,
+            KUBECTL_TIMEOUT,
+        )
     }
 
     /// Runs `kubectl <args>` and fails the test unless it exits successfully; returns stdout.
