@@ -16,6 +16,8 @@
 use std::collections::BTreeMap;
 
 use base64::Engine;
+use k8s_pb::api::authentication::v1 as authentication;
+use k8s_pb::api::authorization::v1 as authorization;
 use k8s_pb::api::core::v1 as core;
 use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
 use k8s_pb::apimachinery::pkg::runtime::Unknown;
@@ -256,6 +258,152 @@ pub fn config_map(body: &[u8]) -> Result<Value, ApiError> {
         .done())
 }
 
+/// `spec.resourceAttributes` of an access review.
+fn resource_attributes(r: authorization::ResourceAttributes) -> Value {
+    Fields::default()
+        .string("namespace", r.namespace)
+        .string("verb", r.verb)
+        .string("group", r.group)
+        .string("version", r.version)
+        .string("resource", r.resource)
+        .string("subresource", r.subresource)
+        .string("name", r.name)
+        .value(
+            "fieldSelector",
+            r.field_selector.map(|s| {
+                selector(
+                    s.raw_selector,
+                    s.requirements
+                        .into_iter()
+                        .map(|r| (r.key, r.operator, r.values))
+                        .collect(),
+                )
+            }),
+        )
+        .value(
+            "labelSelector",
+            r.label_selector.map(|s| {
+                selector(
+                    s.raw_selector,
+                    s.requirements
+                        .into_iter()
+                        .map(|r| (r.key, r.operator, r.values))
+                        .collect(),
+                )
+            }),
+        )
+        .done()
+}
+
+/// A field or label selector of resource attributes: its raw form and requirements
+/// (`key`, `operator`, `values`).
+#[allow(clippy::type_complexity)]
+fn selector(
+    raw: Option<String>,
+    requirements: Vec<(Option<String>, Option<String>, Vec<String>)>,
+) -> Value {
+    Fields::default()
+        .string("rawSelector", raw)
+        .list("requirements", requirements, |(key, operator, values)| {
+            Fields::default()
+                .string("key", key)
+                .string("operator", operator)
+                .strings("values", values)
+                .done()
+        })
+        .done()
+}
+
+/// `spec.nonResourceAttributes` of an access review.
+fn non_resource_attributes(n: authorization::NonResourceAttributes) -> Value {
+    Fields::default()
+        .string("path", n.path)
+        .string("verb", n.verb)
+        .done()
+}
+
+/// A `TokenReview` of `authentication.k8s.io` (a Go extension server's delegated
+/// authentication sends them through client-go).
+pub fn token_review(body: &[u8]) -> Result<Value, ApiError> {
+    let (review, api_version) = decode::<authentication::TokenReview>(body)?;
+    let spec = review.spec.unwrap_or_default();
+    Ok(root(api_version, "TokenReview", review.metadata)
+        .value(
+            "spec",
+            Some(
+                Fields::default()
+                    .string("token", spec.token)
+                    .strings("audiences", spec.audiences)
+                    .done(),
+            ),
+        )
+        .done())
+}
+
+/// A `SubjectAccessReview` of `authorization.k8s.io` (a Go extension server's delegated
+/// authorization sends them through client-go).
+pub fn subject_access_review(body: &[u8]) -> Result<Value, ApiError> {
+    let (review, api_version) = decode::<authorization::SubjectAccessReview>(body)?;
+    let spec = review.spec.unwrap_or_default();
+    let extra: Map<String, Value> = spec
+        .extra
+        .into_iter()
+        .map(|(k, v)| (k, v.items.into()))
+        .collect();
+    let spec = Fields::default()
+        .value(
+            "resourceAttributes",
+            spec.resource_attributes.map(resource_attributes),
+        )
+        .value(
+            "nonResourceAttributes",
+            spec.non_resource_attributes.map(non_resource_attributes),
+        )
+        .string("user", spec.user)
+        .strings("groups", spec.groups)
+        .value("extra", (!extra.is_empty()).then_some(Value::Object(extra)))
+        .string("uid", spec.uid);
+    Ok(root(api_version, "SubjectAccessReview", review.metadata)
+        .value("spec", Some(spec.done()))
+        .done())
+}
+
+/// A `SelfSubjectReview` of `authentication.k8s.io` (`kubectl auth whoami`; the message is
+/// the same in `v1` and `v1beta1`).
+pub fn self_subject_review(body: &[u8]) -> Result<Value, ApiError> {
+    let (review, api_version) = decode::<authentication::SelfSubjectReview>(body)?;
+    Ok(root(api_version, "SelfSubjectReview", review.metadata).done())
+}
+
+/// A `SelfSubjectAccessReview` of `authorization.k8s.io` (`kubectl auth can-i`).
+pub fn self_subject_access_review(body: &[u8]) -> Result<Value, ApiError> {
+    let (review, api_version) = decode::<authorization::SelfSubjectAccessReview>(body)?;
+    let spec = review.spec.unwrap_or_default();
+    let spec = Fields::default()
+        .value(
+            "resourceAttributes",
+            spec.resource_attributes.map(resource_attributes),
+        )
+        .value(
+            "nonResourceAttributes",
+            spec.non_resource_attributes.map(non_resource_attributes),
+        );
+    Ok(
+        root(api_version, "SelfSubjectAccessReview", review.metadata)
+            .value("spec", Some(spec.done()))
+            .done(),
+    )
+}
+
+/// A `SelfSubjectRulesReview` of `authorization.k8s.io` (`kubectl auth can-i --list`).
+pub fn self_subject_rules_review(body: &[u8]) -> Result<Value, ApiError> {
+    let (review, api_version) = decode::<authorization::SelfSubjectRulesReview>(body)?;
+    let spec = Fields::default().string("namespace", review.spec.and_then(|s| s.namespace));
+    Ok(root(api_version, "SelfSubjectRulesReview", review.metadata)
+        .value("spec", Some(spec.done()))
+        .done())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -342,6 +490,145 @@ mod tests {
                                                      "name": "default", "uid": "u",
                                                      "controller": false}]},
                    "immutable": false, "data": {"k": "v"}, "binaryData": {"b": "AP8="}})
+        );
+    }
+
+    /// What kubectl 1.33 sends for `kubectl auth whoami` (captured with `-v=9`).
+    const WHOAMI: &[u8] = &[
+        0x6b, 0x38, 0x73, 0x00, 0x0a, 0x2d, 0x0a, 0x18, 0x61, 0x75, 0x74, 0x68, 0x65, 0x6e, 0x74,
+        0x69, 0x63, 0x61, 0x74, 0x69, 0x6f, 0x6e, 0x2e, 0x6b, 0x38, 0x73, 0x2e, 0x69, 0x6f, 0x2f,
+        0x76, 0x31, 0x12, 0x11, 0x53, 0x65, 0x6c, 0x66, 0x53, 0x75, 0x62, 0x6a, 0x65, 0x63, 0x74,
+        0x52, 0x65, 0x76, 0x69, 0x65, 0x77, 0x12, 0x1a, 0x0a, 0x10, 0x0a, 0x00, 0x12, 0x00, 0x1a,
+        0x00, 0x22, 0x00, 0x2a, 0x00, 0x32, 0x00, 0x38, 0x00, 0x42, 0x00, 0x12, 0x06, 0x0a, 0x04,
+        0x0a, 0x00, 0x12, 0x00, 0x1a, 0x00, 0x22, 0x00,
+    ];
+
+    #[test]
+    fn kubectls_whoami_body_decodes() {
+        assert_eq!(
+            self_subject_review(WHOAMI).unwrap(),
+            json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview", "metadata": {}})
+        );
+        // The envelope names another kind.
+        let e = self_subject_access_review(WHOAMI).unwrap_err();
+        assert_eq!(e.code, 400);
+        assert!(
+            e.message.contains("not a SelfSubjectAccessReview"),
+            "{}",
+            e.message
+        );
+    }
+
+    fn can_i() -> authorization::ResourceAttributes {
+        authorization::ResourceAttributes {
+            namespace: Some("default".into()),
+            verb: Some("create".into()),
+            group: Some("wardle.example.com".into()),
+            version: Some(String::new()),
+            resource: Some("flunders".into()),
+            field_selector: Some(authorization::FieldSelectorAttributes {
+                raw_selector: None,
+                requirements: vec![meta::FieldSelectorRequirement {
+                    key: Some("spec.reference".into()),
+                    operator: Some("In".into()),
+                    values: vec!["a".into()],
+                }],
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn access_reviews_decode_to_their_json_form() {
+        let review = authorization::SelfSubjectAccessReview {
+            metadata: Some(Default::default()),
+            spec: Some(authorization::SelfSubjectAccessReviewSpec {
+                resource_attributes: Some(can_i()),
+                non_resource_attributes: None,
+            }),
+            status: None,
+        };
+        let body = envelope(
+            "authorization.k8s.io/v1",
+            "SelfSubjectAccessReview",
+            review.encode_to_vec(),
+        );
+        assert_eq!(
+            self_subject_access_review(&body).unwrap(),
+            json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                   "metadata": {},
+                   "spec": {"resourceAttributes": {"namespace": "default", "verb": "create",
+                            "group": "wardle.example.com", "resource": "flunders",
+                            "fieldSelector": {"requirements": [{"key": "spec.reference", "operator": "In", "values": ["a"]}]}}}})
+        );
+        let rules = authorization::SelfSubjectRulesReview {
+            metadata: named("x"),
+            spec: Some(authorization::SelfSubjectRulesReviewSpec {
+                namespace: Some("ns".into()),
+            }),
+            status: None,
+        };
+        let body = envelope(
+            "authorization.k8s.io/v1",
+            "SelfSubjectRulesReview",
+            rules.encode_to_vec(),
+        );
+        assert_eq!(
+            self_subject_rules_review(&body).unwrap(),
+            json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
+                   "metadata": {"name": "x"}, "spec": {"namespace": "ns"}})
+        );
+        let review = authorization::SubjectAccessReview {
+            metadata: None,
+            spec: Some(authorization::SubjectAccessReviewSpec {
+                resource_attributes: None,
+                non_resource_attributes: Some(authorization::NonResourceAttributes {
+                    path: Some("/healthz".into()),
+                    verb: Some("get".into()),
+                }),
+                user: Some("alice".into()),
+                groups: vec!["editors".into()],
+                extra: BTreeMap::from([(
+                    "scopes".to_string(),
+                    authorization::ExtraValue {
+                        items: vec!["a".into(), "b".into()],
+                    },
+                )]),
+                uid: Some(String::new()),
+            }),
+            status: None,
+        };
+        let body = envelope(
+            "authorization.k8s.io/v1",
+            "SubjectAccessReview",
+            review.encode_to_vec(),
+        );
+        assert_eq!(
+            subject_access_review(&body).unwrap(),
+            json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+                   "metadata": {},
+                   "spec": {"nonResourceAttributes": {"path": "/healthz", "verb": "get"},
+                            "user": "alice", "groups": ["editors"],
+                            "extra": {"scopes": ["a", "b"]}}})
+        );
+        let review = authentication::TokenReview {
+            metadata: named(""),
+            spec: Some(authentication::TokenReviewSpec {
+                token: Some("secret".into()),
+                audiences: vec!["https://kubernetes.default.svc".into()],
+            }),
+            status: None,
+        };
+        let body = envelope(
+            "authentication.k8s.io/v1",
+            "TokenReview",
+            review.encode_to_vec(),
+        );
+        assert_eq!(
+            token_review(&body).unwrap(),
+            json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
+                   "metadata": {},
+                   "spec": {"token": "secret", "audiences": ["https://kubernetes.default.svc"]}})
         );
     }
 

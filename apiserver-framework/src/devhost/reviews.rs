@@ -16,10 +16,11 @@ use serde_json::{Value, json};
 use crate::authz::{
     Attributes, Authorizer, Decision, NonResourceAttributes, Request, ResourceAttributes,
 };
+use crate::devhost::protobuf;
 use crate::devhost::tokens::TokenFile;
 use crate::error::{ApiError, FieldError};
 use crate::registry::options::WriteOptions;
-use crate::registry::rest::{RequestContext, RestStorage};
+use crate::registry::rest::{ProtobufDecoder, RequestContext, RestStorage};
 use crate::resource::{ResourceInfo, Scope};
 use crate::user::UserInfo;
 
@@ -131,6 +132,10 @@ fn user_json(u: &UserInfo) -> Value {
 impl RestStorage for TokenReviews {
     fn info(&self) -> &ResourceInfo {
         &self.info
+    }
+
+    fn protobuf_decoder(&self) -> Option<ProtobufDecoder> {
+        Some(protobuf::token_review)
     }
 
     fn verbs(&self) -> Vec<&'static str> {
@@ -274,6 +279,10 @@ fn describe(attrs: &Attributes) -> String {
 impl RestStorage for SubjectAccessReviews {
     fn info(&self) -> &ResourceInfo {
         &self.info
+    }
+
+    fn protobuf_decoder(&self) -> Option<ProtobufDecoder> {
+        Some(protobuf::subject_access_review)
     }
 
     fn verbs(&self) -> Vec<&'static str> {

@@ -25,14 +25,13 @@ use crate::authz::{
     Attributes, AuthorizationError, Authorizer, Decision, NonResourceAttributes, Request,
     ResourceAttributes, SelectorRequirement,
 };
+use crate::devhost::protobuf;
 use crate::error::{ApiError, FieldError};
 use crate::registry::options::WriteOptions;
 use crate::registry::rest::{ProtobufDecoder, RequestContext, RestStorage};
 use crate::resource::{ResourceInfo, Scope};
 use crate::schema::{object_schema, structural_schema_of};
 use crate::user::UserInfo;
-
-mod protobuf;
 
 /// `authentication.k8s.io`.
 pub(crate) const AUTHENTICATION_GROUP: &str = "authentication.k8s.io";

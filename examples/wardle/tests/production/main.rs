@@ -215,9 +215,14 @@ async fn kubectl_through_the_host() {
 /// `k8s\0` and the `runtime.Unknown` envelope around `object`, as client-go sends a built-in
 /// object in protobuf.
 fn protobuf_body(kind: &str, object: impl prost::Message) -> Vec<u8> {
+    protobuf_body_of("v1", kind, object)
+}
+
+/// Like [`protobuf_body`], for a kind of `api_version`.
+fn protobuf_body_of(api_version: &str, kind: &str, object: impl prost::Message) -> Vec<u8> {
     let unknown = k8s_pb::apimachinery::pkg::runtime::Unknown {
         type_meta: Some(k8s_pb::apimachinery::pkg::runtime::TypeMeta {
-            api_version: Some("v1".into()),
+            api_version: Some(api_version.into()),
             kind: Some(kind.into()),
         }),
         raw: Some(object.encode_to_vec()),
@@ -261,7 +266,8 @@ async fn send_as(
 
 /// kubectl 1.32 and later creates built-in objects with typed clients, which send them in
 /// protobuf: the host accepts them as a cluster does (it answered 415 before), for kubectl
-/// 1.33 and the machine's kubectl alike, and accepts a protobuf update too. A protobuf body
+/// 1.33 and the machine's kubectl alike, and accepts a protobuf update too, and TokenReviews
+/// and SubjectAccessReviews in protobuf (as a Go extension server sends them). A protobuf body
 /// that does not decode is a 400 Status; a media type nobody decodes is still upstream's 415.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn built_in_objects_are_accepted_in_protobuf() {
@@ -387,6 +393,52 @@ async fn built_in_objects_are_accepted_in_protobuf() {
     )
     .await;
     assert_eq!(code, 404);
+
+    // The reviews a Go extension server's delegated authentication and authorization send
+    // through client-go, in protobuf.
+    let review = k8s_pb::api::authentication::v1::TokenReview {
+        spec: Some(k8s_pb::api::authentication::v1::TokenReviewSpec {
+            token: Some(stack.token("alice")),
+            audiences: Vec::new(),
+        }),
+        ..Default::default()
+    };
+    let (code, _, answer) = send_as(
+        &stack,
+        Method::POST,
+        "/apis/authentication.k8s.io/v1/tokenreviews",
+        PROTOBUF,
+        protobuf_body_of("authentication.k8s.io/v1", "TokenReview", review),
+    )
+    .await;
+    assert_eq!(code, 201, "{answer}");
+    assert_eq!(answer["status"]["authenticated"], true, "{answer}");
+    assert_eq!(answer["status"]["user"]["username"], "alice", "{answer}");
+    let review = k8s_pb::api::authorization::v1::SubjectAccessReview {
+        spec: Some(k8s_pb::api::authorization::v1::SubjectAccessReviewSpec {
+            resource_attributes: Some(k8s_pb::api::authorization::v1::ResourceAttributes {
+                namespace: Some("default".into()),
+                verb: Some("delete".into()),
+                group: Some("wardle.example.com".into()),
+                resource: Some("flunders".into()),
+                ..Default::default()
+            }),
+            user: Some("bob".into()),
+            groups: vec!["viewers".into()],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let (code, _, answer) = send_as(
+        &stack,
+        Method::POST,
+        "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+        PROTOBUF,
+        protobuf_body_of("authorization.k8s.io/v1", "SubjectAccessReview", review),
+    )
+    .await;
+    assert_eq!(code, 201, "{answer}");
+    assert_eq!(answer["status"]["allowed"], false, "{answer}");
 
     // A media type the host does not decode: upstream's 415.
     let (code, _, s) = send_as(
