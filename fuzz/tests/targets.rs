@@ -72,6 +72,7 @@ fn every_target_has_a_test_and_a_corpus() {
         "server_side_apply",
         "fields_v1",
         "etcd_wire",
+        "protobuf_body",
     ];
     let names: Vec<&str> = TARGETS.iter().map(|t| t.name).collect();
     assert_eq!(names, tested);
@@ -115,4 +116,5 @@ fuzz_tests!(
     server_side_apply,
     fields_v1,
     etcd_wire,
+    protobuf_body,
 );

@@ -19,7 +19,7 @@ pub(crate) mod local_host;
 pub mod node;
 pub(crate) mod options;
 pub mod pki;
-pub(crate) mod protobuf;
+pub mod protobuf;
 pub(crate) mod reviews;
 pub mod rules;
 pub(crate) mod self_reviews;

@@ -300,6 +300,25 @@ pub const ALL: &[Target] = &[
             "\u{80}\u{80}",
         ],
     },
+    Target {
+        name: "protobuf_body",
+        run: wire::protobuf_body,
+        dictionary: &[
+            "k8s\0",
+            "\x0a",
+            "\x12",
+            "\x1a",
+            "\x22",
+            "\x2a",
+            "\x42",
+            "\x5a",
+            "\x62",
+            "\x6a",
+            "\x72",
+            "\u{80}\u{80}",
+            "\x0a\x00",
+        ],
+    },
 ];
 
 /// The input as text, as a server gets it once a header, path or query is decoded (invalid
