@@ -12,7 +12,6 @@
 //!
 //! Afterwards every acknowledged write is stored.
 
-#[allow(dead_code)]
 #[path = "support/mod.rs"]
 mod support;
 
