@@ -10,7 +10,8 @@
 //!    leaves the EndpointSlice before it stops serving): no request fails;
 //! 3. the etcd leader killed: writes succeed again within seconds.
 //!
-//! Afterwards every acknowledged write is stored.
+//! Afterwards every acknowledged write is stored, and `scripts/real-cluster down` leaves no
+//! process and no network namespace behind.
 
 #[path = "support/mod.rs"]
 mod support;
@@ -287,5 +288,31 @@ fn replicas_behind_the_real_aggregator_survive_kills_rollouts_and_etcd_failover(
         "{} writes, {} acknowledged, all stored",
         writes.len(),
         acknowledged.len()
+    );
+
+    // `scripts/real-cluster down` leaves no process and no network namespace behind.
+    let pids = cluster.processes();
+    let netns = cluster.env("NETNS");
+    assert!(
+        pids.len() >= 10,
+        "etcd, kube-apiserver, the controller manager, 3 wardles, 3 etcds, the prober: {pids:?}"
+    );
+    drop(cluster);
+    let running: Vec<i32> = pids
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .is_ok_and(|stat| !stat.contains(") Z "))
+        })
+        .collect();
+    assert!(running.is_empty(), "still running after down: {running:?}");
+    let namespaces = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .expect("ip netns list");
+    let namespaces = String::from_utf8_lossy(&namespaces.stdout);
+    assert!(
+        !namespaces.split_whitespace().any(|n| n == netns),
+        "{netns} is still there: {namespaces}"
     );
 }

@@ -160,6 +160,26 @@ impl RealCluster {
         );
     }
 
+    /// The process ids of everything the cluster's script started (its `*.pid` files).
+    pub fn processes(&self) -> Vec<i32> {
+        let mut pids = Vec::new();
+        for entry in std::fs::read_dir(self.dir())
+            .expect("the cluster's directory")
+            .flatten()
+        {
+            let path = entry.path();
+            if path.extension().is_some_and(|e| e == "pid")
+                && let Ok(pid) = std::fs::read_to_string(&path)
+                    .unwrap_or_default()
+                    .trim()
+                    .parse()
+            {
+                pids.push(pid);
+            }
+        }
+        pids
+    }
+
     /// The kubeconfig of `user` (`admin`, `alice`, `bob`).
     pub fn kubeconfig(&self, user: &str) -> PathBuf {
         self.dir().join(format!("{user}.kubeconfig"))

@@ -17,6 +17,8 @@ mod stack;
 
 mod auth;
 mod clients;
+// Shared with tests/real_cluster_replicas.rs, which uses more of it.
+#[allow(dead_code)]
 mod cluster;
 mod controllers;
 mod http;
