@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::cluster::{RealCluster, block_on};
+use crate::cluster::{RealCluster, TIMEOUT, block_on};
 use crate::http::{certificate, host_client, issuer, send, wardle_client};
 use crate::stack::{foreign_certificate, issue_certificate};
 
@@ -235,5 +235,78 @@ pub fn reviews_are_cached(cluster: &RealCluster) {
             reviews_served(&admin, cluster, "subjectaccessreviews").await,
             access + 4
         );
+    });
+}
+
+/// The front-proxy names wardle trusts follow kube-apiserver's `extension-apiserver-
+/// authentication` ConfigMap without a restart of wardle: kube-apiserver restarted with one
+/// more `--requestheader-allowed-names` adds it there, and wardle then trusts that name's
+/// certificate; the name edited out of the ConfigMap, no longer. Twin of the dev host's
+/// `configmap_changes_apply_without_restart`.
+pub fn configmap_changes_apply_without_restart(cluster: &RealCluster) {
+    let front_proxy = issuer(cluster, "front-proxy-ca");
+    let (cert, key) = issue_certificate(&front_proxy, "intruder", None, false);
+    let intruder = wardle_client(cluster, Some((&cert, &key)));
+    let url = "https://api.wardle.svc/apis/wardle.example.com/v1alpha1/namespaces/alice/flunders";
+    let code = || {
+        block_on(send(
+            intruder
+                .get(url)
+                .header("X-Remote-User", "alice")
+                .header("X-Remote-Group", "system:authenticated"),
+        ))
+        .0
+    };
+    let allowed_names = || {
+        let configmap = cluster.get_json(&[
+            "configmap",
+            "extension-apiserver-authentication",
+            "-n",
+            "kube-system",
+        ]);
+        configmap["data"]["requestheader-allowed-names"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert_eq!(code(), 401);
+    assert_eq!(allowed_names(), r#"["front-proxy-client"]"#);
+
+    cluster.script_with(
+        "restart-kube-apiserver",
+        &["--requestheader-allowed-names=intruder"],
+    );
+    cluster.wait_until("kube-apiserver rewrites the ConfigMap", TIMEOUT, || {
+        allowed_names().contains("intruder")
+    });
+    cluster.wait_until("wardle trusts the new name", TIMEOUT, || code() == 200);
+
+    // kube-apiserver adds its own configuration to what the ConfigMap holds (for clusters of
+    // several kube-apiservers), never removes: restarted with its first flags, it leaves the
+    // name there; an admin removes it by editing the ConfigMap.
+    cluster.script("restart-kube-apiserver");
+    assert!(allowed_names().contains("intruder"));
+    cluster.kubectl_ok(
+        "admin",
+        &[
+            "patch",
+            "configmap",
+            "extension-apiserver-authentication",
+            "-n",
+            "kube-system",
+            "--type=merge",
+            "-p",
+            r#"{"data":{"requestheader-allowed-names":"[\"front-proxy-client\"]"}}"#,
+        ],
+    );
+    cluster.wait_until("the ConfigMap as before", TIMEOUT, || {
+        allowed_names() == r#"["front-proxy-client"]"#
+    });
+    cluster.wait_until("wardle no longer trusts it", TIMEOUT, || code() == 401);
+    cluster.wait_until("wardle's APIServices available again", TIMEOUT, || {
+        cluster
+            .apiservice_available("v1alpha1.wardle.example.com")
+            .0
+            == "True"
     });
 }

@@ -101,6 +101,10 @@ const CHECKS: &[Check] = &[
         "garbage_collector_removes_dependents",
         controllers::garbage_collection,
     ),
+    (
+        "configmap_changes_apply_without_restart",
+        auth::configmap_changes_apply_without_restart,
+    ),
     // Last: it stops wardle (and starts it again).
     ("availability_follows_wardle", controllers::availability),
 ];
