@@ -57,6 +57,14 @@ const CHECKS: &[Check] = &[
         kubectl_flows::server_side_apply,
     ),
     ("watch_across_the_proxy", kubectl_flows::watch),
+    (
+        "aggregated_discovery_prefers_v1beta1",
+        routing::aggregated_discovery,
+    ),
+    (
+        "namespace_lifecycle_follows_the_host",
+        routing::namespace_lifecycle,
+    ),
     ("service_account_tokens", auth::service_account_tokens),
     (
         "direct_callers_are_their_certificates",

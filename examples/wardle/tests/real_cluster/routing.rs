@@ -338,3 +338,116 @@ pub fn named_get_with_watch(cluster: &RealCluster) {
         assert_eq!(code, 200, "{body}");
     });
 }
+
+/// kube-apiserver's aggregated discovery (`apidiscovery.k8s.io/v2`) lists wardle's group with
+/// v1beta1 first (preferred), then v1alpha1, each with its resources. Twin of the dev host's
+/// `the_host_prefers_v1beta1`.
+pub fn aggregated_discovery(cluster: &RealCluster) {
+    let document = block_on(async {
+        let admin = host_client(cluster, Some("admin"), false);
+        let (code, document) = send(admin.get(format!("{}/apis", cluster.api_url())).header(
+            "accept",
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
+        ))
+        .await;
+        assert_eq!(code, 200, "{document}");
+        document
+    });
+    assert_eq!(document["kind"], "APIGroupDiscoveryList", "{document}");
+    let group = document["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .find(|g| g["metadata"]["name"] == "wardle.example.com")
+        .unwrap_or_else(|| panic!("no wardle.example.com: {document}"));
+    let versions: Vec<&str> = group["versions"]
+        .as_array()
+        .expect("versions")
+        .iter()
+        .filter_map(|v| v["version"].as_str())
+        .collect();
+    assert_eq!(versions, ["v1beta1", "v1alpha1"], "{group}");
+    let alpha = &group["versions"][1];
+    let resources: Vec<&str> = alpha["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .filter_map(|r| r["resource"].as_str())
+        .collect();
+    assert!(
+        resources.contains(&"flunders") && resources.contains(&"fischers"),
+        "{alpha}"
+    );
+    assert_eq!(alpha["freshness"], "Current", "{alpha}");
+}
+
+/// wardle's NamespaceLifecycle reads the real host's namespaces: a Flunder in a namespace the
+/// host lacks is upstream's 404; once the host has it, the create succeeds; a namespace held
+/// terminating by a finalizer refuses new content with upstream's 403. Twin of the dev host's
+/// `namespace_lifecycle_follows_the_host`.
+pub fn namespace_lifecycle(cluster: &RealCluster) {
+    let flunder = |namespace: &str, name: &str| {
+        format!(
+            "apiVersion: wardle.example.com/v1alpha1\nkind: Flunder\nmetadata:\n  name: {name}\n  \
+             namespace: {namespace}\nspec:\n  reference: x\n"
+        )
+    };
+    let refused =
+        cluster.kubectl_with_input("admin", &["create", "-f", "-"], &flunder("nowhere", "lost"));
+    assert!(!refused.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&refused.stderr).trim(),
+        "Error from server (NotFound): error when creating \"STDIN\": namespaces \"nowhere\" not found"
+    );
+    cluster.kubectl_ok("admin", &["create", "namespace", "nowhere"]);
+    // wardle hears of the namespace through its watch of the host's namespaces.
+    cluster.wait_until(
+        "wardle sees namespace nowhere",
+        crate::cluster::TIMEOUT,
+        || {
+            cluster
+                .kubectl_with_input(
+                    "admin",
+                    &["create", "-f", "-"],
+                    &flunder("nowhere", "found"),
+                )
+                .status
+                .success()
+        },
+    );
+
+    // A namespace held in Terminating by a finalizer of its own.
+    cluster.kubectl_input_ok(
+        "admin",
+        &["create", "-f", "-"],
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: holder\n  namespace: nowhere\n  \
+         finalizers: [example.com/hold]\n",
+    );
+    cluster.kubectl_ok("admin", &["delete", "namespace", "nowhere", "--wait=false"]);
+    cluster.wait_until("wardle refuses content in terminating nowhere", crate::cluster::TIMEOUT, || {
+        let out = cluster.kubectl_with_input("admin", &["create", "-f", "-"], &flunder("nowhere", "late"));
+        String::from_utf8_lossy(&out.stderr).contains(
+            "Error from server (Forbidden): error when creating \"STDIN\": flunders.wardle.example.com \
+             \"late\" is forbidden: unable to create new content in namespace nowhere because it \
+             is being terminated",
+        )
+    });
+    // Released, the namespace finishes terminating (and its Flunder goes with it).
+    cluster.kubectl_ok(
+        "admin",
+        &[
+            "patch",
+            "configmap",
+            "holder",
+            "-n",
+            "nowhere",
+            "--type=merge",
+            "-p",
+            r#"{"metadata":{"finalizers":null}}"#,
+        ],
+    );
+    cluster.wait_until("namespace nowhere gone", crate::cluster::TIMEOUT, || {
+        let out = cluster.kubectl("admin", &["get", "namespace", "nowhere"]);
+        String::from_utf8_lossy(&out.stderr).contains("(NotFound)")
+    });
+}
