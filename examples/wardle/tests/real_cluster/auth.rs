@@ -310,3 +310,47 @@ pub fn configmap_changes_apply_without_restart(cluster: &RealCluster) {
             == "True"
     });
 }
+
+/// wardle's `/metrics` is no always-allowed path: straight to wardle, the real
+/// SubjectAccessReview refuses it to anonymous and to bob (a non-resource `get` of the path)
+/// and allows it to admin (`system:masters`). Twin of the dev host's
+/// `metrics_are_authorized_by_the_host`.
+pub fn metrics_are_authorized(cluster: &RealCluster) {
+    let url = "https://api.wardle.svc/metrics";
+    block_on(async {
+        let (code, body) = send(wardle_client(cluster, None).get(url)).await;
+        assert_eq!(code, 403, "{body}");
+        assert!(
+            body["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("forbidden: User \"system:anonymous\" cannot get path \"/metrics\""),
+            "{body}"
+        );
+        let (cert, key) = certificate(cluster, "bob");
+        let (code, body) = send(wardle_client(cluster, Some((&cert, &key))).get(url)).await;
+        assert_eq!(code, 403, "{body}");
+        assert!(
+            body["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("forbidden: User \"bob\" cannot get path \"/metrics\""),
+            "{body}"
+        );
+        let (cert, key) = certificate(cluster, "admin");
+        let (code, body) = send(wardle_client(cluster, Some((&cert, &key))).get(url)).await;
+        assert_eq!(code, 200);
+        let text = body.as_str().expect("the metrics text");
+        assert!(
+            text.contains("# TYPE apiserver_request_total counter"),
+            "{text}"
+        );
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("apiserver_request_total{")
+                    && l.contains(r#"code="403""#)
+                    && l.contains(r#"subresource="/metrics""#)),
+            "bob's refused scrape is counted"
+        );
+    });
+}

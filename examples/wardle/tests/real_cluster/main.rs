@@ -67,6 +67,10 @@ const CHECKS: &[Check] = &[
     ),
     ("service_account_tokens", auth::service_account_tokens),
     (
+        "metrics_are_authorized_by_the_host",
+        auth::metrics_are_authorized,
+    ),
+    (
         "direct_callers_are_their_certificates",
         auth::direct_callers,
     ),
