@@ -5,7 +5,7 @@ use std::path::Path;
 
 use crate::client::Error;
 use crate::load::LoadResult;
-use crate::process::{Probe, rss_bytes};
+use crate::process::{Probe, anon_bytes, rss_bytes};
 use crate::report::{Measurement, MemoryPoint, Row, Target as Goal, mib};
 use crate::scenarios::{Plan, fill_from, ratio};
 use crate::servers::{self, Server};
@@ -13,7 +13,7 @@ use crate::tls::Pki;
 
 /// What the memory scenario leaves: its rows, the chart's points, and the filled server.
 pub struct Filled {
-    /// Idle RSS and RSS with the objects.
+    /// Idle RSS, idle anonymous memory and RSS with the objects.
     pub rows: Vec<Row>,
     /// wardle's RSS at each step of the fill.
     pub curve: Vec<MemoryPoint>,
@@ -41,6 +41,12 @@ pub async fn run(
     let base = servers::baseline(work, "baseline-memory-use", pki, recordings).await?;
     tokio::time::sleep(plan.settle).await;
     let (w, b) = (idle(&wardle), idle(&base));
+    let anon = |server: &Server| Measurement {
+        peak_rss_mib: Some(mib(anon_bytes(server.pid()))),
+        count: 1,
+        ..Default::default()
+    };
+    let (wa, ba) = (anon(&wardle), anon(&base));
     drop(base);
     let idle_rss = rss_bytes(wardle.pid());
     let r = ratio(w.peak_rss_mib, b.peak_rss_mib);
@@ -56,6 +62,17 @@ pub async fn run(
     .note(format!(
         "ready, before any request but the readiness probes; {executable}"
     ));
+
+    let anon_ratio = ratio(wa.peak_rss_mib, ba.peak_rss_mib);
+    let anon_row = Row::new(
+        "Idle anonymous memory",
+        wa,
+        "baseline",
+        ba,
+        "RssAnon, lower is better",
+        anon_ratio,
+    )
+    .note("the same moment as Idle RSS: heap and stacks, without the executable's pages");
 
     let n = plan.memory_objects;
     let pid = [wardle.pid()];
@@ -101,6 +118,7 @@ pub async fn run(
     let r = Some(per_object / object_bytes as f64);
     let rows = vec![
         idle_row,
+        anon_row,
         Row::new(
             format!("RSS with {n} Flunders"),
             framework,

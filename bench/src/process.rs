@@ -139,12 +139,24 @@ pub fn cpu_seconds(pid: u32) -> f64 {
 
 /// The resident set size of process `pid` in bytes (`VmRSS`).
 pub fn rss_bytes(pid: u32) -> u64 {
+    status_bytes(pid, "VmRSS:")
+}
+
+/// The resident anonymous memory of process `pid` in bytes (`RssAnon`): its heap and stacks,
+/// without the pages of its executable and other files, which the kernel can reclaim and
+/// which moving code around changes.
+pub fn anon_bytes(pid: u32) -> u64 {
+    status_bytes(pid, "RssAnon:")
+}
+
+/// A `kB` field of `/proc/<pid>/status` in bytes, 0 where it cannot be read.
+fn status_bytes(pid: u32, field: &str) -> u64 {
     let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
         return 0;
     };
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         .map_or(0, |kib| kib * 1024)
 }
