@@ -3,8 +3,9 @@
 //! is read once (one request-info reading and one query decoding), and panics in an admission
 //! plugin or a handler answer a 500 Status while the connection and the server go on.
 //!
-//! One server serves every check, in one test: the read counters are global to the process,
-//! so nothing else may send requests while they are compared.
+//! One server serves every check, in one test: the readings are counted from the framework's
+//! `trace` events (target `apiserver_framework::reading`) by a subscriber global to the
+//! process, so nothing else may send requests while they are compared.
 
 use std::any::Any;
 use std::net::SocketAddr;
@@ -15,7 +16,6 @@ use apiserver_framework::auth::{PeerAddr, StaticTokens};
 use apiserver_framework::authz::{
     Attributes, AuthorizationError, Authorizer, Decision, Request as AuthzRequest,
 };
-use apiserver_framework::endpoints::parse_count;
 use apiserver_framework::prelude::*;
 use apiserver_framework::registry::options::{ListOptions, WriteOptions};
 use apiserver_framework::registry::rest::{EventStream, ObjectList, RequestContext, RestStorage};
@@ -458,10 +458,11 @@ async fn each_request_is_read_once(s: &Served) {
             None,
         ),
     ];
+    let readings = readings();
     for (method, path, token, body) in requests {
-        let before = parse_count::counts();
+        let before = readings.counts();
         let (status, _, answer) = s.send(method.clone(), &path, token, body).await;
-        let after = parse_count::counts();
+        let after = readings.counts();
         assert!(status < 500, "{method} {path}: {status} {answer}");
         assert_eq!(
             (after.0 - before.0, after.1 - before.1),
@@ -524,4 +525,69 @@ async fn panics_answer_500_and_the_server_goes_on(s: &Served) {
     let peers = s.peers.lock().unwrap().clone();
     assert_eq!(peers.len(), 6, "{peers:?}");
     assert!(peers.iter().all(|p| *p == peers[0]), "{peers:?}");
+}
+
+/// Counts the framework's readings of requests: its `trace` events of target
+/// `apiserver_framework::reading`, by their `reading` field.
+#[derive(Default)]
+struct Readings {
+    request_info: std::sync::atomic::AtomicU64,
+    query: std::sync::atomic::AtomicU64,
+}
+
+impl Readings {
+    /// `(request info, query)` readings so far.
+    fn counts(&self) -> (u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (self.request_info.load(Relaxed), self.query.load(Relaxed))
+    }
+}
+
+/// The `reading` field of an event.
+struct ReadingField(Option<String>);
+
+impl tracing::field::Visit for ReadingField {
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        if field.name() == "reading" {
+            self.0 = Some(value.to_string());
+        }
+    }
+
+    fn record_debug(&mut self, _: &tracing::field::Field, _: &dyn std::fmt::Debug) {}
+}
+
+/// The layer counting readings into its [`Readings`].
+struct CountReadings(Arc<Readings>);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for CountReadings {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        if event.metadata().target() != "apiserver_framework::reading" {
+            return;
+        }
+        let mut field = ReadingField(None);
+        event.record(&mut field);
+        let counter = match field.0.as_deref() {
+            Some("request_info") => &self.0.request_info,
+            Some("query") => &self.0.query,
+            _ => return,
+        };
+        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// The process's readings, counted by a global subscriber installed on first use (the server
+/// runs on other threads than the test).
+fn readings() -> Arc<Readings> {
+    static READINGS: std::sync::OnceLock<Arc<Readings>> = std::sync::OnceLock::new();
+    READINGS
+        .get_or_init(|| {
+            use tracing_subscriber::layer::SubscriberExt;
+            let readings = Arc::new(Readings::default());
+            let subscriber =
+                tracing_subscriber::registry().with(CountReadings(Arc::clone(&readings)));
+            tracing::subscriber::set_global_default(subscriber)
+                .expect("no other global subscriber in this test");
+            readings
+        })
+        .clone()
 }

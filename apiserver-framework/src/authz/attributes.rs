@@ -55,7 +55,7 @@ impl ParsedRequest {
     /// path is split once, and both readings (the authorizer's and the router's) are taken
     /// from its segments.
     pub fn read(method: &Method, path: &str, query: &Query) -> Self {
-        crate::endpoints::parse_count::request_info_read();
+        crate::endpoints::request_info::trace_reading("request_info");
         let segments = request_info::segments(path);
         let api = request_info::parse_segments(path, &segments);
         let request = request_of_segments(method, path, &segments, query);

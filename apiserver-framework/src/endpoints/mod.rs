@@ -11,7 +11,6 @@ pub mod jsonpath;
 pub(crate) mod list_body;
 pub mod negotiation;
 #[doc(hidden)]
-pub mod parse_count;
 pub mod patch;
 pub mod query;
 pub mod request_info;

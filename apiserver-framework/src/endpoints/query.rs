@@ -15,7 +15,7 @@ pub struct Query {
 impl Query {
     /// Decodes a raw query string (without `?`).
     pub fn parse(raw: Option<&str>) -> Self {
-        crate::endpoints::parse_count::query_read();
+        crate::endpoints::request_info::trace_reading("query");
         Query {
             pairs: raw
                 .map(|q| {

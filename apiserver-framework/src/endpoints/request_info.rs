@@ -86,13 +86,21 @@ pub enum ApiPath {
     Unknown(String, String),
 }
 
+/// Records one reading of a request (`what`: `request_info` for its method and path, `query`
+/// for its query string) as a `trace` event of target `apiserver_framework::reading`, field
+/// `reading`: a subscriber can count them (the handler chain's tests check that each request
+/// is read once); with none interested, the event costs a check of its callsite.
+pub(crate) fn trace_reading(what: &'static str) {
+    tracing::trace!(target: "apiserver_framework::reading", reading = what);
+}
+
 /// Parses a path starting with `/apis` or `/api`; `None` for other paths.
 ///
 /// The handler chain reads each request once on arrival (see
 /// [`crate::authz::ParsedRequest::read`], which keeps this reading with the authorizer's), so
 /// that the router takes it from there rather than calling this again.
 pub fn parse(path: &str) -> Option<ApiPath> {
-    crate::endpoints::parse_count::request_info_read();
+    trace_reading("request_info");
     parse_segments(path, &segments(path))
 }
 
