@@ -82,7 +82,7 @@ pub mod prelude {
     pub use crate::ApiResource;
     pub use crate::cli::App;
     pub use crate::error::{ApiError, FieldError, Result};
-    pub use crate::registry::admission::{AdmissionAttributes, AdmissionPlugin, Operation};
+    pub use crate::registry::admission::{AdmissionAttributes, AdmissionPlugin, Operation, Phases};
     pub use crate::registry::computed::ResourceProvider;
     pub use crate::registry::group::Group;
     pub use crate::registry::options::WriteOptions;

@@ -193,6 +193,10 @@ impl AdmissionPlugin for PartLimit {
         "PartLimit"
     }
 
+    fn phases(&self) -> Phases {
+        Phases::Validate
+    }
+
     fn handles(&self, resource: &ResourceInfo, operation: Operation) -> bool {
         operation == Operation::Create && resource.is::<v1alpha1::Part>()
     }

@@ -71,6 +71,10 @@ impl AdmissionPlugin for PanicOnBoom {
         "PanicOnBoom"
     }
 
+    fn phases(&self) -> Phases {
+        Phases::Validate
+    }
+
     async fn validate(&self, attrs: &AdmissionAttributes<'_>) -> Result<(), ApiError> {
         if attrs.name == "boom" {
             panic!("the admission plugin exploded");

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use crate::error::ApiError;
-use crate::registry::admission::{AdmissionAttributes, AdmissionPlugin, Operation};
+use crate::registry::admission::{AdmissionAttributes, AdmissionPlugin, Operation, Phases};
 use crate::resource::ResourceInfo;
 
 /// The resources (as `(group, plural)` pairs) and operations a plugin is registered for.
@@ -64,6 +64,10 @@ impl AdmissionPlugin for Filtered {
 
     fn enabled_by_default(&self) -> bool {
         self.plugin.enabled_by_default()
+    }
+
+    fn phases(&self) -> Phases {
+        self.plugin.phases()
     }
 
     fn handles(&self, resource: &ResourceInfo, operation: Operation) -> bool {

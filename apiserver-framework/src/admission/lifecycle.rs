@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use crate::admission::host::{HostObjects, wait_synced};
 use crate::error::{ApiError, StatusCause, StatusDetails};
-use crate::registry::admission::{AdmissionAttributes, AdmissionPlugin, Operation};
+use crate::registry::admission::{AdmissionAttributes, AdmissionPlugin, Operation, Phases};
 
 /// The plugin's name.
 pub const NAME: &str = "NamespaceLifecycle";
@@ -133,6 +133,10 @@ pub fn namespace_terminating(attrs: &AdmissionAttributes<'_>, namespace: &str) -
 impl AdmissionPlugin for NamespaceLifecycle {
     fn name(&self) -> &str {
         NAME
+    }
+
+    fn phases(&self) -> Phases {
+        Phases::Mutate
     }
 
     async fn mutate(&self, attrs: &mut AdmissionAttributes<'_>) -> Result<(), ApiError> {

@@ -3,7 +3,9 @@
 //! runs ([`AdmissionChain`]).
 //!
 //! Mutating plugins run first, in registration order, before the store's defaulting and
-//! validation; validating plugins run last, right before the object is stored. A plugin that
+//! validation; validating plugins run last, right before the object is stored. A plugin says
+//! which phases it takes part in ([`AdmissionPlugin::phases`]), as upstream's plugins do by the
+//! interfaces they implement (`MutationInterface`, `ValidationInterface`). A plugin that
 //! refuses a request returns an [`ApiError`]; [`AdmissionAttributes::forbidden`] builds the
 //! upstream `403 Forbidden` shape (`<resource> "<name>" is forbidden: <reason>`). The plugins
 //! the framework provides (webhooks, namespace lifecycle, filters) are in [`crate::admission`].
@@ -26,6 +28,10 @@
 //!         "SmallWidgets"
 //!     }
 //!
+//!     fn phases(&self) -> Phases {
+//!         Phases::Validate
+//!     }
+//!
 //!     fn handles(&self, resource: &ResourceInfo, operation: Operation) -> bool {
 //!         operation == Operation::Create && resource.is::<Widget>()
 //!     }
@@ -39,10 +45,9 @@
 //! }
 //! ```
 
-use std::any::{Any, TypeId};
+use std::any::Any;
 use std::borrow::Cow;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::Value;
 
@@ -96,9 +101,6 @@ pub struct AdmissionAttributes<'a> {
     pub(crate) typed_object: Option<&'a (dyn Any + Send + Sync)>,
     /// The typed form of `old_object`, when the store holds it.
     pub(crate) typed_old_object: Option<&'a (dyn Any + Send + Sync)>,
-    /// Set by the trait's own [`AdmissionPlugin::mutate`]: which plugin kept it (and so does
-    /// not mutate).
-    pub(crate) default_mutate_of: Option<PluginIdentity>,
 }
 
 impl<'a> AdmissionAttributes<'a> {
@@ -184,8 +186,32 @@ fn type_name<T: ApiResource>() -> String {
     format!("{}.{}/{}", T::kind(&()), T::group(&()), T::version(&()))
 }
 
+/// The phases of admission a plugin takes part in: upstream's plugins say so by implementing
+/// `MutationInterface`, `ValidationInterface` or both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phases {
+    /// Only the mutating phase ([`AdmissionPlugin::mutate`]).
+    Mutate,
+    /// Only the validating phase ([`AdmissionPlugin::validate`]).
+    Validate,
+    /// Both.
+    Both,
+}
+
+impl Phases {
+    /// Whether the plugin runs in the mutating phase.
+    pub fn mutates(self) -> bool {
+        matches!(self, Phases::Mutate | Phases::Both)
+    }
+
+    /// Whether the plugin runs in the validating phase.
+    pub fn validates(self) -> bool {
+        matches!(self, Phases::Validate | Phases::Both)
+    }
+}
+
 /// An admission plugin. Override [`AdmissionPlugin::mutate`], [`AdmissionPlugin::validate`]
-/// or both.
+/// or both, and say which in [`AdmissionPlugin::phases`].
 #[async_trait::async_trait]
 pub trait AdmissionPlugin: Any + Send + Sync {
     /// The plugin's name (used to enable or disable it).
@@ -198,18 +224,22 @@ pub trait AdmissionPlugin: Any + Send + Sync {
         true
     }
 
+    /// The phases the plugin takes part in; the chain calls `mutate` and `validate` only in
+    /// those. Defaults to both. A plugin that only validates says [`Phases::Validate`]: it is
+    /// skipped in the mutating phase, and a request whose plugins all only validate skips that
+    /// phase and the copy of the object it would make as JSON.
+    fn phases(&self) -> Phases {
+        Phases::Both
+    }
+
     /// Whether the plugin wants to see this request. Defaults to every request.
     fn handles(&self, _resource: &ResourceInfo, _operation: Operation) -> bool {
         true
     }
 
-    /// May change the object; runs before every validating plugin.
-    ///
-    /// A plugin that keeps this default only validates. The chain learns that the first time it
-    /// runs it and skips it from then on; a request whose plugins all only validate then skips
-    /// the mutating phase, and the copy of the object it would make as JSON.
-    async fn mutate(&self, attrs: &mut AdmissionAttributes<'_>) -> Result<(), ApiError> {
-        attrs.default_mutate_of = Some(PluginIdentity::of(self));
+    /// May change the object; runs before every validating plugin. The default changes
+    /// nothing.
+    async fn mutate(&self, _attrs: &mut AdmissionAttributes<'_>) -> Result<(), ApiError> {
         Ok(())
     }
 
@@ -220,86 +250,25 @@ pub trait AdmissionPlugin: Any + Send + Sync {
 }
 
 /// The plugins of a server, run in order.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct AdmissionChain {
-    plugins: Vec<Registered>,
-}
-
-/// Which plugin value a `mutate` ran on: its address and its type. A plugin that wraps another
-/// and calls its `mutate` is told apart from it, even when the other is its first field.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct PluginIdentity(usize, TypeId);
-
-impl PluginIdentity {
-    fn of<P: ?Sized + 'static>(plugin: &P) -> Self {
-        PluginIdentity(plugin as *const P as *const () as usize, TypeId::of::<P>())
-    }
-
-    fn of_registered(plugin: &dyn AdmissionPlugin) -> Self {
-        PluginIdentity(
-            plugin as *const dyn AdmissionPlugin as *const () as usize,
-            (plugin as &dyn Any).type_id(),
-        )
-    }
-}
-
-/// A plugin of a chain and what the chain has learned about it.
-struct Registered {
-    plugin: Arc<dyn AdmissionPlugin>,
-    /// Whether the plugin's `mutate` has been seen to be the trait's default, which changes
-    /// nothing. A plugin cannot call its own default from a `mutate` it overrides, so this is
-    /// final.
-    validates_only: AtomicBool,
-}
-
-impl Registered {
-    fn new(plugin: Arc<dyn AdmissionPlugin>) -> Self {
-        Registered {
-            plugin,
-            validates_only: AtomicBool::new(false),
-        }
-    }
-
-    /// Whether the plugin may change the object of a request it handles.
-    fn may_mutate(&self, resource: &ResourceInfo, operation: Operation) -> bool {
-        !self.validates_only.load(Ordering::Relaxed) && self.plugin.handles(resource, operation)
-    }
-}
-
-impl Clone for AdmissionChain {
-    fn clone(&self) -> Self {
-        AdmissionChain {
-            plugins: self
-                .plugins
-                .iter()
-                .map(|r| Registered {
-                    plugin: r.plugin.clone(),
-                    validates_only: AtomicBool::new(r.validates_only.load(Ordering::Relaxed)),
-                })
-                .collect(),
-        }
-    }
+    plugins: Vec<Arc<dyn AdmissionPlugin>>,
 }
 
 impl AdmissionChain {
     /// A chain of the given plugins.
     pub fn new(plugins: Vec<Arc<dyn AdmissionPlugin>>) -> Self {
-        AdmissionChain {
-            plugins: plugins.into_iter().map(Registered::new).collect(),
-        }
+        AdmissionChain { plugins }
     }
 
     /// Adds a plugin at the end.
     pub fn push(&mut self, plugin: Arc<dyn AdmissionPlugin>) {
-        self.plugins.push(Registered::new(plugin));
+        self.plugins.push(plugin);
     }
 
     /// The names of the plugins, in order.
     pub fn names(&self) -> Vec<String> {
-        self.plugins
-            .iter()
-            .map(|r| r.plugin.name().to_string())
-            .collect()
+        self.plugins.iter().map(|p| p.name().to_string()).collect()
     }
 
     /// Whether no plugin is registered.
@@ -309,39 +278,32 @@ impl AdmissionChain {
 
     /// Whether any plugin wants to see this request ([`AdmissionPlugin::handles`]).
     pub fn handles(&self, resource: &ResourceInfo, operation: Operation) -> bool {
-        self.plugins
-            .iter()
-            .any(|r| r.plugin.handles(resource, operation))
+        self.plugins.iter().any(|p| p.handles(resource, operation))
     }
 
-    /// Whether a plugin may change the object of this request: one that handles it and has
-    /// not been seen to keep [`AdmissionPlugin::mutate`]'s default.
+    /// Whether a plugin may change the object of this request: one that mutates
+    /// ([`AdmissionPlugin::phases`]) and handles it.
     pub fn may_mutate(&self, resource: &ResourceInfo, operation: Operation) -> bool {
         self.plugins
             .iter()
-            .any(|r| r.may_mutate(resource, operation))
+            .any(|p| p.phases().mutates() && p.handles(resource, operation))
     }
 
     /// Runs every mutating plugin (before the store's defaulting and validation, as upstream).
     pub async fn mutate(&self, attrs: &mut AdmissionAttributes<'_>) -> Result<(), ApiError> {
-        for r in &self.plugins {
-            if r.may_mutate(attrs.resource, attrs.operation) {
-                attrs.default_mutate_of = None;
-                r.plugin.mutate(attrs).await?;
-                if attrs.default_mutate_of == Some(PluginIdentity::of_registered(&*r.plugin)) {
-                    r.validates_only.store(true, Ordering::Relaxed);
-                }
+        for p in &self.plugins {
+            if p.phases().mutates() && p.handles(attrs.resource, attrs.operation) {
+                p.mutate(attrs).await?;
             }
         }
-        attrs.default_mutate_of = None;
         Ok(())
     }
 
     /// Runs every validating plugin (after the store's validation, right before storage).
     pub async fn validate(&self, attrs: &AdmissionAttributes<'_>) -> Result<(), ApiError> {
-        for r in &self.plugins {
-            if r.plugin.handles(attrs.resource, attrs.operation) {
-                r.plugin.validate(attrs).await?;
+        for p in &self.plugins {
+            if p.phases().validates() && p.handles(attrs.resource, attrs.operation) {
+                p.validate(attrs).await?;
             }
         }
         Ok(())

@@ -194,6 +194,10 @@ impl AdmissionPlugin for BanFlunder {
         "BanFlunder"
     }
 
+    fn phases(&self) -> Phases {
+        Phases::Validate
+    }
+
     fn handles(&self, resource: &ResourceInfo, operation: Operation) -> bool {
         operation == Operation::Create && resource.is::<Flunder>()
     }

@@ -12,7 +12,9 @@ use apiserver_framework::audit::AuditOptions;
 use apiserver_framework::devhost::rules::RulesFile;
 use apiserver_framework::devhost::tokens::TokenFile;
 use apiserver_framework::error::ApiError;
-use apiserver_framework::registry::admission::{AdmissionAttributes, AdmissionPlugin, Operation};
+use apiserver_framework::registry::admission::{
+    AdmissionAttributes, AdmissionPlugin, Operation, Phases,
+};
 use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
 use apiserver_framework::tls::{ServingCert, install_crypto_provider};
 use reqwest::Method;
@@ -51,6 +53,10 @@ struct Recorder(Seen);
 impl AdmissionPlugin for Recorder {
     fn name(&self) -> &str {
         "Recorder"
+    }
+
+    fn phases(&self) -> Phases {
+        Phases::Validate
     }
 
     async fn validate(&self, attrs: &AdmissionAttributes<'_>) -> Result<(), ApiError> {

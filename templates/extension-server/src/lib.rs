@@ -73,6 +73,10 @@ impl AdmissionPlugin for ReservedNames {
         "ReservedNames"
     }
 
+    fn phases(&self) -> Phases {
+        Phases::Validate
+    }
+
     fn handles(&self, resource: &ResourceInfo, operation: Operation) -> bool {
         operation == Operation::Create && resource.is::<Widget>()
     }

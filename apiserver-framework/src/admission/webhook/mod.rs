@@ -25,7 +25,7 @@ use crate::admission::host::{HostObjects, wait_synced};
 use crate::admission::lifecycle::namespace_not_found;
 use crate::error::ApiError;
 use crate::host::resolver::ServiceResolver;
-use crate::registry::admission::{AdmissionAttributes, AdmissionPlugin};
+use crate::registry::admission::{AdmissionAttributes, AdmissionPlugin, Phases};
 use crate::resource::ResourceInfo;
 use versions::{MatchPolicy, Versioned};
 
@@ -219,6 +219,10 @@ impl AdmissionPlugin for MutatingAdmissionWebhook {
         MUTATING_NAME
     }
 
+    fn phases(&self) -> Phases {
+        Phases::Mutate
+    }
+
     async fn mutate(&self, attrs: &mut AdmissionAttributes<'_>) -> Result<(), ApiError> {
         let d = &self.0;
         wait_synced(&d.host.mutating, attrs).await?;
@@ -267,6 +271,10 @@ impl ValidatingAdmissionWebhook {
 impl AdmissionPlugin for ValidatingAdmissionWebhook {
     fn name(&self) -> &str {
         VALIDATING_NAME
+    }
+
+    fn phases(&self) -> Phases {
+        Phases::Validate
     }
 
     async fn validate(&self, attrs: &AdmissionAttributes<'_>) -> Result<(), ApiError> {

@@ -66,7 +66,6 @@ impl<T: ApiResource> Store<T> {
             registry: &ctx.registry,
             typed_object: typed.map(|t| t as _),
             typed_old_object: write.old.map(|t| t as _),
-            default_mutate_of: None,
         };
         match phase {
             Phase::Mutating => {
@@ -107,7 +106,6 @@ impl<T: ApiResource> Store<T> {
             registry: &ctx.registry,
             typed_object: Some(obj),
             typed_old_object: write.old.map(|t| t as _),
-            default_mutate_of: None,
         };
         ctx.admission.validate(&attrs).await?;
         Ok(Some(value))
@@ -140,7 +138,6 @@ impl<T: ApiResource> Store<T> {
             registry: &ctx.registry,
             typed_object: None,
             typed_old_object: Some(obj),
-            default_mutate_of: None,
         };
         ctx.admission.mutate(&mut attrs).await?;
         ctx.admission.validate(&attrs).await
@@ -154,7 +151,7 @@ mod tests {
     use std::sync::atomic::Ordering::Relaxed;
 
     use super::*;
-    use crate::registry::admission::AdmissionPlugin;
+    use crate::registry::admission::{AdmissionPlugin, Phases};
     use crate::registry::store::fixture::{self, Recorder, Widget};
     use crate::resource::ResourceInfo;
 
@@ -248,7 +245,7 @@ mod tests {
         assert_eq!(w, before);
     }
 
-    /// A plugin that keeps the default `mutate` and counts its validations.
+    /// A plugin that says it only validates and counts its validations; its `mutate` would fail.
     #[derive(Default)]
     struct ValidatesOnly {
         validated: AtomicUsize,
@@ -259,6 +256,14 @@ mod tests {
         fn name(&self) -> &str {
             "ValidatesOnly"
         }
+        fn phases(&self) -> Phases {
+            Phases::Validate
+        }
+        async fn mutate(&self, _: &mut AdmissionAttributes<'_>) -> Result<(), ApiError> {
+            Err(ApiError::internal(
+                "mutate called on a plugin that only validates",
+            ))
+        }
         async fn validate(&self, _: &AdmissionAttributes<'_>) -> Result<(), ApiError> {
             self.validated.fetch_add(1, Relaxed);
             Ok(())
@@ -266,23 +271,22 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_plugin_that_only_validates_is_learned_and_its_mutating_phase_skipped() {
+    async fn a_plugin_that_says_it_only_validates_is_skipped_in_the_mutating_phase() {
         let (store, _) = fixture::store();
         let plugin = Arc::new(ValidatesOnly::default());
         let ctx = fixture::ctx_with(vec![plugin.clone()]);
         let info = store.info.clone();
-        assert!(ctx.admission.may_mutate(&info, Operation::Create));
+        assert!(!ctx.admission.may_mutate(&info, Operation::Create));
         for round in 1..=2 {
             let mut w = Widget::new("a", "red");
             let before = w.clone();
             admit_create(&store, &ctx, Phase::Mutating, &mut w).await;
             assert_eq!(w, before);
-            assert!(!ctx.admission.may_mutate(&info, Operation::Create));
             admit_create(&store, &ctx, Phase::Validating, &mut w).await;
             assert_eq!(
                 plugin.validated.load(Relaxed),
                 round,
-                "validation still runs on every request"
+                "validation runs on every request"
             );
         }
     }
@@ -304,39 +308,31 @@ mod tests {
         );
     }
 
-    /// A plugin that holds a [`ValidatesOnly`] as its first field and calls its `mutate` for
-    /// red widgets, but labels every other widget.
-    #[repr(C)]
-    #[derive(Default)]
-    struct Wrapping {
-        inner: ValidatesOnly,
-    }
+    /// A plugin that says it only mutates; its `validate` would fail.
+    struct MutatesOnly;
 
     #[async_trait::async_trait]
-    impl AdmissionPlugin for Wrapping {
+    impl AdmissionPlugin for MutatesOnly {
         fn name(&self) -> &str {
-            "Wrapping"
+            "MutatesOnly"
         }
-        async fn mutate(&self, attrs: &mut AdmissionAttributes<'_>) -> Result<(), ApiError> {
-            let obj = attrs.object.as_deref_mut().expect("a create has an object");
-            if obj["spec"]["color"] == "red" {
-                return self.inner.mutate(attrs).await;
-            }
-            obj["metadata"]["labels"]["admitted"] = serde_json::json!("wrapped");
-            Ok(())
+        fn phases(&self) -> Phases {
+            Phases::Mutate
+        }
+        async fn validate(&self, _: &AdmissionAttributes<'_>) -> Result<(), ApiError> {
+            Err(ApiError::internal(
+                "validate called on a plugin that only mutates",
+            ))
         }
     }
 
     #[tokio::test]
-    async fn a_plugin_that_calls_another_ones_default_mutate_is_not_taken_for_it() {
+    async fn a_plugin_that_says_it_only_mutates_is_skipped_in_the_validating_phase() {
         let (store, _) = fixture::store();
-        let ctx = fixture::ctx_with(vec![Arc::new(Wrapping::default())]);
-        let mut red = Widget::new("a", "red");
-        admit_create(&store, &ctx, Phase::Mutating, &mut red).await;
+        let ctx = fixture::ctx_with(vec![Arc::new(MutatesOnly)]);
+        let mut w = Widget::new("a", "red");
+        admit_create(&store, &ctx, Phase::Validating, &mut w).await;
         assert!(ctx.admission.may_mutate(&store.info, Operation::Create));
-        let mut blue = Widget::new("b", "blue");
-        admit_create(&store, &ctx, Phase::Mutating, &mut blue).await;
-        assert_eq!(blue.metadata.labels.unwrap()["admitted"], "wrapped");
     }
 
     #[tokio::test]

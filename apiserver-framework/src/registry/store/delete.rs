@@ -376,6 +376,10 @@ mod tests {
             fn name(&self) -> &str {
                 "Racer"
             }
+
+            fn phases(&self) -> crate::registry::admission::Phases {
+                crate::registry::admission::Phases::Validate
+            }
             async fn validate(
                 &self,
                 _: &crate::registry::admission::AdmissionAttributes<'_>,

@@ -642,6 +642,10 @@ mod tests {
         fn name(&self) -> &str {
             "RefusesWithConflict"
         }
+
+        fn phases(&self) -> crate::registry::admission::Phases {
+            crate::registry::admission::Phases::Validate
+        }
         async fn validate(
             &self,
             attrs: &crate::registry::admission::AdmissionAttributes<'_>,
