@@ -275,6 +275,7 @@ async fn front(
             proxy_client_key_pem,
             resolver: Arc::new(resolver),
             check_interval,
+            replay_budget_bytes: apiserver_framework::aggregator::DEFAULT_REPLAY_BUDGET,
         })
         .unwrap(),
     );

@@ -30,6 +30,7 @@ use parking_lot::Mutex;
 
 use super::proxy::{self, BackendClient};
 use super::replay::Replay;
+use super::replay_budget::ReplayBudget;
 use crate::host::resolver::Endpoint;
 use crate::user::UserInfo;
 
@@ -109,16 +110,21 @@ pub(crate) async fn probe_readiness(
 /// fresh connection when its failure was on a reused one. An endpoint that could not be reached
 /// or whose connection broke is marked not ready at once. Any answer of a backend, error
 /// statuses included, is the answer.
+///
+/// A copy of the body is kept for the next attempts only when it is small, its request is not
+/// long-running ([`super::long_running`]) and `budget` has room for it ([`super::replay`]).
 pub(crate) async fn forward(
     health: &EndpointHealth,
     client: &BackendClient,
     endpoints: Vec<Endpoint>,
     req: Request<Body>,
     user: &UserInfo,
+    budget: &ReplayBudget,
 ) -> Response<Body> {
     health.watch(client);
     let (parts, body) = req.into_parts();
-    let body = Replay::new(body);
+    let budget = (!super::long_running::is_long_running(&parts)).then_some(budget);
+    let body = Replay::new(body, budget);
     let mut attempts: VecDeque<(Endpoint, bool)> = health
         .order(endpoints)
         .into_iter()

@@ -15,11 +15,13 @@ pub mod apiservice;
 pub mod available;
 pub mod discovery;
 mod endpoints;
+mod long_running;
 mod lookup;
 pub mod openapi;
 mod pool;
 pub mod proxy;
 mod replay;
+mod replay_budget;
 mod retry;
 pub mod upgrade;
 
@@ -41,6 +43,7 @@ use crate::server::generic::GenericApiServer;
 use crate::user::UserInfo;
 use apiservice::APIService;
 use proxy::{Backends, ProxyError};
+pub use replay_budget::{DEFAULT_REPLAY_BUDGET, ReplayBudget};
 
 /// How often backends are probed when not configured, as upstream (every 30 s).
 pub const DEFAULT_CHECK_INTERVAL: Duration = Duration::from_secs(30);
@@ -55,6 +58,10 @@ pub struct AggregatorOptions {
     pub resolver: Arc<dyn ServiceResolver>,
     /// How often backends are probed (and their discovery and OpenAPI fetched).
     pub check_interval: Duration,
+    /// The most bytes that copies of request bodies kept to send them to another endpoint
+    /// may hold together ([`DEFAULT_REPLAY_BUDGET`] is a sound choice): a body that finds no
+    /// room is proxied all the same, only not sent twice once read.
+    pub replay_budget_bytes: usize,
 }
 
 /// The aggregator state shared by the request path and the availability controller.
@@ -67,6 +74,7 @@ pub struct Aggregator {
     generation: AtomicU64,
     endpoints: endpoints::EndpointHealth,
     lookup: lookup::ServiceLookup,
+    replay_budget: ReplayBudget,
 }
 
 /// What the controller observed in its last pass.
@@ -97,6 +105,7 @@ impl Aggregator {
             generation: AtomicU64::new(0),
             endpoints: endpoints::EndpointHealth::default(),
             lookup: lookup::ServiceLookup::default(),
+            replay_budget: ReplayBudget::new(options.replay_budget_bytes),
         })
     }
 
@@ -106,6 +115,12 @@ impl Aggregator {
         let _ = self.registry.set(server.registry().clone());
         let this = self.clone();
         tokio::spawn(async move { available::run(this).await })
+    }
+
+    /// The budget of the copies of request bodies kept for retries: its bound and what the
+    /// copies held now reserve.
+    pub fn replay_budget(&self) -> &ReplayBudget {
+        &self.replay_budget
     }
 
     /// A counter that changes whenever the documents the aggregator contributes change.
@@ -208,7 +223,17 @@ impl Aggregator {
         }
         // One client for every endpoint: they share the service's TLS name and CA.
         match self.backends.client(service, first) {
-            Ok(client) => endpoints::forward(&self.endpoints, &client, all, req, user).await,
+            Ok(client) => {
+                endpoints::forward(
+                    &self.endpoints,
+                    &client,
+                    all,
+                    req,
+                    user,
+                    &self.replay_budget,
+                )
+                .await
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "no client for APIService");
                 proxy::unavailable()

@@ -19,9 +19,10 @@
 //!   the 503 and decides.
 //! * Anything else (a stream reset by a live backend, a protocol error): never sent again.
 //!
-//! In every case the body must be whole again: empty, or every byte read so far still kept
-//! ([`super::replay`]), as Go requires a `GetBody`. Each endpoint is tried once, and the last
-//! one once more on a fresh connection when its failure was on a reused one.
+//! In every case the body must be whole again: none of it read yet, or every byte read so far
+//! still kept ([`super::replay`]: only small bodies of short requests, within a budget), as Go
+//! requires a `GetBody`. Each endpoint is tried once, and the last one once more on a fresh
+//! connection when its failure was on a reused one.
 
 use http::{HeaderMap, Method};
 
