@@ -265,7 +265,7 @@ pub async fn start(extension: &Extension, opts: &DevHostOptions) -> Result<DevHo
             proxy_client_key_pem: files.front_proxy_client.key_pem.clone(),
             resolver: Arc::new(resolver),
             check_interval: opts.availability_check_interval.0,
-            replay_budget_bytes: crate::aggregator::DEFAULT_REPLAY_BUDGET,
+            replay_budget_bytes: opts.aggregator_replay_budget_bytes,
         })
         .map_err(|e| DevHostError::Aggregator(e.to_string()))?,
     );

@@ -4,6 +4,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::aggregator::DEFAULT_REPLAY_BUDGET;
 use crate::duration::GoDuration;
 
 /// Options of the development host.
@@ -30,6 +31,11 @@ pub struct DevHostOptions {
     /// How often the aggregator checks that each APIService's backend answers.
     #[arg(long, default_value = "5s")]
     pub availability_check_interval: GoDuration,
+    /// The most bytes the aggregator keeps, over every request, of request bodies it may send
+    /// to another replica when one fails before answering; a request whose body finds no room
+    /// is proxied all the same, only not retried once its body was read.
+    #[arg(long, default_value_t = DEFAULT_REPLAY_BUDGET)]
+    pub aggregator_replay_budget_bytes: usize,
 }
 
 impl Default for DevHostOptions {
@@ -41,6 +47,39 @@ impl Default for DevHostOptions {
             backend_address: SocketAddr::from((Ipv4Addr::LOCALHOST, 8444)),
             more_backend_addresses: Vec::new(),
             availability_check_interval: GoDuration(Duration::from_secs(5)),
+            aggregator_replay_budget_bytes: DEFAULT_REPLAY_BUDGET,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        opts: DevHostOptions,
+    }
+
+    #[test]
+    fn the_replay_budget_is_a_flag_with_the_aggregators_default() {
+        let cli = Cli::try_parse_from(["dev-host"]).unwrap();
+        assert_eq!(
+            cli.opts.aggregator_replay_budget_bytes,
+            DEFAULT_REPLAY_BUDGET
+        );
+        assert_eq!(
+            DevHostOptions::default().aggregator_replay_budget_bytes,
+            DEFAULT_REPLAY_BUDGET
+        );
+        let cli = Cli::try_parse_from(["dev-host", "--aggregator-replay-budget-bytes", "1048576"])
+            .unwrap();
+        assert_eq!(cli.opts.aggregator_replay_budget_bytes, 1 << 20);
+        assert!(
+            Cli::try_parse_from(["dev-host", "--aggregator-replay-budget-bytes", "-1"]).is_err()
+        );
     }
 }
