@@ -95,6 +95,8 @@ pub struct DevHost {
     pub access_reviews: Arc<ReviewLog>,
     /// The aggregator server (first of the chain).
     pub server: Arc<GenericApiServer>,
+    /// The aggregator that server hands requests to first.
+    pub aggregator: Arc<Aggregator>,
     controller: tokio::task::JoinHandle<()>,
 }
 
@@ -351,6 +353,7 @@ pub async fn start(extension: &Extension, opts: &DevHostOptions) -> Result<DevHo
         token_reviews,
         access_reviews,
         server,
+        aggregator,
         controller,
     })
 }
