@@ -26,6 +26,7 @@ pub mod selector;
 pub mod tls;
 pub mod user;
 pub mod validation;
+pub mod yaml_body;
 
 // Layer 2: storage and the host cluster
 // The key-value seam with revisions and watch, and its backends; the host cluster's clients.

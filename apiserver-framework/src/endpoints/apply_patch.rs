@@ -17,9 +17,9 @@ use crate::registry::field_validation::{FieldIssues, unknown_fields};
 use crate::registry::options::{FieldValidation, WriteOptions};
 use crate::registry::rest::{RequestContext, RestStorage};
 use crate::registry::versions::VersionedStorage;
-use crate::registry::yaml_body;
 use crate::resource::{ResourceInfo, ScaleSubresource};
 use crate::schema::{Field, Node, StructuralSchema};
+use crate::yaml_body;
 
 /// How many times an apply goes round when the object appears (or disappears again) between
 /// its read and its write.

@@ -489,7 +489,7 @@ fn decode_checked(
 pub fn decode_object(format: BodyFormat, body: &[u8]) -> Result<Value, ApiError> {
     let v: Value = match format {
         BodyFormat::Json => serde_json::from_slice(body).map_err(json_parse_error)?,
-        BodyFormat::Yaml => crate::registry::yaml_body::from_slice(body).map_err(|e| {
+        BodyFormat::Yaml => crate::yaml_body::from_slice(body).map_err(|e| {
             ApiError::bad_request(format!("couldn't get version/kind; yaml parse error: {e}"))
         })?,
     };

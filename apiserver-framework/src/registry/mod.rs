@@ -23,4 +23,3 @@ pub mod versions;
 pub(crate) mod watch;
 pub(crate) mod watch_line;
 pub(crate) mod with_subresources;
-pub mod yaml_body;

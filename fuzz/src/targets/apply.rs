@@ -2,7 +2,7 @@
 
 use apiserver_framework::ApiError;
 use apiserver_framework::apply::{self, Context, ManagedFields, Set};
-use apiserver_framework::registry::yaml_body;
+use apiserver_framework::yaml_body;
 use serde_json::Value;
 
 use super::assert_client_error;

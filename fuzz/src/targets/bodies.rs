@@ -3,7 +3,7 @@
 use apiserver_framework::endpoints::handlers::decode_object;
 use apiserver_framework::endpoints::negotiation::BodyFormat;
 use apiserver_framework::registry::field_validation::FieldIssues;
-use apiserver_framework::registry::yaml_body::{self, MAX_DEPTH};
+use apiserver_framework::yaml_body::{self, MAX_DEPTH};
 use serde_json::Value;
 
 use super::assert_client_error;

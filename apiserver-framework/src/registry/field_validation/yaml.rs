@@ -11,7 +11,7 @@ use serde::de::{
 use super::collect::{push_index, push_key};
 use super::{MAX_ISSUES, YamlDuplicateKey};
 use crate::quote::go_quote;
-use crate::registry::yaml_body;
+use crate::yaml_body;
 
 /// Keys given more than once in the same mapping of a YAML document, in the order they are
 /// reported (a repeated key after anything repeated inside its value), at most [`MAX_ISSUES`].
