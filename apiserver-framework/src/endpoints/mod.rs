@@ -5,6 +5,7 @@ pub(crate) mod apply_patch;
 pub(crate) mod audit_hook;
 pub(crate) mod blocking;
 pub(crate) mod body_checks;
+pub(crate) mod connect_session;
 pub mod field_manager;
 pub mod handlers;
 pub mod jsonpath;

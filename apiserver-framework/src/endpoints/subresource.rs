@@ -1,32 +1,23 @@
 //! Serving custom subresources over HTTP: GET with options, POST actions, and connections
 //! upgraded to WebSocket with Kubernetes' channel protocols (see
-//! [`crate::registry::subresource`] and [`crate::registry::connect`]).
+//! [`crate::registry::subresource`] and [`crate::registry::connect`]; the session itself runs
+//! in [`crate::endpoints::connect_session`]).
 
 use axum::body::Body;
-use bytes::{Bytes, BytesMut};
-use futures::{SinkExt, StreamExt};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
-use hyper_util::rt::TokioIo;
-use tokio_tungstenite::WebSocketStream;
-use tokio_tungstenite::tungstenite::protocol::{Message, Role, WebSocketConfig};
 
+use crate::endpoints::connect_session;
 use crate::endpoints::handlers::{decode_object, read_body};
 use crate::endpoints::negotiation::{self, Output};
 use crate::endpoints::query::Query;
 use crate::endpoints::request_info::Verb;
 use crate::endpoints::response;
-use crate::error::{ApiError, Status, StatusDetails};
-use crate::registry::connect::{self, ConnectStream, Frame, Outgoing, StreamProtocol};
+use crate::error::ApiError;
+use crate::registry::connect::StreamProtocol;
 use crate::registry::rest::RequestContext;
 use crate::registry::subresource::{
-    CustomSubresource, Session, SubresourceCall, SubresourceKind, SubresourceReply,
+    CustomSubresource, SubresourceCall, SubresourceKind, SubresourceReply,
 };
-
-/// The largest WebSocket message a client may send to a connect subresource (1 MiB).
-pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
-
-/// How many frames wait in each direction between the connection and the handler.
-const QUEUE_DEPTH: usize = 16;
 
 /// Serves one request to the custom subresource `sub` of the object `name`, doing what `verb`
 /// (the authorized verb) says: `get` reads a getter or opens a GET connection, `create` runs an
@@ -199,91 +190,11 @@ async fn connect(
     }
     tokio::spawn(async move {
         match on_upgrade.await {
-            Ok(upgraded) => run(upgraded, protocol, session).await,
+            Ok(upgraded) => connect_session::run(upgraded, protocol, session).await,
             Err(e) => tracing::debug!(error = %e, "a connect subresource's upgrade failed"),
         }
     });
     Ok(res)
-}
-
-/// Runs `session` on an upgraded connection until it finishes or the client leaves.
-async fn run(upgraded: hyper::upgrade::Upgraded, protocol: StreamProtocol, session: Session) {
-    let config = WebSocketConfig::default()
-        .max_message_size(Some(MAX_MESSAGE_BYTES))
-        .max_frame_size(Some(MAX_MESSAGE_BYTES));
-    let ws =
-        WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, Some(config)).await;
-    let (mut sink, mut source) = ws.split();
-    let (stream, to_handler, mut from_handler) = ConnectStream::pair(protocol, QUEUE_DEPTH);
-    let handler = tokio::spawn(session(stream));
-    let reader = tokio::spawn(async move {
-        while let Some(Ok(message)) = source.next().await {
-            let data = match message {
-                Message::Binary(b) => b,
-                Message::Text(t) => Bytes::copy_from_slice(t.as_bytes()),
-                Message::Close(_) => break,
-                _ => continue,
-            };
-            let frame = match protocol {
-                StreamProtocol::Raw => Frame {
-                    channel: connect::STDIN,
-                    data,
-                },
-                _ => {
-                    let Some((&channel, _)) = data.split_first() else {
-                        continue;
-                    };
-                    Frame {
-                        channel,
-                        data: data.slice(1..),
-                    }
-                }
-            };
-            if to_handler.send(frame).await.is_err() {
-                break;
-            }
-        }
-    });
-    let mut finished = None;
-    while let Some(out) = from_handler.recv().await {
-        match out {
-            Outgoing::Frame(frame) => {
-                let message = match protocol {
-                    StreamProtocol::Raw => {
-                        if !matches!(frame.channel, connect::STDOUT | connect::STDERR) {
-                            continue;
-                        }
-                        frame.data
-                    }
-                    _ => {
-                        let mut b = BytesMut::with_capacity(frame.data.len() + 1);
-                        b.extend_from_slice(&[frame.channel]);
-                        b.extend_from_slice(&frame.data);
-                        b.freeze()
-                    }
-                };
-                if sink.send(Message::Binary(message)).await.is_err() {
-                    break;
-                }
-            }
-            Outgoing::Finish(status) => {
-                finished = Some(status);
-                break;
-            }
-        }
-    }
-    if protocol != StreamProtocol::Raw
-        && let Some(status) = finished
-    {
-        let status = status.map_or_else(|| Status::success(StatusDetails::default()), |s| *s);
-        let mut b = vec![connect::ERROR];
-        b.extend_from_slice(&serde_json::to_vec(&status).unwrap_or_default());
-        let _ = sink.send(Message::Binary(Bytes::from(b))).await;
-    }
-    let _ = sink.send(Message::Close(None)).await;
-    let _ = sink.close().await;
-    reader.abort();
-    handler.abort();
 }
 
 #[cfg(test)]

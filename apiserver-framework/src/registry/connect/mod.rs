@@ -3,11 +3,14 @@
 //! bytes when the client asked for no channel protocol.
 //!
 //! The HTTP layer upgrades the connection, speaks the protocol and hands the handler a
-//! [`ConnectStream`]; the handler only sees frames.
+//! [`ConnectStream`]; the handler only sees frames. The frames wait between the two in queues
+//! bounded in bytes as well as in messages ([`queue`]).
+
+pub mod queue;
 
 use bytes::Bytes;
-use tokio::sync::mpsc;
 
+use self::queue::{QueueBounds, QueueReceiver, QueueSender};
 use crate::error::Status;
 
 /// Channel 0: what the client sends (a process's standard input).
@@ -82,8 +85,8 @@ pub enum Outgoing {
 /// closed with a WebSocket close frame.
 pub struct ConnectStream {
     protocol: StreamProtocol,
-    incoming: mpsc::Receiver<Frame>,
-    outgoing: mpsc::Sender<Outgoing>,
+    incoming: QueueReceiver<Frame>,
+    outgoing: QueueSender<Outgoing>,
 }
 
 /// The connection is gone: the client left or the server is shutting it.
@@ -93,14 +96,16 @@ pub struct Closed;
 
 impl ConnectStream {
     /// A stream and the HTTP layer's ends of its two queues (`incoming` frames go to the
-    /// handler, [`Outgoing`] messages to the client). Each queue holds at most `depth`
-    /// messages, so a slow reader slows the writer rather than filling memory.
+    /// handler, [`Outgoing`] messages to the client), each within `bounds`: a slow reader
+    /// slows the writer rather than filling memory. An incoming frame stops counting against
+    /// its queue once the handler has received it; an outgoing one once the HTTP layer has
+    /// let go of its [`queue::Charge`] (when it has written the frame).
     pub fn pair(
         protocol: StreamProtocol,
-        depth: usize,
-    ) -> (Self, mpsc::Sender<Frame>, mpsc::Receiver<Outgoing>) {
-        let (in_tx, in_rx) = mpsc::channel(depth.max(1));
-        let (out_tx, out_rx) = mpsc::channel(depth.max(1));
+        bounds: QueueBounds,
+    ) -> (Self, QueueSender<Frame>, QueueReceiver<Outgoing>) {
+        let (in_tx, in_rx) = queue::queue(bounds);
+        let (out_tx, out_rx) = queue::queue(bounds);
         (
             ConnectStream {
                 protocol,
@@ -119,19 +124,18 @@ impl ConnectStream {
 
     /// The next frame from the client; `None` once the client closed the connection.
     pub async fn recv(&mut self) -> Option<Frame> {
-        self.incoming.recv().await
+        self.incoming.recv().await.map(queue::Charged::into_inner)
     }
 
-    /// Sends `data` on `channel` to the client.
+    /// Sends `data` on `channel` to the client, once the frames queued before it leave room
+    /// for its bytes.
     pub async fn send(&self, channel: u8, data: impl Into<Bytes>) -> Result<(), Closed> {
         let frame = Frame {
             channel,
             data: data.into(),
         };
-        self.outgoing
-            .send(Outgoing::Frame(frame))
-            .await
-            .map_err(|_| Closed)
+        let len = frame.data.len();
+        self.outgoing.send(Outgoing::Frame(frame), len).await
     }
 
     /// Ends the session: channel-protocol clients get `status` (a `Success` Status when
@@ -139,7 +143,7 @@ impl ConnectStream {
     pub async fn finish(self, status: Option<Status>) {
         let _ = self
             .outgoing
-            .send(Outgoing::Finish(status.map(Box::new)))
+            .send(Outgoing::Finish(status.map(Box::new)), 0)
             .await;
     }
 }

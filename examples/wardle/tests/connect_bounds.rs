@@ -1,0 +1,181 @@
+//! Bounds on connect sessions, attacking the real `wardle local` binary over real TLS with
+//! kube-rs' WebSocket client on Flunder's `console` (an echo, channel protocol v5): what a
+//! session holds in memory when its client sends without reading.
+//!
+//! Memory is the resident set of the wardle process (`VmRSS` of `/proc/<pid>/status`).
+
+mod support;
+
+use std::time::Duration;
+
+use futures::{SinkExt, StreamExt};
+use hyper_util::rt::TokioIo;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use serde_json::json;
+use support::{FLUNDERS, Wardle};
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::Message;
+
+type Session = WebSocketStream<TokioIo<hyper::upgrade::Upgraded>>;
+
+/// A MiB: the largest message the server accepts.
+const MIB: usize = 1024 * 1024;
+
+/// How long one step (a connection, an answer) may take on a busy two-core machine.
+const STEP: Duration = Duration::from_secs(20);
+
+/// The server process's resident memory, in MiB.
+fn rss_mib(pid: u32) -> f64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read proc status");
+    let kib: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no VmRSS in {text}"));
+    kib / 1024.0
+}
+
+/// Starts wardle with `args` and creates the Flunder `x`, whose console the tests open.
+async fn start(args: &[&str]) -> (Wardle, kube::Client) {
+    let server = Wardle::start_with_args(args);
+    let flunder = json!({
+        "apiVersion": "wardle.example.com/v1alpha1",
+        "kind": "Flunder",
+        "metadata": {"name": "x"},
+        "spec": {},
+    });
+    let res = server
+        .client()
+        .post(server.at(FLUNDERS))
+        .json(&flunder)
+        .send()
+        .await
+        .expect("create the Flunder");
+    assert_eq!(res.status(), 201);
+    let kubeconfig = Kubeconfig::read_from(&server.kubeconfig).expect("read the kubeconfig");
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .expect("a client config");
+    let client = kube::Client::try_from(config).expect("a client");
+    (server, client)
+}
+
+/// Opens `x`'s console (a connection of its own).
+async fn console(client: &kube::Client) -> Result<Session, kube::Error> {
+    let req = http::Request::get(format!("{FLUNDERS}/x/console"))
+        .body(Vec::new())
+        .unwrap();
+    match tokio::time::timeout(STEP, client.connect(req)).await {
+        Ok(conn) => conn.map(kube::client::Connection::into_stream),
+        Err(_) => panic!("the console did not open or fail within {STEP:?}"),
+    }
+}
+
+/// A message of `len` bytes on the standard input channel (channel byte included).
+fn stdin_message(len: usize) -> Message {
+    let mut data = vec![b'a'; len];
+    data[0] = 0;
+    Message::Binary(data.into())
+}
+
+/// The next message of `session`, within [`STEP`].
+async fn next(session: &mut Session) -> Option<Message> {
+    match tokio::time::timeout(STEP, session.next()).await {
+        Ok(m) => m.map(|m| m.expect("a message")),
+        Err(_) => panic!("no message within {STEP:?}"),
+    }
+}
+
+/// Sends one message and checks that it comes back on standard output.
+async fn echoes(session: &mut Session, len: usize) {
+    tokio::time::timeout(STEP, session.send(stdin_message(len)))
+        .await
+        .expect("sent in time")
+        .expect("sent");
+    let Some(Message::Binary(data)) = next(session).await else {
+        panic!("expected the echo")
+    };
+    assert_eq!((data.len(), data[0]), (len, 1), "the echo on stdout");
+}
+
+/// Closes standard input (v5) and reads until the server has ended the session: its Status,
+/// its close frame, then the connection's end.
+async fn ends(session: &mut Session) {
+    session
+        .send(Message::Binary(vec![255, 0].into()))
+        .await
+        .expect("stdin closed");
+    let mut close_frame = false;
+    for _ in 0..3 {
+        match tokio::time::timeout(STEP, session.next()).await {
+            Ok(Some(Ok(Message::Close(_)))) => close_frame = true,
+            Ok(Some(Ok(_))) => {}
+            Ok(None | Some(Err(_))) => {
+                assert!(close_frame, "the session ended without a close frame");
+                return;
+            }
+            Err(_) => panic!("the session did not end within {STEP:?}"),
+        }
+    }
+    panic!("the session did not end after its Status and close frame");
+}
+
+/// How long a send may wait before the server is taken to have stopped reading. The test
+/// measures nothing by it: it is how a client that sends without reading learns that the
+/// server has stopped taking its bytes (they wait in the kernel's socket buffers).
+const STALLED: Duration = Duration::from_secs(3);
+
+/// At most this many messages are sent on one session; the server must stop reading before.
+const MAX_PUSHED: usize = 64;
+
+/// Sends 1 MiB messages on `session`, never reading, until the server stops taking them;
+/// returns how many were sent.
+async fn push_until_stalled(session: &mut Session) -> usize {
+    for sent in 0..MAX_PUSHED {
+        match tokio::time::timeout(STALLED, session.send(stdin_message(MIB))).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => panic!("the session failed after {sent} messages: {e}"),
+            Err(_) => return sent,
+        }
+    }
+    MAX_PUSHED
+}
+
+/// Ten sessions whose client sends 1 MiB messages and never reads: the server holds a few
+/// MiB per session (its queues are bounded in bytes, each way) and stops reading; the rest
+/// waits in the kernel. Before the byte bound, sixteen messages each way made it 37 MB a
+/// session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_that_send_without_reading_hold_a_few_mib_each() {
+    let (server, client) = start(&[]).await;
+    // One session first, so that what any session costs once (TLS, the allocator's first
+    // large blocks) is in the baseline.
+    let mut warm = console(&client).await.expect("a console");
+    echoes(&mut warm, MIB).await;
+    ends(&mut warm).await;
+    let before = rss_mib(server.pid());
+
+    let mut sessions = Vec::new();
+    for _ in 0..10 {
+        sessions.push(console(&client).await.expect("a console"));
+    }
+    let pushed: Vec<usize> =
+        futures::future::join_all(sessions.iter_mut().map(push_until_stalled)).await;
+    let after = rss_mib(server.pid());
+    let grown = after - before;
+    eprintln!(
+        "pushed {pushed:?} MiB; RSS {before:.1} MiB before, {after:.1} MiB with the sessions \
+         stalled: {grown:.1} MiB more"
+    );
+    // The server stopped taking messages on every session (and each took a few).
+    assert!(
+        pushed.iter().all(|n| (3..MAX_PUSHED).contains(n)),
+        "{pushed:?}"
+    );
+    assert!(grown < 50.0, "{grown:.1} MiB more for 10 sessions");
+
+    // Still serving: a new session echoes.
+    let mut fresh = console(&client).await.expect("a console");
+    echoes(&mut fresh, 16).await;
+    drop(sessions);
+}
