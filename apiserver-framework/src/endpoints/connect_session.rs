@@ -3,7 +3,9 @@
 //! holds.
 //!
 //! - One message from the client is at most [`MAX_MESSAGE_BYTES`]; a larger one ends the
-//!   session.
+//!   session with the close code RFC 6455 gives it, 1009 (`Message Too Big`), as
+//!   gorilla/websocket (which Kubernetes vendors) does past its read limit. Its size is known
+//!   from the frame header, so it is refused before its payload is read.
 //! - Each direction holds at most [`SESSION_QUEUE`]'s bytes: the reader reserves room for a
 //!   whole message before it reads one, and an outgoing frame counts until it is written.
 //!   With the handler holding one frame, a session whose client sends without reading holds
@@ -17,8 +19,12 @@ use bytes::{Bytes, BytesMut};
 use futures::stream::{SplitSink, SplitStream};
 use futures::{SinkExt, StreamExt};
 use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::sync::oneshot;
 use tokio_tungstenite::WebSocketStream;
-use tokio_tungstenite::tungstenite::protocol::{Message, Role, WebSocketConfig};
+use tokio_tungstenite::tungstenite::error::CapacityError;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Message, Role, WebSocketConfig};
 
 use crate::error::{Status, StatusDetails};
 use crate::registry::connect::queue::{QueueBounds, QueueReceiver, QueueSender};
@@ -39,12 +45,19 @@ pub const SESSION_QUEUE: QueueBounds = QueueBounds {
 /// How long the end of a session (its final Status and close frame) may take to be written.
 pub const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// After refusing a message, how much of it (and of what follows) is read and discarded
+/// before the connection is closed, so that the client, still sending it, reads the close
+/// frame rather than a reset connection.
+const DISCARD_AFTER_REFUSAL: usize = 4 * MAX_MESSAGE_BYTES;
+
 type Socket = WebSocketStream<TokioIo<hyper::upgrade::Upgraded>>;
 
 /// Why the writing side stopped.
 enum Ending {
     /// The handler finished, with its Status.
     Finished(Option<Box<Status>>),
+    /// The client sent a message over the bound (the close frame's reason).
+    TooBig(String),
     /// The connection failed, or the handler left without finishing.
     Gone,
 }
@@ -63,18 +76,53 @@ pub(crate) async fn run(
     let (mut sink, source) = ws.split();
     let (stream, to_handler, from_handler) = ConnectStream::pair(protocol, SESSION_QUEUE);
     let handler = tokio::spawn(session(stream));
-    let reader = tokio::spawn(read(source, protocol, to_handler));
-    let ending = write(&mut sink, protocol, from_handler).await;
-    let _ = tokio::time::timeout(CLOSE_TIMEOUT, close(&mut sink, protocol, ending)).await;
+    let (too_big_tx, too_big_rx) = oneshot::channel();
+    let reader = tokio::spawn(read(source, protocol, to_handler, too_big_tx));
+    // Biased: the reader reports a refused message before it lets the handler know the
+    // client is done (which may finish the handler and so the writer).
+    let (ending, refused) = tokio::select! {
+        biased;
+        Ok((reason, source)) = too_big_rx => (Ending::TooBig(reason), Some(source)),
+        ending = write(&mut sink, protocol, from_handler) => (ending, None),
+    };
+    let closing = async {
+        close(&mut sink, protocol, ending).await;
+        // The refused message's sender is likely still sending it: say no more, and read
+        // what it sends until it hangs up (within bounds) so that it gets to read the close
+        // frame. The WebSocket framing is lost at the refused message: bytes are discarded.
+        if let Some(source) = refused
+            && let Ok(ws) = sink.reunite(source)
+        {
+            let mut io = ws.into_inner();
+            if io.shutdown().await.is_ok() {
+                discard(&mut io, DISCARD_AFTER_REFUSAL).await;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(CLOSE_TIMEOUT, closing).await;
     reader.abort();
     handler.abort();
 }
 
-/// Hands the client's messages to the handler, each once there is room for the largest.
+/// Reads and drops what `io` receives until its end, an error, or `max` bytes.
+async fn discard(io: &mut (impl AsyncRead + Unpin), max: usize) {
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut total = 0;
+    while total < max {
+        match io.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => total += n,
+        }
+    }
+}
+
+/// Hands the client's messages to the handler, each once there is room for the largest;
+/// reports a message over the bound on `too_big`, with the connection's reading half.
 async fn read(
     mut source: SplitStream<Socket>,
     protocol: StreamProtocol,
     to_handler: QueueSender<Frame>,
+    too_big: oneshot::Sender<(String, SplitStream<Socket>)>,
 ) {
     loop {
         let Ok(room) = to_handler.reserve(MAX_MESSAGE_BYTES).await else {
@@ -85,6 +133,13 @@ async fn read(
             Some(Ok(Message::Text(t))) => Bytes::from(t),
             Some(Ok(Message::Close(_))) | None => return,
             Some(Ok(_)) => continue,
+            Some(Err(tokio_tungstenite::tungstenite::Error::Capacity(
+                CapacityError::MessageTooLong { size, max_size },
+            ))) => {
+                let reason = format!("message too big: {size} bytes, at most {max_size}");
+                let _ = too_big.send((reason, source));
+                return;
+            }
             Some(Err(e)) => {
                 tracing::debug!(error = %e, "a connect session's client connection failed");
                 return;
@@ -162,6 +217,10 @@ async fn close(sink: &mut SplitSink<Socket, Message>, protocol: StreamProtocol, 
             }
             None
         }
+        Ending::TooBig(reason) => Some(CloseFrame {
+            code: CloseCode::Size,
+            reason: reason.into(),
+        }),
         Ending::Gone => None,
     };
     let _ = sink.send(Message::Close(frame)).await;

@@ -1,6 +1,6 @@
 //! Bounds on connect sessions, attacking the real `wardle local` binary over real TLS with
 //! kube-rs' WebSocket client on Flunder's `console` (an echo, channel protocol v5): what a
-//! session holds in memory when its client sends without reading.
+//! session holds in memory when its client sends without reading, and the largest message.
 //!
 //! Memory is the resident set of the wardle process (`VmRSS` of `/proc/<pid>/status`).
 
@@ -15,6 +15,7 @@ use serde_json::json;
 use support::{FLUNDERS, Wardle};
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 type Session = WebSocketStream<TokioIo<hyper::upgrade::Upgraded>>;
 
@@ -178,4 +179,32 @@ async fn sessions_that_send_without_reading_hold_a_few_mib_each() {
     let mut fresh = console(&client).await.expect("a console");
     echoes(&mut fresh, 16).await;
     drop(sessions);
+}
+
+/// A message of 1 MiB (channel byte included) is echoed; one byte more ends the session with
+/// close code 1009, Message Too Big.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_over_the_bound_closes_the_session_as_too_big() {
+    let (_server, client) = start(&[]).await;
+    let mut session = console(&client).await.expect("a console");
+    echoes(&mut session, MIB).await;
+    // Sent whole: the server reads what follows the refused message's header (and drops it)
+    // so that the client can send it and read the close frame.
+    session
+        .send(stdin_message(MIB + 1))
+        .await
+        .expect("the message is sent");
+    match next(&mut session).await {
+        Some(Message::Close(Some(frame))) => {
+            assert_eq!(frame.code, CloseCode::Size, "{frame:?}");
+            assert_eq!(u16::from(frame.code), 1009);
+            assert!(frame.reason.contains("too big"), "{frame:?}");
+        }
+        other => panic!("expected a close frame with code 1009, got {other:?}"),
+    }
+    // Nothing follows: the session is over.
+    let rest = tokio::time::timeout(STEP, session.next())
+        .await
+        .expect("the connection ends");
+    assert!(!matches!(rest, Some(Ok(Message::Binary(_)))), "{rest:?}");
 }
