@@ -1,12 +1,13 @@
 //! Bounds on connect sessions, attacking the real `wardle local` binary over real TLS with
 //! kube-rs' WebSocket client on Flunder's `console` (an echo, channel protocol v5): what a
-//! session holds in memory when its client sends without reading, and the largest message.
+//! session holds in memory when its client sends without reading, the largest message, and
+//! the bound on open connections counting upgraded ones.
 //!
 //! Memory is the resident set of the wardle process (`VmRSS` of `/proc/<pid>/status`).
 
 mod support;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::{SinkExt, StreamExt};
 use hyper_util::rt::TokioIo;
@@ -207,4 +208,71 @@ async fn a_message_over_the_bound_closes_the_session_as_too_big() {
         .await
         .expect("the connection ends");
     assert!(!matches!(rest, Some(Ok(Message::Binary(_)))), "{rest:?}");
+}
+
+/// Opens sessions one after another, `attempts` times; returns those that opened.
+async fn open_sessions(client: &kube::Client, attempts: usize) -> Vec<Session> {
+    let mut open = Vec::new();
+    for _ in 0..attempts {
+        match console(client).await {
+            Ok(session) => open.push(session),
+            // Refused: the connection is closed during its TLS handshake, before any answer.
+            Err(kube::Error::Api(status)) => panic!("an answer, not a refusal: {status:?}"),
+            Err(_) => {}
+        }
+    }
+    open
+}
+
+/// Waits (polling, at most [`STEP`]) until a new session opens.
+async fn a_session_opens(client: &kube::Client) -> Session {
+    let deadline = Instant::now() + STEP;
+    loop {
+        if let Ok(session) = console(client).await {
+            return session;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no session opened within {STEP:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Upgraded connections stay counted against `--max-open-connections` for as long as they
+/// live, and busy: of forty idle sessions, twenty open and the others are refused, as a
+/// plain connection is when every open one has a request in flight; they outlive
+/// `--idle-connection-timeout`; one session ending makes room for one more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_sessions_count_against_the_bound_on_open_connections() {
+    let (server, client) = start(&[
+        "--max-open-connections",
+        "20",
+        "--idle-connection-timeout",
+        "1s",
+    ])
+    .await;
+    let mut sessions = open_sessions(&client, 40).await;
+    assert_eq!(sessions.len(), 20, "sessions open at once");
+
+    // Three times the connection idle timeout later (a measured wait: the sessions must
+    // outlive it), every session still echoes.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    for session in &mut sessions {
+        echoes(session, 16).await;
+    }
+    // A plain request is refused too: every open connection is busy.
+    let plain = server.client().get(server.at("/readyz")).send().await;
+    assert!(plain.is_err(), "{plain:?}");
+    assert!(open_sessions(&client, 1).await.is_empty());
+
+    // One session ends; its place is free for one more, and then no other.
+    let mut first = sessions.swap_remove(0);
+    ends(&mut first).await;
+    drop(first);
+    sessions.push(a_session_opens(&client).await);
+    assert!(open_sessions(&client, 1).await.is_empty());
+    for session in &mut sessions {
+        echoes(session, 16).await;
+    }
 }

@@ -10,6 +10,7 @@ use parking_lot::Mutex;
 use tokio::sync::Notify;
 
 use super::limits::ConnectionLimits;
+use super::upgraded::Upgrade;
 
 /// The state of one connection, shared by its task, its requests and the listener.
 #[derive(Debug)]
@@ -24,6 +25,8 @@ pub struct Activity {
     evict: Notify,
     /// The connection became idle.
     became_idle: Notify,
+    /// Whether the connection was upgraded, and its stream since.
+    pub(crate) upgrade: Upgrade,
 }
 
 #[derive(Debug)]
@@ -58,6 +61,7 @@ impl Default for Activity {
             evicting: AtomicBool::new(false),
             evict: Notify::new(),
             became_idle: Notify::new(),
+            upgrade: Upgrade::default(),
         }
     }
 }
@@ -160,10 +164,11 @@ impl Activity {
         }
     }
 
-    /// When the connection became idle, if it is idle (no request in flight) and not
-    /// already chosen to be closed.
+    /// When the connection became idle, if it is idle (no request in flight), not already
+    /// chosen to be closed, and not upgraded (an upgraded connection is busy for as long as
+    /// it lives, see `upgraded`).
     fn idle_since(&self) -> Option<Instant> {
-        if self.evicting.load(Ordering::Relaxed) {
+        if self.evicting.load(Ordering::Relaxed) || self.upgrade.upgraded() {
             return None;
         }
         let s = self.state.lock();
@@ -374,5 +379,19 @@ mod tests {
         assert!(set.admit().is_none());
         assert!(!set.evict_idlest());
         assert_eq!(set.len(), 2);
+    }
+
+    #[test]
+    fn an_upgraded_connection_counts_and_is_never_idle() {
+        let set = OpenConnections::new(1);
+        let upgraded = set.admit().unwrap();
+        // Its 101 was answered and the request is over; the stream lives on.
+        drop(upgraded.activity.request_started());
+        upgraded.activity.upgrade.begin();
+        assert!(set.admit().is_none());
+        assert!(!set.evict_idlest());
+        assert!(!upgraded.activity.evicting.load(Ordering::Relaxed));
+        drop(upgraded);
+        assert!(set.admit().is_some());
     }
 }

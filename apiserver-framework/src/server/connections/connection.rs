@@ -136,8 +136,8 @@ impl<H: ServeRequest> ConnectionServer<H> {
             TrackedIo::new(tls, activity.clone()),
             http2,
         ));
-        let conn = self.http.serve_connection_with_upgrades(io, service);
-        tokio::pin!(conn);
+        // Boxed, to be dropped when serving ends: hyper's hold on the connection is gone then.
+        let mut conn = Box::pin(self.http.serve_connection_with_upgrades(io, service));
 
         let mut closing = false;
         let mut goaway_deadline = None;
@@ -216,6 +216,17 @@ impl<H: ServeRequest> ConnectionServer<H> {
                 _ = activity.idle() => {}
             }
         }
+        drop(conn);
+        // Answered 101: the stream now belongs to whoever took the upgrade, and the
+        // connection stays open, and counted, until they drop it (see `upgraded`).
+        if activity.upgrade.upgraded() {
+            tokio::select! {
+                _ = activity.upgrade.hold() => {}
+                // Left to run until the process exits, as Go's server leaves the
+                // connections it no longer serves.
+                _ = stopped(&mut stop) => {}
+            }
+        }
         drop(place);
     }
 
@@ -273,6 +284,8 @@ impl<H: ServeRequest> ConnectionServer<H> {
             let gzip = !long_running && compression::accepts_gzip(req.headers());
             let handler = handler.clone();
             let stopped = stopped.clone();
+            // HTTP/1.1 can be upgraded (HTTP/2 has no 101).
+            let upgradable = (!http2).then(|| activity.clone());
             // Boxed: hyper keeps an HTTP/2 stream's task, sized for this future, for as long as
             // the response body is sent (a watch's whole life); the handler chain's future is
             // large, and a box is freed once the response has started.
@@ -283,6 +296,11 @@ impl<H: ServeRequest> ConnectionServer<H> {
                 };
                 if let Some(drain) = drain.filter(|d| d.draining()) {
                     drain.finished().await;
+                }
+                if let Some(activity) = upgradable
+                    && res.status() == http::StatusCode::SWITCHING_PROTOCOLS
+                {
+                    activity.upgrade.begin();
                 }
                 // Watches end cleanly when the server stops.
                 let res = match long_running {

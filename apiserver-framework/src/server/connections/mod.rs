@@ -11,7 +11,9 @@
 //!   frames written in batches ([`batched_writes`]);
 //! - answers given before the request body was read reach the client intact: the rest of
 //!   the body is read (within bounds), over HTTP/2 before the answer is sent (`unread_body`);
-//! - large responses are gzip-compressed as upstream does ([`compression`]).
+//! - large responses are gzip-compressed as upstream does ([`compression`]);
+//! - a connection upgraded by a `101 Switching Protocols` (WebSocket) stays counted, busy,
+//!   among the open connections while its stream lives (`upgraded`).
 
 pub mod accept;
 pub(crate) mod activity;
@@ -23,6 +25,7 @@ pub mod limits;
 pub mod listener;
 pub mod tracked_io;
 pub(crate) mod unread_body;
+pub(crate) mod upgraded;
 
 pub use connection::{ConnectionServer, ServeRequest};
 pub use limits::ConnectionLimits;

@@ -1,5 +1,6 @@
 //! [`TrackedIo`]: a connection's byte stream, noting reads in its `Activity` (a request
-//! has begun arriving).
+//! has begun arriving), and telling it when the stream is dropped (the end of an upgraded
+//! connection, see `upgraded`).
 
 use std::io;
 use std::pin::Pin;
@@ -10,7 +11,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::activity::Activity;
 
-/// `inner`, telling `activity` whenever bytes are read.
+/// `inner`, telling `activity` whenever bytes are read, and when it is dropped.
 #[derive(Debug)]
 pub struct TrackedIo<T> {
     inner: T,
@@ -71,5 +72,11 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for TrackedIo<T> {
 
     fn is_write_vectored(&self) -> bool {
         self.inner.is_write_vectored()
+    }
+}
+
+impl<T> Drop for TrackedIo<T> {
+    fn drop(&mut self) {
+        self.activity.upgrade.stream_dropped();
     }
 }
