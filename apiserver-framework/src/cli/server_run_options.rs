@@ -69,6 +69,11 @@ pub struct ServerRunOptions {
     /// and connections (an eighth, 64 to 4096). Zero for no limit.
     #[arg(long)]
     pub max_open_connections: Option<usize>,
+    /// Maximum time a streaming connection (a connection upgraded for a connect
+    /// subresource, such as a WebSocket) can be idle, nothing read or written, before the
+    /// connection is automatically closed. 0 indicates no timeout. Example: '5m'.
+    #[arg(long, default_value = "0s")]
+    pub streaming_connection_idle_timeout: GoDuration,
 }
 
 impl Default for ServerRunOptions {
@@ -87,6 +92,7 @@ impl Default for ServerRunOptions {
             http2_read_idle_timeout: GoDuration(Duration::from_secs(30)),
             http2_ping_timeout: GoDuration(Duration::from_secs(15)),
             max_open_connections: None,
+            streaming_connection_idle_timeout: GoDuration(Duration::ZERO),
         }
     }
 }
@@ -115,6 +121,7 @@ impl ServerRunOptions {
             disable_http2: self.disable_http2_serving,
             max_open_connections: self.max_open_connections,
             response_send_timeout: self.request_timeout.0,
+            streaming_idle_timeout: self.streaming_connection_idle_timeout.0,
             ..ConnectionLimits::default()
         }
     }
@@ -192,6 +199,7 @@ mod tests {
             "--http2-read-idle-timeout=0",
             "--http2-ping-timeout=5s",
             "--max-open-connections=7",
+            "--streaming-connection-idle-timeout=4h",
         ])
         .unwrap()
         .run
@@ -205,11 +213,14 @@ mod tests {
         assert_eq!(c.http2_read_idle_timeout, Duration::ZERO);
         assert_eq!(c.http2_ping_timeout, Duration::from_secs(5));
         assert_eq!(c.open_connections_bound(), 7);
+        assert_eq!(c.streaming_idle_timeout, Duration::from_secs(4 * 3600));
         let d = Cli::try_parse_from(["x", "--max-open-connections=0"])
             .unwrap()
             .run
             .connections();
         assert_eq!(d.http2_streams(), 1000);
         assert_eq!(d.open_connections_bound(), usize::MAX);
+        // Streams never time out unless asked to.
+        assert_eq!(d.streaming_idle_timeout, Duration::ZERO);
     }
 }

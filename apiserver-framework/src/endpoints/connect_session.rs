@@ -11,7 +11,12 @@
 //!   With the handler holding one frame, a session whose client sends without reading holds
 //!   about three of the largest messages, whatever it sends; the rest waits in the kernel.
 //! - Ending the session (the handler's Status, close frames) may take at most
-//!   [`CLOSE_TIMEOUT`]: a client that has stopped reading cannot hold the end open.
+//!   [`CLOSE_TIMEOUT`]: a client that has stopped reading cannot hold the end open. (Until
+//!   then, such a client holds the session while its bytes are bounded as above;
+//!   `--streaming-connection-idle-timeout` bounds that in time.)
+//!
+//! The connection layer below keeps counting the connection against `--max-open-connections`
+//! while the session lives, and closes it once idle past `--streaming-connection-idle-timeout`.
 
 use std::time::Duration;
 

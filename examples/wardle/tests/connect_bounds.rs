@@ -1,7 +1,7 @@
 //! Bounds on connect sessions, attacking the real `wardle local` binary over real TLS with
 //! kube-rs' WebSocket client on Flunder's `console` (an echo, channel protocol v5): what a
-//! session holds in memory when its client sends without reading, the largest message, and
-//! the bound on open connections counting upgraded ones.
+//! session holds in memory when its client sends without reading, the largest message, the
+//! bound on open connections counting upgraded ones, and the streaming idle timeout.
 //!
 //! Memory is the resident set of the wardle process (`VmRSS` of `/proc/<pid>/status`).
 
@@ -275,4 +275,62 @@ async fn idle_sessions_count_against_the_bound_on_open_connections() {
     for session in &mut sessions {
         echoes(session, 16).await;
     }
+}
+
+/// With `--streaming-connection-idle-timeout 2s`, a session with nothing read or written for
+/// two seconds is closed (and its connection no longer counted), while one that keeps
+/// talking stays open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_idle_past_the_streaming_idle_timeout_are_closed() {
+    let timeout = Duration::from_secs(2);
+    let (_server, client) = start(&[
+        "--max-open-connections",
+        "20",
+        "--streaming-connection-idle-timeout",
+        "2s",
+    ])
+    .await;
+    let opened = Instant::now();
+    let mut idle = open_sessions(&client, 19).await;
+    assert_eq!(idle.len(), 19);
+    let mut talking = console(&client).await.expect("a console");
+    // At the bound: no more.
+    assert!(open_sessions(&client, 1).await.is_empty());
+
+    // The talking session echoes every half second (a pace well within the timeout) for
+    // three timeouts, while the idle ones are waited for.
+    let talk = async {
+        let mut echoed = 0;
+        let deadline = Instant::now() + 3 * timeout;
+        while Instant::now() < deadline {
+            echoes(&mut talking, 16).await;
+            echoed += 1;
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        echoed
+    };
+    let wait_for_the_idle = async {
+        for session in &mut idle {
+            // Closed without a close frame, as a connection past a deadline is.
+            let end = tokio::time::timeout(STEP, session.next())
+                .await
+                .expect("closed within the step");
+            assert!(
+                matches!(end, None | Some(Err(_))),
+                "an idle session got {end:?}"
+            );
+        }
+        opened.elapsed()
+    };
+    let (echoed, closed_after) = tokio::join!(talk, wait_for_the_idle);
+    eprintln!(
+        "the idle sessions were closed {closed_after:?} after they opened; the talking one echoed {echoed} times"
+    );
+    // After the timeout, not before it.
+    assert!(closed_after >= timeout, "{closed_after:?}");
+    // Still open past three timeouts, as it kept talking.
+    echoes(&mut talking, 16).await;
+    // The closed sessions' connections are no longer counted: there is room again.
+    let more = open_sessions(&client, 19).await;
+    assert_eq!(more.len(), 19);
 }

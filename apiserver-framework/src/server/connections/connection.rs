@@ -221,7 +221,7 @@ impl<H: ServeRequest> ConnectionServer<H> {
         // connection stays open, and counted, until they drop it (see `upgraded`).
         if activity.upgrade.upgraded() {
             tokio::select! {
-                _ = activity.upgrade.hold() => {}
+                _ = activity.upgrade.hold(self.limits.streaming_idle_timeout) => {}
                 // Left to run until the process exits, as Go's server leaves the
                 // connections it no longer serves.
                 _ = stopped(&mut stop) => {}

@@ -56,6 +56,14 @@ pub struct ConnectionLimits {
     /// stream limit of lists per connection) in the server's memory for as long as it
     /// likes. The `--request-timeout` (60 s); zero for no limit.
     pub response_send_timeout: Duration,
+    /// How long a connection upgraded by a `101 Switching Protocols` (a connect session's
+    /// WebSocket, or one the aggregator splices to a backend) may go without a byte read or
+    /// written before it is closed (`--streaming-connection-idle-timeout`, the kubelet's flag
+    /// for its streams, whose default is 4 h). Zero, the default, for no limit: kube-apiserver
+    /// sets none on the streams it serves or proxies. An upgraded connection is never closed
+    /// for [`Self::idle_timeout`] or to make room: it stays counted against
+    /// [`Self::max_open_connections`], busy, for as long as it lives.
+    pub streaming_idle_timeout: Duration,
 }
 
 /// Upstream's `MaxConcurrentStreams` when `--http2-max-streams-per-connection` is 0.
@@ -75,6 +83,7 @@ impl Default for ConnectionLimits {
             unread_body_drain_bytes: 8 * 1024 * 1024,
             unread_body_drain_timeout: Duration::from_secs(10),
             response_send_timeout: Duration::from_secs(60),
+            streaming_idle_timeout: Duration::ZERO,
         }
     }
 }

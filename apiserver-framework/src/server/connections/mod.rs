@@ -13,7 +13,8 @@
 //!   the body is read (within bounds), over HTTP/2 before the answer is sent (`unread_body`);
 //! - large responses are gzip-compressed as upstream does ([`compression`]);
 //! - a connection upgraded by a `101 Switching Protocols` (WebSocket) stays counted, busy,
-//!   among the open connections while its stream lives (`upgraded`).
+//!   among the open connections while its stream lives, and is closed once idle past the
+//!   streaming idle timeout (`upgraded`).
 
 pub mod accept;
 pub(crate) mod activity;

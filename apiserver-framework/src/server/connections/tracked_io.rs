@@ -1,6 +1,7 @@
 //! [`TrackedIo`]: a connection's byte stream, noting reads in its `Activity` (a request
-//! has begun arriving), and telling it when the stream is dropped (the end of an upgraded
-//! connection, see `upgraded`).
+//! has begun arriving); once the connection is upgraded, noting reads and writes for its
+//! streaming idle timeout, failing them once the server closed it, and telling when it is
+//! dropped (see `upgraded`).
 
 use std::io;
 use std::pin::Pin;
@@ -10,8 +11,10 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::activity::Activity;
+use super::upgraded::Side;
 
-/// `inner`, telling `activity` whenever bytes are read, and when it is dropped.
+/// `inner`, telling `activity` whenever bytes are read (and, once upgraded, written), and
+/// when it is dropped.
 #[derive(Debug)]
 pub struct TrackedIo<T> {
     inner: T,
@@ -28,6 +31,24 @@ impl<T> TrackedIo<T> {
     pub fn get_ref(&self) -> &T {
         &self.inner
     }
+
+    /// The result of a read or write of an upgraded connection's stream, noted: bytes moved
+    /// count as activity, and a side that must wait keeps its waker.
+    fn upgraded<R>(
+        &self,
+        cx: &Context<'_>,
+        side: Side,
+        polled: Poll<io::Result<R>>,
+        moved: bool,
+    ) -> Poll<io::Result<R>> {
+        let upgrade = &self.activity.upgrade;
+        match polled {
+            Poll::Ready(Ok(_)) if moved => upgrade.note_io(),
+            Poll::Pending => return upgrade.wait(cx, side),
+            _ => {}
+        }
+        polled
+    }
 }
 
 impl<T: AsyncRead + Unpin> AsyncRead for TrackedIo<T> {
@@ -36,9 +57,17 @@ impl<T: AsyncRead + Unpin> AsyncRead for TrackedIo<T> {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
+        let upgraded = self.activity.upgrade.upgraded();
+        if upgraded {
+            self.activity.upgrade.check_closed()?;
+        }
         let before = buf.filled().len();
         let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
-        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+        let moved = buf.filled().len() > before;
+        if upgraded {
+            return self.upgraded(cx, Side::Read, polled, moved);
+        }
+        if matches!(polled, Poll::Ready(Ok(()))) && moved {
             self.activity.note_read();
         }
         polled
@@ -51,15 +80,31 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for TrackedIo<T> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
+        if !self.activity.upgrade.upgraded() {
+            return Pin::new(&mut self.inner).poll_write(cx, buf);
+        }
+        self.activity.upgrade.check_closed()?;
+        let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
+        let moved = matches!(polled, Poll::Ready(Ok(n)) if n > 0);
+        self.upgraded(cx, Side::Write, polled, moved)
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
+        if !self.activity.upgrade.upgraded() {
+            return Pin::new(&mut self.inner).poll_flush(cx);
+        }
+        self.activity.upgrade.check_closed()?;
+        let polled = Pin::new(&mut self.inner).poll_flush(cx);
+        self.upgraded(cx, Side::Write, polled, false)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
+        if !self.activity.upgrade.upgraded() {
+            return Pin::new(&mut self.inner).poll_shutdown(cx);
+        }
+        self.activity.upgrade.check_closed()?;
+        let polled = Pin::new(&mut self.inner).poll_shutdown(cx);
+        self.upgraded(cx, Side::Write, polled, false)
     }
 
     fn poll_write_vectored(
@@ -67,7 +112,13 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for TrackedIo<T> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+        if !self.activity.upgrade.upgraded() {
+            return Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        }
+        self.activity.upgrade.check_closed()?;
+        let polled = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        let moved = matches!(polled, Poll::Ready(Ok(n)) if n > 0);
+        self.upgraded(cx, Side::Write, polled, moved)
     }
 
     fn is_write_vectored(&self) -> bool {
