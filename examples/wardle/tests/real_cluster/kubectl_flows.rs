@@ -195,12 +195,12 @@ pub fn rbac(cluster: &RealCluster) {
         "Error from server (Forbidden): configmaps is forbidden: User \"bob\" cannot list \
          resource \"configmaps\" in API group \"\" in the namespace \"alice\""
     );
-    let refused = cluster.kubectl_input_ok(
+    let created = cluster.kubectl_input_ok(
         "admin",
         &["create", "-f", "-"],
         &flunder("rbac", "alice", "x"),
     );
-    assert!(refused.contains("created"));
+    assert!(created.contains("created"), "{created}");
     let refused = cluster.kubectl_err("bob", &["delete", "flunder", "rbac", "-n", "alice"]);
     assert_eq!(
         refused,
@@ -260,8 +260,7 @@ pub fn impersonation(cluster: &RealCluster) {
          cannot list resource \"flunders\" in API group \"wardle.example.com\" in the namespace \
          \"default\""
     );
-    // Who created an object is who wardle saw: the managed fields name kubectl, the audit
-    // identity is the impersonated user's, so bob impersonated is refused like bob.
+    // bob impersonated is refused as bob: wardle authorizes the impersonated user.
     let refused = cluster.kubectl_err("admin", &["get", "flunders", "-n", "alice", "--as", "bob"]);
     assert!(refused.contains("User \"bob\" cannot list"), "{refused}");
 }

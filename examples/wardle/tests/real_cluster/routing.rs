@@ -37,6 +37,27 @@ fn bind(cluster: &RealCluster, name: &str, role: &str, subject: &str) {
     );
 }
 
+/// Grants group `group` the flunder `verbs` (a YAML list's items) in namespace alice: a Role
+/// `wardle-<group>` and its binding.
+fn grant(cluster: &RealCluster, group: &str, verbs: &str) {
+    let role = format!("wardle-{group}");
+    cluster.kubectl_input_ok(
+        "admin",
+        &["apply", "-f", "-"],
+        &format!(
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: {role}\n  \
+             namespace: alice\nrules:\n- apiGroups: [wardle.example.com]\n  resources: [flunders]\n  \
+             verbs: [{verbs}]\n"
+        ),
+    );
+    bind(
+        cluster,
+        &format!("{group}-wardle"),
+        &role,
+        &format!("--group={group}"),
+    );
+}
+
 /// A path whose group and version, joined as `<version>.<group>`, spell wardle's APIService
 /// name is not wardle's: kube-apiserver answers its own plain-text 404, and it never reaches
 /// wardle.
@@ -170,24 +191,12 @@ pub fn connection_headers(cluster: &RealCluster) {
     });
 }
 
-/// A user who may watch flunders but not write them (the Role `wardle-viewer`) sends every
+/// A user who may watch flunders but not write them (the Role `wardle-viewers`) sends every
 /// write verb under `/watch/`, through kube-apiserver (which authorizes each as a watch, as
 /// wardle does) and straight to wardle: each is wardle's 405 `MethodNotAllowed`, nothing
 /// changes, and wardle's audit log has no write as a `watch`.
 pub fn writes_under_the_watch_prefix(cluster: &RealCluster) {
-    cluster.kubectl_input_ok(
-        "admin",
-        &["apply", "-f", "-"],
-        "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: wardle-viewer\n  \
-         namespace: alice\nrules:\n- apiGroups: [wardle.example.com]\n  resources: [flunders]\n  \
-         verbs: [get, list, watch]\n",
-    );
-    bind(
-        cluster,
-        "viewers-wardle",
-        "wardle-viewer",
-        "--group=viewers",
-    );
+    grant(cluster, "viewers", "get, list, watch");
     let ca = issuer(cluster, "ca");
     let (cert, key) = issue_certificate(&ca, "viewer", Some("viewers"), false);
     block_on(async {
@@ -286,19 +295,7 @@ pub fn writes_under_the_watch_prefix(cluster: &RealCluster) {
 /// `?watch=true` is authorized as a get by kube-apiserver and by wardle, so it answers the
 /// object; a watch is forbidden.
 pub fn named_get_with_watch(cluster: &RealCluster) {
-    cluster.kubectl_input_ok(
-        "admin",
-        &["apply", "-f", "-"],
-        "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: wardle-getter\n  \
-         namespace: alice\nrules:\n- apiGroups: [wardle.example.com]\n  resources: [flunders]\n  \
-         verbs: [get]\n",
-    );
-    bind(
-        cluster,
-        "getters-wardle",
-        "wardle-getter",
-        "--group=getters",
-    );
+    grant(cluster, "getters", "get");
     block_on(async {
         let admin = host_client(cluster, Some("admin"), false);
         let host = cluster.api_url();
