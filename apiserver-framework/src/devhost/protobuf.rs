@@ -35,6 +35,26 @@ fn bad(message: impl std::fmt::Display) -> ApiError {
     ))
 }
 
+/// Whether `v` is a Kubernetes API version (`v1`, `v1beta1`, `v2alpha3`): an envelope naming
+/// anything else names no registered type, which upstream's serializer refuses.
+fn is_version(v: &str) -> bool {
+    let Some(rest) = v.strip_prefix('v') else {
+        return false;
+    };
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let (major, tail) = rest.split_at(digits);
+    if major.is_empty() || major.starts_with('0') {
+        return false;
+    }
+    let Some(level) = tail
+        .strip_prefix("alpha")
+        .or_else(|| tail.strip_prefix("beta"))
+    else {
+        return tail.is_empty();
+    };
+    !level.is_empty() && !level.starts_with('0') && level.bytes().all(|b| b.is_ascii_digit())
+}
+
 /// The object of kind `T` in `body`, and the `apiVersion` its envelope names (any version of
 /// `T`'s group: the kinds decoded here have the same message in each of their versions).
 fn decode<T>(body: &[u8]) -> Result<(T, String), ApiError>
@@ -51,8 +71,8 @@ where
     let type_meta = unknown.type_meta.unwrap_or_default();
     let api_version = type_meta.api_version.unwrap_or_default();
     let kind = type_meta.kind.unwrap_or_default();
-    let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
-    if kind != T::KIND || group != T::GROUP {
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", &api_version));
+    if kind != T::KIND || group != T::GROUP || !is_version(version) {
         let expected = if T::GROUP.is_empty() {
             T::VERSION.to_string()
         } else {
