@@ -22,9 +22,11 @@ use tokio_rustls::TlsAcceptor;
 use super::activity::{Activity, InFlight, Registered};
 use super::batched_writes::BatchedWrites;
 use super::compression;
+use super::drains::Drains;
+use super::early_answer::EarlyAnswers;
 use super::limits::ConnectionLimits;
 use super::tracked_io::TrackedIo;
-use super::unread_body::UnreadBody;
+use super::unread_body::{Leftover, ReadBounds, Rest, UnreadBody};
 use crate::auth::{PeerAddr, PeerCertificates};
 use crate::authz::ParsedRequest;
 use crate::server::filters;
@@ -54,6 +56,8 @@ pub struct ConnectionServer<H> {
     /// How long requests in flight may take to finish once the server stops.
     drain: Duration,
     http: auto::Builder<TokioExecutor>,
+    /// The bound on unread bodies read at once, over all connections.
+    drains: Drains,
 }
 
 impl<H: ServeRequest> ConnectionServer<H> {
@@ -80,6 +84,7 @@ impl<H: ServeRequest> ConnectionServer<H> {
         ConnectionServer {
             acceptor,
             handler,
+            drains: Drains::new(&limits),
             limits,
             drain,
             http,
@@ -248,6 +253,11 @@ impl<H: ServeRequest> ConnectionServer<H> {
     + 'static {
         let handler = self.handler.clone();
         let limits = self.limits;
+        let drains = self.drains.clone();
+        // HTTP/2: an answer given before the body was read is settled once known (see
+        // `early_answer`).
+        let early =
+            http2.then(|| Arc::new(EarlyAnswers::new(&limits, self.drains.connection(&limits))));
         let activity = activity.clone();
         let first_request = first_request.clone();
         let stopped = stop.clone();
@@ -256,19 +266,24 @@ impl<H: ServeRequest> ConnectionServer<H> {
         let service = move |req: Request<Incoming>| {
             first_request.notify_one();
             let in_flight = activity.request_started();
-            // HTTP/2: an answer given before the body was read waits until its rest has been
-            // read (see `unread_body`), unless the client waits for the answer to send it.
-            let hold_early_answers = http2 && !expects_continue(req.headers());
-            let mut drain = None;
-            let mut req = req.map(|incoming| {
-                let mut body = UnreadBody::new(
-                    incoming,
-                    limits.unread_body_drain_bytes,
-                    limits.unread_body_drain_timeout,
-                );
-                drain = hold_early_answers.then(|| body.drain());
-                Body::new(body)
-            });
+            // HTTP/2 leaves a body let go of unread to `early` (unless the client waits for
+            // the answer to send it); HTTP/1.1 reads its rest at once (see `unread_body`).
+            let leftover = early
+                .as_ref()
+                .filter(|_| !expects_continue(req.headers()))
+                .map(|_| Leftover::new());
+            let rest = match (&leftover, http2) {
+                (Some(leftover), _) => leftover.rest(),
+                (None, true) => Rest::Drop,
+                (None, false) => Rest::Read(
+                    ReadBounds {
+                        max_bytes: limits.unread_body_drain_bytes,
+                        timeout: limits.unread_body_drain_timeout,
+                    },
+                    drains.clone(),
+                ),
+            };
+            let mut req = req.map(|incoming| Body::new(UnreadBody::new(incoming, rest)));
             req.extensions_mut().insert(PeerAddr(peer));
             if let Some(certs) = &certs {
                 req.extensions_mut().insert(certs.clone());
@@ -284,40 +299,51 @@ impl<H: ServeRequest> ConnectionServer<H> {
             let gzip = !long_running && compression::accepts_gzip(req.headers());
             let handler = handler.clone();
             let stopped = stopped.clone();
+            let early = early.clone();
+            let activity = activity.clone();
             // HTTP/1.1 can be upgraded (HTTP/2 has no 101).
             let upgradable = (!http2).then(|| activity.clone());
             // Boxed: hyper keeps an HTTP/2 stream's task, sized for this future, for as long as
             // the response body is sent (a watch's whole life); the handler chain's future is
-            // large, and a box is freed once the response has started.
-            Box::pin(async move {
-                let res = match gzip {
-                    true => compression::compressed(req, move |req| handler.serve(req)).await,
-                    false => handler.serve(req).await,
-                };
-                if let Some(drain) = drain.filter(|d| d.draining()) {
-                    drain.finished().await;
-                }
-                if let Some(activity) = upgradable
-                    && res.status() == http::StatusCode::SWITCHING_PROTOCOLS
-                {
-                    activity.upgrade.begin();
-                }
-                // Watches end cleanly when the server stops.
-                let res = match long_running {
-                    true => res.map(|b| until_stopped::until_stopped(b, stopped)),
-                    false => res,
-                };
-                let mut in_flight = in_flight;
-                if !long_running && !limits.response_send_timeout.is_zero() {
-                    in_flight.send_by(Instant::now() + limits.response_send_timeout);
-                }
-                Ok::<_, Infallible>(res.map(|body| {
-                    Body::new(InFlightBody {
-                        body,
-                        _in_flight: in_flight,
-                    })
-                }))
-            })
+            // large, and a box is freed once the response has started. Boxed only once the
+            // task first runs: HTTP/2 streams accepted faster than they are served wait as
+            // their request, not as the handler chain's future.
+            let fut = futures::future::lazy(move |_| {
+                Box::pin(async move {
+                    let res = match gzip {
+                        true => compression::compressed(req, move |req| handler.serve(req)).await,
+                        false => handler.serve(req).await,
+                    };
+                    let (res, in_flight) = match (early, leftover.as_ref().and_then(Leftover::take))
+                    {
+                        (Some(early), Some(rest)) => {
+                            early.settle(res, rest, in_flight, &activity).await
+                        }
+                        _ => (res, in_flight),
+                    };
+                    if let Some(activity) = upgradable
+                        && res.status() == http::StatusCode::SWITCHING_PROTOCOLS
+                    {
+                        activity.upgrade.begin();
+                    }
+                    // Watches end cleanly when the server stops.
+                    let res = match long_running {
+                        true => res.map(|b| until_stopped::until_stopped(b, stopped)),
+                        false => res,
+                    };
+                    let mut in_flight = in_flight;
+                    if !long_running && !limits.response_send_timeout.is_zero() {
+                        in_flight.send_by(Instant::now() + limits.response_send_timeout);
+                    }
+                    Ok::<_, Infallible>(res.map(|body| {
+                        Body::new(InFlightBody {
+                            body,
+                            _in_flight: in_flight,
+                        })
+                    }))
+                })
+            });
+            futures::FutureExt::flatten(fut)
         };
         hyper::service::service_fn(service)
     }

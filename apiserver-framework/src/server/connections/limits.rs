@@ -48,6 +48,17 @@ pub struct ConnectionLimits {
     pub unread_body_drain_bytes: u64,
     /// How long that reading may take (and so, over HTTP/2, how long such an answer may wait).
     pub unread_body_drain_timeout: Duration,
+    /// Over HTTP/2, a refusal given before the handler (401, 403, 413, 429) is sent at once,
+    /// whole, and its stream reset (`RST_STREAM`, `NO_ERROR`) as Go's server does; the rest of
+    /// the body is read only this long meanwhile (250 ms), so that a client still sending
+    /// reads the answer before the reset (curl 7.88 reports a stream error instead).
+    pub refused_body_linger: Duration,
+    /// How many unread bodies one HTTP/2 connection may have read at once (16). Past it an
+    /// early answer is sent at once and its stream reset.
+    pub max_draining_bodies_per_connection: usize,
+    /// How many unread bodies the listener may have read at once, over all its connections
+    /// (1024). A body being read counts toward no bound that keeps its connection open.
+    pub max_draining_bodies: usize,
     /// How long a response that is not long-running (not a watch, proxy or stream) may take
     /// to be sent once its handler has answered; a connection still holding such a response
     /// past it is closed. Upstream's request timeout covers writing the response and aborts
@@ -82,6 +93,9 @@ impl Default for ConnectionLimits {
             max_open_connections: None,
             unread_body_drain_bytes: 8 * 1024 * 1024,
             unread_body_drain_timeout: Duration::from_secs(10),
+            refused_body_linger: Duration::from_millis(250),
+            max_draining_bodies_per_connection: 16,
+            max_draining_bodies: 1024,
             response_send_timeout: Duration::from_secs(60),
             streaming_idle_timeout: Duration::ZERO,
         }

@@ -1,5 +1,6 @@
 //! [`UnreadBody`]: a request body that, when the handler lets go of it unread, is read to its
-//! end (within bounds) and discarded, so that an answer given early reaches the client.
+//! end (within bounds) and discarded, or left for the connection to decide, so that an answer
+//! given early reaches the client.
 //!
 //! Many answers come before the body is read: 401, 403, 404, 405, 415, 429, 504, and 413
 //! after the first 3 MiB. Were the rest of the body simply dropped:
@@ -9,80 +10,93 @@
 //! - HTTP/1.1 cannot reuse the connection and closes it with the body unread, which can
 //!   reset the TCP connection before the client has read the answer.
 //!
-//! Reading the rest instead lets the client finish sending and then read the answer, as
-//! Go's server does for HTTP/1.1 (it reads up to 256 KiB). The reading is bounded in bytes
-//! and time ([`ConnectionLimits`](super::ConnectionLimits)); past either, the body is dropped
-//! and the stream reset (`NO_ERROR` once the response is complete). A body announcing more
-//! than the byte bound is not read at all (as Go does past its bound).
-//!
-//! Over HTTP/2 the connection also holds such an answer back until that reading is done
-//! ([`Drain`]): a client that reads the answer's headers while still sending may end its body
-//! there, short of its `content-length` (curl 7.88 does: "HTTP error before end of send, stop
-//! sending"), and the server's HTTP/2 stack (`h2`) resets a stream whose body ends short with
-//! `PROTOCOL_ERROR`, dropping whatever of the answer it has not sent yet. The headers and the
-//! body of an answer leave in separate steps, so a client can read the headers alone; it then
-//! got the reset instead of the body. Holding the answer until the body is read means the
-//! client has finished sending before it sees any of it.
+//! Over HTTP/1.1 the rest is read in the background at once ([`Rest::Read`]), as Go's server
+//! does (it reads up to 256 KiB), so that the client finishes sending and then reads the
+//! answer. Over HTTP/2 the body is left to the connection ([`Rest::Leave`]), which settles it
+//! once it knows the answer (`early_answer`): a refusal given before the handler is sent at
+//! once and its stream reset, as Go's server does; other answers wait until the rest is read.
+//! The reading is bounded in bytes and time ([`ReadBounds`]) and in the number of bodies read
+//! at once (`drains`); past any bound the body is dropped and the stream reset (`NO_ERROR`
+//! once the response is complete). A body announcing more than the byte bound is not read at
+//! all (as Go does past its bound).
 
 use std::pin::Pin;
+use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
-use tokio::sync::watch;
+use parking_lot::Mutex;
 
-/// A request body read to its end in the background if dropped before that.
+use super::drains::Drains;
+
+/// How much of an unread body's rest is read, and for how long.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ReadBounds {
+    /// At most this many bytes of data.
+    pub max_bytes: u64,
+    /// For at most this long.
+    pub timeout: Duration,
+}
+
+impl ReadBounds {
+    /// Whether reading `body`'s rest is worth starting: the bounds allow some reading, and
+    /// the body does not announce more than would be read.
+    pub fn worth_reading(&self, body: &impl Body) -> bool {
+        self.max_bytes > 0 && !self.timeout.is_zero() && body.size_hint().lower() <= self.max_bytes
+    }
+}
+
+/// What becomes of a body's unread rest once the handler lets go of it.
+#[derive(Debug)]
+pub(crate) enum Rest<B> {
+    /// Read in the background at once, within bounds, if the listener has room (HTTP/1.1).
+    Read(ReadBounds, Drains),
+    /// Left in the connection's [`Leftover`] to settle once the answer is known (HTTP/2);
+    /// dropped if the connection no longer waits for it.
+    Leave(Weak<Mutex<Option<B>>>),
+    /// Dropped: the stream is reset once answered (HTTP/2 with `Expect: 100-continue`, whose
+    /// client sends nothing before it is asked to).
+    Drop,
+}
+
+/// A request body whose unread rest, when dropped, is dealt with as its [`Rest`] says.
 #[derive(Debug)]
 pub(crate) struct UnreadBody<B: Body + Unpin + Send + 'static> {
     inner: Option<B>,
-    max_bytes: u64,
-    timeout: Duration,
-    /// True while the rest is being read in the background; dropped when that ends. Made
-    /// when someone asks ([`UnreadBody::drain`]).
-    draining: Option<watch::Sender<bool>>,
+    rest: Rest<B>,
 }
 
 impl<B: Body + Unpin + Send + 'static> UnreadBody<B> {
-    /// `inner`, whose unread rest is read (at most `max_bytes`, for at most `timeout`) once
-    /// dropped.
-    pub fn new(inner: B, max_bytes: u64, timeout: Duration) -> Self {
+    /// `inner`, whose unread rest becomes `rest` once dropped.
+    pub fn new(inner: B, rest: Rest<B>) -> Self {
         UnreadBody {
             inner: Some(inner),
-            max_bytes,
-            timeout,
-            draining: None,
+            rest,
         }
-    }
-
-    /// Tells when reading the body's unread rest, if it comes to that, is over.
-    pub fn drain(&mut self) -> Drain {
-        let draining = self
-            .draining
-            .get_or_insert_with(|| watch::Sender::new(false));
-        Drain(Some(draining.subscribe()))
     }
 }
 
-/// Whether, and until when, a request body let go of unread is being read in the background.
+/// Where a request's body lands if the handler lets go of it unread (see [`Rest::Leave`]).
 #[derive(Debug)]
-pub(crate) struct Drain(Option<watch::Receiver<bool>>);
+pub(crate) struct Leftover<B>(Arc<Mutex<Option<B>>>);
 
-impl Drain {
-    /// Whether the body was dropped unread and its rest is being read now.
-    pub fn draining(&self) -> bool {
-        self.0.as_ref().is_some_and(|d| *d.borrow())
+impl<B> Leftover<B> {
+    /// An empty place.
+    pub fn new() -> Self {
+        Leftover(Arc::new(Mutex::new(None)))
     }
 
-    /// Resolves once the body's rest is no longer being read: at once unless it is being read
-    /// now, then when that reading ends (the body's end, or a bound reached). A body still held
-    /// (by the handler or anything it gave it to) is not waited for.
-    pub async fn finished(self) {
-        if let Some(mut draining) = self.0 {
-            // An error: the reading is over (its sender is gone).
-            let _ = draining.wait_for(|d| !*d).await;
-        }
+    /// The [`Rest`] of a body that lands here.
+    pub fn rest(&self) -> Rest<B> {
+        Rest::Leave(Arc::downgrade(&self.0))
+    }
+
+    /// The body's unread rest, if the handler let go of it unread.
+    pub fn take(&self) -> Option<B> {
+        self.0.lock().take()
     }
 }
 
@@ -119,51 +133,57 @@ impl<B: Body + Unpin + Send + 'static> Drop for UnreadBody<B> {
         let Some(body) = self.inner.take() else {
             return;
         };
-        if body.is_end_stream() || self.max_bytes == 0 || self.timeout.is_zero() {
+        if body.is_end_stream() {
             return;
         }
-        // More left than would be read: not worth starting (the stream is reset, or the
-        // connection closed, once the answer is sent).
-        if body.size_hint().lower() > self.max_bytes {
-            return;
+        match std::mem::replace(&mut self.rest, Rest::Drop) {
+            Rest::Drop => {}
+            Rest::Leave(place) => {
+                if let Some(place) = place.upgrade() {
+                    *place.lock() = Some(body);
+                }
+            }
+            Rest::Read(bounds, drains) => {
+                if !bounds.worth_reading(&body) {
+                    return;
+                }
+                let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+                    return;
+                };
+                let Some(permit) = drains.permit() else {
+                    return;
+                };
+                runtime.spawn(async move {
+                    discard(body, bounds).await;
+                    drop(permit);
+                });
+            }
         }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let draining = self.draining.take();
-        if let Some(draining) = &draining {
-            draining.send_replace(true);
-        }
-        let (max_bytes, timeout) = (self.max_bytes, self.timeout);
-        runtime.spawn(async move {
-            discard(body, max_bytes, timeout).await;
-            // The body is dropped by now: the stream's receiving side is done with.
-            drop(draining);
-        });
     }
 }
 
-/// Reads `body` to its end, at most `max_bytes` of data for at most `timeout`.
-async fn discard<B: Body + Unpin>(mut body: B, max_bytes: u64, timeout: Duration) {
+/// Reads `body` to its end, within `bounds`.
+pub(crate) async fn discard<B: Body + Unpin>(mut body: B, bounds: ReadBounds) {
     let read = async {
         let mut total = 0u64;
         while let Some(Ok(frame)) = body.frame().await {
             if let Some(data) = frame.data_ref() {
                 total += bytes::Buf::remaining(data) as u64;
-                if total > max_bytes {
+                if total > bounds.max_bytes {
                     break;
                 }
             }
         }
     };
-    let _ = tokio::time::timeout(timeout, read).await;
+    let _ = tokio::time::timeout(bounds.timeout, read).await;
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::connections::ConnectionLimits;
+    use futures::StreamExt;
     use http_body_util::StreamBody;
-    use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// A body of `chunks` 1 KiB frames, counting those read.
@@ -178,55 +198,91 @@ mod tests {
         StreamBody::new(frames)
     }
 
-    use futures::StreamExt;
+    fn bounds(max_bytes: u64) -> ReadBounds {
+        ReadBounds {
+            max_bytes,
+            timeout: Duration::from_secs(5),
+        }
+    }
+
+    /// A listener's drains with room for one body.
+    fn one_drain() -> Drains {
+        Drains::new(&ConnectionLimits {
+            max_draining_bodies: 1,
+            ..ConnectionLimits::default()
+        })
+    }
+
+    /// Waits until the one body `drains` has room for is no longer being read.
+    async fn read_done(drains: &Drains) {
+        while drains.permit().is_none() {
+            tokio::task::yield_now().await;
+        }
+    }
 
     #[tokio::test]
     async fn a_dropped_body_is_read_to_its_end_within_bounds() {
+        let drains = one_drain();
         let read = Arc::new(AtomicUsize::new(0));
-        let mut body = UnreadBody::new(counted(10, read.clone()), 1 << 20, Duration::from_secs(5));
+        let rest = Rest::Read(bounds(1 << 20), drains.clone());
+        let mut body = UnreadBody::new(counted(10, read.clone()), rest);
         body.frame().await.unwrap().unwrap();
         drop(body);
-        for _ in 0..100 {
-            if read.load(Ordering::SeqCst) == 10 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        read_done(&drains).await;
         assert_eq!(read.load(Ordering::SeqCst), 10);
 
         // Beyond the byte bound, reading stops.
         let read = Arc::new(AtomicUsize::new(0));
-        drop(UnreadBody::new(
-            counted(1000, read.clone()),
-            4096,
-            Duration::from_secs(5),
-        ));
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        let rest = Rest::Read(bounds(4096), drains.clone());
+        drop(UnreadBody::new(counted(1000, read.clone()), rest));
+        read_done(&drains).await;
         assert_eq!(read.load(Ordering::SeqCst), 5);
     }
 
     #[tokio::test]
-    async fn the_drain_tells_when_a_dropped_body_has_been_read() {
-        // Held: nothing to wait for.
+    async fn no_body_is_read_without_room_or_past_its_announced_bound() {
+        let drains = one_drain();
+        let held = drains.permit().expect("the one place");
         let read = Arc::new(AtomicUsize::new(0));
-        let mut body = UnreadBody::new(counted(10, read.clone()), 1 << 20, Duration::from_secs(5));
-        let drain = body.drain();
-        assert!(!drain.draining());
-        drain.finished().await;
+        let rest = Rest::Read(bounds(1 << 20), drains.clone());
+        drop(UnreadBody::new(counted(10, read.clone()), rest));
+        drop(held);
+        assert_eq!(read.load(Ordering::SeqCst), 0, "no room: dropped unread");
 
-        // Dropped unread: draining until the last frame is read.
-        let drain = body.drain();
-        drop(body);
-        assert!(drain.draining());
-        drain.finished().await;
-        assert_eq!(read.load(Ordering::SeqCst), 10);
-
-        // A body announcing more than the bound is not read at all.
         let big = http_body_util::Full::new(Bytes::from(vec![0u8; 8192]));
-        let mut body = UnreadBody::new(big, 4096, Duration::from_secs(5));
-        let drain = body.drain();
+        assert!(!bounds(4096).worth_reading(&big));
+        assert!(bounds(8192).worth_reading(&big));
+        drop(UnreadBody::new(
+            big,
+            Rest::Read(bounds(4096), drains.clone()),
+        ));
+        assert!(drains.permit().is_some(), "announcing more: not read");
+    }
+
+    #[tokio::test]
+    async fn a_body_left_unread_lands_in_its_leftover_while_it_is_waited_for() {
+        let read = Arc::new(AtomicUsize::new(0));
+        let leftover = Leftover::new();
+        let mut body = UnreadBody::new(counted(10, read.clone()), leftover.rest());
+        assert!(leftover.take().is_none(), "held by the handler");
+        body.frame().await.unwrap().unwrap();
         drop(body);
-        assert!(!drain.draining());
-        drain.finished().await;
+        let rest = leftover.take().expect("left over");
+        assert_eq!(rest.size_hint().lower(), 0);
+        assert!(leftover.take().is_none(), "taken once");
+
+        // Read to its end: nothing left over.
+        let leftover = Leftover::new();
+        let whole = http_body_util::Full::new(Bytes::from_static(b"{}"));
+        let mut body = UnreadBody::new(whole, leftover.rest());
+        while body.frame().await.is_some() {}
+        drop(body);
+        assert!(leftover.take().is_none());
+
+        // No longer waited for: dropped.
+        let leftover = Leftover::new();
+        let body = UnreadBody::new(counted(10, read.clone()), leftover.rest());
+        drop(leftover);
+        drop(body);
     }
 }
