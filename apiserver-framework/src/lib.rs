@@ -15,10 +15,10 @@
 // Layer 1: ground floor
 // Errors and Status, field errors, durations, quoting, name and label validation, selectors,
 // resource info, schemas, the caller's identity, file and certificate utilities (fs, tls):
-// nothing here serves HTTP.
+// nothing here serves HTTP. `fs` is the crate `apiserver-files`, shared with storage.
 pub mod duration;
 pub mod error;
-pub mod fs;
+pub(crate) use apiserver_files as fs;
 pub mod quote;
 pub mod resource;
 pub mod schema;

@@ -193,6 +193,55 @@ fn modules_of_one_layer_that_import_each_other_fail() {
 }
 
 #[test]
+fn a_crate_re_exported_as_a_module_belongs_to_its_layer() {
+    let lib = "
+// Layer 1: ground
+pub(crate) use ground_crate as base;
+// Layer 2: middle
+pub use middle_crate as left;
+pub mod right;
+// Layer 3: top
+pub mod top;
+
+pub use left::Thing;
+";
+    let report = check_tree(&[
+        ("lib.rs", lib),
+        (
+            "right.rs",
+            "use crate::left::Thing; pub fn f(_: Thing, _: crate::base::B) {}",
+        ),
+        ("top/mod.rs", "pub fn g() -> crate::Thing { todo!() }"),
+    ]);
+    assert!(report.violations.is_empty(), "{:#?}", report.violations);
+    assert_eq!(
+        report.layers[1].crates,
+        [("left".to_string(), "middle_crate".to_string())]
+    );
+    assert_eq!(report.layers[1].modules, ["left", "right"]);
+    let graph = report.graph();
+    assert_eq!(graph["right"], ["base", "left"].into());
+    assert_eq!(graph["top"], ["left"].into());
+    assert!(report.describe().contains("left = the crate middle_crate"));
+
+    // A module of a lower layer may not import it.
+    let lib = lib
+        .replace("pub mod right;", "")
+        .replace("// Layer 1: ground\n", "// Layer 1: ground\npub mod low;\n");
+    let report = check_tree(&[
+        ("lib.rs", &lib),
+        ("low.rs", "use crate::left::Thing;"),
+        ("top/mod.rs", ""),
+    ]);
+    assert_eq!(report.violations.len(), 1, "{:#?}", report.violations);
+    assert!(
+        report.violations[0].contains("`low` (layer 1: ground) imports `left` (layer 2: middle)"),
+        "{}",
+        report.violations[0]
+    );
+}
+
+#[test]
 fn a_module_outside_the_table_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("lib.rs"), "pub mod loose;\n// Layer 1: a\n").unwrap();

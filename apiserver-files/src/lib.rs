@@ -1,7 +1,9 @@
+//! # apiserver-files
+//!
 //! The files and directories the server creates (certificates and keys, kubeconfigs, the
 //! development host's token file, the embedded store, the audit log), each created with its
 //! final mode: never written first and restricted afterwards, which would leave a moment in
-//! which others may open it.
+//! which others may open it; and the certificates of PEM bundles ([`pem`]).
 //!
 //! Whole files are written atomically: to a new temporary file of a random name in the same
 //! directory (created exclusively, `O_EXCL`, with the final mode, by the `tempfile` crate),
@@ -9,21 +11,26 @@
 //! never followed, and no temporary name can be guessed in advance.
 //!
 //! On platforms without Unix modes the modes are ignored.
+//!
+//! The ground floor of `apiserver-framework` (which knows it as `fs`) and of its storage crate,
+//! `apiserver-storage`; it depends on neither.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::Path;
 
+pub mod pem;
+
 /// The mode of files only their owner may read and write (keys, credentials, data, logs).
-pub(crate) const PRIVATE_FILE: u32 = 0o600;
+pub const PRIVATE_FILE: u32 = 0o600;
 /// The mode of files anyone may read (certificates).
-pub(crate) const PUBLIC_FILE: u32 = 0o644;
+pub const PUBLIC_FILE: u32 = 0o644;
 /// The mode of directories only their owner may enter (those holding keys or data).
-pub(crate) const PRIVATE_DIR: u32 = 0o700;
+pub const PRIVATE_DIR: u32 = 0o700;
 
 /// Creates `dir` and any missing parent, each directory created with mode `0700` (existing
 /// ones are left as they are).
-pub(crate) fn create_private_dir_all(dir: &Path) -> io::Result<()> {
+pub fn create_private_dir_all(dir: &Path) -> io::Result<()> {
     if dir.as_os_str().is_empty() {
         return Ok(());
     }
@@ -40,7 +47,7 @@ pub(crate) fn create_private_dir_all(dir: &Path) -> io::Result<()> {
 /// Replaces the file at `path` with `contents`, atomically: the file is written under a
 /// random temporary name beside it, created with `mode`, synced, then renamed to `path`. The
 /// directory is created (mode `0700`) when missing.
-pub(crate) fn write_atomically(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
+pub fn write_atomically(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -71,7 +78,7 @@ pub(crate) fn write_atomically(path: &Path, contents: &[u8], mode: u32) -> io::R
 
 /// Opens `path` for appending, creating it with `mode` if missing (an existing file keeps its
 /// mode).
-pub(crate) fn open_append(path: &Path, mode: u32) -> io::Result<File> {
+pub fn open_append(path: &Path, mode: u32) -> io::Result<File> {
     let mut options = OpenOptions::new();
     options.create(true).append(true);
     set_mode(&mut options, mode);
@@ -80,7 +87,7 @@ pub(crate) fn open_append(path: &Path, mode: u32) -> io::Result<File> {
 
 /// Opens `path` for reading and writing without truncating it, creating it with `mode` if
 /// missing (an existing file keeps its mode).
-pub(crate) fn open_read_write(path: &Path, mode: u32) -> io::Result<File> {
+pub fn open_read_write(path: &Path, mode: u32) -> io::Result<File> {
     let mut options = OpenOptions::new();
     options.read(true).write(true).create(true).truncate(false);
     set_mode(&mut options, mode);
