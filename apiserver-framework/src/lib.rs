@@ -29,9 +29,10 @@ pub mod validation;
 pub mod yaml_body;
 
 // Layer 2: storage and the host cluster
-// The key-value seam with revisions and watch, and its backends; the host cluster's clients.
+// The key-value seam with revisions and watch, and its backends (the crate `apiserver-storage`,
+// beneath the framework); the host cluster's clients.
 pub mod host;
-pub mod storage;
+pub use apiserver_storage as storage;
 
 // Layer 3: registry, admission, apply
 // REST storage per resource: the generic store and its strategy, admission plugins, field sets.

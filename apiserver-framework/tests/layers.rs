@@ -3,8 +3,10 @@
 //! `src/lib.rs` is the layer table: it declares the top-level modules bottom layer first, each
 //! group under a `// Layer N: name` comment. A module may import modules of its own layer or of
 //! lower ones, never of a higher one, and no two top-level modules may depend on each other
-//! (directly or through others). Test modules (`#[cfg(test)]`) are not checked. The checker is in
-//! `layers/checker.rs`; to see the module graph, run
+//! (directly or through others). A crate the root re-exports as a module under a layer comment
+//! (`pub use apiserver_storage as storage;`) belongs to that layer; its sources are not read here
+//! (Cargo keeps it from importing the framework). Test modules (`#[cfg(test)]`) are not checked.
+//! The checker is in `layers/checker.rs`; to see the module graph, run
 //! `cargo test -p apiserver-framework --test layers -- --nocapture` (with `LAYERS_VERBOSE=1`,
 //! every reference too).
 
@@ -46,6 +48,31 @@ fn the_table_lists_every_layer_once_bottom_first() {
         "errors belong to the ground floor: {:?}",
         report.layers[0]
     );
+}
+
+#[test]
+fn storage_and_files_are_crates_beneath_the_framework() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let report = checker::check(&src).unwrap_or_else(|e| panic!("layer check: {e}"));
+    let crates: Vec<(u32, &str, &str)> = report
+        .layers
+        .iter()
+        .flat_map(|l| {
+            l.crates
+                .iter()
+                .map(|(m, c)| (l.number, m.as_str(), c.as_str()))
+        })
+        .collect();
+    assert_eq!(
+        crates,
+        [
+            (1, "fs", "apiserver_files"),
+            (2, "storage", "apiserver_storage")
+        ]
+    );
+    // `apiserver_framework::storage` is the storage crate itself, not a copy of it.
+    let _: apiserver_storage::memory::MemoryStorage =
+        apiserver_framework::storage::memory::MemoryStorage::new();
 }
 
 /// Writes `files` (path, text) under a fresh directory and checks it.

@@ -6,7 +6,7 @@ use std::time::Duration;
 /// Where etcd is and how to talk to it; the counterpart of upstream's `--etcd-*` flags.
 ///
 /// ```
-/// # use apiserver_framework::storage::etcd::EtcdOptions;
+/// # use apiserver_storage::etcd::EtcdOptions;
 /// let opts = EtcdOptions {
 ///     servers: vec!["http://127.0.0.1:2379".into()],
 ///     prefix: "/registry".into(),
@@ -34,7 +34,7 @@ pub struct EtcdOptions {
     /// Bound on establishing a connection to one member.
     pub dial_timeout: Duration,
     /// Bound on every request, including opening a watch: past it the request fails with
-    /// [`StorageError::Unavailable`](crate::storage::StorageError::Unavailable), so a dead etcd
+    /// [`StorageError::Unavailable`](crate::StorageError::Unavailable), so a dead etcd
     /// never hangs a caller.
     pub request_timeout: Duration,
     /// Bound on [`check_health`](super::EtcdStorage::check_health)

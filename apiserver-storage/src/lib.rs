@@ -3,9 +3,15 @@
 //! Every backend (in-memory, embedded, etcd) implements [`Storage`]. Revisions are global and
 //! strictly increasing per store; an object's `resourceVersion` is the revision of its last
 //! change, as a decimal string that clients treat as opaque.
+//!
+//! This is the storage layer of `apiserver-framework`, which re-exports it as
+//! `apiserver_framework::storage`: a crate that writes a backend needs only this one (and Cargo
+//! keeps it from importing anything of the layers above). Features: `etcd`, the etcd backend
+//! and its client; `testing`, the suite of backends' conformance (`conformance`).
 
 pub mod cache;
 pub mod compactor;
+#[cfg(any(test, feature = "testing"))]
 pub mod conformance;
 pub mod embedded;
 #[cfg(feature = "etcd")]

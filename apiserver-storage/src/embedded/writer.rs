@@ -20,7 +20,7 @@ use super::tables::{
     COMPACTED, LATEST, LOG, META, REVISION, VERSIONS, Version, decode, live_at, put_live,
     put_tombstone,
 };
-use crate::storage::{EventKind, KeyValue, StorageError, StorageEvent};
+use crate::{EventKind, KeyValue, StorageError, StorageEvent};
 
 /// Revisions of history removed per compaction transaction, so that a large compaction does not
 /// hold writes back for long.

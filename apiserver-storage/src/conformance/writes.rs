@@ -3,7 +3,7 @@
 
 use super::Factory;
 use super::support::{b, create, current, delete, get, update};
-use crate::storage::{KeyValue, StorageError};
+use crate::{KeyValue, StorageError};
 
 /// Every successful write returns a revision greater than any before it, across keys and
 /// across kinds of write, and `current_revision` is the revision of the last write. Writes that

@@ -9,8 +9,8 @@ use super::failure::{Failure, corrupt};
 use super::tables::{
     COMPACTED, LATEST, LOG, META, REVISION, VERSIONS, Version, decode, live_at, live_before,
 };
-use crate::storage::page_counts::PageCounts;
-use crate::storage::{EventKind, KeyValue, ListPage, ListRequest, StorageError, StorageEvent};
+use crate::page_counts::PageCounts;
+use crate::{EventKind, KeyValue, ListPage, ListRequest, StorageError, StorageEvent};
 
 /// A batch of the change log, read for a watch.
 pub(super) struct LogBatch {

@@ -103,7 +103,7 @@ struct Shared {
     /// Set by a reader that met an I/O error of the open database: the writer reopens it.
     broken: AtomicBool,
     /// What the last pages of lists counted after them.
-    page_counts: crate::storage::page_counts::PageCounts,
+    page_counts: crate::page_counts::PageCounts,
 }
 
 impl Shared {
@@ -145,7 +145,7 @@ impl EmbeddedStorage {
     pub fn open_with(dir: &Path, options: EmbeddedOptions) -> Result<Self, StorageError> {
         // The directory and the file hold every object: private to the server's user,
         // created so rather than restricted afterwards.
-        crate::fs::create_private_dir_all(dir).map_err(|e| {
+        apiserver_files::create_private_dir_all(dir).map_err(|e| {
             StorageError::Unavailable(format!("embedded storage: creating {}: {e}", dir.display()))
         })?;
         let path = dir.join(FILE_NAME);
@@ -416,13 +416,16 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let dir = root.path().join("config/data");
         let store = EmbeddedStorage::open(&dir).unwrap();
-        assert_eq!(mode(&root.path().join("config")), crate::fs::PRIVATE_DIR);
-        assert_eq!(mode(&dir), crate::fs::PRIVATE_DIR);
-        assert_eq!(mode(store.path()), crate::fs::PRIVATE_FILE);
+        assert_eq!(
+            mode(&root.path().join("config")),
+            apiserver_files::PRIVATE_DIR
+        );
+        assert_eq!(mode(&dir), apiserver_files::PRIVATE_DIR);
+        assert_eq!(mode(store.path()), apiserver_files::PRIVATE_FILE);
         drop(store);
         // Reopened, the store still works and keeps its mode.
         let store = EmbeddedStorage::open(&dir).unwrap();
-        assert_eq!(mode(store.path()), crate::fs::PRIVATE_FILE);
+        assert_eq!(mode(store.path()), apiserver_files::PRIVATE_FILE);
     }
 
     #[tokio::test]

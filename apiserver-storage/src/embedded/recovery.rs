@@ -28,7 +28,7 @@ use redb::{Database, Durability, TableDefinition};
 use super::Shared;
 use super::failure::Failure;
 use super::reads::Snapshot;
-use crate::storage::{StorageError, StorageEvent};
+use crate::{StorageError, StorageEvent};
 
 /// The least time between two attempts to reopen the database.
 const REOPEN_BACKOFF: Duration = Duration::from_millis(500);
@@ -63,7 +63,7 @@ impl Opener {
                 self.path.display()
             ))
         };
-        let file = crate::fs::open_read_write(&self.path, crate::fs::PRIVATE_FILE)
+        let file = apiserver_files::open_read_write(&self.path, apiserver_files::PRIVATE_FILE)
             .map_err(|e| opening(&e))?;
         let backend = redb::backends::FileBackend::new(file).map_err(|e| opening(&e))?;
         let mut builder = Database::builder();
@@ -301,8 +301,8 @@ fn close(mut db: Arc<Database>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::embedded::{EmbeddedStorage, FILE_NAME};
-    use crate::storage::{EventKind, Storage};
+    use crate::embedded::{EmbeddedStorage, FILE_NAME};
+    use crate::{EventKind, Storage};
 
     /// A file with three creates (revisions 2, 3, 4), closed.
     async fn file_at_revision_4() -> (tempfile::TempDir, Opener) {

@@ -6,7 +6,7 @@ use bytes::Bytes;
 
 use super::Factory;
 use super::support::{b, create, current, delete, get, list_all, next_event, watch};
-use crate::storage::{EventKind, StorageError};
+use crate::{EventKind, StorageError};
 
 /// Writers racing on one key with compare-and-swap: 8 tasks each add 1 fifty times, retrying
 /// on `Conflict`. The final value is exact, every successful update has its own revision, and a

@@ -1,12 +1,12 @@
 //! The error type inside the backend: any redb error or a [`StorageError`], so that `?` works
-//! on both; it becomes a [`StorageError`] at the [`Storage`](crate::storage::Storage) boundary.
+//! on both; it becomes a [`StorageError`] at the [`Storage`](crate::Storage) boundary.
 //!
 //! A redb error is the store failing, not a timeout: [`StorageError::Internal`]. One caused by
 //! the file's I/O (a full disk, a failed fsync) also marks the database as broken: redb then
 //! refuses every later transaction ("Previous I/O error occurred") until the database is closed
 //! and opened again, which the writer does (see [`super::recovery`]).
 
-use crate::storage::StorageError;
+use crate::StorageError;
 
 /// A failed step.
 #[derive(Debug)]

@@ -10,7 +10,7 @@ use super::support::{
     EVENT_TIMEOUT, b, create, current, delete, expect_compacted_watch, expect_end, expect_quiet,
     next_event, update, watch,
 };
-use crate::storage::{EventKind, KeyValue, StorageError, StorageEvent};
+use crate::{EventKind, KeyValue, StorageError, StorageEvent};
 
 fn kv(key: &str, value: &str, create_revision: u64, mod_revision: u64) -> KeyValue {
     KeyValue {

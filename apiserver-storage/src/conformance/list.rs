@@ -3,7 +3,7 @@
 
 use super::Factory;
 use super::support::{Model, create, current, delete, get, keys, list, list_all, update};
-use crate::storage::{ListRequest, StorageError};
+use crate::{ListRequest, StorageError};
 
 /// A list returns exactly the keys that start with the prefix, as a plain string prefix, in
 /// byte order: `/a/1/` does not see `/a/10/y`, `/a/1` sees both, `/a/` sees keys whose next

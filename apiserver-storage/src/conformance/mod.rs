@@ -7,7 +7,7 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use apiserver_framework::storage::{Storage, conformance, memory::MemoryStorage};
+//! use apiserver_storage::{Storage, conformance, memory::MemoryStorage};
 //!
 //! // In a `#[tokio::test]`, with your backend in place of `MemoryStorage`:
 //! async fn my_backend_conforms() {

@@ -2,7 +2,7 @@
 
 use super::Factory;
 use super::support::{Model, create, current, delete, get, list_all, update};
-use crate::storage::{ListRequest, StorageError};
+use crate::{ListRequest, StorageError};
 
 /// Compacting at a revision keeps the store as it was at that revision readable (lists at it
 /// and later, values last written before it) and makes older revisions answer `Compacted`.

@@ -6,7 +6,7 @@ use std::time::Duration;
 use tonic::Status;
 
 use super::channel::{Unreached, error_chain};
-use crate::storage::StorageError;
+use crate::StorageError;
 
 /// Why a request to etcd failed.
 #[derive(Debug)]
@@ -111,7 +111,7 @@ pub(super) async fn bounded<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::etcd::{EtcdClient, EtcdOptions};
+    use crate::etcd::{EtcdClient, EtcdOptions};
 
     /// A request to a member that refuses connections failed before it was sent: the one case
     /// the backend sends again, to another member.

@@ -5,7 +5,7 @@
 //!
 //! This compactor is for a store only this server writes (embedded, memory). etcd is shared:
 //! the servers on it take turns instead, so that it is compacted once per interval however
-//! many servers (or replicas) run — see `storage::etcd::compact` (feature `etcd`).
+//! many servers (or replicas) run — see `etcd::compact` (feature `etcd`).
 
 use std::sync::Arc;
 use std::time::Duration;

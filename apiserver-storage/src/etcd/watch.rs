@@ -11,7 +11,7 @@ use super::client::Watch;
 use super::error::describe;
 use super::keys::{Keys, revision};
 use super::proto::{Event, EventType};
-use crate::storage::{EventKind, KeyValue, StorageError, StorageEvent, WatchStream};
+use crate::{EventKind, KeyValue, StorageError, StorageEvent, WatchStream};
 
 /// An open etcd watch and the events received but not yet handed out.
 pub(super) struct Feed {

@@ -654,10 +654,10 @@ fn tls_config(opts: &EtcdOptions) -> Result<Option<rustls::ClientConfig>, Connec
     Ok(Some(config))
 }
 
-/// The certificates of a PEM file (the server's own reading of PEM bundles: an error when
+/// The certificates of a PEM file (the reading of PEM bundles the framework shares: an error when
 /// there is none).
 fn parse_certs(pem: &[u8], what: &str) -> Result<Vec<CertificateDer<'static>>, ConnectError> {
-    crate::tls::parse_certs(&String::from_utf8_lossy(pem))
+    apiserver_files::pem::parse_certs(&String::from_utf8_lossy(pem))
         .map_err(|e| ConnectError::Tls(format!("{what} file: {e}")))
 }
 
@@ -691,8 +691,8 @@ mod tests {
     use bytes::{BufMut as _, Bytes, BytesMut};
     use prost::Message as _;
 
-    use crate::storage::etcd::proto::StatusResponse;
-    use crate::storage::etcd::{EtcdClient, EtcdOptions};
+    use crate::etcd::proto::StatusResponse;
+    use crate::etcd::{EtcdClient, EtcdOptions};
 
     /// An HTTP/2 server standing in for an etcd member: it answers every call with the
     /// status `version`, and reports for each request whether its stream ended with its one

@@ -23,7 +23,7 @@ use tokio::task::JoinHandle;
 
 use super::proto::{Compare, CompareResult, OpResult, RequestOp, TxnRequest};
 use super::{EtcdStorage, header_revision};
-use crate::storage::{Storage as _, StorageError};
+use crate::{Storage as _, StorageError};
 
 /// The etcd key the servers of one cluster take turns on (upstream's `compact_rev_key`). Its
 /// value is the revision last compacted to, its version counts the turns taken.

@@ -14,7 +14,7 @@ use bytes::Bytes;
 use redb::{ReadableTable, Table, TableDefinition};
 
 use super::failure::{Failure, corrupt};
-use crate::storage::KeyValue;
+use crate::KeyValue;
 
 pub(super) const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 pub(super) const LATEST: TableDefinition<&str, (u64, u64)> = TableDefinition::new("latest");

@@ -16,7 +16,7 @@ use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
 
 use super::{Shared, read};
-use crate::storage::{StorageError, StorageEvent, WatchStream};
+use crate::{StorageError, StorageEvent, WatchStream};
 
 /// Events read from the log per read transaction, at most.
 const LOG_BATCH_EVENTS: usize = 512;

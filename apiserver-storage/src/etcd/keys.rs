@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::proto;
-use crate::storage::KeyValue;
+use crate::KeyValue;
 
 /// The keys of one store inside etcd.
 #[derive(Clone, Debug)]

@@ -9,7 +9,7 @@
 //!
 //! ```no_run
 //! # async fn f() -> Result<(), Box<dyn std::error::Error>> {
-//! use apiserver_framework::storage::etcd::{EtcdClient, EtcdOptions};
+//! use apiserver_storage::etcd::{EtcdClient, EtcdOptions};
 //! let client = EtcdClient::connect(&EtcdOptions::default()).await?;
 //! let put = client.put("/greeting", "hello").await?;
 //! let kv = client.get("/greeting").await?.expect("just written");

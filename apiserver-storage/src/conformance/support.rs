@@ -7,9 +7,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::StreamExt;
 
-use crate::storage::{
-    KeyValue, ListPage, ListRequest, Storage, StorageError, StorageEvent, WatchStream,
-};
+use crate::{KeyValue, ListPage, ListRequest, Storage, StorageError, StorageEvent, WatchStream};
 
 /// How long a check waits for a watch event before failing.
 pub(super) const EVENT_TIMEOUT: Duration = Duration::from_secs(20);
