@@ -15,10 +15,10 @@
 // Layer 1: ground floor
 // Errors and Status, field errors, durations, quoting, name and label validation, selectors,
 // resource info, schemas, the caller's identity, file and certificate utilities (fs, tls):
-// nothing here serves HTTP.
+// nothing here serves HTTP. `fs` is the crate `apiserver-files`, shared with storage.
 pub mod duration;
 pub mod error;
-pub mod fs;
+pub(crate) use apiserver_files as fs;
 pub mod quote;
 pub mod resource;
 pub mod schema;
@@ -29,9 +29,10 @@ pub mod validation;
 pub mod yaml_body;
 
 // Layer 2: storage and the host cluster
-// The key-value seam with revisions and watch, and its backends; the host cluster's clients.
+// The key-value seam with revisions and watch, and its backends (the crate `apiserver-storage`,
+// beneath the framework); the host cluster's clients.
 pub mod host;
-pub mod storage;
+pub use apiserver_storage as storage;
 
 // Layer 3: registry, admission, apply
 // REST storage per resource: the generic store and its strategy, admission plugins, field sets.

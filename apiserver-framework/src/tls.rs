@@ -196,13 +196,7 @@ pub(crate) fn without_http2(config: Arc<rustls::ServerConfig>) -> Arc<rustls::Se
 
 /// Parses every certificate of a PEM bundle (an error when there is none).
 pub fn parse_certs(pem: &str) -> Result<Vec<CertificateDer<'static>>, TlsError> {
-    let certs: Vec<_> = CertificateDer::pem_slice_iter(pem.as_bytes())
-        .collect::<Result<_, _>>()
-        .map_err(|e| TlsError::Pem(format!("invalid certificate PEM: {e}")))?;
-    if certs.is_empty() {
-        return Err(TlsError::Pem("no certificate found".into()));
-    }
-    Ok(certs)
+    crate::fs::pem::parse_certs(pem).map_err(|e| TlsError::Pem(e.to_string()))
 }
 
 fn pem_of(label: &str, der: &[u8]) -> String {

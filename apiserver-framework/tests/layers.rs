@@ -3,8 +3,10 @@
 //! `src/lib.rs` is the layer table: it declares the top-level modules bottom layer first, each
 //! group under a `// Layer N: name` comment. A module may import modules of its own layer or of
 //! lower ones, never of a higher one, and no two top-level modules may depend on each other
-//! (directly or through others). Test modules (`#[cfg(test)]`) are not checked. The checker is in
-//! `layers/checker.rs`; to see the module graph, run
+//! (directly or through others). A crate the root re-exports as a module under a layer comment
+//! (`pub use apiserver_storage as storage;`) belongs to that layer; its sources are not read here
+//! (Cargo keeps it from importing the framework). Test modules (`#[cfg(test)]`) are not checked.
+//! The checker is in `layers/checker.rs`; to see the module graph, run
 //! `cargo test -p apiserver-framework --test layers -- --nocapture` (with `LAYERS_VERBOSE=1`,
 //! every reference too).
 
@@ -46,6 +48,31 @@ fn the_table_lists_every_layer_once_bottom_first() {
         "errors belong to the ground floor: {:?}",
         report.layers[0]
     );
+}
+
+#[test]
+fn storage_and_files_are_crates_beneath_the_framework() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let report = checker::check(&src).unwrap_or_else(|e| panic!("layer check: {e}"));
+    let crates: Vec<(u32, &str, &str)> = report
+        .layers
+        .iter()
+        .flat_map(|l| {
+            l.crates
+                .iter()
+                .map(|(m, c)| (l.number, m.as_str(), c.as_str()))
+        })
+        .collect();
+    assert_eq!(
+        crates,
+        [
+            (1, "fs", "apiserver_files"),
+            (2, "storage", "apiserver_storage")
+        ]
+    );
+    // `apiserver_framework::storage` is the storage crate itself, not a copy of it.
+    let _: apiserver_storage::memory::MemoryStorage =
+        apiserver_framework::storage::memory::MemoryStorage::new();
 }
 
 /// Writes `files` (path, text) under a fresh directory and checks it.
@@ -189,6 +216,55 @@ fn modules_of_one_layer_that_import_each_other_fail() {
     assert!(
         v.contains("right -> left at right/deep.rs:1 (`crate::left::L`)"),
         "{v}"
+    );
+}
+
+#[test]
+fn a_crate_re_exported_as_a_module_belongs_to_its_layer() {
+    let lib = "
+// Layer 1: ground
+pub(crate) use ground_crate as base;
+// Layer 2: middle
+pub use middle_crate as left;
+pub mod right;
+// Layer 3: top
+pub mod top;
+
+pub use left::Thing;
+";
+    let report = check_tree(&[
+        ("lib.rs", lib),
+        (
+            "right.rs",
+            "use crate::left::Thing; pub fn f(_: Thing, _: crate::base::B) {}",
+        ),
+        ("top/mod.rs", "pub fn g() -> crate::Thing { todo!() }"),
+    ]);
+    assert!(report.violations.is_empty(), "{:#?}", report.violations);
+    assert_eq!(
+        report.layers[1].crates,
+        [("left".to_string(), "middle_crate".to_string())]
+    );
+    assert_eq!(report.layers[1].modules, ["left", "right"]);
+    let graph = report.graph();
+    assert_eq!(graph["right"], ["base", "left"].into());
+    assert_eq!(graph["top"], ["left"].into());
+    assert!(report.describe().contains("left = the crate middle_crate"));
+
+    // A module of a lower layer may not import it.
+    let lib = lib
+        .replace("pub mod right;", "")
+        .replace("// Layer 1: ground\n", "// Layer 1: ground\npub mod low;\n");
+    let report = check_tree(&[
+        ("lib.rs", &lib),
+        ("low.rs", "use crate::left::Thing;"),
+        ("top/mod.rs", ""),
+    ]);
+    assert_eq!(report.violations.len(), 1, "{:#?}", report.violations);
+    assert!(
+        report.violations[0].contains("`low` (layer 1: ground) imports `left` (layer 2: middle)"),
+        "{}",
+        report.violations[0]
     );
 }
 

@@ -25,7 +25,8 @@
 //! }
 //! ```
 //!
-//! Storage backends have a conformance suite of their own: [`crate::storage::conformance`].
+//! Storage backends have a conformance suite of their own: `storage::conformance` (the `testing`
+//! feature).
 
 pub mod conformance;
 pub mod etcd;

@@ -3,7 +3,9 @@
 //! The layer table is the crate root itself: `lib.rs` declares its top-level modules in layer
 //! order, bottom first, each group under a comment `// Layer N: name`. The checker
 //!
-//! 1. reads that table (every top-level `mod x;` must sit under a layer comment);
+//! 1. reads that table (every top-level `mod x;` must sit under a layer comment; so must every
+//!    crate the root re-exports as one of its modules, `pub use other_crate as x;`: a module of
+//!    that layer whose sources are another crate's, which Cargo keeps from importing this one);
 //! 2. follows `mod` declarations from `lib.rs` as the compiler does, skipping anything under
 //!    `#[cfg(test)]` (test modules may import what they like);
 //! 3. collects every reference to another top-level module: `use crate::…`/`super::…` trees,
@@ -33,8 +35,12 @@ pub struct Layer {
     pub number: u32,
     /// What the comment calls it.
     pub name: String,
-    /// Its top-level modules, in the order `lib.rs` declares them.
+    /// Its top-level modules, in the order `lib.rs` declares them (re-exported crates
+    /// included).
     pub modules: Vec<String>,
+    /// The modules that are other crates, re-exported: (module, crate), as in
+    /// `pub use apiserver_storage as storage;`.
+    pub crates: Vec<(String, String)>,
 }
 
 /// A reference from one top-level module to another.
@@ -86,6 +92,10 @@ impl Report {
         for layer in &self.layers {
             out.push_str(&format!("layer {}: {}\n", layer.number, layer.name));
             for m in &layer.modules {
+                if let Some((_, krate)) = layer.crates.iter().find(|(name, _)| name == m) {
+                    out.push_str(&format!("    {m} = the crate {krate}\n"));
+                    continue;
+                }
                 let deps: Vec<&str> = graph
                     .get(m.as_str())
                     .map(|d| d.iter().copied().collect())
@@ -123,6 +133,9 @@ pub fn check(src: &Path) -> Result<Report, String> {
             syn::Item::Mod(m) if m.content.is_none() && !is_test_only(&m.attrs) => {
                 Some(m.ident.to_string())
             }
+            syn::Item::Use(u) if !is_test_only(&u.attrs) => {
+                reexported_crate(&u.tree).map(|(module, _)| module)
+            }
             _ => None,
         })
         .collect();
@@ -130,7 +143,8 @@ pub fn check(src: &Path) -> Result<Report, String> {
     if declared != tabled {
         return Err(format!(
             "lib.rs declares the modules {declared:?} but its layer comments list {tabled:?}: \
-             put every `mod` line under a `// Layer N: name` comment"
+             put every `mod` line (and every crate re-exported as a module) under a \
+             `// Layer N: name` comment"
         ));
     }
     let reexports = root_reexports(&lib, &tabled);
@@ -222,7 +236,23 @@ pub fn read_table(lib: &str) -> Result<Vec<Layer>, String> {
                 number,
                 name: name.trim().to_string(),
                 modules: Vec::new(),
+                crates: Vec::new(),
             });
+            continue;
+        }
+        if let Some((module, krate)) = syn::parse_str::<syn::ItemUse>(line)
+            .ok()
+            .and_then(|u| reexported_crate(&u.tree))
+        {
+            let layer = layers.last_mut().ok_or_else(|| {
+                format!(
+                    "lib.rs:{}: crate `{krate}` is re-exported as module `{module}` before the \
+                     first `// Layer N: name` comment",
+                    i + 1
+                )
+            })?;
+            layer.modules.push(module.clone());
+            layer.crates.push((module, krate));
             continue;
         }
         let decl = line
@@ -243,6 +273,18 @@ pub fn read_table(lib: &str) -> Result<Vec<Layer>, String> {
         return Err("lib.rs has no `// Layer N: name` comments".into());
     }
     Ok(layers)
+}
+
+/// For `use some_crate as name;`: (`name`, `some_crate`), a whole crate taken in as a module of
+/// this one. Not for paths into a crate (`pub use apiserver_derive::ApiResource`) nor for the
+/// crate's own modules (`crate`, `self`, `super`).
+fn reexported_crate(tree: &syn::UseTree) -> Option<(String, String)> {
+    match tree {
+        syn::UseTree::Rename(r) if !["crate", "self", "super"].contains(&&*r.ident.to_string()) => {
+            Some((r.rename.to_string(), r.ident.to_string()))
+        }
+        _ => None,
+    }
 }
 
 fn parse(path: &Path) -> Result<syn::File, String> {

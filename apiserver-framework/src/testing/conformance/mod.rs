@@ -1,5 +1,5 @@
 //! A conformance check of a server's own resources, driven by the resource types its app
-//! registered: the counterpart, for servers, of [`crate::storage::conformance`] for storage
+//! registered: the counterpart, for servers, of `storage::conformance` for storage
 //! backends.
 //!
 //! For every resource of the app's registry, [`Conformance::run`] checks over HTTPS with a real
