@@ -1,9 +1,10 @@
 //! Security issue 44: over HTTP/2, an answer given before the request body was read must not
-//! let a client hold streams open for nothing. A refusal (401, 403, 413, 429) is sent at once
-//! and its stream reset (`RST_STREAM`, `NO_ERROR`) right after, as Go's server does; other
-//! early answers wait while the body's rest is read, but only for 16 streams of a connection
-//! at once, and such a stream keeps its connection from being closed to make room no more than
-//! an idle one does. The client is the `h2` crate's: it can announce a body and send none.
+//! let a client hold streams open for nothing. When the client sends none of the body it
+//! announced, the answer is sent at once and its stream reset (`RST_STREAM`, `NO_ERROR`), as
+//! Go's server does; while it sends, the answer waits until the body's rest is read, but only
+//! for 16 streams of a connection at once, and such a stream keeps its connection from being
+//! closed to make room no more than an idle one does. The client is the `h2` crate's: it can
+//! announce a body and send none, or only part of it.
 
 mod support_serving;
 
@@ -61,8 +62,9 @@ fn serve_limits(connections: ConnectionLimits) -> RequestLimits {
     }
 }
 
-/// Refusals are answered, with their whole body, and their streams reset with `NO_ERROR`,
-/// within a second of the request; so is a stream announcing more than would be read.
+/// Refusals of streams that send none of their body are answered, whole, and their streams
+/// reset with `NO_ERROR` within a second of the request; so are streams announcing more than
+/// would be read.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refused_streams_are_answered_and_reset_at_once() {
     let s = serve(RequestLimits::default(), Duration::ZERO).await;
@@ -89,8 +91,9 @@ async fn refused_streams_are_answered_and_reset_at_once() {
     s.running.shutdown().await;
 }
 
-/// Past 16 bodies being read on a connection, another early answer (a 404) is sent at once and
-/// its stream reset; the 16 wait until their bodies end, and then end cleanly.
+/// Past 16 bodies being read on a connection, another early answer (a 404) to a client sending
+/// its body is sent at once and its stream reset; the 16 wait until their bodies end, and then
+/// end cleanly.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_reads_at_most_16_unread_bodies_at_once() {
     use futures::StreamExt;
@@ -106,11 +109,14 @@ async fn a_connection_reads_at_most_16_unread_bodies_at_once() {
     let mut bodies = Vec::new();
     let mut responses = futures::stream::FuturesUnordered::new();
     for i in 0..20 {
-        let (response, body) = open(&mut send, &s, &unserved, TOKEN, 100).await;
+        let (response, mut body) = open(&mut send, &s, &unserved, TOKEN, 100).await;
+        body.send_data(Bytes::from(vec![b' '; 10]), false)
+            .expect("the body's start");
         bodies.push(Some(body));
         responses.push(async move { (i, response.await.expect("an answer")) });
     }
-    // With no body sent, four streams are answered (and reset); the other 16 are held.
+    // With their bodies unfinished, four streams are answered (and reset); the other 16 are
+    // held.
     for _ in 0..4 {
         let (i, res) = responses.next().await.expect("an answer");
         assert_eq!(res.status(), 404);
@@ -123,8 +129,8 @@ async fn a_connection_reads_at_most_16_unread_bodies_at_once() {
     );
     // Their bodies sent, the 16 are answered, whole.
     for body in bodies.iter_mut().flatten() {
-        body.send_data(Bytes::from(vec![b' '; 100]), true)
-            .expect("the body");
+        body.send_data(Bytes::from(vec![b' '; 90]), true)
+            .expect("the body's rest");
     }
     let mut held = 0;
     while let Some((_, res)) = responses.next().await {
@@ -142,7 +148,7 @@ async fn a_connection_reads_at_most_16_unread_bodies_at_once() {
     s.running.shutdown().await;
 }
 
-/// A connection whose only stream waits for its unread body is idle for the connection bound:
+/// A connection whose only stream waits for the rest of its body is idle for the connection bound:
 /// at the bound, a new connection makes it close rather than being refused itself.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_whose_body_is_read_keeps_no_connection_open() {
@@ -154,7 +160,9 @@ async fn a_stream_whose_body_is_read_keeps_no_connection_open() {
     let s = serve(serve_limits(limits), Duration::ZERO).await;
     let mut send = connect(&s).await;
     let unserved = SNAILS.replace("snails", "slugs");
-    let (held, _body) = open(&mut send, &s, &unserved, TOKEN, 100).await;
+    let (held, mut body) = open(&mut send, &s, &unserved, TOKEN, 100).await;
+    body.send_data(Bytes::from(vec![b' '; 10]), false)
+        .expect("the body's start");
     // The stream has reached the server once its connection's next request is answered.
     let ping = http::Request::get(format!("{}/readyz", s.url))
         .body(())

@@ -251,101 +251,129 @@ impl<H: ServeRequest> ConnectionServer<H> {
         Future = impl Future<Output = Result<Response<Body>, Infallible>> + Send + 'static,
     > + Send
     + 'static {
-        let handler = self.handler.clone();
         let limits = self.limits;
-        let drains = self.drains.clone();
-        // HTTP/2: an answer given before the body was read is settled once known (see
-        // `early_answer`).
-        let early =
-            http2.then(|| Arc::new(EarlyAnswers::new(&limits, self.drains.connection(&limits))));
-        let activity = activity.clone();
+        let connection = Arc::new(PerConnection {
+            handler: self.handler.clone(),
+            limits,
+            drains: self.drains.clone(),
+            // HTTP/2: an answer given before the body was read is settled once known (see
+            // `early_answer`).
+            early: http2.then(|| EarlyAnswers::new(&limits, self.drains.connection(&limits))),
+            activity: activity.clone(),
+            peer,
+            certs,
+            // The connection's client certificate chain is verified once per trusted
+            // authority.
+            verified: crate::auth::VerifiedChains::default(),
+            stopped: stop.clone(),
+            http2,
+        });
         let first_request = first_request.clone();
-        let stopped = stop.clone();
-        // The connection's client certificate chain is verified once per trusted authority.
-        let verified = crate::auth::VerifiedChains::default();
         let service = move |req: Request<Incoming>| {
             first_request.notify_one();
-            let in_flight = activity.request_started();
-            // HTTP/2 leaves a body let go of unread to `early` (unless the client waits for
-            // the answer to send it); HTTP/1.1 reads its rest at once (see `unread_body`).
-            let leftover = early
-                .as_ref()
-                .filter(|_| !expects_continue(req.headers()))
-                .map(|_| Leftover::new());
-            let rest = match (&leftover, http2) {
-                (Some(leftover), _) => leftover.rest(),
-                (None, true) => Rest::Drop,
-                (None, false) => Rest::Read(
-                    ReadBounds {
-                        max_bytes: limits.unread_body_drain_bytes,
-                        timeout: limits.unread_body_drain_timeout,
-                    },
-                    drains.clone(),
-                ),
-            };
-            let mut req = req.map(|incoming| Body::new(UnreadBody::new(incoming, rest)));
-            req.extensions_mut().insert(PeerAddr(peer));
-            if let Some(certs) = &certs {
-                req.extensions_mut().insert(certs.clone());
-                req.extensions_mut().insert(verified.clone());
-            }
-            // Read once here (to tell watches apart) for the whole handler chain.
-            filters::request_info::read(&mut req);
-            let long_running = req
-                .extensions()
-                .get::<ParsedRequest>()
-                .is_some_and(filters::long_running::is_long_running);
-            // Watches are never compressed.
-            let gzip = !long_running && compression::accepts_gzip(req.headers());
-            let handler = handler.clone();
-            let stopped = stopped.clone();
-            let early = early.clone();
-            let activity = activity.clone();
-            // HTTP/1.1 can be upgraded (HTTP/2 has no 101).
-            let upgradable = (!http2).then(|| activity.clone());
-            // Boxed: hyper keeps an HTTP/2 stream's task, sized for this future, for as long as
-            // the response body is sent (a watch's whole life); the handler chain's future is
-            // large, and a box is freed once the response has started. Boxed only once the
-            // task first runs: HTTP/2 streams accepted faster than they are served wait as
-            // their request, not as the handler chain's future.
-            let fut = futures::future::lazy(move |_| {
-                Box::pin(async move {
-                    let res = match gzip {
-                        true => compression::compressed(req, move |req| handler.serve(req)).await,
-                        false => handler.serve(req).await,
-                    };
-                    let (res, in_flight) = match (early, leftover.as_ref().and_then(Leftover::take))
-                    {
-                        (Some(early), Some(rest)) => {
-                            early.settle(res, rest, in_flight, &activity).await
-                        }
-                        _ => (res, in_flight),
-                    };
-                    if let Some(activity) = upgradable
-                        && res.status() == http::StatusCode::SWITCHING_PROTOCOLS
-                    {
-                        activity.upgrade.begin();
-                    }
-                    // Watches end cleanly when the server stops.
-                    let res = match long_running {
-                        true => res.map(|b| until_stopped::until_stopped(b, stopped)),
-                        false => res,
-                    };
-                    let mut in_flight = in_flight;
-                    if !long_running && !limits.response_send_timeout.is_zero() {
-                        in_flight.send_by(Instant::now() + limits.response_send_timeout);
-                    }
-                    Ok::<_, Infallible>(res.map(|body| {
-                        Body::new(InFlightBody {
-                            body,
-                            _in_flight: in_flight,
-                        })
-                    }))
-                })
-            });
-            futures::FutureExt::flatten(fut)
+            let in_flight = connection.activity.request_started();
+            let connection = connection.clone();
+            // Made, and boxed, only once the task first runs: HTTP/2 streams accepted faster
+            // than they are served wait as their bare request, not as the handler chain's
+            // future (a debug build's is 1.6 KB) with the request's parsed details.
+            futures::FutureExt::flatten(futures::future::lazy(move |_| {
+                connection.serve(req, in_flight)
+            }))
         };
         hyper::service::service_fn(service)
+    }
+}
+
+/// What every request of one connection is served with.
+struct PerConnection<H> {
+    handler: Arc<H>,
+    limits: ConnectionLimits,
+    drains: Drains,
+    early: Option<EarlyAnswers>,
+    activity: Arc<Activity>,
+    peer: SocketAddr,
+    certs: Option<PeerCertificates>,
+    verified: crate::auth::VerifiedChains,
+    stopped: watch::Receiver<bool>,
+    http2: bool,
+}
+
+impl<H: ServeRequest> PerConnection<H> {
+    /// Serves `req`, in flight as `in_flight`.
+    ///
+    /// Boxed: hyper keeps an HTTP/2 stream's task, sized for this future, for as long as the
+    /// response body is sent (a watch's whole life); the handler chain's future is large, and
+    /// a box is freed once the response has started.
+    fn serve(
+        self: Arc<Self>,
+        req: Request<Incoming>,
+        in_flight: InFlight,
+    ) -> Pin<Box<impl Future<Output = Result<Response<Body>, Infallible>> + Send + 'static>> {
+        let limits = self.limits;
+        // HTTP/2 leaves a body let go of unread to `early` (unless the client waits for the
+        // answer to send it); HTTP/1.1 reads its rest at once (see `unread_body`).
+        let leftover = self
+            .early
+            .as_ref()
+            .filter(|_| !expects_continue(req.headers()))
+            .map(|_| Leftover::new());
+        let rest = match (&leftover, self.http2) {
+            (Some(leftover), _) => leftover.rest(),
+            (None, true) => Rest::Drop,
+            (None, false) => Rest::Read(
+                ReadBounds {
+                    max_bytes: limits.unread_body_drain_bytes,
+                    timeout: limits.unread_body_drain_timeout,
+                },
+                self.drains.clone(),
+            ),
+        };
+        let mut req = req.map(|incoming| Body::new(UnreadBody::new(incoming, rest)));
+        req.extensions_mut().insert(PeerAddr(self.peer));
+        if let Some(certs) = &self.certs {
+            req.extensions_mut().insert(certs.clone());
+            req.extensions_mut().insert(self.verified.clone());
+        }
+        // Read once here (to tell watches apart) for the whole handler chain.
+        filters::request_info::read(&mut req);
+        let long_running = req
+            .extensions()
+            .get::<ParsedRequest>()
+            .is_some_and(filters::long_running::is_long_running);
+        // Watches are never compressed.
+        let gzip = !long_running && compression::accepts_gzip(req.headers());
+        Box::pin(async move {
+            let handler = self.handler.clone();
+            let res = match gzip {
+                true => compression::compressed(req, move |req| handler.serve(req)).await,
+                false => handler.serve(req).await,
+            };
+            let (res, in_flight) = match (&self.early, leftover.as_ref().and_then(Leftover::take)) {
+                (Some(early), Some(rest)) => {
+                    early.settle(res, rest, in_flight, &self.activity).await
+                }
+                _ => (res, in_flight),
+            };
+            // HTTP/1.1 can be upgraded (HTTP/2 has no 101).
+            if !self.http2 && res.status() == http::StatusCode::SWITCHING_PROTOCOLS {
+                self.activity.upgrade.begin();
+            }
+            // Watches end cleanly when the server stops.
+            let res = match long_running {
+                true => res.map(|b| until_stopped::until_stopped(b, self.stopped.clone())),
+                false => res,
+            };
+            let mut in_flight = in_flight;
+            if !long_running && !limits.response_send_timeout.is_zero() {
+                in_flight.send_by(Instant::now() + limits.response_send_timeout);
+            }
+            Ok::<_, Infallible>(res.map(|body| {
+                Body::new(InFlightBody {
+                    body,
+                    _in_flight: in_flight,
+                })
+            }))
+        })
     }
 }
 

@@ -48,11 +48,10 @@ pub struct ConnectionLimits {
     pub unread_body_drain_bytes: u64,
     /// How long that reading may take (and so, over HTTP/2, how long such an answer may wait).
     pub unread_body_drain_timeout: Duration,
-    /// Over HTTP/2, a refusal given before the handler (401, 403, 413, 429) is sent at once,
-    /// whole, and its stream reset (`RST_STREAM`, `NO_ERROR`) as Go's server does; the rest of
-    /// the body is read only this long meanwhile (250 ms), so that a client still sending
-    /// reads the answer before the reset (curl 7.88 reports a stream error instead).
-    pub refused_body_linger: Duration,
+    /// Over HTTP/2, how long an early answer waits for the first bytes of the unread body
+    /// (100 ms). A client that sends none is not waiting to finish an upload: the answer is
+    /// sent at once and the stream reset (`RST_STREAM`, `NO_ERROR`), as Go's server does.
+    pub unread_body_start_timeout: Duration,
     /// How many unread bodies one HTTP/2 connection may have read at once (16). Past it an
     /// early answer is sent at once and its stream reset.
     pub max_draining_bodies_per_connection: usize,
@@ -93,7 +92,7 @@ impl Default for ConnectionLimits {
             max_open_connections: None,
             unread_body_drain_bytes: 8 * 1024 * 1024,
             unread_body_drain_timeout: Duration::from_secs(10),
-            refused_body_linger: Duration::from_millis(250),
+            unread_body_start_timeout: Duration::from_millis(100),
             max_draining_bodies_per_connection: 16,
             max_draining_bodies: 1024,
             response_send_timeout: Duration::from_secs(60),

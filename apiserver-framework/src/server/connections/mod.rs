@@ -10,9 +10,9 @@
 //! - HTTP/2 with `--http2-max-streams-per-connection` streams and keep-alive pings, its
 //!   frames written in batches ([`batched_writes`]);
 //! - answers given before the request body was read reach the client intact: the rest of
-//!   the body is read (within bounds, and bounded in number: `drains`); over HTTP/2 a
-//!   refusal is sent at once and its stream reset, any other such answer after that reading
-//!   (`unread_body`, `early_answer`);
+//!   the body is read (within bounds, and bounded in number: `drains`), over HTTP/2 before
+//!   the answer is sent, and only while the client is sending it (`unread_body`,
+//!   `early_answer`);
 //! - large responses are gzip-compressed as upstream does ([`compression`]);
 //! - a connection upgraded by a `101 Switching Protocols` (WebSocket) stays counted, busy,
 //!   among the open connections while its stream lives, and is closed once idle past the

@@ -13,8 +13,9 @@
 //! Over HTTP/1.1 the rest is read in the background at once ([`Rest::Read`]), as Go's server
 //! does (it reads up to 256 KiB), so that the client finishes sending and then reads the
 //! answer. Over HTTP/2 the body is left to the connection ([`Rest::Leave`]), which settles it
-//! once it knows the answer (`early_answer`): a refusal given before the handler is sent at
-//! once and its stream reset, as Go's server does; other answers wait until the rest is read.
+//! once it knows the answer (`early_answer`): the answer waits until the rest is read while
+//! the client sends it, and is sent at once, its stream reset as Go's server does, when the
+//! client sends none of it.
 //! The reading is bounded in bytes and time ([`ReadBounds`]) and in the number of bodies read
 //! at once (`drains`); past any bound the body is dropped and the stream reset (`NO_ERROR`
 //! once the response is complete). A body announcing more than the byte bound is not read at
