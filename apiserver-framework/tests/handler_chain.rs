@@ -7,7 +7,6 @@
 //! `trace` events (target `apiserver_framework::reading`) by a subscriber global to the
 //! process, so nothing else may send requests while they are compared.
 
-use std::any::Any;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -93,9 +92,6 @@ impl RestStorage for Fragile {
     }
     fn verbs(&self) -> Vec<&'static str> {
         self.0.verbs()
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
     async fn get(&self, ctx: &RequestContext, name: &str) -> Result<Bytes, ApiError> {
         if name == "kaboom" {

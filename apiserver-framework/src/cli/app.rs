@@ -254,10 +254,7 @@ impl App {
         let opened = storage.open().await?;
         let server = app.server_builder().storage(opened.storage).try_build()?;
         for r in server.registry().resources() {
-            let Some(v) = r
-                .as_any()
-                .downcast_ref::<crate::registry::versions::VersionedStorage>()
-            else {
+            let Some(v) = r.downcast_ref::<crate::registry::versions::VersionedStorage>() else {
                 continue;
             };
             if !v.is_storage_version() {

@@ -5,7 +5,6 @@
 //! Each answered review is recorded in a [`ReviewLog`], so tests can count how often an
 //! extension server asks.
 
-use std::any::Any;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -140,10 +139,6 @@ impl RestStorage for TokenReviews {
 
     fn verbs(&self) -> Vec<&'static str> {
         vec!["create"]
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 
     async fn create(
@@ -287,10 +282,6 @@ impl RestStorage for SubjectAccessReviews {
 
     fn verbs(&self) -> Vec<&'static str> {
         vec!["create"]
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 
     async fn create(

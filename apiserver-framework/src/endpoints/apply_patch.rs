@@ -116,7 +116,6 @@ fn prune(value: &mut Value, node: Node<'_>, top: bool) {
 /// The converter of a resource served in several versions, if it is one.
 fn versions_of(storage: &Arc<dyn RestStorage>) -> Option<&dyn apply::VersionConverter> {
     storage
-        .as_any()
         .downcast_ref::<VersionedStorage>()
         .map(|v| v as &dyn apply::VersionConverter)
 }
@@ -310,7 +309,6 @@ pub async fn apply_scale(
 
 #[cfg(test)]
 mod tests {
-    use std::any::Any;
     use std::sync::atomic::{AtomicBool, Ordering};
 
     use super::*;
@@ -355,9 +353,6 @@ mod tests {
         }
         fn verbs(&self) -> Vec<&'static str> {
             self.inner.verbs()
-        }
-        fn as_any(&self) -> &dyn Any {
-            self
         }
         fn structural_schema(&self) -> StructuralSchema {
             self.inner.structural_schema()

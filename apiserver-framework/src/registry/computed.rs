@@ -23,7 +23,6 @@
 //! namespace answers a 500 `InternalError` without the object (both logged as errors), so a
 //! provider's mistake never shows a client an object its authorization did not cover.
 
-use std::any::Any;
 use std::marker::PhantomData;
 
 use bytes::Bytes;
@@ -141,10 +140,6 @@ impl<T: ApiResource, P: ResourceProvider<T>> RestStorage for Computed<T, P> {
 
     fn verbs(&self) -> Vec<&'static str> {
         vec!["get", "list"]
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 
     async fn get(&self, ctx: &RequestContext, name: &str) -> Result<Bytes, ApiError> {

@@ -232,16 +232,23 @@ pub(crate) type ProtobufDecoder = fn(&[u8]) -> Result<Value, ApiError>;
 /// [`crate::registry::store::Store`] implements it for every `#[derive(ApiResource)]` type;
 /// implement it by hand for computed resources. A method a storage does not support answers
 /// 405 (and its verb is absent from [`RestStorage::verbs`] and so from discovery).
+///
+/// A storage is [`Any`], so that typed access finds the concrete storage behind a
+/// `dyn RestStorage` (its `downcast_ref`).
 #[async_trait::async_trait]
-pub trait RestStorage: Send + Sync + 'static {
+pub trait RestStorage: Any + Send + Sync {
     /// The resource's description.
     fn info(&self) -> &ResourceInfo;
 
     /// The supported verbs, in upstream's names.
     fn verbs(&self) -> Vec<&'static str>;
 
-    /// Itself as `Any`, for typed access through [`Registry`].
-    fn as_any(&self) -> &dyn Any;
+    /// The storage this one serves unchanged under its own name, adding to it (a resource's
+    /// store with custom subresources): typed access (`downcast_ref` on a `dyn RestStorage`)
+    /// looks through it to the storage it wraps. `None`, the default: the storage is itself.
+    fn wrapped(&self) -> Option<&dyn RestStorage> {
+        None
+    }
 
     /// The model of [`ResourceInfo::schema`] that strategic merge patches, server-side apply
     /// and field validation follow, built once per resource. The default builds it on the first
@@ -363,5 +370,19 @@ pub trait RestStorage: Send + Sync + 'static {
             self.info(),
             "deletecollection",
         ))
+    }
+}
+
+impl dyn RestStorage {
+    /// This storage as a `T`, or else the storage it wraps ([`RestStorage::wrapped`]) as one:
+    /// typed access to a served resource's storage, for [`Registry`] and the server's own code.
+    pub fn downcast_ref<T: RestStorage>(&self) -> Option<&T> {
+        let mut storage = self;
+        loop {
+            if let Some(found) = (storage as &dyn Any).downcast_ref::<T>() {
+                return Some(found);
+            }
+            storage = storage.wrapped()?;
+        }
     }
 }

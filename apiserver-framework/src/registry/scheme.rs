@@ -68,7 +68,7 @@ impl Registry {
             if info.group != resource.group || info.plural != resource.plural {
                 return None;
             }
-            Some(r.as_any().downcast_ref::<VersionedStorage>()?.converter())
+            Some(r.downcast_ref::<VersionedStorage>()?.converter())
         })
     }
 
@@ -83,11 +83,9 @@ impl Registry {
     /// The generic store of `T`, for typed access from admission plugins and hooks.
     pub fn store<T: ApiResource>(&self) -> Option<&Store<T>> {
         self.resources.iter().find_map(|r| {
-            let any = r.as_any();
-            any.downcast_ref::<Store<T>>().or_else(|| {
-                any.downcast_ref::<VersionedStorage>()?
+            r.downcast_ref::<Store<T>>().or_else(|| {
+                r.downcast_ref::<VersionedStorage>()?
                     .inner()
-                    .as_any()
                     .downcast_ref::<Store<T>>()
             })
         })

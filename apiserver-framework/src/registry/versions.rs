@@ -18,7 +18,6 @@
 //! accepted only if it converts both ways with the hub (`From` or `TryFrom`), so a version
 //! without conversions does not compile.
 
-use std::any::Any;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::Display;
@@ -746,10 +745,6 @@ impl RestStorage for VersionedStorage {
 
     fn verbs(&self) -> Vec<&'static str> {
         self.inner.verbs()
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 
     fn structural_schema(&self) -> StructuralSchema {

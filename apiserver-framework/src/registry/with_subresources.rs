@@ -1,7 +1,6 @@
 //! A storage with custom subresources: any [`RestStorage`] plus the
 //! [`CustomSubresource`]s registered for its resource.
 
-use std::any::Any;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -43,8 +42,8 @@ impl RestStorage for WithSubresources {
     }
 
     /// The inner storage, so that typed access (`Registry::store`) finds it.
-    fn as_any(&self) -> &dyn Any {
-        self.inner.as_any()
+    fn wrapped(&self) -> Option<&dyn RestStorage> {
+        Some(self.inner.as_ref())
     }
 
     fn structural_schema(&self) -> StructuralSchema {

@@ -3,7 +3,6 @@
 
 #![allow(dead_code)]
 
-use std::any::Any;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -65,9 +64,6 @@ impl RestStorage for Sleepy {
     }
     fn verbs(&self) -> Vec<&'static str> {
         self.inner.verbs()
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
     async fn get(&self, ctx: &RequestContext, name: &str) -> Result<Bytes, ApiError> {
         tokio::time::sleep(self.read_delay).await;

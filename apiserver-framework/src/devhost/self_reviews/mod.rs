@@ -11,7 +11,6 @@
 //! are accepted in JSON, YAML and (as kubectl 1.32 and later sends them) protobuf. [`BasicUser`] lets every
 //! authenticated user create them, as upstream's `system:basic-user` role does.
 
-use std::any::Any;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -116,10 +115,6 @@ macro_rules! review_storage {
 
             fn verbs(&self) -> Vec<&'static str> {
                 vec!["create"]
-            }
-
-            fn as_any(&self) -> &dyn Any {
-                self
             }
 
             async fn create(

@@ -18,7 +18,6 @@ mod managed_fields;
 mod update;
 mod watch;
 
-use std::any::Any;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -161,10 +160,6 @@ impl<T: ApiResource> RestStorage for Store<T> {
         ]
     }
 
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
     fn structural_schema(&self) -> StructuralSchema {
         self.schema.clone()
     }
@@ -261,7 +256,8 @@ mod tests {
         );
         assert_eq!(store.collection_prefix(None), "/test.example.com/widgets/");
         assert_eq!(store.verbs().len(), 8);
-        assert!(store.as_any().downcast_ref::<Store<Widget>>().is_some());
+        let storage: &dyn RestStorage = &store;
+        assert!(storage.downcast_ref::<Store<Widget>>().is_some());
     }
 
     #[tokio::test]
