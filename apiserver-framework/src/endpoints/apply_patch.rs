@@ -336,6 +336,7 @@ mod tests {
         );
     }
 
+    use crate::registry::delegating::DelegatingStorage;
     use crate::registry::store::Store;
     use crate::registry::store::fixture::{self, Widget};
 
@@ -347,15 +348,9 @@ mod tests {
     }
 
     #[async_trait::async_trait]
-    impl RestStorage for Racing {
-        fn info(&self) -> &ResourceInfo {
-            self.inner.info()
-        }
-        fn verbs(&self) -> Vec<&'static str> {
-            self.inner.verbs()
-        }
-        fn structural_schema(&self) -> StructuralSchema {
-            self.inner.structural_schema()
+    impl DelegatingStorage for Racing {
+        fn inner(&self) -> &dyn RestStorage {
+            &self.inner
         }
         async fn create(
             &self,
@@ -372,16 +367,6 @@ mod tests {
                 self.inner.create(ctx, other, &racer).await?;
             }
             self.inner.create(ctx, body, opts).await
-        }
-        async fn patch(
-            &self,
-            ctx: &RequestContext,
-            name: &str,
-            subresource: Option<&str>,
-            patch: &(dyn Fn(Value) -> Result<Value, ApiError> + Send + Sync),
-            opts: &WriteOptions,
-        ) -> Result<Bytes, ApiError> {
-            self.inner.patch(ctx, name, subresource, patch, opts).await
         }
     }
 

@@ -8,6 +8,7 @@ pub mod connect;
 pub mod continue_token;
 pub mod conversion;
 pub(crate) mod converted_events;
+pub mod delegating;
 pub(crate) mod encoded_events;
 pub(crate) mod encoding;
 pub mod field_validation;
