@@ -84,15 +84,15 @@ pub mod prelude {
     pub use crate::cli::App;
     pub use crate::error::{ApiError, FieldError, Result};
     pub use crate::registry::admission::{AdmissionAttributes, AdmissionPlugin, Operation, Phases};
-    pub use crate::registry::computed::ResourceProvider;
     pub use crate::registry::group::Group;
-    pub use crate::registry::options::WriteOptions;
     pub use crate::registry::rest::RequestContext;
-    pub use crate::registry::strategy::Strategy;
-    pub use crate::registry::subresource::{
+    pub use crate::registry::rest::computed::ResourceProvider;
+    pub use crate::registry::rest::options::WriteOptions;
+    pub use crate::registry::rest::subresource::{
         Action, Connecter, CustomSubresource, GetterWithOptions, Session, Subresource,
         SubresourceNames,
     };
+    pub use crate::registry::store::strategy::Strategy;
     pub use crate::registry::versions::{Deprecation, Kind};
     pub use crate::resource::{ResourceInfo, Scope};
     pub use async_trait::async_trait;

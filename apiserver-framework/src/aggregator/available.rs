@@ -13,7 +13,7 @@ use super::proxy::{self, BackendClient};
 use super::{Aggregator, State, discovery, endpoints, openapi};
 use crate::host::resolver::Endpoint;
 use crate::registry::admission::AdmissionChain;
-use crate::registry::options::{ListOptions, WriteOptions};
+use crate::registry::rest::options::{ListOptions, WriteOptions};
 use crate::registry::rest::{RequestContext, RestStorage};
 use crate::user::UserInfo;
 

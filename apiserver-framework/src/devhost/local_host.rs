@@ -31,11 +31,11 @@ use crate::devhost::self_reviews::{
 use crate::error::ApiError;
 use crate::registry::admission::{AdmissionChain, AdmissionPlugin};
 use crate::registry::group::Group;
-use crate::registry::options::WriteOptions;
+use crate::registry::rest::options::WriteOptions;
 use crate::registry::rest::{RequestContext, RestStorage};
 use crate::registry::scheme::Registry;
 use crate::registry::store::Store;
-use crate::registry::strategy::DefaultStrategy;
+use crate::registry::store::strategy::DefaultStrategy;
 use crate::server::generic::GenericApiServer;
 use crate::storage::Storage;
 use crate::user::UserInfo;

@@ -18,7 +18,7 @@ use crate::authz::{
 use crate::devhost::protobuf;
 use crate::devhost::tokens::TokenFile;
 use crate::error::{ApiError, FieldError};
-use crate::registry::options::WriteOptions;
+use crate::registry::rest::options::WriteOptions;
 use crate::registry::rest::{ProtobufDecoder, RequestContext, RestStorage};
 use crate::resource::{ResourceInfo, Scope};
 use crate::user::UserInfo;

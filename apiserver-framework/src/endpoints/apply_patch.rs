@@ -14,7 +14,7 @@ use crate::endpoints::body_checks::Collected;
 use crate::endpoints::scale;
 use crate::error::{ApiError, StatusReason};
 use crate::registry::field_validation::{FieldIssues, unknown_fields};
-use crate::registry::options::{FieldValidation, WriteOptions};
+use crate::registry::rest::options::{FieldValidation, WriteOptions};
 use crate::registry::rest::{RequestContext, RestStorage};
 use crate::registry::versions::VersionedStorage;
 use crate::resource::{ResourceInfo, ScaleSubresource};
@@ -336,7 +336,7 @@ mod tests {
         );
     }
 
-    use crate::registry::delegating::DelegatingStorage;
+    use crate::registry::rest::delegating::DelegatingStorage;
     use crate::registry::store::Store;
     use crate::registry::store::fixture::{self, Widget};
 

@@ -3,11 +3,11 @@
 use std::sync::Arc;
 
 use crate::error::ApiError;
-use crate::registry::conversion::Converter;
 use crate::registry::rest::RestStorage;
 use crate::registry::store::Store;
 use crate::registry::typed::TypedResource;
 use crate::registry::versions::VersionedStorage;
+use crate::registry::versions::conversion::Converter;
 use crate::resource::{ApiResource, ResourceInfo, compare_versions};
 
 /// Every resource a server stores, in registration order.

@@ -12,10 +12,10 @@ use apiserver_framework::authz::{
     Attributes, AuthorizationError, Authorizer, Decision, Request as AuthzRequest,
 };
 use apiserver_framework::prelude::*;
-use apiserver_framework::registry::options::{ListOptions, WriteOptions};
+use apiserver_framework::registry::rest::options::{ListOptions, WriteOptions};
 use apiserver_framework::registry::rest::{EventStream, ObjectList, RequestContext, RestStorage};
 use apiserver_framework::registry::store::Store;
-use apiserver_framework::registry::strategy::DefaultStrategy;
+use apiserver_framework::registry::store::strategy::DefaultStrategy;
 use apiserver_framework::server::filters::RequestLimits;
 use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
 use apiserver_framework::server::{GenericApiServer, GenericApiServerBuilder};

@@ -26,7 +26,7 @@ use crate::authz::{
 };
 use crate::devhost::protobuf;
 use crate::error::{ApiError, FieldError};
-use crate::registry::options::WriteOptions;
+use crate::registry::rest::options::WriteOptions;
 use crate::registry::rest::{ProtobufDecoder, RequestContext, RestStorage};
 use crate::resource::{ResourceInfo, Scope};
 use crate::schema::{object_schema, structural_schema_of};

@@ -7,9 +7,9 @@ use serde_json::Value;
 use super::Store;
 use super::errors::storage_error;
 use crate::error::{ApiError, Status, StatusDetails};
-use crate::registry::encoding::with_resource_version;
-use crate::registry::options::{DeleteOptions, ListOptions};
+use crate::registry::rest::options::{DeleteOptions, ListOptions};
 use crate::registry::rest::{DeleteOutcome, ObjectList, RequestContext, RestStorage};
+use crate::registry::store::encoding::with_resource_version;
 use crate::resource::{ApiResource, ResourceInfo};
 use crate::storage::StorageError;
 
@@ -183,7 +183,7 @@ mod tests {
 
     use super::*;
     use crate::registry::admission::Operation;
-    use crate::registry::options::WriteOptions;
+    use crate::registry::rest::options::WriteOptions;
     use crate::registry::store::fixture::{self, NS, Recorder, Widget};
     use crate::selector::LabelSelector;
     use crate::storage::Storage;

@@ -29,8 +29,8 @@ use bytes::Bytes;
 use serde_json::Value;
 
 use crate::error::ApiError;
-use crate::registry::continue_token;
-use crate::registry::options::{DeleteOptions, ListOptions, WriteOptions};
+use crate::registry::rest::continue_token;
+use crate::registry::rest::options::{DeleteOptions, ListOptions, WriteOptions};
 use crate::registry::rest::{DeleteOutcome, ObjectList, RequestContext, RestStorage};
 use crate::resource::{ApiResource, ResourceInfo};
 

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use crate::registry::delegating::DelegatingStorage;
 use crate::registry::rest::RestStorage;
-use crate::registry::subresource::CustomSubresource;
+use crate::registry::rest::delegating::DelegatingStorage;
+use crate::registry::rest::subresource::CustomSubresource;
 
 /// `inner` serving `subresources` besides its own operations, which it forwards unchanged.
 pub struct WithSubresources {

@@ -24,11 +24,11 @@ use bytes::Bytes;
 use serde_json::Value;
 
 use crate::error::ApiError;
-use crate::registry::options::{DeleteOptions, ListOptions, WriteOptions};
+use crate::registry::rest::options::{DeleteOptions, ListOptions, WriteOptions};
+use crate::registry::rest::subresource::CustomSubresource;
 use crate::registry::rest::{
     DeleteOutcome, EventStream, ObjectList, ProtobufDecoder, RequestContext, RestStorage,
 };
-use crate::registry::subresource::CustomSubresource;
 use crate::resource::ResourceInfo;
 use crate::schema::StructuralSchema;
 

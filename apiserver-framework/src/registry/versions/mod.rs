@@ -16,7 +16,10 @@
 //! Each version is a `#[derive(ApiResource)]` type; the hub is any Rust type holding the
 //! object (often the newest version, or an internal type that is never served). A version is
 //! accepted only if it converts both ways with the hub (`From` or `TryFrom`), so a version
-//! without conversions does not compile.
+//! without conversions does not compile. The conversions themselves, on JSON objects and on
+//! the stored values, are in [`conversion`].
+
+pub mod conversion;
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -30,17 +33,17 @@ use serde_json::Value;
 
 use crate::apply;
 use crate::error::{ApiError, FieldError, StatusDetails};
-use crate::registry::conversion::{
-    self, ConversionError, Converter, ConvertingStorage, HubConversion, MigrationReport, Spoke,
-    VersionPrefix,
-};
-use crate::registry::converted_events::ConvertedEvents;
-use crate::registry::options::{DeleteOptions, ListOptions, WriteOptions};
+use crate::registry::cache::converted_events::ConvertedEvents;
+use crate::registry::rest::options::{DeleteOptions, ListOptions, WriteOptions};
 use crate::registry::rest::{
     DeleteOutcome, EventStream, ObjectList, RequestContext, RestStorage, WatchEventType,
 };
+use crate::registry::store::strategy::{DefaultStrategy, Strategy};
 use crate::registry::store::{Store, storage_error};
-use crate::registry::strategy::{DefaultStrategy, Strategy};
+use crate::registry::versions::conversion::{
+    ConversionError, Converter, ConvertingStorage, HubConversion, MigrationReport, Spoke,
+    VersionPrefix,
+};
 use crate::registry::watch;
 use crate::resource::{ApiResource, ResourceInfo};
 use crate::schema::StructuralSchema;

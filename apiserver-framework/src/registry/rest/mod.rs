@@ -1,4 +1,19 @@
-//! The type-erased REST storage the HTTP layer calls: one per served resource.
+//! The REST interface: the type-erased storage the HTTP layer calls, one per served resource
+//! ([`RestStorage`]), with what its methods take and give.
+//!
+//! Beside the trait: the request options its methods take ([`options`]) and the continue
+//! tokens of paged lists ([`continue_token`]); custom subresources ([`subresource`], with the
+//! streams of connect subresources in [`connect`]); computed resources ([`computed`]); and
+//! storages that serve another one with changes ([`delegating`], of which
+//! `with_subresources` is one).
+
+pub mod computed;
+pub mod connect;
+pub mod continue_token;
+pub mod delegating;
+pub mod options;
+pub mod subresource;
+pub(crate) mod with_subresources;
 
 use std::any::Any;
 use std::sync::Arc;
@@ -9,9 +24,9 @@ use serde_json::Value;
 
 use crate::error::{ApiError, Status};
 use crate::registry::admission::AdmissionChain;
-use crate::registry::encoding::Versioned;
-use crate::registry::options::{DeleteOptions, ListOptions, WriteOptions};
+use crate::registry::rest::options::{DeleteOptions, ListOptions, WriteOptions};
 use crate::registry::scheme::Registry;
+use crate::registry::store::encoding::Versioned;
 use crate::resource::ResourceInfo;
 use crate::schema::StructuralSchema;
 use crate::user::UserInfo;
@@ -268,10 +283,10 @@ pub trait RestStorage: Any + Send + Sync {
     }
 
     /// The custom subresources served besides `status` and `scale` (see
-    /// [`crate::registry::subresource`]); none by default.
+    /// [`crate::registry::rest::subresource`]); none by default.
     fn custom_subresources(
         &self,
-    ) -> &[std::sync::Arc<dyn crate::registry::subresource::CustomSubresource>] {
+    ) -> &[std::sync::Arc<dyn crate::registry::rest::subresource::CustomSubresource>] {
         &[]
     }
 
