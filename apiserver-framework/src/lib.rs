@@ -34,7 +34,8 @@ pub mod host;
 pub mod storage;
 
 // Layer 3: registry, admission, apply
-// REST storage per resource: the generic store and its strategy, admission plugins, field sets.
+// REST storage per resource: the generic store and its strategy; admission, its interface (below
+// the store, which runs it) and its plugins; field sets.
 pub mod admission;
 pub mod apply;
 pub mod registry;
@@ -81,9 +82,9 @@ pub use resource::{ApiResource, PrinterColumn, ResourceInfo, ScaleSubresource, S
 /// derives the resource types use.
 pub mod prelude {
     pub use crate::ApiResource;
+    pub use crate::admission::{AdmissionAttributes, AdmissionPlugin, Operation, Phases};
     pub use crate::cli::App;
     pub use crate::error::{ApiError, FieldError, Result};
-    pub use crate::registry::admission::{AdmissionAttributes, AdmissionPlugin, Operation, Phases};
     pub use crate::registry::group::Group;
     pub use crate::registry::rest::RequestContext;
     pub use crate::registry::rest::computed::ResourceProvider;

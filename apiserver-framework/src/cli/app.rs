@@ -6,6 +6,7 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 
 use crate::admission;
+use crate::admission::AdmissionPlugin;
 use crate::cli::local::{self, LocalOptions, LocalServer};
 use crate::cli::logging::LoggingOptions;
 use crate::cli::manifests::{self, GroupVersion, ManifestsOptions};
@@ -13,7 +14,6 @@ use crate::cli::serve::{self, ProductionServer, ServeError};
 use crate::cli::serve_options::ServeOptions;
 use crate::devhost::{self, DevHost, DevHostError, DevHostOptions, Extension};
 use crate::host::client::host_client;
-use crate::registry::admission::AdmissionPlugin;
 use crate::registry::group::{Group, RegistrationError};
 use crate::registry::rest::computed::ResourceProvider;
 use crate::registry::rest::subresource::CustomSubresource;

@@ -8,8 +8,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::admission::lifecycle::{NamespaceLifecycle, NamespaceSource, NamespaceState};
+use crate::admission::{AdmissionAttributes, AdmissionPlugin};
 use crate::error::ApiError;
-use crate::registry::admission::{AdmissionAttributes, AdmissionPlugin};
 use crate::registry::store::Store;
 use crate::registry::store::strategy::DefaultStrategy;
 use crate::storage::Storage;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use crate::admission::AdmissionChain;
 use crate::aggregator::apiservice;
 use crate::aggregator::{Aggregator, AggregatorOptions};
 use crate::authz::Authorizer;
@@ -28,7 +29,6 @@ use crate::devhost::webhooks::{
 };
 use crate::error::ApiError;
 use crate::host::resolver::StaticServiceResolver;
-use crate::registry::admission::AdmissionChain;
 use crate::registry::group::Group;
 use crate::registry::rest::RequestContext;
 use crate::registry::rest::options::WriteOptions;

@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
+use crate::admission::{AdmissionChain, AdmissionPlugin};
 use crate::authz::Authorizer;
 use crate::devhost::core::{self, Namespace};
 use crate::devhost::protobuf;
@@ -29,7 +30,6 @@ use crate::devhost::self_reviews::{
     AUTHENTICATION_GROUP, AUTHORIZATION_GROUP, RulesResolver, SelfReviews,
 };
 use crate::error::ApiError;
-use crate::registry::admission::{AdmissionChain, AdmissionPlugin};
 use crate::registry::group::Group;
 use crate::registry::rest::options::WriteOptions;
 use crate::registry::rest::{RequestContext, RestStorage};

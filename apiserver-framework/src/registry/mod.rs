@@ -11,11 +11,9 @@
 //! - `cache`: the work done once and shared by every reader (events encoded or converted per
 //!   change, values known to decode), under one written invariant;
 //! - [`field_validation`]: unknown and duplicate fields of write bodies;
-//! - [`admission`]: the admission interface the store runs;
 //! - the server's scheme: [`group::Group`] as a server's builder receives resources,
 //!   [`scheme::Registry`] of every served resource and [`typed::TypedResource`] access to one.
 
-pub mod admission;
 pub(crate) mod cache;
 pub mod field_validation;
 pub(crate) mod group;

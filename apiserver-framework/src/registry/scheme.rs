@@ -1,7 +1,11 @@
 //! The registry (scheme) of a server: groups → versions → resources and their storage.
 
+use std::any::Any;
 use std::sync::Arc;
 
+use serde_json::Value;
+
+use crate::admission::ObjectInterfaces;
 use crate::error::ApiError;
 use crate::registry::rest::RestStorage;
 use crate::registry::store::Store;
@@ -89,5 +93,39 @@ impl Registry {
                     .downcast_ref::<Store<T>>()
             })
         })
+    }
+}
+
+/// Admission's view of the registry: a plugin sees the server's resources through
+/// [`ObjectInterfaces`], which names nothing of the registry.
+impl ObjectInterfaces for Registry {
+    fn versions_of(&self, resource: &ResourceInfo) -> Vec<&ResourceInfo> {
+        Registry::versions_of(self, resource)
+    }
+
+    fn convert(
+        &self,
+        resource: &ResourceInfo,
+        object: Value,
+        api_version: &str,
+    ) -> Option<Result<Value, Box<dyn std::error::Error + Send + Sync>>> {
+        let converter = self.converter_of(resource)?;
+        Some(converter.convert(object, api_version).map_err(Into::into))
+    }
+}
+
+/// The registry behind admission's view of it ([`AdmissionAttributes::registry`]), for
+/// plugins that read other objects typed.
+///
+/// [`AdmissionAttributes::registry`]: crate::admission::AdmissionAttributes::registry
+impl dyn ObjectInterfaces {
+    /// The server's [`Registry`], when these are its interfaces (they are, in every server).
+    pub fn registry(&self) -> Option<&Registry> {
+        (self as &dyn Any).downcast_ref::<Registry>()
+    }
+
+    /// The generic store of `T` (see [`Registry::store`]).
+    pub fn store<T: ApiResource>(&self) -> Option<&Store<T>> {
+        self.registry()?.store::<T>()
     }
 }

@@ -581,8 +581,8 @@ impl SelfReviews {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::admission::AdmissionChain;
     use crate::authz::AllowAll;
-    use crate::registry::admission::AdmissionChain;
     use crate::registry::scheme::Registry;
 
     fn ctx(user: UserInfo) -> RequestContext {

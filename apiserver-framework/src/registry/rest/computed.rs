@@ -281,8 +281,8 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
+    use crate::admission::AdmissionChain;
     use crate::devhost::node::{Node, NodeSpec};
-    use crate::registry::admission::AdmissionChain;
     use crate::registry::scheme::Registry;
     use crate::selector::{FieldSelector, LabelSelector};
     use crate::user::UserInfo;

@@ -22,8 +22,8 @@ use bytes::{Bytes, BytesMut};
 use futures::stream::BoxStream;
 use serde_json::Value;
 
+use crate::admission::AdmissionChain;
 use crate::error::{ApiError, Status};
-use crate::registry::admission::AdmissionChain;
 use crate::registry::rest::options::{DeleteOptions, ListOptions, WriteOptions};
 use crate::registry::scheme::Registry;
 use crate::registry::store::encoding::Versioned;

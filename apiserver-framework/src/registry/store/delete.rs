@@ -182,7 +182,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::registry::admission::Operation;
+    use crate::admission::Operation;
     use crate::registry::rest::options::WriteOptions;
     use crate::registry::store::fixture::{self, NS, Recorder, Widget};
     use crate::selector::LabelSelector;
@@ -372,17 +372,17 @@ mod tests {
         // A validating plugin that lands a write to the object the first time it runs.
         struct Racer(Arc<dyn Storage>, std::sync::atomic::AtomicBool);
         #[async_trait::async_trait]
-        impl crate::registry::admission::AdmissionPlugin for Racer {
+        impl crate::admission::AdmissionPlugin for Racer {
             fn name(&self) -> &str {
                 "Racer"
             }
 
-            fn phases(&self) -> crate::registry::admission::Phases {
-                crate::registry::admission::Phases::Validate
+            fn phases(&self) -> crate::admission::Phases {
+                crate::admission::Phases::Validate
             }
             async fn validate(
                 &self,
-                _: &crate::registry::admission::AdmissionAttributes<'_>,
+                _: &crate::admission::AdmissionAttributes<'_>,
             ) -> Result<(), ApiError> {
                 if !self.1.swap(true, std::sync::atomic::Ordering::SeqCst) {
                     let key = "/test.example.com/widgets/default/a";
