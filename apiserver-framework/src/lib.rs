@@ -35,7 +35,8 @@ pub mod host;
 pub use apiserver_storage as storage;
 
 // Layer 3: registry, admission, apply
-// REST storage per resource: the generic store and its strategy, admission plugins, field sets.
+// REST storage per resource: the generic store and its strategy; admission, its interface (below
+// the store, which runs it) and its plugins; field sets.
 pub mod admission;
 pub mod apply;
 pub mod registry;
@@ -82,18 +83,18 @@ pub use resource::{ApiResource, PrinterColumn, ResourceInfo, ScaleSubresource, S
 /// derives the resource types use.
 pub mod prelude {
     pub use crate::ApiResource;
+    pub use crate::admission::{AdmissionAttributes, AdmissionPlugin, Operation, Phases};
     pub use crate::cli::App;
     pub use crate::error::{ApiError, FieldError, Result};
-    pub use crate::registry::admission::{AdmissionAttributes, AdmissionPlugin, Operation, Phases};
-    pub use crate::registry::computed::ResourceProvider;
     pub use crate::registry::group::Group;
-    pub use crate::registry::options::WriteOptions;
     pub use crate::registry::rest::RequestContext;
-    pub use crate::registry::strategy::Strategy;
-    pub use crate::registry::subresource::{
+    pub use crate::registry::rest::computed::ResourceProvider;
+    pub use crate::registry::rest::options::WriteOptions;
+    pub use crate::registry::rest::subresource::{
         Action, Connecter, CustomSubresource, GetterWithOptions, Session, Subresource,
         SubresourceNames,
     };
+    pub use crate::registry::store::strategy::Strategy;
     pub use crate::registry::versions::{Deprecation, Kind};
     pub use crate::resource::{ResourceInfo, Scope};
     pub use async_trait::async_trait;

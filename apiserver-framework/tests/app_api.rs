@@ -6,8 +6,8 @@
 use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 
+use apiserver_framework::admission::AdmissionChain;
 use apiserver_framework::prelude::*;
-use apiserver_framework::registry::admission::AdmissionChain;
 use apiserver_framework::testing::TestServer;
 use apiserver_framework::user::UserInfo;
 use kube::api::{Api, PostParams};

@@ -9,7 +9,7 @@ use apiserver_framework::endpoints::negotiation::{body_format, negotiate, parse_
 use apiserver_framework::endpoints::patch::{PatchDocument, PatchKind};
 use apiserver_framework::endpoints::query::{Query, parse_resource_version};
 use apiserver_framework::endpoints::{jsonpath, request_info, strategic, warning};
-use apiserver_framework::registry::continue_token;
+use apiserver_framework::registry::rest::continue_token;
 use apiserver_framework::selector::{FieldSelector, LabelSelector};
 use apiserver_framework::server::filters::timeout::deadline;
 use apiserver_framework::validation::{label_key_errors, label_value_errors};

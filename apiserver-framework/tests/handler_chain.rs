@@ -7,7 +7,6 @@
 //! `trace` events (target `apiserver_framework::reading`) by a subscriber global to the
 //! process, so nothing else may send requests while they are compared.
 
-use std::any::Any;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -17,10 +16,10 @@ use apiserver_framework::authz::{
     Attributes, AuthorizationError, Authorizer, Decision, Request as AuthzRequest,
 };
 use apiserver_framework::prelude::*;
-use apiserver_framework::registry::options::{ListOptions, WriteOptions};
+use apiserver_framework::registry::rest::options::{ListOptions, WriteOptions};
 use apiserver_framework::registry::rest::{EventStream, ObjectList, RequestContext, RestStorage};
 use apiserver_framework::registry::store::Store;
-use apiserver_framework::registry::strategy::DefaultStrategy;
+use apiserver_framework::registry::store::strategy::DefaultStrategy;
 use apiserver_framework::server::GenericApiServer;
 use apiserver_framework::server::filters::filter::ChainInner;
 use apiserver_framework::server::filters::{ChainPosition, ChainService};
@@ -93,9 +92,6 @@ impl RestStorage for Fragile {
     }
     fn verbs(&self) -> Vec<&'static str> {
         self.0.verbs()
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
     async fn get(&self, ctx: &RequestContext, name: &str) -> Result<Bytes, ApiError> {
         if name == "kaboom" {

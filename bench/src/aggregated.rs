@@ -13,9 +13,11 @@ use bytes::Bytes;
 use http::{Method, StatusCode};
 
 use crate::client::{Error, Target, Trust};
+use crate::compare::{alternate, gets, ratio};
+use crate::plan::Plan;
 use crate::process::{Proc, connections_to, free_addr};
 use crate::report::{Measurement, Row, Target as Goal};
-use crate::scenarios::{Plan, alternate, call, collection, create, flunder, gets, ratio};
+use crate::requests::{call, collection, create, flunder};
 use crate::watch::{self, FanOut, OPEN_WITHIN};
 
 /// The extension's name: its namespace and identity on the host.
@@ -239,7 +241,7 @@ pub async fn run(plan: &Plan, work: &Path, say: &impl Fn(&str)) -> Result<Vec<Ro
     let wardle_behind_us = us(&w, w.cpu_seconds.zip(w.own_cpu_seconds).map(|(a, h)| a - h));
     let wardle_direct_us = us(&d, d.cpu_seconds);
     let mut rows = vec![
-        crate::scenarios::throughput_row(
+        crate::compare::throughput_row(
             "GET one object through the aggregator, HTTP/2",
             w,
             "direct to wardle, HTTP/2",

@@ -11,13 +11,12 @@ use http::{Method, StatusCode, header};
 
 use crate::baseline::{self, Recorded, Recordings};
 use crate::client::{self, Error, Target};
+use crate::compare::{ROUNDS, alternate, gets, throughput_row};
 use crate::load::histogram;
+use crate::plan::Plan;
 use crate::process::Probe;
 use crate::report::{Measurement, Row, Target as Goal};
-use crate::scenarios::{
-    Plan, ROUNDS, alternate, collection, fetch, fill, gets, recorded, throughput_row,
-    write_recordings,
-};
+use crate::requests::{collection, fetch, fill, recorded, write_recordings};
 use crate::servers::{self, Server};
 use crate::tls::Pki;
 

@@ -17,12 +17,15 @@ mod aggregated;
 mod baseline;
 mod charts;
 mod client;
+mod compare;
 mod etcd;
 mod lists;
 mod load;
 mod memory;
+mod plan;
 mod process;
 mod report;
+mod requests;
 mod scenarios;
 mod servers;
 mod sweep;
@@ -79,7 +82,7 @@ struct Options {
 
 fn groups_help() -> String {
     let mut help = String::from("Groups of scenarios (--only):\n");
-    for (name, what) in scenarios::GROUPS {
+    for (name, what) in plan::GROUPS {
         help.push_str(&format!("  {name:<11} {what}\n"));
     }
     help.push_str(&format!(
@@ -90,10 +93,10 @@ fn groups_help() -> String {
 }
 
 fn group_name(name: &str) -> Result<String, String> {
-    if scenarios::GROUPS.iter().any(|(g, _)| *g == name) {
+    if plan::GROUPS.iter().any(|(g, _)| *g == name) {
         Ok(name.to_string())
     } else {
-        let names: Vec<&str> = scenarios::GROUPS.iter().map(|(g, _)| *g).collect();
+        let names: Vec<&str> = plan::GROUPS.iter().map(|(g, _)| *g).collect();
         Err(format!(
             "not a group of scenarios; one of {}",
             names.join(", ")
@@ -109,9 +112,9 @@ fn main() -> ExitCode {
     }
     let options = Options::parse();
     let mut plan = if options.smoke {
-        scenarios::Plan::smoke()
+        plan::Plan::smoke()
     } else {
-        scenarios::Plan::full(&scenarios::Knobs {
+        plan::Plan::full(&plan::Knobs {
             concurrency: options.concurrency,
             measure: Duration::from_secs_f64(options.measure),
             watch_rate: options.watch_rate,
@@ -148,7 +151,7 @@ fn run_wardle() -> ExitCode {
     }
 }
 
-async fn bench(plan: scenarios::Plan, out: &std::path::Path) -> Result<(), client::Error> {
+async fn bench(plan: plan::Plan, out: &std::path::Path) -> Result<(), client::Error> {
     let work = tempfile::Builder::new()
         .prefix("apiserver-bench")
         .tempdir()?;

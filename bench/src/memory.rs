@@ -4,10 +4,12 @@
 use std::path::Path;
 
 use crate::client::Error;
+use crate::compare::ratio;
 use crate::load::LoadResult;
+use crate::plan::Plan;
 use crate::process::{Probe, anon_bytes, rss_bytes};
 use crate::report::{Measurement, MemoryPoint, Row, Target as Goal, mib};
-use crate::scenarios::{Plan, fill_from, ratio};
+use crate::requests::fill_from;
 use crate::servers::{self, Server};
 use crate::tls::Pki;
 

@@ -8,10 +8,10 @@ use bytes::Bytes;
 use http::{Method, StatusCode};
 
 use crate::client::Error;
+use crate::compare::{alternate, creates_by, gets, throughput_row};
+use crate::plan::Plan;
 use crate::report::{Row, SweepPoint};
-use crate::scenarios::{
-    Plan, alternate, call, collection, creates_by, flunder, gets, throughput_row,
-};
+use crate::requests::{call, collection, flunder};
 use crate::servers::{self, Server};
 use crate::tls::Pki;
 

@@ -5,9 +5,11 @@
 use std::path::Path;
 
 use crate::client::Error;
+use crate::compare::ratio;
+use crate::plan::Plan;
 use crate::process::{open_files_limit, rss_bytes};
 use crate::report::{Measurement, Row, Target as Goal, mib};
-use crate::scenarios::{Plan, collection, create, ratio};
+use crate::requests::{collection, create};
 use crate::servers::{self, Server};
 use crate::tls::Pki;
 use crate::watch::{self, FanOut, OPEN_WITHIN};

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
+use crate::admission::{AdmissionAttributes, AdmissionPlugin, Operation, Phases};
 use crate::error::ApiError;
-use crate::registry::admission::{AdmissionAttributes, AdmissionPlugin, Operation, Phases};
 use crate::resource::ResourceInfo;
 
 /// The resources (as `(group, plural)` pairs) and operations a plugin is registered for.

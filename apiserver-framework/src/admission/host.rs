@@ -11,8 +11,8 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 
+use crate::admission::AdmissionAttributes;
 use crate::error::ApiError;
-use crate::registry::admission::AdmissionAttributes;
 
 /// How long a request waits for a reflector's first list before it is refused.
 pub const SYNC_TIMEOUT: Duration = Duration::from_secs(10);

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::admission::host::{HostObjects, wait_synced};
+use crate::admission::{AdmissionAttributes, AdmissionPlugin, Operation, Phases};
 use crate::error::{ApiError, StatusCause, StatusDetails};
-use crate::registry::admission::{AdmissionAttributes, AdmissionPlugin, Operation, Phases};
 
 /// The plugin's name.
 pub const NAME: &str = "NamespaceLifecycle";

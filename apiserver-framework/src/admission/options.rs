@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use crate::registry::admission::AdmissionPlugin;
+use crate::admission::AdmissionPlugin;
 
 /// The names of the plugins a production server adds in front of the application's own, in
 /// upstream's recommended order.

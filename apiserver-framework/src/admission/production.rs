@@ -4,11 +4,11 @@
 
 use std::sync::Arc;
 
+use crate::admission::AdmissionPlugin;
 use crate::admission::host::HostObjects;
 use crate::admission::lifecycle::NamespaceLifecycle;
 use crate::admission::webhook::client::DnsServiceResolver;
 use crate::admission::webhook::{MutatingAdmissionWebhook, ValidatingAdmissionWebhook};
-use crate::registry::admission::AdmissionPlugin;
 
 /// The host plugins reading the host cluster through `client` (watches start now).
 pub fn host_plugins(client: kube::Client) -> Vec<Arc<dyn AdmissionPlugin>> {

@@ -7,7 +7,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::error::FieldError;
 use crate::registry::group::Group;
-use crate::registry::strategy::Strategy;
+use crate::registry::store::strategy::Strategy;
 
 /// The API group of [`APIService`].
 pub const GROUP: &str = "apiregistration.k8s.io";

@@ -11,9 +11,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use super::apiservice::{APIService, APIServiceCondition, APIServiceStatus, AVAILABLE};
 use super::proxy::{self, BackendClient};
 use super::{Aggregator, State, discovery, endpoints, openapi};
+use crate::admission::AdmissionChain;
 use crate::host::resolver::Endpoint;
-use crate::registry::admission::AdmissionChain;
-use crate::registry::options::{ListOptions, WriteOptions};
+use crate::registry::rest::options::{ListOptions, WriteOptions};
 use crate::registry::rest::{RequestContext, RestStorage};
 use crate::user::UserInfo;
 

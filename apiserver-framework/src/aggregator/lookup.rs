@@ -16,7 +16,7 @@ use parking_lot::RwLock;
 
 use super::apiservice::{self, APIService};
 use super::available::prober;
-use crate::registry::admission::AdmissionChain;
+use crate::admission::AdmissionChain;
 use crate::registry::rest::{RequestContext, RestStorage};
 use crate::registry::scheme::Registry;
 

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 
 use crate::admission;
+use crate::admission::AdmissionPlugin;
 use crate::cli::local::{self, LocalOptions, LocalServer};
 use crate::cli::logging::LoggingOptions;
 use crate::cli::manifests::{self, GroupVersion, ManifestsOptions};
@@ -13,11 +14,10 @@ use crate::cli::serve::{self, ProductionServer, ServeError};
 use crate::cli::serve_options::ServeOptions;
 use crate::devhost::{self, DevHost, DevHostError, DevHostOptions, Extension};
 use crate::host::client::host_client;
-use crate::registry::admission::AdmissionPlugin;
-use crate::registry::computed::ResourceProvider;
 use crate::registry::group::{Group, RegistrationError};
-use crate::registry::strategy::{DefaultStrategy, Strategy};
-use crate::registry::subresource::CustomSubresource;
+use crate::registry::rest::computed::ResourceProvider;
+use crate::registry::rest::subresource::CustomSubresource;
+use crate::registry::store::strategy::{DefaultStrategy, Strategy};
 use crate::registry::versions::Kind;
 use crate::resource::ApiResource;
 use crate::server::filters::filter::ChainInner;
@@ -176,14 +176,14 @@ impl App {
         self.in_group(&group, |g| g.kind(kind))
     }
 
-    /// Serves a custom subresource (see [`crate::registry::subresource`]) of `T`'s resource, in
+    /// Serves a custom subresource (see [`crate::registry::rest::subresource`]) of `T`'s resource, in
     /// `T`'s group and version.
     pub fn subresource<T: ApiResource>(self, subresource: Arc<dyn CustomSubresource>) -> Self {
         let group = T::group(&());
         self.in_group(&group, |g| g.subresource::<T>(subresource))
     }
 
-    /// Serves `T` computed by `provider` on each request (see [`crate::registry::computed`]),
+    /// Serves `T` computed by `provider` on each request (see [`crate::registry::rest::computed`]),
     /// in the group and version its derive names: read-only, nothing stored.
     pub fn computed<T: ApiResource>(self, provider: impl ResourceProvider<T>) -> Self {
         let group = T::group(&());
@@ -254,10 +254,7 @@ impl App {
         let opened = storage.open().await?;
         let server = app.server_builder().storage(opened.storage).try_build()?;
         for r in server.registry().resources() {
-            let Some(v) = r
-                .as_any()
-                .downcast_ref::<crate::registry::versions::VersionedStorage>()
-            else {
+            let Some(v) = r.downcast_ref::<crate::registry::versions::VersionedStorage>() else {
                 continue;
             };
             if !v.is_storage_version() {

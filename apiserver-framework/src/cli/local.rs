@@ -5,6 +5,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::admission::AdmissionPlugin;
 use crate::admission::options::AdmissionOptions;
 use crate::audit::{AuditError, AuditOptions};
 use crate::auth::StaticTokenAuthenticator;
@@ -14,7 +15,6 @@ use crate::cli::storage_options::StorageOptions;
 use crate::devhost::self_reviews::AllowAllRules;
 use crate::devhost::tokens::random_token_of;
 use crate::devhost::{kubeconfig, local_host};
-use crate::registry::admission::AdmissionPlugin;
 use crate::server::generic::GenericApiServer;
 use crate::server::serve::{self, HandlerChain, RunningServer};
 use crate::storage::Storage;

@@ -8,10 +8,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::admission::lifecycle::{NamespaceLifecycle, NamespaceSource, NamespaceState};
+use crate::admission::{AdmissionAttributes, AdmissionPlugin};
 use crate::error::ApiError;
-use crate::registry::admission::{AdmissionAttributes, AdmissionPlugin};
 use crate::registry::store::Store;
-use crate::registry::strategy::DefaultStrategy;
+use crate::registry::store::strategy::DefaultStrategy;
 use crate::storage::Storage;
 
 /// A namespace of the development host (`/api/v1/namespaces/<name>`).

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use crate::admission::AdmissionChain;
 use crate::aggregator::apiservice;
 use crate::aggregator::{Aggregator, AggregatorOptions};
 use crate::authz::Authorizer;
@@ -28,10 +29,9 @@ use crate::devhost::webhooks::{
 };
 use crate::error::ApiError;
 use crate::host::resolver::StaticServiceResolver;
-use crate::registry::admission::AdmissionChain;
 use crate::registry::group::Group;
-use crate::registry::options::WriteOptions;
 use crate::registry::rest::RequestContext;
+use crate::registry::rest::options::WriteOptions;
 use crate::server::generic::GenericApiServer;
 use crate::server::serve::{self, HandlerChain, RunningServer};
 use crate::storage::Storage;

@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
+use crate::admission::{AdmissionChain, AdmissionPlugin};
 use crate::authz::Authorizer;
 use crate::devhost::core::{self, Namespace};
 use crate::devhost::protobuf;
@@ -29,13 +30,12 @@ use crate::devhost::self_reviews::{
     AUTHENTICATION_GROUP, AUTHORIZATION_GROUP, RulesResolver, SelfReviews,
 };
 use crate::error::ApiError;
-use crate::registry::admission::{AdmissionChain, AdmissionPlugin};
 use crate::registry::group::Group;
-use crate::registry::options::WriteOptions;
+use crate::registry::rest::options::WriteOptions;
 use crate::registry::rest::{RequestContext, RestStorage};
 use crate::registry::scheme::Registry;
 use crate::registry::store::Store;
-use crate::registry::strategy::DefaultStrategy;
+use crate::registry::store::strategy::DefaultStrategy;
 use crate::server::generic::GenericApiServer;
 use crate::storage::Storage;
 use crate::user::UserInfo;

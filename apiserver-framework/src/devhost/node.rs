@@ -9,8 +9,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ApiError;
-use crate::registry::computed::ResourceProvider;
 use crate::registry::rest::RequestContext;
+use crate::registry::rest::computed::ResourceProvider;
 
 /// A node (`/api/v1/nodes/<name>`): this machine.
 #[derive(

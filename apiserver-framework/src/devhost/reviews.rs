@@ -5,7 +5,6 @@
 //! Each answered review is recorded in a [`ReviewLog`], so tests can count how often an
 //! extension server asks.
 
-use std::any::Any;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -19,7 +18,7 @@ use crate::authz::{
 use crate::devhost::protobuf;
 use crate::devhost::tokens::TokenFile;
 use crate::error::{ApiError, FieldError};
-use crate::registry::options::WriteOptions;
+use crate::registry::rest::options::WriteOptions;
 use crate::registry::rest::{ProtobufDecoder, RequestContext, RestStorage};
 use crate::resource::{ResourceInfo, Scope};
 use crate::user::UserInfo;
@@ -140,10 +139,6 @@ impl RestStorage for TokenReviews {
 
     fn verbs(&self) -> Vec<&'static str> {
         vec!["create"]
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 
     async fn create(
@@ -287,10 +282,6 @@ impl RestStorage for SubjectAccessReviews {
 
     fn verbs(&self) -> Vec<&'static str> {
         vec!["create"]
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 
     async fn create(

@@ -161,7 +161,7 @@ fn scale_resource(name: &str, served: &ServedResource) -> Value {
 fn custom_resource(
     name: &str,
     served: &ServedResource,
-    sub: &crate::registry::subresource::SubresourceInfo,
+    sub: &crate::registry::rest::subresource::SubresourceInfo,
 ) -> Value {
     let mut out = Map::new();
     out.insert("name".into(), name.into());

@@ -6,8 +6,8 @@
 pub mod aggregated;
 pub mod legacy;
 
+use crate::registry::rest::subresource::SubresourceInfo;
 use crate::registry::scheme::Registry;
-use crate::registry::subresource::SubresourceInfo;
 use crate::resource::ResourceInfo;
 
 /// A resource as a server serves it: its description and the verbs its storage supports.

@@ -14,7 +14,7 @@ use crate::endpoints::body_checks::Collected;
 use crate::endpoints::scale;
 use crate::error::{ApiError, StatusReason};
 use crate::registry::field_validation::{FieldIssues, unknown_fields};
-use crate::registry::options::{FieldValidation, WriteOptions};
+use crate::registry::rest::options::{FieldValidation, WriteOptions};
 use crate::registry::rest::{RequestContext, RestStorage};
 use crate::registry::versions::VersionedStorage;
 use crate::resource::{ResourceInfo, ScaleSubresource};
@@ -116,7 +116,6 @@ fn prune(value: &mut Value, node: Node<'_>, top: bool) {
 /// The converter of a resource served in several versions, if it is one.
 fn versions_of(storage: &Arc<dyn RestStorage>) -> Option<&dyn apply::VersionConverter> {
     storage
-        .as_any()
         .downcast_ref::<VersionedStorage>()
         .map(|v| v as &dyn apply::VersionConverter)
 }
@@ -310,7 +309,6 @@ pub async fn apply_scale(
 
 #[cfg(test)]
 mod tests {
-    use std::any::Any;
     use std::sync::atomic::{AtomicBool, Ordering};
 
     use super::*;
@@ -338,6 +336,7 @@ mod tests {
         );
     }
 
+    use crate::registry::rest::delegating::DelegatingStorage;
     use crate::registry::store::Store;
     use crate::registry::store::fixture::{self, Widget};
 
@@ -349,18 +348,9 @@ mod tests {
     }
 
     #[async_trait::async_trait]
-    impl RestStorage for Racing {
-        fn info(&self) -> &ResourceInfo {
-            self.inner.info()
-        }
-        fn verbs(&self) -> Vec<&'static str> {
-            self.inner.verbs()
-        }
-        fn as_any(&self) -> &dyn Any {
-            self
-        }
-        fn structural_schema(&self) -> StructuralSchema {
-            self.inner.structural_schema()
+    impl DelegatingStorage for Racing {
+        fn inner(&self) -> &dyn RestStorage {
+            &self.inner
         }
         async fn create(
             &self,
@@ -377,16 +367,6 @@ mod tests {
                 self.inner.create(ctx, other, &racer).await?;
             }
             self.inner.create(ctx, body, opts).await
-        }
-        async fn patch(
-            &self,
-            ctx: &RequestContext,
-            name: &str,
-            subresource: Option<&str>,
-            patch: &(dyn Fn(Value) -> Result<Value, ApiError> + Send + Sync),
-            opts: &WriteOptions,
-        ) -> Result<Bytes, ApiError> {
-            self.inner.patch(ctx, name, subresource, patch, opts).await
         }
     }
 

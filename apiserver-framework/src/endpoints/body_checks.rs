@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::endpoints::patch::PatchKind;
 use crate::error::{ApiError, FieldError};
 use crate::registry::field_validation::FieldIssues;
-use crate::registry::options::FieldValidation;
+use crate::registry::rest::options::FieldValidation;
 use crate::resource::ResourceInfo;
 use crate::schema::StructuralSchema;
 

@@ -32,9 +32,9 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Message, Role, WebSocketConfig};
 
 use crate::error::{Status, StatusDetails};
-use crate::registry::connect::queue::{QueueBounds, QueueReceiver, QueueSender};
-use crate::registry::connect::{self, ConnectStream, Frame, Outgoing, StreamProtocol};
-use crate::registry::subresource::Session;
+use crate::registry::rest::connect::queue::{QueueBounds, QueueReceiver, QueueSender};
+use crate::registry::rest::connect::{self, ConnectStream, Frame, Outgoing, StreamProtocol};
+use crate::registry::rest::subresource::Session;
 
 /// The largest WebSocket message a client may send to a connect subresource (1 MiB, the
 /// channel byte included).

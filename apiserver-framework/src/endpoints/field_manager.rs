@@ -2,7 +2,7 @@
 
 use crate::endpoints::patch::PatchKind;
 use crate::error::{ApiError, FieldError};
-use crate::registry::options::WriteOptions;
+use crate::registry::rest::options::WriteOptions;
 
 /// The longest field manager name (upstream's `FieldManagerMaxLength`).
 pub const MAX_FIELD_MANAGER_LENGTH: usize = 128;

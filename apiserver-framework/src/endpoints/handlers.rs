@@ -22,7 +22,7 @@ use crate::endpoints::response;
 use crate::endpoints::scale;
 use crate::endpoints::warning;
 use crate::error::ApiError;
-use crate::registry::options::DeleteOptions;
+use crate::registry::rest::options::DeleteOptions;
 use crate::registry::rest::{DeleteOutcome, RequestContext, RestStorage};
 
 /// The largest request body accepted (3 MiB, as upstream).
@@ -369,7 +369,7 @@ fn protobuf_decoder(
 async fn read_write_body(
     req: Request<Body>,
     storage: &dyn RestStorage,
-    opts: &crate::registry::options::WriteOptions,
+    opts: &crate::registry::rest::options::WriteOptions,
     warnings: &body_checks::Collected,
 ) -> Result<Value, ApiError> {
     match protobuf_decoder(storage, &req) {
@@ -434,7 +434,7 @@ async fn read_object(req: Request<Body>) -> Result<Value, ApiError> {
 async fn read_checked_object(
     req: Request<Body>,
     storage: &dyn RestStorage,
-    opts: &crate::registry::options::WriteOptions,
+    opts: &crate::registry::rest::options::WriteOptions,
     warnings: &body_checks::Collected,
 ) -> Result<Value, ApiError> {
     let format = object_body_format(&req)?;
@@ -460,14 +460,14 @@ async fn read_checked_object(
 /// [`decode_object`].
 fn decode_checked(
     format: BodyFormat,
-    mode: crate::registry::options::FieldValidation,
+    mode: crate::registry::rest::options::FieldValidation,
     body: &[u8],
     info: &crate::resource::ResourceInfo,
     schema: &crate::schema::StructuralSchema,
     warnings: &body_checks::Collected,
 ) -> Result<Value, ApiError> {
     use crate::registry::field_validation::FieldIssues;
-    use crate::registry::options::FieldValidation;
+    use crate::registry::rest::options::FieldValidation;
     let (object, issues) = match (format, mode) {
         (_, FieldValidation::Ignore) => return decode_object(format, body),
         (BodyFormat::Json, _) => {
@@ -593,7 +593,10 @@ fn merge_delete_body(mut opts: DeleteOptions, body: &[u8]) -> Result<DeleteOptio
 
 /// A watch without `timeoutSeconds` lasts as `--min-request-timeout` says (carried by the
 /// handler chain in the request's extensions).
-fn default_watch_timeout(opts: &mut crate::registry::options::ListOptions, req: &Request<Body>) {
+fn default_watch_timeout(
+    opts: &mut crate::registry::rest::options::ListOptions,
+    req: &Request<Body>,
+) {
     if opts.timeout_seconds.is_none()
         && let Some(min) = req
             .extensions()

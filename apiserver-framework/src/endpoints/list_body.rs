@@ -14,8 +14,8 @@ use std::task::{Context, Poll};
 use bytes::{BufMut, Bytes, BytesMut};
 use http_body::{Body, Frame, SizeHint};
 
-use crate::registry::encoding::Versioned;
 use crate::registry::rest::ListItems;
+use crate::registry::store::encoding::Versioned;
 
 /// The size a piece is filled to: a piece ends with the first item that reaches it. Small
 /// enough that the pieces hyper queues before writing stay in the cache, large enough that
@@ -154,7 +154,7 @@ mod tests {
     use http_body_util::BodyExt;
 
     use super::*;
-    use crate::registry::encoding::KnownStart;
+    use crate::registry::store::encoding::KnownStart;
 
     /// Every piece, checking the announced length as it goes.
     async fn pieces(mut body: ListBody) -> Vec<Bytes> {

@@ -2,8 +2,8 @@
 
 use crate::error::{ApiError, FieldError};
 use crate::quote::go_quote;
-use crate::registry::continue_token;
-use crate::registry::options::{DeleteOptions, FieldValidation, ListOptions, WriteOptions};
+use crate::registry::rest::continue_token;
+use crate::registry::rest::options::{DeleteOptions, FieldValidation, ListOptions, WriteOptions};
 use crate::selector::{FieldSelector, LabelSelector};
 
 /// The decoded `key=value` pairs of a query string, in order.

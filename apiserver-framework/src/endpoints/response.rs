@@ -264,8 +264,8 @@ mod tests {
     use http_body_util::BodyExt;
 
     use super::*;
-    use crate::registry::options::{ListOptions, WriteOptions};
     use crate::registry::rest::RestStorage;
+    use crate::registry::rest::options::{ListOptions, WriteOptions};
     use crate::registry::store::fixture::{self, Widget};
     use crate::resource::ApiResource;
 

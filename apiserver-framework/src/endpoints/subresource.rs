@@ -1,6 +1,6 @@
 //! Serving custom subresources over HTTP: GET with options, POST actions, and connections
 //! upgraded to WebSocket with Kubernetes' channel protocols (see
-//! [`crate::registry::subresource`] and [`crate::registry::connect`]; the session itself runs
+//! [`crate::registry::rest::subresource`] and [`crate::registry::rest::connect`]; the session itself runs
 //! in [`crate::endpoints::connect_session`]).
 
 use axum::body::Body;
@@ -13,9 +13,9 @@ use crate::endpoints::query::Query;
 use crate::endpoints::request_info::Verb;
 use crate::endpoints::response;
 use crate::error::ApiError;
-use crate::registry::connect::StreamProtocol;
 use crate::registry::rest::RequestContext;
-use crate::registry::subresource::{
+use crate::registry::rest::connect::StreamProtocol;
+use crate::registry::rest::subresource::{
     CustomSubresource, SubresourceCall, SubresourceKind, SubresourceReply,
 };
 

@@ -347,9 +347,6 @@ mod tests {
         fn verbs(&self) -> Vec<&'static str> {
             vec!["get"]
         }
-        fn as_any(&self) -> &dyn std::any::Any {
-            self
-        }
     }
 
     fn server() -> Arc<GenericApiServer> {

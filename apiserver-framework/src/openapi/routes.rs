@@ -9,7 +9,7 @@ use crate::resource::ResourceInfo;
 
 use super::names::{self, list_definition_name, meta, operation_id, resource_definition_name};
 use super::params::{QueryParam, options_params, query_params};
-use crate::registry::subresource::{SubresourceInfo, SubresourceKind};
+use crate::registry::rest::subresource::{SubresourceInfo, SubresourceKind};
 
 /// What an operation does (upstream's `x-kubernetes-action`, plus discovery documents).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

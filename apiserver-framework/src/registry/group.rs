@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
+use crate::registry::rest::subresource::CustomSubresource;
+use crate::registry::rest::with_subresources::WithSubresources;
 use crate::registry::rest::{ProtobufDecoder, RestStorage};
 use crate::registry::store::Store;
-use crate::registry::strategy::{DefaultStrategy, Strategy};
-use crate::registry::subresource::CustomSubresource;
+use crate::registry::store::strategy::{DefaultStrategy, Strategy};
 use crate::registry::versions::{Kind, StorageVersions};
-use crate::registry::with_subresources::WithSubresources;
 use crate::resource::ApiResource;
 use crate::storage::Storage;
 
@@ -209,14 +209,14 @@ impl Group {
     }
 
     /// Serves `T` computed by `provider` on each request (see
-    /// [`crate::registry::computed`]): read-only, nothing stored.
+    /// [`crate::registry::rest::computed`]): read-only, nothing stored.
     pub fn computed<T: ApiResource>(
         self,
-        provider: impl crate::registry::computed::ResourceProvider<T>,
+        provider: impl crate::registry::rest::computed::ResourceProvider<T>,
     ) -> Self {
-        self.storage(Arc::new(crate::registry::computed::Computed::<T, _>::new(
-            provider,
-        )))
+        self.storage(Arc::new(
+            crate::registry::rest::computed::Computed::<T, _>::new(provider),
+        ))
     }
 
     /// Serves every version of a multi-version kind (see [`Kind`]).
@@ -276,7 +276,7 @@ impl Group {
         self
     }
 
-    /// Serves a custom subresource (see [`crate::registry::subresource`]) of `T`'s resource.
+    /// Serves a custom subresource (see [`crate::registry::rest::subresource`]) of `T`'s resource.
     /// Its answers are documented in `T`'s group and version.
     pub fn subresource<T: ApiResource>(self, subresource: Arc<dyn CustomSubresource>) -> Self {
         let info = T::resource_info();

@@ -1,13 +1,17 @@
 //! The registry (scheme) of a server: groups → versions → resources and their storage.
 
+use std::any::Any;
 use std::sync::Arc;
 
+use serde_json::Value;
+
+use crate::admission::ObjectInterfaces;
 use crate::error::ApiError;
-use crate::registry::conversion::Converter;
 use crate::registry::rest::RestStorage;
 use crate::registry::store::Store;
 use crate::registry::typed::TypedResource;
 use crate::registry::versions::VersionedStorage;
+use crate::registry::versions::conversion::Converter;
 use crate::resource::{ApiResource, ResourceInfo, compare_versions};
 
 /// Every resource a server stores, in registration order.
@@ -68,7 +72,7 @@ impl Registry {
             if info.group != resource.group || info.plural != resource.plural {
                 return None;
             }
-            Some(r.as_any().downcast_ref::<VersionedStorage>()?.converter())
+            Some(r.downcast_ref::<VersionedStorage>()?.converter())
         })
     }
 
@@ -83,13 +87,45 @@ impl Registry {
     /// The generic store of `T`, for typed access from admission plugins and hooks.
     pub fn store<T: ApiResource>(&self) -> Option<&Store<T>> {
         self.resources.iter().find_map(|r| {
-            let any = r.as_any();
-            any.downcast_ref::<Store<T>>().or_else(|| {
-                any.downcast_ref::<VersionedStorage>()?
+            r.downcast_ref::<Store<T>>().or_else(|| {
+                r.downcast_ref::<VersionedStorage>()?
                     .inner()
-                    .as_any()
                     .downcast_ref::<Store<T>>()
             })
         })
+    }
+}
+
+/// Admission's view of the registry: a plugin sees the server's resources through
+/// [`ObjectInterfaces`], which names nothing of the registry.
+impl ObjectInterfaces for Registry {
+    fn versions_of(&self, resource: &ResourceInfo) -> Vec<&ResourceInfo> {
+        Registry::versions_of(self, resource)
+    }
+
+    fn convert(
+        &self,
+        resource: &ResourceInfo,
+        object: Value,
+        api_version: &str,
+    ) -> Option<Result<Value, Box<dyn std::error::Error + Send + Sync>>> {
+        let converter = self.converter_of(resource)?;
+        Some(converter.convert(object, api_version).map_err(Into::into))
+    }
+}
+
+/// The registry behind admission's view of it ([`AdmissionAttributes::registry`]), for
+/// plugins that read other objects typed.
+///
+/// [`AdmissionAttributes::registry`]: crate::admission::AdmissionAttributes::registry
+impl dyn ObjectInterfaces {
+    /// The server's [`Registry`], when these are its interfaces (they are, in every server).
+    pub fn registry(&self) -> Option<&Registry> {
+        (self as &dyn Any).downcast_ref::<Registry>()
+    }
+
+    /// The generic store of `T` (see [`Registry::store`]).
+    pub fn store<T: ApiResource>(&self) -> Option<&Store<T>> {
+        self.registry()?.store::<T>()
     }
 }

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::error::ApiError;
-use crate::registry::options::WriteOptions;
+use crate::registry::rest::options::WriteOptions;
 use crate::registry::rest::{RequestContext, RestStorage};
 use crate::resource::ApiResource;
 

@@ -13,6 +13,7 @@ use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use serde_json::{Value, json};
 use tower::Layer;
 
+use crate::admission::{AdmissionChain, AdmissionPlugin};
 use crate::authz::ParsedRequest;
 use crate::discovery::{self, ServedGroup, aggregated, legacy};
 use crate::endpoints::handlers;
@@ -22,7 +23,6 @@ use crate::endpoints::response::raw;
 use crate::error::ApiError;
 use crate::metrics::recorder::ServedRoute;
 use crate::openapi;
-use crate::registry::admission::{AdmissionChain, AdmissionPlugin};
 use crate::registry::group::{Group, RegistrationError};
 use crate::registry::rest::RequestContext;
 use crate::registry::scheme::Registry;

@@ -3,7 +3,6 @@
 
 #![allow(dead_code)]
 
-use std::any::Any;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,10 +12,10 @@ use apiserver_framework::authz::{
     Attributes, AuthorizationError, Authorizer, Decision, Request as AuthzRequest,
 };
 use apiserver_framework::prelude::*;
-use apiserver_framework::registry::options::{ListOptions, WriteOptions};
+use apiserver_framework::registry::rest::options::{ListOptions, WriteOptions};
 use apiserver_framework::registry::rest::{EventStream, ObjectList, RequestContext, RestStorage};
 use apiserver_framework::registry::store::Store;
-use apiserver_framework::registry::strategy::DefaultStrategy;
+use apiserver_framework::registry::store::strategy::DefaultStrategy;
 use apiserver_framework::server::filters::RequestLimits;
 use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
 use apiserver_framework::server::{GenericApiServer, GenericApiServerBuilder};
@@ -65,9 +64,6 @@ impl RestStorage for Sleepy {
     }
     fn verbs(&self) -> Vec<&'static str> {
         self.inner.verbs()
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
     }
     async fn get(&self, ctx: &RequestContext, name: &str) -> Result<Bytes, ApiError> {
         tokio::time::sleep(self.read_delay).await;

@@ -9,7 +9,7 @@
 //!   `?upper=true`).
 
 use apiserver_framework::prelude::*;
-use apiserver_framework::registry::connect::{self, ConnectStream};
+use apiserver_framework::registry::rest::connect::{self, ConnectStream};
 use std::sync::Arc;
 
 use crate::{Flunder, Topping};

@@ -8,13 +8,11 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use apiserver_framework::admission::{AdmissionAttributes, AdmissionPlugin, Operation, Phases};
 use apiserver_framework::audit::AuditOptions;
 use apiserver_framework::devhost::rules::RulesFile;
 use apiserver_framework::devhost::tokens::TokenFile;
 use apiserver_framework::error::ApiError;
-use apiserver_framework::registry::admission::{
-    AdmissionAttributes, AdmissionPlugin, Operation, Phases,
-};
 use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
 use apiserver_framework::tls::{ServingCert, install_crypto_provider};
 use reqwest::Method;

@@ -79,7 +79,7 @@ impl Served {
             .registry()
             .resources()
             .iter()
-            .filter_map(|r| r.as_any().downcast_ref::<VersionedStorage>())
+            .filter_map(|r| r.downcast_ref::<VersionedStorage>())
             .find(|v| apiserver_framework::registry::rest::RestStorage::info(*v).version == version)
             .expect("a versioned Flunder storage")
     }

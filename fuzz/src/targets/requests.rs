@@ -10,8 +10,8 @@ use apiserver_framework::endpoints::negotiation::{
 use apiserver_framework::endpoints::patch::PatchKind;
 use apiserver_framework::endpoints::query::{Query, parse_resource_version};
 use apiserver_framework::endpoints::request_info::{self, ApiPath, ResourcePath};
-use apiserver_framework::registry::continue_token;
-use apiserver_framework::registry::options::WriteOptions;
+use apiserver_framework::registry::rest::continue_token;
+use apiserver_framework::registry::rest::options::WriteOptions;
 
 use super::{assert_client_error, text};
 

@@ -7,8 +7,8 @@ use k8s_openapi::api::admissionregistration::v1::RuleWithOperations;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::Value;
 
+use crate::admission::{AdmissionAttributes, Operation};
 use crate::error::ApiError;
-use crate::registry::admission::{AdmissionAttributes, Operation};
 use crate::resource::ResourceInfo;
 
 /// The wire name of an operation (`CREATE`, `UPDATE`, `DELETE`).

@@ -23,9 +23,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use crate::admission::host::{HostObjects, wait_synced};
 use crate::admission::lifecycle::namespace_not_found;
+use crate::admission::{AdmissionAttributes, AdmissionPlugin, Phases};
 use crate::error::ApiError;
 use crate::host::resolver::ServiceResolver;
-use crate::registry::admission::{AdmissionAttributes, AdmissionPlugin, Phases};
 use crate::resource::ResourceInfo;
 use versions::{MatchPolicy, Versioned};
 

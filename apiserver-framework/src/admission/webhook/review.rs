@@ -6,8 +6,8 @@ use serde_json::{Map, Value, json};
 
 use crate::admission::webhook::matching::operation_name;
 use crate::admission::webhook::versions::Versioned;
+use crate::admission::{AdmissionAttributes, Operation};
 use crate::error::ApiError;
-use crate::registry::admission::{AdmissionAttributes, Operation};
 use crate::resource::ResourceInfo;
 
 /// The API version of the reviews sent and expected.

@@ -14,9 +14,9 @@
 use k8s_openapi::api::admissionregistration::v1::RuleWithOperations;
 use serde_json::Value;
 
+use crate::admission::AdmissionAttributes;
 use crate::admission::webhook::matching::rule_matches;
 use crate::error::ApiError;
-use crate::registry::admission::AdmissionAttributes;
 use crate::resource::ResourceInfo;
 
 /// A webhook's `matchPolicy`.
@@ -115,21 +115,19 @@ fn convert(
     if from.version == to.version {
         return Ok(value);
     }
-    let Some(converter) = attrs.registry.converter_of(from) else {
+    // The object is in `from`'s version whatever a webhook's patch did to these fields.
+    if let Some(map) = value.as_object_mut() {
+        map.insert("apiVersion".into(), from.api_version().into());
+        map.insert("kind".into(), from.kind.clone().into());
+    }
+    let Some(converted) = attrs.registry.convert(from, value, &to.api_version()) else {
         return Err(ApiError::internal(format!(
             "unable to convert {} to {}: no conversion",
             from.api_version(),
             to.api_version()
         )));
     };
-    // The object is in `from`'s version whatever a webhook's patch did to these fields.
-    if let Some(map) = value.as_object_mut() {
-        map.insert("apiVersion".into(), from.api_version().into());
-        map.insert("kind".into(), from.kind.clone().into());
-    }
-    converter
-        .convert(value, &to.api_version())
-        .map_err(ApiError::internal)
+    converted.map_err(ApiError::internal)
 }
 
 #[cfg(test)]

@@ -11,7 +11,6 @@
 //! are accepted in JSON, YAML and (as kubectl 1.32 and later sends them) protobuf. [`BasicUser`] lets every
 //! authenticated user create them, as upstream's `system:basic-user` role does.
 
-use std::any::Any;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -27,7 +26,7 @@ use crate::authz::{
 };
 use crate::devhost::protobuf;
 use crate::error::{ApiError, FieldError};
-use crate::registry::options::WriteOptions;
+use crate::registry::rest::options::WriteOptions;
 use crate::registry::rest::{ProtobufDecoder, RequestContext, RestStorage};
 use crate::resource::{ResourceInfo, Scope};
 use crate::schema::{object_schema, structural_schema_of};
@@ -116,10 +115,6 @@ macro_rules! review_storage {
 
             fn verbs(&self) -> Vec<&'static str> {
                 vec!["create"]
-            }
-
-            fn as_any(&self) -> &dyn Any {
-                self
             }
 
             async fn create(
@@ -586,8 +581,8 @@ impl SelfReviews {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::admission::AdmissionChain;
     use crate::authz::AllowAll;
-    use crate::registry::admission::AdmissionChain;
     use crate::registry::scheme::Registry;
 
     fn ctx(user: UserInfo) -> RequestContext {

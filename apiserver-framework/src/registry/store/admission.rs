@@ -2,8 +2,8 @@
 //! or an update, and the admission of a delete.
 
 use super::Store;
+use crate::admission::{AdmissionAttributes, Operation};
 use crate::error::ApiError;
-use crate::registry::admission::{AdmissionAttributes, Operation};
 use crate::registry::rest::RequestContext;
 use crate::resource::ApiResource;
 
@@ -63,7 +63,7 @@ impl<T: ApiResource> Store<T> {
             old_object: old_value.as_ref(),
             user: &ctx.user,
             dry_run: write.dry_run,
-            registry: &ctx.registry,
+            registry: ctx.registry.as_ref(),
             typed_object: typed.map(|t| t as _),
             typed_old_object: write.old.map(|t| t as _),
         };
@@ -103,7 +103,7 @@ impl<T: ApiResource> Store<T> {
             old_object: old_value.as_ref(),
             user: &ctx.user,
             dry_run: write.dry_run,
-            registry: &ctx.registry,
+            registry: ctx.registry.as_ref(),
             typed_object: Some(obj),
             typed_old_object: write.old.map(|t| t as _),
         };
@@ -135,7 +135,7 @@ impl<T: ApiResource> Store<T> {
             old_object: Some(&old),
             user: &ctx.user,
             dry_run,
-            registry: &ctx.registry,
+            registry: ctx.registry.as_ref(),
             typed_object: None,
             typed_old_object: Some(obj),
         };
@@ -151,7 +151,7 @@ mod tests {
     use std::sync::atomic::Ordering::Relaxed;
 
     use super::*;
-    use crate::registry::admission::{AdmissionPlugin, Phases};
+    use crate::admission::{AdmissionPlugin, Phases};
     use crate::registry::store::fixture::{self, Recorder, Widget};
     use crate::resource::ResourceInfo;
 

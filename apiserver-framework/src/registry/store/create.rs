@@ -8,11 +8,11 @@ use rand::Rng;
 use super::Store;
 use super::admission::{Phase, Write};
 use super::errors::storage_error;
+use crate::admission::Operation;
 use crate::error::{ApiError, FieldError};
-use crate::registry::admission::Operation;
-use crate::registry::encoding::with_resource_version;
-use crate::registry::options::WriteOptions;
 use crate::registry::rest::RequestContext;
+use crate::registry::rest::options::WriteOptions;
+use crate::registry::store::encoding::with_resource_version;
 use crate::resource::ApiResource;
 use crate::validation;
 

@@ -7,9 +7,9 @@ use serde_json::Value;
 use super::Store;
 use super::errors::storage_error;
 use crate::error::{ApiError, Status, StatusDetails};
-use crate::registry::encoding::with_resource_version;
-use crate::registry::options::{DeleteOptions, ListOptions};
+use crate::registry::rest::options::{DeleteOptions, ListOptions};
 use crate::registry::rest::{DeleteOutcome, ObjectList, RequestContext, RestStorage};
+use crate::registry::store::encoding::with_resource_version;
 use crate::resource::{ApiResource, ResourceInfo};
 use crate::storage::StorageError;
 
@@ -182,8 +182,8 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::registry::admission::Operation;
-    use crate::registry::options::WriteOptions;
+    use crate::admission::Operation;
+    use crate::registry::rest::options::WriteOptions;
     use crate::registry::store::fixture::{self, NS, Recorder, Widget};
     use crate::selector::LabelSelector;
     use crate::storage::Storage;
@@ -372,17 +372,17 @@ mod tests {
         // A validating plugin that lands a write to the object the first time it runs.
         struct Racer(Arc<dyn Storage>, std::sync::atomic::AtomicBool);
         #[async_trait::async_trait]
-        impl crate::registry::admission::AdmissionPlugin for Racer {
+        impl crate::admission::AdmissionPlugin for Racer {
             fn name(&self) -> &str {
                 "Racer"
             }
 
-            fn phases(&self) -> crate::registry::admission::Phases {
-                crate::registry::admission::Phases::Validate
+            fn phases(&self) -> crate::admission::Phases {
+                crate::admission::Phases::Validate
             }
             async fn validate(
                 &self,
-                _: &crate::registry::admission::AdmissionAttributes<'_>,
+                _: &crate::admission::AdmissionAttributes<'_>,
             ) -> Result<(), ApiError> {
                 if !self.1.swap(true, std::sync::atomic::Ordering::SeqCst) {
                     let key = "/test.example.com/widgets/default/a";

@@ -10,11 +10,11 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Value, json};
 
 use super::Store;
+use crate::admission::{AdmissionAttributes, AdmissionChain, AdmissionPlugin, Operation};
 use crate::error::ApiError;
-use crate::registry::admission::{AdmissionAttributes, AdmissionChain, AdmissionPlugin, Operation};
 use crate::registry::rest::RequestContext;
 use crate::registry::scheme::Registry;
-use crate::registry::strategy::{DefaultStrategy, Strategy};
+use crate::registry::store::strategy::{DefaultStrategy, Strategy};
 use crate::resource::{ApiResource, ResourceInfo, Scope};
 use crate::storage::Storage;
 use crate::storage::memory::MemoryStorage;

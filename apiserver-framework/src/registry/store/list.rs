@@ -4,10 +4,10 @@
 use super::Store;
 use super::errors::storage_error;
 use crate::error::ApiError;
-use crate::registry::continue_token;
-use crate::registry::encoding::Versioned;
-use crate::registry::options::ListOptions;
+use crate::registry::rest::continue_token;
+use crate::registry::rest::options::ListOptions;
 use crate::registry::rest::{ObjectList, RequestContext};
+use crate::registry::store::encoding::Versioned;
 use crate::registry::watch;
 use crate::resource::ApiResource;
 use crate::storage::{ListRequest, StorageError};
@@ -185,9 +185,9 @@ pub(super) fn parse_rv(rv: &str) -> Result<u64, ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::options::WriteOptions;
     use crate::registry::rest::ListItems;
     use crate::registry::rest::RestStorage;
+    use crate::registry::rest::options::WriteOptions;
     use crate::registry::store::fixture::{self, NS, Widget};
     use crate::selector::{FieldSelector, LabelSelector};
     use crate::storage::Storage;

@@ -3,7 +3,7 @@
 use super::Store;
 use crate::apply;
 use crate::error::ApiError;
-use crate::registry::options::WriteOptions;
+use crate::registry::rest::options::WriteOptions;
 use crate::resource::ApiResource;
 
 impl<T: ApiResource> Store<T> {

@@ -4,21 +4,24 @@
 //! [`Store`] and its [`RestStorage`] implementation live here; each operation lives in the
 //! file named after it (`create`, `update` with patch, `delete`, `list`, `watch`), beside what
 //! they share: the codecs (`codec`), managed fields (`managed_fields`), the calls into
-//! admission (`admission`) and the mapping of storage errors to Statuses (`errors`).
+//! admission (`admission`) and the mapping of storage errors to Statuses (`errors`). The
+//! hooks a resource's rules plug in are its [`strategy::Strategy`]; the fast edits of the
+//! serialized objects it keeps (their `resourceVersion`) are in `encoding`.
 
 mod admission;
 mod codec;
 mod create;
 mod delete;
+pub(crate) mod encoding;
 mod errors;
 #[cfg(test)]
 pub(crate) mod fixture;
 mod list;
 mod managed_fields;
+pub mod strategy;
 mod update;
 mod watch;
 
-use std::any::Any;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -26,13 +29,13 @@ use bytes::Bytes;
 use serde_json::Value;
 
 use crate::error::ApiError;
-use crate::registry::encoded_events::EncodedEvents;
-use crate::registry::encoding::{KnownStart, with_resource_version};
-use crate::registry::options::{DeleteOptions, ListOptions, WriteOptions};
+use crate::registry::cache::encoded_events::EncodedEvents;
+use crate::registry::rest::options::{DeleteOptions, ListOptions, WriteOptions};
 use crate::registry::rest::{
     DeleteOutcome, EventStream, ObjectList, ProtobufDecoder, RequestContext, RestStorage,
 };
-use crate::registry::strategy::Strategy;
+use crate::registry::store::encoding::{KnownStart, with_resource_version};
+use crate::registry::store::strategy::Strategy;
 use crate::resource::{ApiResource, ResourceInfo};
 use crate::schema::StructuralSchema;
 use crate::storage::{KeyValue, Storage};
@@ -161,10 +164,6 @@ impl<T: ApiResource> RestStorage for Store<T> {
         ]
     }
 
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
     fn structural_schema(&self) -> StructuralSchema {
         self.schema.clone()
     }
@@ -261,7 +260,8 @@ mod tests {
         );
         assert_eq!(store.collection_prefix(None), "/test.example.com/widgets/");
         assert_eq!(store.verbs().len(), 8);
-        assert!(store.as_any().downcast_ref::<Store<Widget>>().is_some());
+        let storage: &dyn RestStorage = &store;
+        assert!(storage.downcast_ref::<Store<Widget>>().is_some());
     }
 
     #[tokio::test]
@@ -269,7 +269,7 @@ mod tests {
         let storage = Arc::new(MemoryStorage::new());
         let store: Store<Widget> = Store::new(
             storage.clone(),
-            Arc::new(crate::registry::strategy::DefaultStrategy),
+            Arc::new(crate::registry::store::strategy::DefaultStrategy),
         );
         let ctx = fixture::ctx();
         let e = store.get(&ctx, "a").await.unwrap_err();

@@ -8,11 +8,11 @@ use serde_json::Value;
 use super::Store;
 use super::admission::{Phase, Write};
 use super::errors::WriteError;
+use crate::admission::Operation;
 use crate::error::{ApiError, FieldError};
-use crate::registry::admission::Operation;
-use crate::registry::encoding::with_resource_version;
-use crate::registry::options::WriteOptions;
 use crate::registry::rest::RequestContext;
+use crate::registry::rest::options::WriteOptions;
+use crate::registry::store::encoding::with_resource_version;
 use crate::resource::ApiResource;
 use crate::storage::KeyValue;
 use crate::validation;
@@ -551,13 +551,13 @@ mod tests {
     }
 
     #[async_trait::async_trait]
-    impl crate::registry::admission::AdmissionPlugin for RacingWriter {
+    impl crate::admission::AdmissionPlugin for RacingWriter {
         fn name(&self) -> &str {
             "RacingWriter"
         }
         async fn mutate(
             &self,
-            attrs: &mut crate::registry::admission::AdmissionAttributes<'_>,
+            attrs: &mut crate::admission::AdmissionAttributes<'_>,
         ) -> Result<(), ApiError> {
             if attrs.operation == Operation::Update
                 && self.fired.fetch_add(1, Ordering::SeqCst) == 0
@@ -638,17 +638,17 @@ mod tests {
     struct RefusesWithConflict;
 
     #[async_trait::async_trait]
-    impl crate::registry::admission::AdmissionPlugin for RefusesWithConflict {
+    impl crate::admission::AdmissionPlugin for RefusesWithConflict {
         fn name(&self) -> &str {
             "RefusesWithConflict"
         }
 
-        fn phases(&self) -> crate::registry::admission::Phases {
-            crate::registry::admission::Phases::Validate
+        fn phases(&self) -> crate::admission::Phases {
+            crate::admission::Phases::Validate
         }
         async fn validate(
             &self,
-            attrs: &crate::registry::admission::AdmissionAttributes<'_>,
+            attrs: &crate::admission::AdmissionAttributes<'_>,
         ) -> Result<(), ApiError> {
             if attrs.operation == Operation::Update {
                 return Err(ApiError::conflict(attrs.resource, attrs.name, "refused"));

@@ -10,7 +10,7 @@ use super::Store;
 use super::errors::storage_error;
 use super::list::parse_rv;
 use crate::error::ApiError;
-use crate::registry::options::ListOptions;
+use crate::registry::rest::options::ListOptions;
 use crate::registry::rest::{EventStream, RequestContext, WatchEventType};
 use crate::registry::watch as events;
 use crate::resource::ApiResource;
@@ -103,7 +103,7 @@ mod tests {
     use serde_json::Value;
 
     use super::*;
-    use crate::registry::options::{DeleteOptions, WriteOptions};
+    use crate::registry::rest::options::{DeleteOptions, WriteOptions};
     use crate::registry::rest::{ObjectEvent, RestStorage};
     use crate::registry::store::fixture::{self, NS, Widget};
     use crate::selector::FieldSelector;

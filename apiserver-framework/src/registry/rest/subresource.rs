@@ -24,8 +24,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::error::ApiError;
-use crate::registry::connect::ConnectStream;
 use crate::registry::rest::RequestContext;
+use crate::registry::rest::connect::ConnectStream;
 
 /// What a custom subresource does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,14 +1,16 @@
 //! A watch event as the line a JSON watcher receives, `{"type":"…","object":…}\n`.
 //!
 //! An event that every watcher of a change receives is made in its line once (see
-//! [`super::encoded_events`] and [`super::converted_events`]): its object is a slice of that
-//! line, so each watcher sends the shared line as it is instead of writing (allocating and
-//! copying) its own.
+//! [`crate::registry::cache::encoded_events`] and
+//! [`crate::registry::cache::converted_events`]): its object is a slice of that line, so each
+//! watcher sends the shared line as it is instead of writing (allocating and copying) its own.
+//! An event knows its line by the address of its object, under the invariant of
+//! [`crate::registry::cache`].
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use crate::registry::encoding::{RESOURCE_VERSION_LEN, put_with_resource_version};
 use crate::registry::rest::{ObjectEvent, WatchEventType};
+use crate::registry::store::encoding::{RESOURCE_VERSION_LEN, put_with_resource_version};
 use crate::storage::KeyValue;
 
 /// What a line holds after its object.

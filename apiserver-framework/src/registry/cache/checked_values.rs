@@ -8,11 +8,9 @@
 //!
 //! Keys are remembered by a 64-bit hash (foldhash, with a random seed per process and table),
 //! not by their text: an entry costs 16 bytes, not the key's length again, and a lookup hashes
-//! the key once, cheaply, as every object of every read is looked up. Two keys would have to
-//! share the hash *and* the revision for a value to be taken as checked without being so; revisions name one
-//! write each, so that takes a collision between two keys of one multi-key transaction, which
-//! the framework never writes. The table is bounded ([`MAX_ENTRIES`]) and starts afresh when
-//! full, at the cost of checking each value once more.
+//! the key once, cheaply, as every object of every read is looked up. Why a hash with the
+//! revision names one value is the invariant of [`super`]. The table is bounded
+//! ([`MAX_ENTRIES`]) and starts afresh when full, at the cost of checking each value once more.
 
 use std::collections::HashMap;
 use std::hash::BuildHasher;

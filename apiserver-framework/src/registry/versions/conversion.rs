@@ -17,8 +17,8 @@ use futures::StreamExt;
 use serde_json::Value;
 
 use crate::error::FieldError;
-use crate::registry::checked_values::CheckedValues;
-use crate::registry::strategy::Strategy;
+use crate::registry::cache::checked_values::CheckedValues;
+use crate::registry::store::strategy::Strategy;
 use crate::storage::{
     CorruptValue, KeyValue, ListPage, ListRequest, Storage, StorageError, StorageEvent, WatchStream,
 };

@@ -8,18 +8,16 @@
 //! watcher to see a change, and the others get its answer.
 //!
 //! A change is recognised by its bytes: looked up by their address and length (the watchers
-//! share one allocation). An entry keeps its input alive, so while it is kept no other bytes
-//! can start at that address with that length: an entry whose input is at the address and of
-//! the length asked about holds the very bytes asked about, and a lookup can never answer
-//! another object's conversion without comparing their contents.
+//! share one allocation), as the invariant of [`super`] allows: an entry keeps its input
+//! alive, so it never answers another object's conversion.
 
 use std::collections::{HashMap, VecDeque};
 
 use bytes::{BufMut, Bytes};
 use parking_lot::Mutex;
 
-use crate::registry::conversion::ConversionError;
 use crate::registry::rest::{ObjectEvent, WatchEventType};
+use crate::registry::versions::conversion::ConversionError;
 
 /// How many recent changes are kept converted.
 pub const CAPACITY: usize = 4096;
@@ -51,7 +49,7 @@ impl ConvertedEvents {
     /// watcher of the same bytes, else `convert(object)`, kept for the others. An output
     /// equal to its input (a check that passed) is kept as the input event, so that it costs
     /// no memory of its own; another output is made in its line (see
-    /// [`super::watch_line`]), which all the watchers share.
+    /// [`crate::registry::watch::line`]), which all the watchers share.
     pub fn get_or_convert(
         &self,
         event: &ObjectEvent,
@@ -109,7 +107,7 @@ fn same_bytes(a: &Bytes, b: &Bytes) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use crate::registry::watch_line::assert_shared;
+    use crate::registry::watch::line::assert_shared;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;

@@ -23,15 +23,14 @@
 //! namespace answers a 500 `InternalError` without the object (both logged as errors), so a
 //! provider's mistake never shows a client an object its authorization did not cover.
 
-use std::any::Any;
 use std::marker::PhantomData;
 
 use bytes::Bytes;
 use serde_json::Value;
 
 use crate::error::ApiError;
-use crate::registry::continue_token;
-use crate::registry::options::{DeleteOptions, ListOptions, WriteOptions};
+use crate::registry::rest::continue_token;
+use crate::registry::rest::options::{DeleteOptions, ListOptions, WriteOptions};
 use crate::registry::rest::{DeleteOutcome, ObjectList, RequestContext, RestStorage};
 use crate::resource::{ApiResource, ResourceInfo};
 
@@ -141,10 +140,6 @@ impl<T: ApiResource, P: ResourceProvider<T>> RestStorage for Computed<T, P> {
 
     fn verbs(&self) -> Vec<&'static str> {
         vec!["get", "list"]
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
     }
 
     async fn get(&self, ctx: &RequestContext, name: &str) -> Result<Bytes, ApiError> {
@@ -286,8 +281,8 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
+    use crate::admission::AdmissionChain;
     use crate::devhost::node::{Node, NodeSpec};
-    use crate::registry::admission::AdmissionChain;
     use crate::registry::scheme::Registry;
     use crate::selector::{FieldSelector, LabelSelector};
     use crate::user::UserInfo;

@@ -1,4 +1,19 @@
-//! The type-erased REST storage the HTTP layer calls: one per served resource.
+//! The REST interface: the type-erased storage the HTTP layer calls, one per served resource
+//! ([`RestStorage`]), with what its methods take and give.
+//!
+//! Beside the trait: the request options its methods take ([`options`]) and the continue
+//! tokens of paged lists ([`continue_token`]); custom subresources ([`subresource`], with the
+//! streams of connect subresources in [`connect`]); computed resources ([`computed`]); and
+//! storages that serve another one with changes ([`delegating`], of which
+//! `with_subresources` is one).
+
+pub mod computed;
+pub mod connect;
+pub mod continue_token;
+pub mod delegating;
+pub mod options;
+pub mod subresource;
+pub(crate) mod with_subresources;
 
 use std::any::Any;
 use std::sync::Arc;
@@ -7,11 +22,11 @@ use bytes::{Bytes, BytesMut};
 use futures::stream::BoxStream;
 use serde_json::Value;
 
+use crate::admission::AdmissionChain;
 use crate::error::{ApiError, Status};
-use crate::registry::admission::AdmissionChain;
-use crate::registry::encoding::Versioned;
-use crate::registry::options::{DeleteOptions, ListOptions, WriteOptions};
+use crate::registry::rest::options::{DeleteOptions, ListOptions, WriteOptions};
 use crate::registry::scheme::Registry;
+use crate::registry::store::encoding::Versioned;
 use crate::resource::ResourceInfo;
 use crate::schema::StructuralSchema;
 use crate::user::UserInfo;
@@ -232,16 +247,23 @@ pub(crate) type ProtobufDecoder = fn(&[u8]) -> Result<Value, ApiError>;
 /// [`crate::registry::store::Store`] implements it for every `#[derive(ApiResource)]` type;
 /// implement it by hand for computed resources. A method a storage does not support answers
 /// 405 (and its verb is absent from [`RestStorage::verbs`] and so from discovery).
+///
+/// A storage is [`Any`], so that typed access finds the concrete storage behind a
+/// `dyn RestStorage` (its `downcast_ref`).
 #[async_trait::async_trait]
-pub trait RestStorage: Send + Sync + 'static {
+pub trait RestStorage: Any + Send + Sync {
     /// The resource's description.
     fn info(&self) -> &ResourceInfo;
 
     /// The supported verbs, in upstream's names.
     fn verbs(&self) -> Vec<&'static str>;
 
-    /// Itself as `Any`, for typed access through [`Registry`].
-    fn as_any(&self) -> &dyn Any;
+    /// The storage this one serves unchanged under its own name, adding to it (a resource's
+    /// store with custom subresources): typed access (`downcast_ref` on a `dyn RestStorage`)
+    /// looks through it to the storage it wraps. `None`, the default: the storage is itself.
+    fn wrapped(&self) -> Option<&dyn RestStorage> {
+        None
+    }
 
     /// The model of [`ResourceInfo::schema`] that strategic merge patches, server-side apply
     /// and field validation follow, built once per resource. The default builds it on the first
@@ -261,10 +283,10 @@ pub trait RestStorage: Send + Sync + 'static {
     }
 
     /// The custom subresources served besides `status` and `scale` (see
-    /// [`crate::registry::subresource`]); none by default.
+    /// [`crate::registry::rest::subresource`]); none by default.
     fn custom_subresources(
         &self,
-    ) -> &[std::sync::Arc<dyn crate::registry::subresource::CustomSubresource>] {
+    ) -> &[std::sync::Arc<dyn crate::registry::rest::subresource::CustomSubresource>] {
         &[]
     }
 
@@ -363,5 +385,19 @@ pub trait RestStorage: Send + Sync + 'static {
             self.info(),
             "deletecollection",
         ))
+    }
+}
+
+impl dyn RestStorage {
+    /// This storage as a `T`, or else the storage it wraps ([`RestStorage::wrapped`]) as one:
+    /// typed access to a served resource's storage, for [`Registry`] and the server's own code.
+    pub fn downcast_ref<T: RestStorage>(&self) -> Option<&T> {
+        let mut storage = self;
+        loop {
+            if let Some(found) = (storage as &dyn Any).downcast_ref::<T>() {
+                return Some(found);
+            }
+            storage = storage.wrapped()?;
+        }
     }
 }

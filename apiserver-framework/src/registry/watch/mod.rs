@@ -1,5 +1,8 @@
 //! Turning a storage watch into the events a client sees: selector transitions, compaction
-//! errors, and bookmarks.
+//! errors, and bookmarks. Each event is sent as a JSON line (`line`), made once for all the
+//! watchers of a change (see `crate::registry::cache`).
+
+pub(crate) mod line;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -14,8 +17,8 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use crate::error::ApiError;
-use crate::registry::encoded_events::EncodedEvents;
-use crate::registry::options::ListOptions;
+use crate::registry::cache::encoded_events::EncodedEvents;
+use crate::registry::rest::options::ListOptions;
 use crate::registry::rest::{EventStream, ObjectEvent, WatchEventType};
 use crate::resource::ResourceInfo;
 use crate::selector::FieldRequirement;

@@ -89,7 +89,7 @@ impl EncodedEvents {
 
 #[cfg(test)]
 mod tests {
-    use crate::registry::watch_line::assert_shared;
+    use crate::registry::watch::line::assert_shared;
     use bytes::Bytes;
 
     use super::*;
