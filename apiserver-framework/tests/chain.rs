@@ -1,5 +1,6 @@
 //! A delegation chain of two servers with different groups, served over real HTTPS.
 
+mod support_kinds;
 mod support_local;
 
 use std::sync::Arc;
@@ -9,15 +10,10 @@ use apiserver_framework::cli::local;
 use apiserver_framework::prelude::*;
 use apiserver_framework::server::GenericApiServer;
 use serde_json::json;
+use support_kinds::sized_kind;
 use support_local::LocalClient;
 
-/// A widget.
-#[derive(ApiResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
-#[resource(group = "one.example.com", version = "v1", kind = "Widget", namespaced)]
-pub struct WidgetSpec {
-    /// Size.
-    pub size: i64,
-}
+sized_kind!(WidgetSpec, "one.example.com", "v1", "Widget");
 
 /// A gadget.
 #[derive(ApiResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]

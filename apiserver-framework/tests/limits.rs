@@ -6,14 +6,18 @@
 mod support_serving;
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use apiserver_framework::authz::AllowAll;
 use apiserver_framework::server::filters::RequestLimits;
 use apiserver_framework::server::lifecycle::ShutdownOptions;
 use apiserver_framework::server::{GenericApiServer, GenericApiServerBuilder};
+use apiserver_framework::testing::wait;
 use serde_json::{Value, json};
-use support_serving::{SNAILS, Served, TOKEN, chain, serve_chain, snail_server};
+use support_serving::{
+    SNAILS, Served, TOKEN, chain, serve_chain, snail_server, snail_server_counted,
+};
 
 /// A server of snails, each read and write delayed.
 fn server_builder(delay: Duration) -> GenericApiServerBuilder {
@@ -144,14 +148,9 @@ async fn beyond_the_in_flight_limit_429() {
         max_mutating_requests_inflight: 1,
         ..Default::default()
     };
-    let s = Arc::new(
-        serve(
-            server_builder(Duration::from_secs(2)).build(),
-            limits,
-            ShutdownOptions::default(),
-        )
-        .await,
-    );
+    let (builder, in_store) =
+        snail_server_counted("limits", Duration::from_secs(2), Duration::from_secs(2));
+    let s = Arc::new(serve(builder.build(), limits, ShutdownOptions::default()).await);
     // Watches are not counted.
     let watch1 = s.get(&format!("{SNAILS}?watch=true")).send().await.unwrap();
     let watch2 = s.get(&format!("{SNAILS}?watch=1")).send().await.unwrap();
@@ -168,7 +167,13 @@ async fn beyond_the_in_flight_limit_429() {
         let s = s.clone();
         tokio::spawn(async move { s.post(SNAILS, &snail("one")).send().await.unwrap().status() })
     };
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    // Both are in flight once they reach the (slow) store.
+    wait::eventually(
+        "the slow read and write in the store",
+        Duration::from_secs(10),
+        || std::future::ready(in_store.load(Ordering::SeqCst) == 2),
+    )
+    .await;
 
     let res = s.get(&format!("{SNAILS}/x")).send().await.unwrap();
     assert_eq!(res.status(), 429);
@@ -259,15 +264,16 @@ async fn hooks_and_readiness_through_shutdown() {
     );
     assert!(body.contains("[+]shutdown ok\n"), "{body}");
     go.send(()).unwrap();
-    let mut ready = (0, String::new());
-    for _ in 0..100 {
-        ready = readyz(&s).await;
+    let ready = wait::poll("/readyz to pass", Duration::from_secs(2), || async {
+        let ready = readyz(&s).await;
         if ready.0 == 200 {
-            break;
+            Ok(ready)
+        } else {
+            Err(ready.1)
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert_eq!(ready.0, 200, "{}", ready.1);
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
     assert!(ready.1.contains("[+]poststarthook/wait-for-go ok\n"));
     assert!(
         ready.1.ends_with("[+]shutdown ok\nreadyz check passed\n"),
@@ -281,13 +287,22 @@ async fn hooks_and_readiness_through_shutdown() {
     let http = s.http.clone();
     let began = Instant::now();
     let stopping = tokio::spawn(s.running.shutdown());
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let res = http
-        .get(format!("{url}/readyz"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap();
+    // At once: within the 300 ms the shutdown's task may take to start.
+    let res = wait::poll("/readyz to fail", Duration::from_millis(300), || async {
+        let res = http
+            .get(format!("{url}/readyz"))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap();
+        if res.status() == 200 {
+            Err("still ready")
+        } else {
+            Ok(res)
+        }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(res.status(), 500);
     assert!(
         res.text()

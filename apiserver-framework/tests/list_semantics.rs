@@ -4,29 +4,21 @@
 //! `resourceVersionMatch` rules (422 with upstream's messages) and how a list reads at a
 //! `resourceVersion` (exact, not older than, compacted, in the future, malformed).
 
+mod support_kinds;
+mod support_local;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use apiserver_framework::cli::LocalOptions;
-use apiserver_framework::cli::local;
 use apiserver_framework::prelude::*;
 use apiserver_framework::server::GenericApiServer;
 use apiserver_framework::storage::Storage;
 use apiserver_framework::storage::memory::MemoryStorage;
 use serde_json::{Value, json};
+use support_kinds::sized_kind;
+use support_local::{Local, start_local};
 
-/// A widget.
-#[derive(ApiResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
-#[resource(
-    group = "list.example.com",
-    version = "v1",
-    kind = "Widget",
-    namespaced
-)]
-pub struct WidgetSpec {
-    /// Size.
-    pub size: i64,
-}
+sized_kind!(WidgetSpec, "list.example.com", "v1", "Widget");
 
 const NS: &str = "paging";
 
@@ -61,24 +53,19 @@ impl Server {
             .group(Group::new("list.example.com").resource::<Widget>())
             .storage(storage.clone())
             .build();
-        let dir = tempfile::tempdir().unwrap();
-        let opts = LocalOptions {
-            secure_port: 0,
-            cert_dir: dir.path().join("certs"),
-            ..Default::default()
-        };
-        let server = local::start("lists", Arc::new(app), &opts).await.unwrap();
-        let http = reqwest::Client::builder()
-            .add_root_certificate(reqwest::Certificate::from_pem(server.ca_pem.as_bytes()).unwrap())
-            .build()
-            .unwrap();
+        let Local {
+            server,
+            client,
+            dir,
+            ..
+        } = start_local("lists", app, |_, _| {}).await;
         Server {
-            url: server.url.clone(),
-            token: server.token.clone(),
+            url: client.url,
+            token: client.token,
             _server: server,
             _dir: dir,
             storage,
-            http,
+            http: client.http,
         }
     }
 

@@ -14,18 +14,7 @@ use apiserver_framework::server::GenericApiServer;
 use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
 use apiserver_framework::tls::{ServingCert, install_crypto_provider};
 
-/// A flunder.
-#[derive(ApiResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
-#[resource(
-    group = "wardle.example.com",
-    version = "v1alpha1",
-    kind = "Flunder",
-    namespaced
-)]
-pub struct FlunderSpec {
-    /// What it refers to.
-    pub reference: String,
-}
+pub use crate::support_kinds::Flunder;
 
 /// The flunders of namespace `ns`.
 pub fn flunders(ns: &str) -> String {
@@ -92,7 +81,9 @@ impl Audited {
             serve::start(listener, cert.server_config().unwrap(), Arc::new(chain)).unwrap();
         let http = setup
             .client
-            .add_root_certificate(reqwest::Certificate::from_pem(cert.ca_pem.as_bytes()).unwrap())
+            .use_preconfigured_tls(apiserver_framework::testing::tls::http1_config(
+                &cert.ca_pem,
+            ))
             .build()
             .unwrap();
         Audited {
