@@ -5,10 +5,11 @@
 //! to wardle directly, over HTTP/2 on every hop.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use apiserver_framework::devhost::files::{self, HostFiles};
 use apiserver_framework::devhost::tokens::TokenFile;
+use apiserver_framework::testing::wait;
 use bytes::Bytes;
 use http::{Method, StatusCode};
 
@@ -121,18 +122,12 @@ impl Stack {
 
     /// Waits until the host proxies wardle's group (its APIService is available).
     async fn wait_available(&self) -> Result<(), Error> {
-        let deadline = Instant::now() + READY_WITHIN;
         let path = collection("default");
-        loop {
-            let last = call(&self.via, Method::GET, &path, Bytes::new(), StatusCode::OK).await;
-            match last {
-                Ok(_) => return Ok(()),
-                Err(e) if Instant::now() > deadline => {
-                    return Err(format!("wardle's APIService not available: {e}").into());
-                }
-                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-            }
-        }
+        wait::poll("wardle's APIService to be available", READY_WITHIN, || {
+            call(&self.via, Method::GET, &path, Bytes::new(), StatusCode::OK)
+        })
+        .await?;
+        Ok(())
     }
 
     /// Creates the namespace `name` on the host, and waits until wardle accepts creates in it.
@@ -148,22 +143,22 @@ impl Stack {
             StatusCode::CREATED,
         )
         .await?;
-        let deadline = Instant::now() + READY_WITHIN;
-        loop {
-            let made = call(
-                &self.direct,
-                Method::POST,
-                &collection(name),
-                flunder("first"),
-                StatusCode::CREATED,
-            )
-            .await;
-            match made {
-                Ok(_) => return Ok(()),
-                Err(e) if Instant::now() > deadline => return Err(e),
-                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-            }
-        }
+        let path = collection(name);
+        wait::poll(
+            "wardle to accept creates in the namespace",
+            READY_WITHIN,
+            || {
+                call(
+                    &self.direct,
+                    Method::POST,
+                    &path,
+                    flunder("first"),
+                    StatusCode::CREATED,
+                )
+            },
+        )
+        .await?;
+        Ok(())
     }
 }
 
