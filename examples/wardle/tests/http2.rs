@@ -7,36 +7,22 @@
 mod support;
 
 use std::io::Read;
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use serde_json::{Value, json};
+use serde_json::Value;
+use support::fixtures::flunder_with_note;
 use support::{FLUNDERS, Wardle};
 
 const WATCHES: usize = 500;
 
 /// An HTTP/2 connection to `w` (ALPN `h2`, trusting its CA).
 async fn h2_connection(w: &Wardle) -> hyper::client::conn::http2::SendRequest<Empty<Bytes>> {
-    apiserver_framework::tls::install_crypto_provider();
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in apiserver_framework::tls::parse_certs(&w.ca_pem).unwrap() {
-        roots.add(cert).unwrap();
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = vec![b"h2".to_vec()];
+    let config = apiserver_framework::testing::tls::client_config(&w.ca_pem, &[b"h2"]);
     let addr = w.url.trim_start_matches("https://");
-    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
-    let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
-        .connect(name, tcp)
+    let tls = apiserver_framework::testing::tls::connect(addr, "127.0.0.1", config)
         .await
         .unwrap();
     assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
@@ -48,26 +34,11 @@ async fn h2_connection(w: &Wardle) -> hyper::client::conn::http2::SendRequest<Em
     send
 }
 
-fn flunder(name: &str, note_bytes: usize) -> Value {
-    json!({
-        "apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
-        "metadata": {"name": name, "annotations": {"note": "n".repeat(note_bytes)}},
-        "spec": {},
-    })
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn five_hundred_watches_on_one_http2_connection() {
     let w = Wardle::start();
     let http = w.client();
-    let list: Value = http
-        .get(w.at(FLUNDERS))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list: Value = support::get_json(&http, w.at(FLUNDERS)).await;
     let rv = list["metadata"]["resourceVersion"]
         .as_str()
         .unwrap()
@@ -99,7 +70,7 @@ async fn five_hundred_watches_on_one_http2_connection() {
 
     let res = http
         .post(w.at(FLUNDERS))
-        .json(&flunder("ping", 10))
+        .json(&flunder_with_note("ping", 10))
         .send()
         .await
         .unwrap();
@@ -140,7 +111,7 @@ async fn large_lists_are_gzipped_and_watches_never() {
     for i in 0..40 {
         let res = http
             .post(w.at(FLUNDERS))
-            .json(&flunder(&format!("f-{i}"), 4000))
+            .json(&flunder_with_note(&format!("f-{i}"), 4000))
             .send()
             .await
             .unwrap();
@@ -190,7 +161,7 @@ async fn large_lists_are_gzipped_and_watches_never() {
     // A watch whose first event alone is over 128 KiB is not compressed either.
     let res = http
         .post(w.at(FLUNDERS))
-        .json(&flunder("big", 200 * 1024))
+        .json(&flunder_with_note("big", 200 * 1024))
         .send()
         .await
         .unwrap();

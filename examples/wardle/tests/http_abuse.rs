@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rustls::pki_types::ServerName;
+use support::process::rss_mib;
 use support::{FISCHERS, FLUNDERS, Wardle};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -42,29 +43,11 @@ const SHORT_TIMEOUTS: &[&str] = &[
 /// two-core machine.
 const SLACK: Duration = Duration::from_secs(6);
 
-/// The server process's resident memory, in MiB.
-fn rss_mib(pid: u32) -> f64 {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read proc status");
-    let kib: f64 = text
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or_else(|| panic!("no VmRSS in {text}"));
-    kib / 1024.0
-}
-
 /// A TLS client configuration trusting the server's CA, offering `alpn`.
 fn tls_config(w: &Wardle, alpn: &[&[u8]]) -> Arc<rustls::ClientConfig> {
-    apiserver_framework::tls::install_crypto_provider();
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in apiserver_framework::tls::parse_certs(&w.ca_pem).expect("the CA parses") {
-        roots.add(cert).expect("a usable CA");
-    }
-    let mut config = rustls::ClientConfig::builder()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
-    Arc::new(config)
+    Arc::new(apiserver_framework::testing::tls::client_config(
+        &w.ca_pem, alpn,
+    ))
 }
 
 fn authority(w: &Wardle) -> String {
@@ -389,6 +372,7 @@ async fn pipelining_flood(w: &Wardle, baseline: f64) {
             .expect("write the requests");
         writer
     });
+    // The measured subject: what two seconds of a flood whose answers back up leave in memory.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let rss = rss_mib(w.pid());
     println!("pipelining flood: RSS {rss:.1} MiB while the answers back up");
@@ -702,7 +686,8 @@ async fn stopped_reading(w: &Wardle) {
         .await
         .expect("send the requests");
     let started = Instant::now();
-    // Nothing read: wait for the server to give up, then find the connection closed.
+    // Nothing read: wait for the server to give up, then find the connection closed. The
+    // measured subject: the server's request timeout (4 s), waited out on purpose.
     tokio::time::sleep(Duration::from_secs(4) + SLACK).await;
     let (bytes, closed) = read_until_closed(&mut s, Duration::from_secs(5)).await;
     println!(
@@ -971,6 +956,7 @@ async fn ten_thousand_idle_tls_connections() {
         open.push(c);
     }
     let took = started.elapsed();
+    // The measured subject is memory: the server settles a second before its RSS is read.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let rss = rss_mib(w.pid());
     let per_connection_kib = (rss - baseline) * 1024.0 / IDLE_CONNECTIONS as f64;
@@ -993,6 +979,7 @@ async fn ten_thousand_idle_tls_connections() {
         "{per_connection_kib:.1} KiB per idle connection"
     );
     drop(open);
+    // The measured subject is memory: two seconds to free what the closed connections held.
     tokio::time::sleep(Duration::from_secs(2)).await;
     // Once they are closed nothing more is taken (what the allocator keeps for reuse may
     // stay), and the server answers.

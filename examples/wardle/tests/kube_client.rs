@@ -5,30 +5,12 @@ mod support;
 use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
+use kube::Api;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::runtime::watcher;
-use kube::{Api, Client};
-use wardle::{Fischer, FischerSpec, Flunder, FlunderSpec, ReferenceType};
-
-async fn start() -> (
-    apiserver_framework::cli::LocalServer,
-    Client,
-    tempfile::TempDir,
-) {
-    let s = support::in_process::start().await;
-    (s.server, s.client, s.dir)
-}
-
-fn flunder(name: &str, reference: &str) -> Flunder {
-    Flunder::new(
-        name,
-        FlunderSpec {
-            reference: Some(reference.into()),
-            reference_type: Some(ReferenceType::Fischer),
-            ..Default::default()
-        },
-    )
-}
+use support::fixtures::typed_flunder;
+use support::in_process::start_parts as start;
+use wardle::{Fischer, FischerSpec, Flunder, ReferenceType};
 
 #[tokio::test]
 async fn crud_with_the_generated_type() {
@@ -36,7 +18,10 @@ async fn crud_with_the_generated_type() {
     let api: Api<Flunder> = Api::namespaced(client.clone(), "default");
 
     let created = api
-        .create(&PostParams::default(), &flunder("f1", "a"))
+        .create(
+            &PostParams::default(),
+            &typed_flunder("f1", "a", ReferenceType::Fischer),
+        )
         .await
         .unwrap();
     assert_eq!(created.metadata.name.as_deref(), Some("f1"));
@@ -59,9 +44,12 @@ async fn crud_with_the_generated_type() {
         created.metadata.resource_version
     );
 
-    api.create(&PostParams::default(), &flunder("f2", "b"))
-        .await
-        .unwrap();
+    api.create(
+        &PostParams::default(),
+        &typed_flunder("f2", "b", ReferenceType::Fischer),
+    )
+    .await
+    .unwrap();
     let list = api.list(&ListParams::default()).await.unwrap();
     let names: Vec<_> = list
         .items
@@ -138,20 +126,29 @@ async fn crud_with_the_generated_type() {
 async fn watcher_sees_every_change() {
     let (server, client, _dir) = start().await;
     let api: Api<Flunder> = Api::namespaced(client.clone(), "default");
-    api.create(&PostParams::default(), &flunder("before", "a"))
-        .await
-        .unwrap();
+    api.create(
+        &PostParams::default(),
+        &typed_flunder("before", "a", ReferenceType::Fischer),
+    )
+    .await
+    .unwrap();
 
     let stream = watcher(api.clone(), watcher::Config::default());
     let mut stream = Box::pin(stream);
     let mut seen = Vec::new();
+    // The writes start once the watcher has listed.
+    let listed = tokio::sync::Notify::new();
     let writer = {
         let api = api.clone();
+        let listed = &listed;
         async move {
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            api.create(&PostParams::default(), &flunder("during", "b"))
-                .await
-                .unwrap();
+            listed.notified().await;
+            api.create(
+                &PostParams::default(),
+                &typed_flunder("during", "b", ReferenceType::Fischer),
+            )
+            .await
+            .unwrap();
             let mut f = api.get("during").await.unwrap();
             f.spec.reference = Some("changed".into());
             api.replace("during", &PostParams::default(), &f)
@@ -177,7 +174,8 @@ async fn watcher_sees_every_change() {
                     seen.push(format!("delete:{}", f.metadata.name.unwrap()));
                     break;
                 }
-                watcher::Event::Init | watcher::Event::InitDone => {}
+                watcher::Event::InitDone => listed.notify_one(),
+                watcher::Event::Init => {}
             }
         }
     };
@@ -204,12 +202,18 @@ async fn raw_watch_resumes_from_a_resource_version() {
     let (server, client, _dir) = start().await;
     let api: Api<Flunder> = Api::namespaced(client, "default");
     let a = api
-        .create(&PostParams::default(), &flunder("a", "1"))
+        .create(
+            &PostParams::default(),
+            &typed_flunder("a", "1", ReferenceType::Fischer),
+        )
         .await
         .unwrap();
-    api.create(&PostParams::default(), &flunder("b", "2"))
-        .await
-        .unwrap();
+    api.create(
+        &PostParams::default(),
+        &typed_flunder("b", "2", ReferenceType::Fischer),
+    )
+    .await
+    .unwrap();
     api.delete("a", &DeleteParams::default()).await.unwrap();
     let rv = a.metadata.resource_version.unwrap();
     let events: Vec<_> = api

@@ -6,8 +6,9 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use apiserver_framework::testing::wait;
 use serde_json::{Value, json};
 use support::{FLUNDERS, Wardle};
 
@@ -149,14 +150,7 @@ async fn metrics_move_with_requests_and_watches() {
     assert_eq!(anonymous.status(), 401);
 
     // The root index lists it, as upstream's.
-    let index: Value = client
-        .get(w.at("/"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let index: Value = support::get_json(&client, w.at("/")).await;
     assert!(
         index["paths"]
             .as_array()
@@ -361,16 +355,23 @@ async fn metrics_move_with_requests_and_watches() {
 
     // Closing the watch brings the gauges down.
     drop(watch);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let after = scrape(&w, &client).await;
-        let open = value(&after, "apiserver_longrunning_requests", &watch_labels)
-            + value(&after, "apiserver_registered_watchers", &watcher);
-        if open == 0.0 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "watch gauges stayed up: {open}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    let down = wait::poll(
+        "the watch gauges to come down",
+        Duration::from_secs(10),
+        || async {
+            let after = scrape(&w, &client).await;
+            let open = value(&after, "apiserver_longrunning_requests", &watch_labels)
+                + value(&after, "apiserver_registered_watchers", &watcher);
+            if open == 0.0 {
+                Ok(())
+            } else {
+                Err(format!("watch gauges stayed up: {open}"))
+            }
+        },
+    )
+    .await;
+    if let Err(e) = down {
+        panic!("{e}");
     }
 
     // -v=3 logs every request; --logging-format json makes them JSON lines.

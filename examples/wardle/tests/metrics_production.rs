@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+#[path = "support/checks.rs"]
+mod checks;
 #[path = "production/stack.rs"]
 mod stack;
 
@@ -47,16 +49,6 @@ async fn metrics_are_authorized_by_the_host() {
         "text/plain; version=0.0.4; charset=utf-8"
     );
     let text = res.text().await.unwrap();
-    assert!(
-        text.contains("# TYPE apiserver_request_total counter"),
-        "{text}"
-    );
     // bob's refused scrape was counted.
-    assert!(
-        text.lines()
-            .any(|l| l.starts_with("apiserver_request_total{")
-                && l.contains(r#"code="403""#)
-                && l.contains(r#"subresource="/metrics""#)),
-        "{text}"
-    );
+    checks::assert_refused_scrape_counted(&text);
 }

@@ -5,39 +5,12 @@ mod support;
 
 use std::collections::BTreeMap;
 
+use kube::Api;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
-use kube::{Api, Client};
 use serde_json::json;
-use wardle::{Flunder, FlunderSpec, ReferenceType};
-
-async fn start() -> (
-    apiserver_framework::cli::LocalServer,
-    Client,
-    tempfile::TempDir,
-) {
-    let s = support::in_process::start().await;
-    (s.server, s.client, s.dir)
-}
-
-fn flunder(name: &str, reference: &str, labels: &[(&str, &str)]) -> Flunder {
-    let mut f = Flunder::new(
-        name,
-        FlunderSpec {
-            reference: Some(reference.into()),
-            reference_type: Some(ReferenceType::Fischer),
-            ..Default::default()
-        },
-    );
-    if !labels.is_empty() {
-        f.metadata.labels = Some(
-            labels
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect::<BTreeMap<_, _>>(),
-        );
-    }
-    f
-}
+use support::fixtures::{labelled, typed_flunder};
+use support::in_process::start_parts as start;
+use wardle::{Flunder, ReferenceType};
 
 fn api_error(err: kube::Error) -> Box<kube::core::Status> {
     match err {
@@ -55,14 +28,20 @@ async fn list_pages_through_seven_flunders() {
         let parity = if i % 2 == 0 { "even" } else { "odd" };
         api.create(
             &PostParams::default(),
-            &flunder(name, "r", &[("parity", parity)]),
+            &labelled(
+                typed_flunder(name, "r", ReferenceType::Fischer),
+                &[("parity", parity)],
+            ),
         )
         .await
         .unwrap();
     }
     // Another namespace's Flunder stays out of the pages.
     Api::<Flunder>::namespaced(client.clone(), "other")
-        .create(&PostParams::default(), &flunder("f9", "r", &[]))
+        .create(
+            &PostParams::default(),
+            &labelled(typed_flunder("f9", "r", ReferenceType::Fischer), &[]),
+        )
         .await
         .unwrap();
 
@@ -126,7 +105,13 @@ async fn json_and_merge_patches() {
     let (_server, client, _dir) = start().await;
     let api: Api<Flunder> = Api::namespaced(client, "default");
     let created = api
-        .create(&PostParams::default(), &flunder("p", "a", &[("keep", "1")]))
+        .create(
+            &PostParams::default(),
+            &labelled(
+                typed_flunder("p", "a", ReferenceType::Fischer),
+                &[("keep", "1")],
+            ),
+        )
         .await
         .unwrap();
     let rv0: u64 = created.metadata.resource_version.unwrap().parse().unwrap();
@@ -267,7 +252,10 @@ async fn delete_with_preconditions() {
     let (_server, client, _dir) = start().await;
     let api: Api<Flunder> = Api::namespaced(client, "default");
     let created = api
-        .create(&PostParams::default(), &flunder("d", "a", &[]))
+        .create(
+            &PostParams::default(),
+            &labelled(typed_flunder("d", "a", ReferenceType::Fischer), &[]),
+        )
         .await
         .unwrap();
     let uid = created.metadata.uid.clone().unwrap();

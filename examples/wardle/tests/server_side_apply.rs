@@ -5,6 +5,7 @@ mod support;
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
+use support::checks::message;
 use support::{FLUNDERS, Wardle, stderr, stdout};
 use wardle::{Flunder, FlunderSpec, ReferenceType};
 
@@ -440,10 +441,7 @@ async fn apply_edge_cases_over_http() {
     .await;
     assert_eq!(code, 400, "{v}");
     assert!(
-        v["message"]
-            .as_str()
-            .unwrap()
-            .ends_with(".spec.bogus: field not declared in schema"),
+        message(&v).ends_with(".spec.bogus: field not declared in schema"),
         "{v}"
     );
 
@@ -470,14 +468,7 @@ async fn apply_edge_cases_over_http() {
     assert_eq!(code, 200, "{v}");
     assert_eq!(v["kind"], "Scale");
     assert_eq!(v["spec"]["replicas"], 5);
-    let obj: Value = c
-        .get(format!("{}/e", w.at(FLUNDERS)))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let obj: Value = support::get_json(&c, format!("{}/e", w.at(FLUNDERS))).await;
     assert_eq!(obj["spec"]["replicas"], 5);
     let all = managers(&obj);
     let scaler = all.iter().find(|m| m.0 == "scaler").expect("scaler");

@@ -13,22 +13,11 @@ use futures::{SinkExt, StreamExt};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::{Value, json};
 use stack::Stack;
+use support::fixtures::topped_flunder;
 use support::{FLUNDERS, Wardle, stderr, stdout};
 use tokio_tungstenite::tungstenite::Message;
 
 const GV: &str = "/apis/wardle.example.com/v1alpha1";
-
-fn flunder(name: &str) -> Value {
-    json!({
-        "apiVersion": "wardle.example.com/v1alpha1",
-        "kind": "Flunder",
-        "metadata": {"name": name},
-        "spec": {
-            "reference": "other",
-            "toppings": [{"name": "cheese", "amount": 2}, {"name": "olives"}],
-        },
-    })
-}
 
 fn json_of(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
@@ -38,7 +27,7 @@ fn json_of(text: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn getter_and_action_with_kubectl() {
     let server = Wardle::start();
-    let file = server.write_file("x.json", &flunder("x").to_string());
+    let file = server.write_file("x.json", &topped_flunder("x").to_string());
     server.kubectl_ok(&["create", "-f", file.to_str().unwrap()]);
 
     // GET with typed options.
@@ -60,18 +49,17 @@ async fn getter_and_action_with_kubectl() {
     assert!(d.get("details").is_none(), "{d}");
 
     // Bad options: 400 BadRequest with upstream's conversion message.
-    let out = server.kubectl(&[
+    let err = server.kubectl_err(&[
         "get",
         "--raw",
         &format!("{FLUNDERS}/x/describe?maxToppings=abc"),
     ]);
-    assert!(!out.status.success());
     assert!(
-        stderr(&out).contains(
+        err.contains(
             r#"Error from server (BadRequest): strconv.ParseInt: parsing "abc": invalid syntax"#
         ),
         "{}",
-        stderr(&out)
+        err
     );
     let client = server.client();
     let res = client
@@ -290,7 +278,7 @@ async fn connect_through_the_aggregator() {
             reqwest::Method::POST,
             &url,
             Some(&alice),
-            Some(flunder("x")),
+            Some(topped_flunder("x")),
         )
         .await;
     assert_eq!(code, 201, "{body}");

@@ -2,17 +2,17 @@
 //! kube-rs and kubectl, the production stack with the dev host's users, the helpers, and the
 //! user-facing conformance check — passing on wardle, failing clearly on a broken resource.
 
+#[path = "support/fixtures.rs"]
+mod fixtures;
+
 use std::time::Duration;
 
 use apiserver_framework::prelude::*;
 use apiserver_framework::testing::conformance::Conformance;
 use apiserver_framework::testing::{TestServer, WatchEvents, expect_status, users, wait};
+use fixtures::empty_flunder;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
-use wardle::{Fischer, FischerSpec, Flunder, FlunderSpec};
-
-fn flunder(name: &str) -> Flunder {
-    Flunder::new(name, FlunderSpec::default())
-}
+use wardle::{Fischer, FischerSpec, Flunder};
 
 #[tokio::test]
 async fn start_answers_kube_rs_kubectl_and_shows_the_registry() {
@@ -25,7 +25,7 @@ async fn start_answers_kube_rs_kubectl_and_shows_the_registry() {
         server.url()
     );
     let api: Api<Flunder> = Api::namespaced(server.client(), "default");
-    api.create(&PostParams::default(), &flunder("from-kube-rs"))
+    api.create(&PostParams::default(), &empty_flunder("from-kube-rs"))
         .await
         .expect("kube-rs creates a Flunder");
 
@@ -87,8 +87,11 @@ async fn helpers_wait_collect_events_and_expect_statuses() {
         let api = api.clone();
         tokio::spawn(async move { wait::for_object(&api, "later", Duration::from_secs(10)).await })
     };
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    api.create(&PostParams::default(), &flunder("later"))
+    // It waits once its watch is open (the WatchEvents above hold the other one).
+    wait::for_watchers(&server.client(), 2, Duration::from_secs(10))
+        .await
+        .expect("the wait's watch opens");
+    api.create(&PostParams::default(), &empty_flunder("later"))
         .await
         .unwrap();
     let seen = waiting.await.unwrap().expect("the Flunder appears");
@@ -149,7 +152,8 @@ async fn helpers_wait_collect_events_and_expect_statuses() {
         .await
         .unwrap();
     let status = expect_status(
-        api.create(&PostParams::default(), &flunder("banned")).await,
+        api.create(&PostParams::default(), &empty_flunder("banned"))
+            .await,
         403,
         "Forbidden",
     );
@@ -183,13 +187,14 @@ async fn production_refuses_bob_a_create_and_lets_alice() {
     let alice: Api<Flunder> = Api::namespaced(server.user(users::ALICE).unwrap(), "default");
 
     let status = expect_status(
-        bob.create(&PostParams::default(), &flunder("by-bob")).await,
+        bob.create(&PostParams::default(), &empty_flunder("by-bob"))
+            .await,
         403,
         "Forbidden",
     );
     assert!(status.message.contains("\"bob\""), "{}", status.message);
     let created = alice
-        .create(&PostParams::default(), &flunder("by-alice"))
+        .create(&PostParams::default(), &empty_flunder("by-alice"))
         .await
         .expect("alice may create Flunders");
     assert_eq!(created.metadata.name.as_deref(), Some("by-alice"));
@@ -204,7 +209,7 @@ async fn production_refuses_bob_a_create_and_lets_alice() {
     let elsewhere: Api<Flunder> = Api::namespaced(server.client(), "no-such-namespace");
     expect_status(
         elsewhere
-            .create(&PostParams::default(), &flunder("f"))
+            .create(&PostParams::default(), &empty_flunder("f"))
             .await,
         404,
         "NotFound",

@@ -16,9 +16,10 @@ use apiserver_framework::storage::memory::MemoryStorage;
 use apiserver_framework::storage::{ListRequest, Storage};
 use futures::{StreamExt, TryStreamExt};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use kube::{Api, Client};
 use serde_json::{Value, json};
+use support::checks::message;
 use wardle::{ReferenceType, v1alpha1, v1beta1};
 
 const PREFIX: &str = "/wardle.example.com/flunders/";
@@ -212,21 +213,24 @@ async fn a_v1beta1_watcher_sees_v1alpha1_writes() {
     let s = serve(wardle::app(), Arc::new(MemoryStorage::new())).await;
     let a: Api<v1alpha1::Flunder> = Api::namespaced(s.client.clone(), "default");
     let b: Api<v1beta1::Flunder> = Api::namespaced(s.client.clone(), "default");
-    let mut events = watcher(b, watcher::Config::default())
-        .applied_objects()
-        .boxed();
-    let writer = tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        a.create(&PostParams::default(), &alpha("w", "target"))
+    let mut events = watcher(b, watcher::Config::default()).boxed();
+    let mut next = async || {
+        tokio::time::timeout(Duration::from_secs(20), events.try_next())
             .await
-            .unwrap();
-    });
-    let seen = tokio::time::timeout(Duration::from_secs(20), events.try_next())
+            .expect("an event within 20s")
+            .unwrap()
+            .expect("an event")
+    };
+    // The write comes once the watcher has listed (its watch starts from that list).
+    while !matches!(next().await, watcher::Event::InitDone) {}
+    a.create(&PostParams::default(), &alpha("w", "target"))
         .await
-        .expect("an event within 20s")
-        .unwrap()
-        .expect("an object");
-    writer.await.unwrap();
+        .unwrap();
+    let seen = loop {
+        if let watcher::Event::Apply(object) = next().await {
+            break object;
+        }
+    };
     assert_eq!(seen.metadata.name.as_deref(), Some("w"));
     assert_eq!(seen.spec.flunder_reference.as_deref(), Some("target"));
     assert_eq!(seen.spec.reference_type, Some(ReferenceType::Flunder));
@@ -481,10 +485,12 @@ async fn storage_version_migration_under_load() {
             }
         }));
     }
+    // Spaced on purpose: the clients write for a while before, and after, the migration.
     tokio::time::sleep(Duration::from_millis(200)).await;
     let report = s.versioned("v1beta1").migrate().await.unwrap();
     assert_eq!(report.seen, 40);
     assert!(report.failed.is_empty());
+    // The while after, spaced on purpose too.
     tokio::time::sleep(Duration::from_millis(200)).await;
     stop.store(true, Ordering::Relaxed);
     for c in clients {
@@ -542,12 +548,7 @@ async fn an_undecodable_object_is_named_and_can_be_deleted() {
         let (code, status) = s.raw("GET", &format!("{path}/bad"), None).await;
         assert_eq!(code, 500);
         assert_eq!(status["reason"], "InternalError");
-        assert!(
-            status["message"]
-                .as_str()
-                .unwrap()
-                .contains("corrupt object")
-        );
+        assert!(message(&status).contains("corrupt object"));
     }
     // A normal delete cannot read it; the unsafe option deletes it.
     let path = "/apis/wardle.example.com/v1beta1/namespaces/default/flunders/bad";

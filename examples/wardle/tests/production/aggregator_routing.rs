@@ -2,10 +2,10 @@
 //! on arrival. wardle's audit log shows what reached it, as whom.
 
 use reqwest::Method;
-use serde_json::Value;
 
 use crate::stack::{FLUNDERS, Stack};
 use crate::status;
+use crate::support::checks::assert_jurgen_groups_and_extra;
 use crate::watch_prefix::{audit_events, audit_flags};
 
 /// A path whose group and version, joined as `<version>.<group>`, spell the name of wardle's
@@ -108,17 +108,7 @@ async fn proxied_identities_arrive_exactly() {
     assert_eq!(seen.len(), 1, "{seen:#?}");
     let user = &seen[0]["user"];
     assert_eq!(user["username"], "jürgen", "{user}");
-    let groups: Vec<&str> = user["groups"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
-    assert!(
-        groups.contains(&"editors") && groups.contains(&"équipe"),
-        "{user}"
-    );
-    assert_eq!(user["extra"]["rôle"][0], "chef ✓", "{user}");
+    assert_jurgen_groups_and_extra(user);
 
     // Straight to wardle with the front proxy's certificate, names in ISO 8859-1 bytes.
     let fp = &stack.host.files.front_proxy_client;
@@ -161,11 +151,9 @@ async fn headers_named_in_connection_are_not_forwarded() {
     let stack = Stack::start(&[]).await;
     // HTTP/1.1: HTTP/2 has no Connection header.
     let client = reqwest::Client::builder()
-        .use_rustls_tls()
-        .add_root_certificate(
-            reqwest::Certificate::from_pem(stack.host.files.ca_pem.as_bytes()).unwrap(),
-        )
-        .tls_built_in_root_certs(false)
+        .use_preconfigured_tls(apiserver_framework::testing::tls::http1_config(
+            &stack.host.files.ca_pem,
+        ))
         .http1_only()
         .build()
         .unwrap();

@@ -3,12 +3,11 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
 use kube::discovery::Discovery;
 use serde_json::{Value, json};
 
-use super::{KUBECTL_TIMEOUT, kubectl_binary};
+use super::{KUBECTL_TIMEOUT, kubectl_binary, wait_with_deadline};
 
 /// The kubectl minor versions every test drives the server with.
 pub const KUBECTL_MINORS: std::ops::RangeInclusive<u32> = 27..=33;
@@ -40,21 +39,12 @@ pub fn run_kubectl(
         .stderr(std::fs::File::create(&err_path).expect("create the stderr file"))
         .spawn()
         .unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()));
-    let deadline = Instant::now() + KUBECTL_TIMEOUT;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("poll kubectl") {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "{} {args:?} did not finish within {KUBECTL_TIMEOUT:?}",
-                bin.display()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = wait_with_deadline(&mut child, KUBECTL_TIMEOUT).unwrap_or_else(|| {
+        panic!(
+            "{} {args:?} did not finish within {KUBECTL_TIMEOUT:?}",
+            bin.display()
+        )
+    });
     Output {
         status,
         stdout: std::fs::read(&out_path).unwrap_or_default(),
