@@ -13,7 +13,6 @@
 //! println!("etcd serves clients at {}", etcd.url());
 //! ```
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -153,8 +152,8 @@ impl EtcdCluster {
             for i in 0..size {
                 members.push(Member {
                     name: format!("m{i}"),
-                    client_port: free_port()?,
-                    peer_port: free_port()?,
+                    client_port: super::free_port()?,
+                    peer_port: super::free_port()?,
                     child: None,
                     paused: false,
                     starts: 0,
@@ -489,14 +488,6 @@ fn which(name: &str) -> Option<PathBuf> {
     std::env::split_paths(&path)
         .map(|dir| dir.join(name))
         .find(|p| p.is_file())
-}
-
-/// A loopback port that was free a moment ago.
-fn free_port() -> Result<u16, EtcdError> {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())?
-        .port();
-    Ok(port)
 }
 
 /// Sends `signal` (a `kill` signal name such as `STOP`) to process `pid`.

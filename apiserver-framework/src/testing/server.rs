@@ -111,9 +111,9 @@ async fn client_from(user: &str, path: &Path) -> Result<kube::Client, TestServer
     kube::Client::try_from(config).map_err(|e| failed(e.to_string()))
 }
 
-/// A port free on 127.0.0.1 right now (for the backend address the dev host must know before
-/// the app listens).
-fn free_port() -> std::io::Result<u16> {
+/// A port free on 127.0.0.1 right now (for an address a server must be told before it
+/// listens, as the dev host's backend address).
+pub fn free_port() -> std::io::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port())

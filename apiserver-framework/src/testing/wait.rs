@@ -139,6 +139,15 @@ where
     Ok(())
 }
 
+/// The timeout of a polling wait for `what`, `last` what it saw last.
+fn timed_out(what: &str, timeout: Duration, last: String) -> WaitError {
+    WaitError::Timeout {
+        what: what.to_string(),
+        timeout,
+        last,
+    }
+}
+
 /// How long the polling waits ([`poll`], [`eventually`] and their blocking twins) pause between
 /// two looks.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(20);
@@ -176,11 +185,7 @@ where
             Err(e) => e.to_string(),
         };
         if tokio::time::Instant::now() >= deadline {
-            return Err(WaitError::Timeout {
-                what: what.to_string(),
-                timeout,
-                last,
-            });
+            return Err(timed_out(what, timeout, last));
         }
         // The pause between two looks of a polling wait (what it waits for has no event).
         tokio::time::sleep(POLL_INTERVAL).await;
@@ -219,11 +224,7 @@ pub fn poll_blocking<T, E: Display>(
             Err(e) => e.to_string(),
         };
         if std::time::Instant::now() >= deadline {
-            return Err(WaitError::Timeout {
-                what: what.to_string(),
-                timeout,
-                last,
-            });
+            return Err(timed_out(what, timeout, last));
         }
         // The pause between two looks of a polling wait (what it waits for has no event).
         std::thread::sleep(POLL_INTERVAL);
