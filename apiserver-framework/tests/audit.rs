@@ -19,7 +19,7 @@ use apiserver_framework::tls::install_crypto_provider;
 use apiserver_framework::user::UserInfo;
 use reqwest::Method;
 use serde_json::{Value, json};
-use support_audit::{Audited as Server, Flunder, Setup, flunders};
+use support_audit::{Audited as Server, Flunder, Setup, audit_id, flunders};
 use support_local::start_local;
 
 /// Namespace `quiet` is not recorded, `full` at RequestResponse, `req` at Request, `brief` at
@@ -109,10 +109,7 @@ impl Server {
         body: Option<Value>,
         headers: &[(&str, &str)],
     ) -> (u16, String, String) {
-        let mut req = self
-            .http
-            .request(method, format!("{}{path}", self.url))
-            .bearer_auth(token);
+        let mut req = self.request(token, method, path);
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
@@ -120,12 +117,7 @@ impl Server {
             req = req.json(&b);
         }
         let res = req.send().await.unwrap();
-        let code = res.status().as_u16();
-        let id = res
-            .headers()
-            .get("audit-id")
-            .map(|v| v.to_str().unwrap().to_string())
-            .unwrap_or_default();
+        let (code, id) = (res.status().as_u16(), audit_id(&res));
         (code, id, res.text().await.unwrap())
     }
 

@@ -521,9 +521,7 @@ async fn fake_host(
             ),
         )
         .with_state(watchers);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let url = apiserver_framework::testing::serve_http(app).await.unwrap();
     (url, events)
 }
 
@@ -597,9 +595,7 @@ async fn a_kube_client_posts_token_reviews() {
             (http::StatusCode::CREATED, axum::Json(answer))
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let url = apiserver_framework::testing::serve_http(app).await.unwrap();
     let client = kube::Client::try_from(kube::Config::new(url.parse().unwrap())).unwrap();
 
     let authn = DelegatingAuthenticator::new(

@@ -392,9 +392,7 @@ async fn start_host() -> (String, Arc<parking_lot::Mutex<Vec<Value>>>) {
         "/apis/authorization.k8s.io/v1/subjectaccessreviews",
         axum::routing::post(handler),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let url = apiserver_framework::testing::serve_http(app).await.unwrap();
     (url, seen)
 }
 

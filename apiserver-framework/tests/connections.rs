@@ -204,12 +204,7 @@ async fn at_the_bound_the_longest_idle_connection_makes_room() {
     // Spaced on purpose: the youngest idles a while too before the fifth comes.
     tokio::time::sleep(Duration::from_millis(200)).await;
     // A fifth connection is served; the oldest idle one was closed for it, the others not.
-    let res = s
-        .http
-        .get(format!("{}/readyz", s.url))
-        .send()
-        .await
-        .unwrap();
+    let res = s.readyz().await;
     assert_eq!(res.status(), 200);
     assert!(
         closed_within(&mut idle[0], Duration::from_secs(2))

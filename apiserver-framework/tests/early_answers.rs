@@ -243,12 +243,7 @@ async fn early_answers_reach_http2_clients() {
         over_curl(&s, name, &case, TRIES).await;
     }
     // The server still serves.
-    let res = s
-        .http
-        .get(format!("{}/readyz", s.url))
-        .send()
-        .await
-        .unwrap();
+    let res = s.readyz().await;
     assert_eq!(res.status(), 200);
     s.running.shutdown().await;
 }

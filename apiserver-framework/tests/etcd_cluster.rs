@@ -13,9 +13,9 @@ use apiserver_framework::cli::local;
 use apiserver_framework::prelude::*;
 use apiserver_framework::storage::etcd::EtcdStorage;
 use apiserver_framework::testing::wait;
-use serde_json::{Value, json};
+use serde_json::Value;
 use support_etcd::{CLUSTER_SIZE, Client, EtcdCluster};
-use support_kinds::sized_kind;
+use support_kinds::{sized, sized_kind};
 
 sized_kind!(WidgetSpec, "cluster.example.com", "v1", "Widget");
 
@@ -34,12 +34,7 @@ const MIN_WRITES_AFTER_KILL: usize = 20;
 
 /// Widget `name` of size 1.
 fn widget(name: &str) -> Value {
-    json!({
-        "apiVersion": "cluster.example.com/v1",
-        "kind": "Widget",
-        "metadata": {"name": name},
-        "spec": {"size": 1},
-    })
+    sized("cluster.example.com/v1", "Widget", name, 1)
 }
 
 /// A write the server acknowledged (201).

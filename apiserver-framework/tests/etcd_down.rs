@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 use apiserver_framework::prelude::*;
 use apiserver_framework::testing::wait;
-use serde_json::{Value, json};
+use serde_json::Value;
 use support_etcd::Etcd;
-use support_kinds::sized_kind;
+use support_kinds::{sized, sized_kind};
 
 sized_kind!(WidgetSpec, "down.example.com", "v1", "Widget");
 
@@ -19,12 +19,7 @@ const WIDGETS: &str = "/apis/down.example.com/v1/namespaces/default/widgets";
 
 /// Widget `name` of size 1.
 fn widget(name: &str) -> Value {
-    json!({
-        "apiVersion": "down.example.com/v1",
-        "kind": "Widget",
-        "metadata": {"name": name},
-        "spec": {"size": 1},
-    })
+    sized("down.example.com/v1", "Widget", name, 1)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -236,10 +236,7 @@ async fn replicas_on_one_etcd_are_one_server() {
     assert_eq!(code, 409, "{status}");
     assert_eq!(status["reason"], "Conflict", "{status}");
     assert!(
-        status["message"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("\"one\""),
+        apiserver_framework::testing::status_message(&status).contains("\"one\""),
         "{status}"
     );
     let (code, body) = apply(&b, "two", 2, true).await;

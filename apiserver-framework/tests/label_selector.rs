@@ -12,8 +12,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use apiserver_framework::prelude::*;
 use apiserver_framework::selector::{FieldSelector, LabelSelector, Operator, Requirement};
 use apiserver_framework::server::GenericApiServer;
-use serde_json::{Value, json};
-use support_kinds::sized_kind;
+use serde_json::Value;
+use support_kinds::{labelled, sized, sized_kind};
 use support_local::{Local, start_local};
 
 sized_kind!(WidgetSpec, "sel.example.com", "v1", "Widget");
@@ -497,32 +497,15 @@ fn field_selector_grammar() {
     }
 }
 
-struct Server {
-    _server: apiserver_framework::cli::LocalServer,
-    _dir: tempfile::TempDir,
-    http: reqwest::Client,
-    url: String,
-    token: String,
-}
+/// The local server of widgets (its client's fields through `Deref`).
+type Server = Local;
 
 impl Server {
     async fn start() -> Server {
         let app = GenericApiServer::builder("selectors")
             .group(Group::new("sel.example.com").resource::<Widget>())
             .build();
-        let Local {
-            server,
-            client,
-            dir,
-            ..
-        } = start_local("selectors", app, |_, _| {}).await;
-        Server {
-            url: client.url,
-            token: client.token,
-            _server: server,
-            _dir: dir,
-            http: client.http,
-        }
+        start_local("selectors", app, |_, _| {}).await
     }
 
     async fn create(&self, name: &str, labels: &BTreeMap<String, String>) {
@@ -530,12 +513,10 @@ impl Server {
             .http
             .post(format!("{}{WIDGETS}", self.url))
             .bearer_auth(&self.token)
-            .json(&json!({
-                "apiVersion": "sel.example.com/v1",
-                "kind": "Widget",
-                "metadata": {"name": name, "labels": labels},
-                "spec": {"size": 1},
-            }))
+            .json(&labelled(
+                sized("sel.example.com/v1", "Widget", name, 1),
+                labels,
+            ))
             .send()
             .await
             .unwrap();

@@ -16,7 +16,7 @@ use apiserver_framework::server::{GenericApiServer, GenericApiServerBuilder};
 use apiserver_framework::testing::wait;
 use serde_json::{Value, json};
 use support_serving::{
-    SNAILS, Served, TOKEN, chain, serve_chain, snail_server, snail_server_counted,
+    SNAILS, Served, TOKEN, answer, chain, serve_chain, snail_server, snail_server_counted,
 };
 
 /// A server of snails, each read and write delayed.
@@ -55,7 +55,7 @@ async fn requests_past_the_timeout_get_504() {
     .await;
 
     let started = Instant::now();
-    let res = s.get(SNAILS).send().await.unwrap();
+    let res = answer(s.get(SNAILS)).await;
     let took = started.elapsed();
     assert_eq!(res.status(), 504);
     assert!(
@@ -72,26 +72,14 @@ async fn requests_past_the_timeout_get_504() {
 
     // A shorter ?timeout= wins; a longer one does not.
     let started = Instant::now();
-    let res = s
-        .get(&format!("{SNAILS}?timeout=200ms"))
-        .send()
-        .await
-        .unwrap();
+    let res = answer(s.get(&format!("{SNAILS}?timeout=200ms"))).await;
     assert_eq!(res.status(), 504);
     assert!(started.elapsed() < Duration::from_millis(900));
     let started = Instant::now();
-    let res = s
-        .get(&format!("{SNAILS}?timeout=10s"))
-        .send()
-        .await
-        .unwrap();
+    let res = answer(s.get(&format!("{SNAILS}?timeout=10s"))).await;
     assert_eq!(res.status(), 504);
     assert!(started.elapsed() < Duration::from_millis(2900));
-    let res = s
-        .get(&format!("{SNAILS}?timeout=soon"))
-        .send()
-        .await
-        .unwrap();
+    let res = answer(s.get(&format!("{SNAILS}?timeout=soon"))).await;
     assert_eq!(res.status(), 400);
     let body: Value = res.json().await.unwrap();
     assert_eq!(
@@ -100,15 +88,11 @@ async fn requests_past_the_timeout_get_504() {
     );
 
     // Mutations time out too.
-    let res = s.post(SNAILS, &snail("a")).send().await.unwrap();
+    let res = answer(s.post(SNAILS, &snail("a"))).await;
     assert_eq!(res.status(), 504);
 
     // A watch is not bound by the request timeout.
-    let mut watch = s
-        .get(&format!("{SNAILS}?watch=true&timeoutSeconds=3"))
-        .send()
-        .await
-        .unwrap();
+    let mut watch = answer(s.get(&format!("{SNAILS}?watch=true&timeoutSeconds=3"))).await;
     assert_eq!(watch.status(), 200);
     let started = Instant::now();
     while watch.chunk().await.unwrap().is_some() {}
@@ -130,7 +114,7 @@ async fn watches_without_timeout_seconds_last_min_request_timeout() {
     )
     .await;
     let started = Instant::now();
-    let mut watch = s.get(&format!("{SNAILS}?watch=true")).send().await.unwrap();
+    let mut watch = answer(s.get(&format!("{SNAILS}?watch=true"))).await;
     assert_eq!(watch.status(), 200);
     while watch.chunk().await.unwrap().is_some() {}
     let lasted = started.elapsed();
@@ -152,8 +136,8 @@ async fn beyond_the_in_flight_limit_429() {
         snail_server_counted("limits", Duration::from_secs(2), Duration::from_secs(2));
     let s = Arc::new(serve(builder.build(), limits, ShutdownOptions::default()).await);
     // Watches are not counted.
-    let watch1 = s.get(&format!("{SNAILS}?watch=true")).send().await.unwrap();
-    let watch2 = s.get(&format!("{SNAILS}?watch=1")).send().await.unwrap();
+    let watch1 = answer(s.get(&format!("{SNAILS}?watch=true"))).await;
+    let watch2 = answer(s.get(&format!("{SNAILS}?watch=1"))).await;
     assert_eq!(
         (watch1.status().as_u16(), watch2.status().as_u16()),
         (200, 200)
@@ -161,11 +145,11 @@ async fn beyond_the_in_flight_limit_429() {
 
     let slow_read = {
         let s = s.clone();
-        tokio::spawn(async move { s.get(SNAILS).send().await.unwrap().status() })
+        tokio::spawn(async move { answer(s.get(SNAILS)).await.status() })
     };
     let slow_write = {
         let s = s.clone();
-        tokio::spawn(async move { s.post(SNAILS, &snail("one")).send().await.unwrap().status() })
+        tokio::spawn(async move { answer(s.post(SNAILS, &snail("one"))).await.status() })
     };
     // Both are in flight once they reach the (slow) store.
     wait::eventually(
@@ -175,7 +159,7 @@ async fn beyond_the_in_flight_limit_429() {
     )
     .await;
 
-    let res = s.get(&format!("{SNAILS}/x")).send().await.unwrap();
+    let res = answer(s.get(&format!("{SNAILS}/x"))).await;
     assert_eq!(res.status(), 429);
     assert_eq!(res.headers()["retry-after"], "1");
     assert_eq!(res.headers()["content-type"], "text/plain; charset=utf-8");
@@ -183,14 +167,10 @@ async fn beyond_the_in_flight_limit_429() {
         res.text().await.unwrap(),
         "Too many requests, please try again later.\n"
     );
-    let res = s.post(SNAILS, &snail("two")).send().await.unwrap();
+    let res = answer(s.post(SNAILS, &snail("two"))).await;
     assert_eq!(res.status(), 429);
     // Another watch is still served.
-    let watch3 = s
-        .get(&format!("{SNAILS}?watch=true&timeoutSeconds=1"))
-        .send()
-        .await
-        .unwrap();
+    let watch3 = answer(s.get(&format!("{SNAILS}?watch=true&timeoutSeconds=1"))).await;
     assert_eq!(watch3.status(), 200);
 
     assert_eq!(slow_read.await.unwrap(), 200);
@@ -218,7 +198,7 @@ async fn four_mib_body_is_413() {
     .await;
     let mut body = snail("big");
     body["spec"]["pace"] = "x".repeat(4 * 1024 * 1024).into();
-    let res = s.post(SNAILS, &body).send().await.unwrap();
+    let res = answer(s.post(SNAILS, &body)).await;
     assert_eq!(res.status(), 413);
     let status: Value = res.json().await.unwrap();
     assert_eq!(status["reason"], "RequestEntityTooLarge");
@@ -230,7 +210,7 @@ async fn four_mib_body_is_413() {
 }
 
 async fn readyz(s: &Served) -> (u16, String) {
-    let res = s.get("/readyz?verbose").send().await.unwrap();
+    let res = answer(s.get("/readyz?verbose")).await;
     (res.status().as_u16(), res.text().await.unwrap())
 }
 
@@ -289,12 +269,7 @@ async fn hooks_and_readiness_through_shutdown() {
     let stopping = tokio::spawn(s.running.shutdown());
     // At once: within the 300 ms the shutdown's task may take to start.
     let res = wait::poll("/readyz to fail", Duration::from_millis(300), || async {
-        let res = http
-            .get(format!("{url}/readyz"))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .unwrap();
+        let res = answer(http.get(format!("{url}/readyz")).bearer_auth(TOKEN)).await;
         if res.status() == 200 {
             Err("still ready")
         } else {
@@ -310,19 +285,9 @@ async fn hooks_and_readiness_through_shutdown() {
             .unwrap()
             .contains("[-]shutdown failed: reason withheld\n")
     );
-    let res = http
-        .get(format!("{url}/livez"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap();
+    let res = answer(http.get(format!("{url}/livez")).bearer_auth(TOKEN)).await;
     assert_eq!(res.status(), 200);
-    let res = http
-        .get(format!("{url}{SNAILS}"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap();
+    let res = answer(http.get(format!("{url}{SNAILS}")).bearer_auth(TOKEN)).await;
     assert_eq!(res.status(), 200);
     let hook_at = pre_shutdown.recv().await.unwrap();
     assert!(hook_at.duration_since(began) < Duration::from_millis(1000));

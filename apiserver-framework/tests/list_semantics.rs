@@ -15,7 +15,7 @@ use apiserver_framework::server::GenericApiServer;
 use apiserver_framework::storage::Storage;
 use apiserver_framework::storage::memory::MemoryStorage;
 use serde_json::{Value, json};
-use support_kinds::sized_kind;
+use support_kinds::{labelled, sized, sized_kind};
 use support_local::{Local, start_local};
 
 sized_kind!(WidgetSpec, "list.example.com", "v1", "Widget");
@@ -30,13 +30,18 @@ fn collection(ns: &str) -> String {
 /// its two variants (with and without a fresh token) part.
 const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter";
 
+/// The local server of widgets on `storage` (its client's fields through `Deref`).
 struct Server {
-    _server: apiserver_framework::cli::LocalServer,
-    _dir: tempfile::TempDir,
+    local: Local,
     storage: Arc<MemoryStorage>,
-    http: reqwest::Client,
-    url: String,
-    token: String,
+}
+
+impl std::ops::Deref for Server {
+    type Target = Local;
+
+    fn deref(&self) -> &Local {
+        &self.local
+    }
 }
 
 /// One answer: status code, `Retry-After` header, body.
@@ -53,20 +58,8 @@ impl Server {
             .group(Group::new("list.example.com").resource::<Widget>())
             .storage(storage.clone())
             .build();
-        let Local {
-            server,
-            client,
-            dir,
-            ..
-        } = start_local("lists", app, |_, _| {}).await;
-        Server {
-            url: client.url,
-            token: client.token,
-            _server: server,
-            _dir: dir,
-            storage,
-            http: client.http,
-        }
+        let local = start_local("lists", app, |_, _| {}).await;
+        Server { local, storage }
     }
 
     /// Creates `name` in `ns`; returns its resourceVersion.
@@ -76,12 +69,10 @@ impl Server {
             .http
             .post(format!("{}{}", self.url, collection(ns)))
             .bearer_auth(&self.token)
-            .json(&json!({
-                "apiVersion": "list.example.com/v1",
-                "kind": "Widget",
-                "metadata": {"name": name, "labels": labels},
-                "spec": {"size": 1},
-            }))
+            .json(&labelled(
+                sized("list.example.com/v1", "Widget", name, 1),
+                &labels,
+            ))
             .send()
             .await
             .unwrap();
@@ -383,10 +374,7 @@ async fn continue_token_errors() {
     assert_eq!(a.code, 400, "{}", a.body);
     assert_eq!(a.body["reason"], "BadRequest");
     assert!(
-        a.body["message"]
-            .as_str()
-            .unwrap()
-            .starts_with(&format!("{invalid}: ")),
+        apiserver_framework::testing::status_message(&a.body).starts_with(&format!("{invalid}: ")),
         "{}",
         a.body
     );

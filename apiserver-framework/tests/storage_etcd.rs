@@ -15,7 +15,7 @@ use apiserver_framework::testing::wait;
 use bytes::Bytes;
 use futures::StreamExt;
 use support_etcd::Etcd;
-use support_storage::b;
+use support_storage::{after, b, first_page};
 
 fn list(prefix: &str) -> ListRequest {
     ListRequest {
@@ -120,14 +120,7 @@ async fn paged_lists_at_a_fixed_revision() {
     s.create("/q/x", b("other prefix")).await.unwrap();
     // A key that shares the string prefix `/p` but not the prefix `/p/`.
     s.create("/pp", b("sibling")).await.unwrap();
-    let first = s
-        .list(ListRequest {
-            prefix: "/p/".into(),
-            limit: 2,
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    let first = s.list(first_page("/p/", 2)).await.unwrap();
     let keys: Vec<_> = first.items.iter().map(|kv| &*kv.key).collect();
     assert_eq!(keys, ["/p/0", "/p/1"]);
     assert!(first.more);
@@ -138,11 +131,9 @@ async fn paged_lists_at_a_fixed_revision() {
     s.delete("/p/3", None).await.unwrap();
     let second = s
         .list(ListRequest {
-            prefix: "/p/".into(),
-            start_after: Some(first.items[1].key.to_string()),
             limit: 2,
-            revision: Some(first.revision),
             from_cache: false,
+            ..after(&first, "/p/")
         })
         .await
         .unwrap();

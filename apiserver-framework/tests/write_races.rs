@@ -409,10 +409,7 @@ async fn an_apply_that_creates_racing_a_create_applies_to_the_object_that_now_ex
     assert_eq!(code, 409, "{status}");
     assert_eq!(status["reason"], "Conflict", "{status}");
     assert!(
-        status["message"]
-            .as_str()
-            .unwrap()
-            .contains("conflict with \"poster\""),
+        apiserver_framework::testing::status_message(&status).contains("conflict with \"poster\""),
         "{status}"
     );
 

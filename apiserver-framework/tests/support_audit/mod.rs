@@ -95,3 +95,25 @@ impl Audited {
         }
     }
 }
+
+impl Audited {
+    /// A request `method path` to the server as the bearer of `token`.
+    pub fn request(
+        &self,
+        token: &str,
+        method: reqwest::Method,
+        path: &str,
+    ) -> reqwest::RequestBuilder {
+        self.http
+            .request(method, format!("{}{path}", self.url))
+            .bearer_auth(token)
+    }
+}
+
+/// The `Audit-Id` header of the answer `res` (empty when it has none).
+pub fn audit_id(res: &reqwest::Response) -> String {
+    res.headers()
+        .get("audit-id")
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default()
+}

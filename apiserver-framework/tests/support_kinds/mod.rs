@@ -5,12 +5,39 @@
 #![allow(dead_code, unused_macros, unused_imports)]
 
 use apiserver_framework::prelude::*;
+use serde_json::{Value, json};
+
+/// `object` with the labels `labels`.
+pub fn labelled(mut object: Value, labels: impl serde::Serialize) -> Value {
+    object["metadata"]["labels"] = json!(labels);
+    object
+}
+
+/// An object `name` of a [`sized_kind!`] kind (`api_version`, `kind`) of size `size`, as JSON.
+pub fn sized(api_version: &str, kind: &str, name: &str, size: i64) -> Value {
+    json!({
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {"name": name},
+        "spec": {"size": size},
+    })
+}
 
 /// Declares `$spec`, the spec (one field, `$field` of type `$ty`) of the namespaced kind
 /// `$kind` of `$group`/`$version`, with `#[derive(ApiResource)]` (so the kind `$kind` itself
 /// too): e.g. `kind!(WidgetSpec, "one.example.com", "v1", "Widget", size: i64);`. The caller
-/// has the framework's prelude in scope.
+/// has the framework's prelude in scope. `kind!(cluster FooSpec, ...)` declares a
+/// cluster-scoped kind.
 macro_rules! kind {
+    (cluster $spec:ident, $group:tt, $version:tt, $kind:tt, $field:ident: $ty:ty) => {
+        /// The spec of a test object.
+        #[derive(ApiResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+        #[resource(group = $group, version = $version, kind = $kind)]
+        pub struct $spec {
+            /// Its one field.
+            pub $field: $ty,
+        }
+    };
     ($spec:ident, $group:tt, $version:tt, $kind:tt, $field:ident: $ty:ty) => {
         /// The spec of a test object.
         #[derive(ApiResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]

@@ -23,6 +23,15 @@ pub struct Local {
     pub opts: LocalOptions,
 }
 
+/// A test's server reaches its client's fields (`http`, `url`, `token`) directly.
+impl std::ops::Deref for Local {
+    type Target = LocalClient;
+
+    fn deref(&self) -> &LocalClient {
+        &self.client
+    }
+}
+
 /// Starts `app` as `<name> local` on a free port of 127.0.0.1 with its certificates in a new
 /// temporary directory; `edit` changes the other options (given that directory).
 pub async fn start_local(

@@ -264,6 +264,11 @@ impl Served {
             .json(body)
     }
 
+    /// A GET of `/readyz` with no credentials: the answer.
+    pub async fn readyz(&self) -> reqwest::Response {
+        answer(self.http.get(format!("{}/readyz", self.url))).await
+    }
+
     /// A TLS connection offering `alpn` (e.g. `h2`, `http/1.1`).
     pub async fn tls(&self, alpn: &[&[u8]]) -> TlsStream<TcpStream> {
         let config = tls::client_config(&self.ca_pem, alpn);
@@ -316,6 +321,11 @@ impl Served {
             .body(Full::new(body))
             .unwrap()
     }
+}
+
+/// Sends `request` and returns the answer, failing the test when none comes.
+pub async fn answer(request: reqwest::RequestBuilder) -> reqwest::Response {
+    request.send().await.expect("an answer")
 }
 
 /// A snail named `name` whose JSON is about `size` bytes.
