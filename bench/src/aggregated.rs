@@ -16,7 +16,9 @@ use http::{Method, StatusCode};
 use crate::client::{Error, Target, Trust};
 use crate::process::{Proc, connections_to, free_addr};
 use crate::report::{Measurement, Row, Target as Goal};
-use crate::scenarios::{Plan, alternate, call, collection, create, flunder, gets, ratio};
+use crate::scenarios::{
+    Plan, alternate, call, collection, create, create_get_me, flunder, gets, ratio,
+};
 use crate::watch::{self, FanOut, OPEN_WITHIN};
 
 /// The extension's name: its namespace and identity on the host.
@@ -195,15 +197,7 @@ async fn fan_out(
 pub async fn run(plan: &Plan, work: &Path, say: &impl Fn(&str)) -> Result<Vec<Row>, Error> {
     let stack = Stack::start(work).await?;
     let (host_pid, wardle_pid) = (stack.host.pid, stack.wardle.pid);
-    let one = format!("{}/get-me", collection("default"));
-    call(
-        &stack.direct,
-        Method::POST,
-        &collection("default"),
-        flunder("get-me"),
-        StatusCode::CREATED,
-    )
-    .await?;
+    let one = create_get_me(&stack.direct, "default").await?;
     let (via, direct) = (
         stack.via.http2(plan.h2_streams),
         stack.direct.http2(plan.h2_streams),

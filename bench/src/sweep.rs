@@ -10,7 +10,7 @@ use http::{Method, StatusCode};
 use crate::client::Error;
 use crate::report::{Row, SweepPoint};
 use crate::scenarios::{
-    Plan, alternate, call, collection, creates_by, flunder, gets, throughput_row,
+    Plan, alternate, call, collection, create_get_me, creates_by, flunder, gets, throughput_row,
 };
 use crate::servers::{self, Server};
 use crate::tls::Pki;
@@ -32,14 +32,7 @@ pub async fn run(
         &["--storage-backend".into(), "memory".into()],
     )
     .await?;
-    call(
-        &wardle.target,
-        Method::POST,
-        &collection("bench"),
-        flunder("get-me"),
-        StatusCode::CREATED,
-    )
-    .await?;
+    create_get_me(&wardle.target, "bench").await?;
     call(
         &wardle.target,
         Method::GET,

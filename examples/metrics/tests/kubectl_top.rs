@@ -219,19 +219,12 @@ fn kubectl_against_local_mode() {
     assert_eq!(nodes["namespaced"], false);
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .unwrap()
-        .port()
-}
-
 /// `metrics serve` behind the dev host: `kubectl top node` through the aggregator (the host
 /// serves this machine's Node), and a 403 for a user without rules in `metrics.k8s.io`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn through_the_dev_hosts_aggregator() {
     let dir = tempfile::tempdir().unwrap();
-    let backend_port = free_port();
+    let backend_port = apiserver_framework::testing::free_port().unwrap();
     let opts = DevHostOptions {
         secure_port: 0,
         dir: dir.path().join("dev-host"),
