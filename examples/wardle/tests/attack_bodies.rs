@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 use apiserver_framework::testing::wait;
 use reqwest::{Client, Method, StatusCode};
 use serde_json::{Value, json};
+use support::checks::answer;
+use support::checks::message;
 use support::fixtures::flunder_with_toppings;
 use support::{FLUNDERS, Wardle};
 
@@ -135,10 +137,7 @@ async fn deeply_nested_yaml_is_refused_at_once() {
     .await;
     assert_eq!(code, StatusCode::BAD_REQUEST, "{text}");
     assert!(
-        status_of(&text)["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("error decoding YAML: exceeded max depth of 127"),
+        message(&status_of(&text)).starts_with("error decoding YAML: exceeded max depth of 127"),
         "{text}"
     );
 }
@@ -389,19 +388,16 @@ async fn values_that_panicked_are_answered() {
 
     // A watch as long as an i64 can say: served (for ten years at most).
     for timeout in ["9223372036854775807", "-9223372036854775808"] {
-        let res = client
-            .get(w.at(&format!("{FLUNDERS}?watch=1&timeoutSeconds={timeout}")))
-            .timeout(Duration::from_secs(5))
-            .send()
-            .await
-            .unwrap();
+        let res = answer(
+            client
+                .get(w.at(&format!("{FLUNDERS}?watch=1&timeoutSeconds={timeout}")))
+                .timeout(Duration::from_secs(5)),
+        )
+        .await;
         assert_eq!(res.status(), StatusCode::OK, "timeoutSeconds={timeout}");
     }
-    let res = client
-        .get(w.at(&format!("{FLUNDERS}?timeoutSeconds=99999999999999999999")))
-        .send()
-        .await
-        .unwrap();
+    let res =
+        answer(client.get(w.at(&format!("{FLUNDERS}?timeoutSeconds=99999999999999999999")))).await;
     assert_eq!(res.status(), StatusCode::BAD_REQUEST);
     // The server is still healthy.
     readyz_keeps_answering(&w, 1, Duration::from_secs(5)).await;

@@ -130,13 +130,7 @@ async fn oversized_tokens_cost_no_token_review() {
     );
     // A token of ordinary length is still reviewed (and the host knows it).
     let (code, body) = stack
-        .call(
-            &client,
-            reqwest::Method::GET,
-            &url,
-            Some(&stack.token("bob")),
-            None,
-        )
+        .as_bearer(&client, reqwest::Method::GET, &url, &stack.token("bob"))
         .await;
     assert_eq!(code, 200, "{body}");
     assert_eq!(stack.host.token_reviews.count("token:bob"), 1);

@@ -5,6 +5,7 @@ mod support;
 
 use reqwest::{Client, Method, StatusCode};
 use serde_json::{Value, json};
+use support::checks::answer;
 use support::checks::message;
 use support::fixtures::flunder_to;
 use support::{FISCHERS, FLUNDERS, Wardle};
@@ -758,13 +759,13 @@ async fn field_validation_on_raw_bodies() {
     assert_eq!(stored(&w, &client).await, before);
 
     // Warn (the default) answers with Warning headers.
-    let res = client
-        .post(w.at(FLUNDERS))
-        .header("Content-Type", "application/json")
-        .body(body)
-        .send()
-        .await
-        .unwrap();
+    let res = answer(
+        client
+            .post(w.at(FLUNDERS))
+            .header("Content-Type", "application/json")
+            .body(body),
+    )
+    .await;
     assert_eq!(res.status(), StatusCode::CREATED);
     let warnings: Vec<&str> = res
         .headers()
@@ -782,13 +783,13 @@ async fn field_validation_on_raw_bodies() {
 
     // A strict patch that adds an unknown field: 422 on field `patch`, nothing changed.
     let f1_before = get_f1(&w, &client).await;
-    let res = client
-        .patch(w.at(&format!("{FLUNDERS}/f1?fieldValidation=Strict")))
-        .header("Content-Type", "application/merge-patch+json")
-        .body(r#"{"spec":{"nope":1}}"#)
-        .send()
-        .await
-        .unwrap();
+    let res = answer(
+        client
+            .patch(w.at(&format!("{FLUNDERS}/f1?fieldValidation=Strict")))
+            .header("Content-Type", "application/merge-patch+json")
+            .body(r#"{"spec":{"nope":1}}"#),
+    )
+    .await;
     let code = res.status();
     let text = res.text().await.unwrap();
     let v = status(code, &text, 422, "Invalid");

@@ -11,6 +11,7 @@ use std::time::Duration;
 use apiserver_framework::testing::wait;
 use reqwest::StatusCode;
 use serde_json::Value;
+use support::checks::answer;
 use support::fixtures::flunder_to;
 use support::{FLUNDERS, Wardle};
 
@@ -57,11 +58,7 @@ async fn a_restart_serves_the_same_objects_and_resource_versions() {
     for i in 0..5 {
         create(&w, &client, &format!("f{i}")).await.unwrap();
     }
-    let res = client
-        .delete(w.at(&format!("{FLUNDERS}/f3")))
-        .send()
-        .await
-        .unwrap();
+    let res = answer(client.delete(w.at(&format!("{FLUNDERS}/f3")))).await;
     assert_eq!(res.status(), StatusCode::OK);
     let before = stored(&w).await;
     assert_eq!(before.len(), 4);

@@ -13,6 +13,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde_json::Value;
+use support::checks::answer;
 use support::fixtures::flunder_with_note;
 use support::{FLUNDERS, Wardle};
 
@@ -68,12 +69,11 @@ async fn five_hundred_watches_on_one_http2_connection() {
         bodies.push(res.into_body());
     }
 
-    let res = http
-        .post(w.at(FLUNDERS))
-        .json(&flunder_with_note("ping", 10))
-        .send()
-        .await
-        .unwrap();
+    let res = answer(
+        http.post(w.at(FLUNDERS))
+            .json(&flunder_with_note("ping", 10)),
+    )
+    .await;
     assert_eq!(res.status(), 201);
 
     let seen = bodies.into_iter().map(|mut body| async move {
@@ -109,12 +109,11 @@ async fn large_lists_are_gzipped_and_watches_never() {
     let w = Wardle::start();
     let http = w.client();
     for i in 0..40 {
-        let res = http
-            .post(w.at(FLUNDERS))
-            .json(&flunder_with_note(&format!("f-{i}"), 4000))
-            .send()
-            .await
-            .unwrap();
+        let res = answer(
+            http.post(w.at(FLUNDERS))
+                .json(&flunder_with_note(&format!("f-{i}"), 4000)),
+        )
+        .await;
         assert_eq!(res.status(), 201);
     }
 
@@ -124,12 +123,7 @@ async fn large_lists_are_gzipped_and_watches_never() {
     let plain = plain.bytes().await.unwrap();
     assert!(plain.len() > 128 * 1024, "{}", plain.len());
 
-    let gzipped = http
-        .get(w.at(FLUNDERS))
-        .header("accept-encoding", "gzip")
-        .send()
-        .await
-        .unwrap();
+    let gzipped = answer(http.get(w.at(FLUNDERS)).header("accept-encoding", "gzip")).await;
     assert_eq!(gzipped.status(), 200);
     assert_eq!(gzipped.headers()["content-encoding"], "gzip");
     let vary = gzipped.headers()["vary"]
@@ -148,30 +142,27 @@ async fn large_lists_are_gzipped_and_watches_never() {
     assert_eq!(gunzip(&body), plain);
 
     // Small responses are not compressed.
-    let one = http
-        .get(w.at(&format!("{FLUNDERS}/f-0")))
-        .header("accept-encoding", "gzip")
-        .send()
-        .await
-        .unwrap();
+    let one = answer(
+        http.get(w.at(&format!("{FLUNDERS}/f-0")))
+            .header("accept-encoding", "gzip"),
+    )
+    .await;
     assert_eq!(one.status(), 200);
     assert!(one.headers().get("content-encoding").is_none());
     assert!(one.headers().get("vary").is_none());
 
     // A watch whose first event alone is over 128 KiB is not compressed either.
-    let res = http
-        .post(w.at(FLUNDERS))
-        .json(&flunder_with_note("big", 200 * 1024))
-        .send()
-        .await
-        .unwrap();
+    let res = answer(
+        http.post(w.at(FLUNDERS))
+            .json(&flunder_with_note("big", 200 * 1024)),
+    )
+    .await;
     assert_eq!(res.status(), 201);
-    let watch = http
-        .get(w.at(&format!("{FLUNDERS}?watch=true&timeoutSeconds=2")))
-        .header("accept-encoding", "gzip")
-        .send()
-        .await
-        .unwrap();
+    let watch = answer(
+        http.get(w.at(&format!("{FLUNDERS}?watch=true&timeoutSeconds=2")))
+            .header("accept-encoding", "gzip"),
+    )
+    .await;
     assert_eq!(watch.status(), 200);
     assert!(watch.headers().get("content-encoding").is_none());
     let body = watch.bytes().await.unwrap();

@@ -399,25 +399,32 @@ async fn pipelining_flood(w: &Wardle, baseline: f64) {
     drop(write.await.expect("the writer"));
 }
 
+/// Runs one case against `$w`: its resident memory before, the case, then [`after_case`]
+/// with `$bound`; the case sees the memory before as `$baseline`.
+macro_rules! case {
+    ($w:ident, $name:literal, $bound:expr, |$baseline:ident| $run:expr) => {{
+        let $baseline = rss_mib($w.pid());
+        let started = Instant::now();
+        $run;
+        println!("{}: done in {:?}", $name, started.elapsed());
+        after_case(&$w, $name, $baseline, $bound).await;
+    }};
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http1_abuse() {
     let w = Wardle::start_with_args(SHORT_TIMEOUTS);
     warm_up(&w).await;
-    macro_rules! case {
-        ($name:literal, $bound:expr, |$baseline:ident| $run:expr) => {{
-            let $baseline = rss_mib(w.pid());
-            let started = Instant::now();
-            $run;
-            println!("{}: done in {:?}", $name, started.elapsed());
-            after_case(&w, $name, $baseline, $bound).await;
-        }};
-    }
-    case!("slowloris headers", 32.0, |_b| slowloris_headers(&w).await);
-    case!("slow bodies", 32.0, |_b| slow_bodies(&w).await);
-    case!("header floods", 32.0, |_b| header_floods(&w).await);
-    case!("huge request line", 32.0, |_b| huge_request_line(&w).await);
-    case!("request smuggling", 32.0, |_b| request_smuggling(&w).await);
-    case!("pipelining flood", 64.0, |b| pipelining_flood(&w, b).await);
+    case!(w, "slowloris headers", 32.0, |_b| slowloris_headers(&w)
+        .await);
+    case!(w, "slow bodies", 32.0, |_b| slow_bodies(&w).await);
+    case!(w, "header floods", 32.0, |_b| header_floods(&w).await);
+    case!(w, "huge request line", 32.0, |_b| huge_request_line(&w)
+        .await);
+    case!(w, "request smuggling", 32.0, |_b| request_smuggling(&w)
+        .await);
+    case!(w, "pipelining flood", 64.0, |b| pipelining_flood(&w, b)
+        .await);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -767,32 +774,23 @@ async fn http2_abuse() {
             .expect("a create");
         assert_eq!(res.status(), 201);
     }
-    macro_rules! case {
-        ($name:literal, $bound:expr, |$baseline:ident| $run:expr) => {{
-            let $baseline = rss_mib(w.pid());
-            let started = Instant::now();
-            $run;
-            println!("{}: done in {:?}", $name, started.elapsed());
-            after_case(&w, $name, $baseline, $bound).await;
-        }};
-    }
-    case!("CONTINUATION flood", 32.0, |_b| continuation_flood(&w)
+    case!(w, "CONTINUATION flood", 32.0, |_b| continuation_flood(&w)
         .await);
-    case!("SETTINGS flood", 64.0, |b| control_frame_flood(
+    case!(w, "SETTINGS flood", 64.0, |b| control_frame_flood(
         &w,
         SETTINGS,
         &[],
         b
     )
     .await);
-    case!("PING flood", 64.0, |b| control_frame_flood(
+    case!(w, "PING flood", 64.0, |b| control_frame_flood(
         &w, PING, &[0; 8], b
     )
     .await);
-    case!("rapid reset", 64.0, |_b| rapid_reset(&w).await);
-    case!("zero window", 128.0, |b| zero_window(&w, b).await);
-    case!("stopped reading", 64.0, |_b| stopped_reading(&w).await);
-    case!("too many streams", 64.0, |_b| too_many_streams(&w).await);
+    case!(w, "rapid reset", 64.0, |_b| rapid_reset(&w).await);
+    case!(w, "zero window", 128.0, |b| zero_window(&w, b).await);
+    case!(w, "stopped reading", 64.0, |_b| stopped_reading(&w).await);
+    case!(w, "too many streams", 64.0, |_b| too_many_streams(&w).await);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -8,12 +8,13 @@ use std::time::Duration;
 
 use apiserver_framework::storage::memory::MemoryStorage;
 use futures::{StreamExt, TryStreamExt};
-use kube::api::{Patch, PatchParams, PostParams, WatchEvent, WatchParams};
+use kube::api::{Patch, PatchParams, WatchEvent, WatchParams};
 use kube::runtime::watcher;
 use kube::{Api, Client};
 use serde_json::json;
 use support::checks::initial_list_then_apply;
 use support::checks::message;
+use support::fixtures::create;
 use support::fixtures::typed_flunder;
 use wardle::{Flunder, ReferenceType, Topping};
 
@@ -34,24 +35,14 @@ async fn streaming_list_watcher_gets_initial_events_then_changes() {
     let (_server, client, _dir) = start(None).await;
     let api: Api<Flunder> = Api::namespaced(client, "default");
     for name in ["a", "b", "c"] {
-        api.create(
-            &PostParams::default(),
-            &typed_flunder(name, "r", ReferenceType::Flunder),
-        )
-        .await
-        .unwrap();
+        create(&api, &typed_flunder(name, "r", ReferenceType::Flunder)).await;
     }
     // With streaming lists the watcher sends sendInitialEvents=true and reports InitDone only
     // when the bookmark annotated k8s.io/initial-events-end arrives.
     let config = watcher::Config::default().streaming_lists();
     let mut stream = watcher(api.clone(), config).boxed();
     let events = initial_list_then_apply(&mut stream, async {
-        api.create(
-            &PostParams::default(),
-            &typed_flunder("d", "r", ReferenceType::Flunder),
-        )
-        .await
-        .unwrap();
+        create(&api, &typed_flunder("d", "r", ReferenceType::Flunder)).await;
     });
     let (mut initial, after) = tokio::time::timeout(Duration::from_secs(20), events)
         .await
@@ -65,13 +56,7 @@ async fn streaming_list_watcher_gets_initial_events_then_changes() {
 async fn bookmarks_carry_the_latest_resource_version() {
     let (_server, client, _dir) = start(None).await;
     let api: Api<Flunder> = Api::namespaced(client, "default");
-    let created = api
-        .create(
-            &PostParams::default(),
-            &typed_flunder("a", "r", ReferenceType::Flunder),
-        )
-        .await
-        .unwrap();
+    let created = create(&api, &typed_flunder("a", "r", ReferenceType::Flunder)).await;
     let rv = created.metadata.resource_version.clone().unwrap();
     // A 4-second watch (kube asks for bookmarks by default) gets one about 2 s before its end.
     let params = WatchParams::default().timeout(4);
@@ -110,20 +95,9 @@ async fn bookmarks_carry_the_latest_resource_version() {
 async fn a_watch_from_before_the_kept_history_gets_a_410_error_event() {
     let (_server, client, _dir) = start(Some(Arc::new(MemoryStorage::with_history(3)))).await;
     let api: Api<Flunder> = Api::namespaced(client, "default");
-    let first = api
-        .create(
-            &PostParams::default(),
-            &typed_flunder("a", "r", ReferenceType::Flunder),
-        )
-        .await
-        .unwrap();
+    let first = create(&api, &typed_flunder("a", "r", ReferenceType::Flunder)).await;
     for name in ["b", "c", "d", "e", "f"] {
-        api.create(
-            &PostParams::default(),
-            &typed_flunder(name, "r", ReferenceType::Flunder),
-        )
-        .await
-        .unwrap();
+        create(&api, &typed_flunder(name, "r", ReferenceType::Flunder)).await;
     }
     let rv = first.metadata.resource_version.unwrap();
     let mut stream = api
@@ -165,7 +139,7 @@ async fn patch_types_through_kube() {
             amount: None,
         },
     ];
-    api.create(&PostParams::default(), &f).await.unwrap();
+    create(&api, &f).await;
     let pp = PatchParams::default();
 
     let p: Patch<()> = Patch::Json(
@@ -222,7 +196,7 @@ async fn metadata_only_clients() {
     let api: Api<Flunder> = Api::namespaced(client, "default");
     let mut f = typed_flunder("m", "r", ReferenceType::Flunder);
     f.metadata.labels = Some([("app".to_string(), "m".to_string())].into());
-    api.create(&PostParams::default(), &f).await.unwrap();
+    create(&api, &f).await;
 
     let one = api.get_metadata("m").await.unwrap();
     assert_eq!(one.types.as_ref().unwrap().kind, "PartialObjectMetadata");

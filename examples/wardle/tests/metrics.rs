@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use apiserver_framework::testing::wait;
 use serde_json::{Value, json};
+use support::checks::answer;
 use support::{FLUNDERS, Wardle};
 
 /// One sample: the metric name and its labels, sorted.
@@ -182,11 +183,7 @@ async fn metrics_move_with_requests_and_watches() {
         ("m1/status", 200),
         ("m1/bogus", 404),
     ] {
-        let got = client
-            .get(w.at(&format!("{FLUNDERS}/{path}")))
-            .send()
-            .await
-            .unwrap();
+        let got = answer(client.get(w.at(&format!("{FLUNDERS}/{path}")))).await;
         assert_eq!(got.status(), code, "{path}");
     }
     let listed = client.get(w.at(FLUNDERS)).send().await.unwrap();
@@ -203,17 +200,9 @@ async fn metrics_move_with_requests_and_watches() {
         .await
         .unwrap();
     assert_eq!(dry.status(), 201);
-    let unrouted = client
-        .get(w.at("/apis/nothing.example.com/v1/things"))
-        .send()
-        .await
-        .unwrap();
+    let unrouted = answer(client.get(w.at("/apis/nothing.example.com/v1/things"))).await;
     assert_eq!(unrouted.status(), 404);
-    let watch = client
-        .get(w.at(&format!("{FLUNDERS}?watch=true")))
-        .send()
-        .await
-        .unwrap();
+    let watch = answer(client.get(w.at(&format!("{FLUNDERS}?watch=true")))).await;
     assert_eq!(watch.status(), 200);
 
     let during = scrape(&w, &client).await;

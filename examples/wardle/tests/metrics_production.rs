@@ -8,6 +8,7 @@ mod checks;
 #[path = "production/stack.rs"]
 mod stack;
 
+use checks::answer;
 use reqwest::Method;
 use stack::Stack;
 
@@ -28,7 +29,7 @@ async fn metrics_are_authorized_by_the_host() {
 
     // bob may read wardle's resources and discovery, but the host grants him no /metrics.
     let (code, body) = stack
-        .call(&client, Method::GET, &url, Some(&stack.token("bob")), None)
+        .as_bearer(&client, Method::GET, &url, &stack.token("bob"))
         .await;
     assert_eq!(code, 403, "{body}");
     assert!(
@@ -37,12 +38,7 @@ async fn metrics_are_authorized_by_the_host() {
     );
 
     // The host's admin (system:masters) may.
-    let res = client
-        .get(&url)
-        .bearer_auth(stack.token("admin"))
-        .send()
-        .await
-        .unwrap();
+    let res = answer(client.get(&url).bearer_auth(stack.token("admin"))).await;
     assert_eq!(res.status(), 200);
     assert_eq!(
         res.headers()["content-type"],

@@ -74,13 +74,6 @@ const COMPACTION_INTERVAL: Duration = Duration::from_secs(2);
 /// How long one replica may take to be ready.
 const READY_WITHIN: Duration = Duration::from_secs(30);
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
-
 /// One `wardle serve` process.
 struct Replica {
     port: u16,
@@ -408,7 +401,9 @@ impl Setup {
 
 async fn setup(cluster: &EtcdCluster) -> Setup {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let ports: Vec<u16> = (0..REPLICAS).map(|_| free_port()).collect();
+    let ports: Vec<u16> = (0..REPLICAS)
+        .map(|_| apiserver_framework::testing::free_port().expect("a free port"))
+        .collect();
     let opts = DevHostOptions {
         secure_port: 0,
         dir: dir.path().join("dev-host"),

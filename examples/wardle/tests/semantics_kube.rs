@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
 use serde_json::json;
+use support::fixtures::create;
 use support::fixtures::{labelled, typed_flunder};
 use support::in_process::start_parts as start;
 use wardle::{Flunder, ReferenceType};
@@ -26,15 +27,14 @@ async fn list_pages_through_seven_flunders() {
     let all: Vec<String> = (0..7).map(|i| format!("f{i}")).collect();
     for (i, name) in all.iter().enumerate() {
         let parity = if i % 2 == 0 { "even" } else { "odd" };
-        api.create(
-            &PostParams::default(),
+        create(
+            &api,
             &labelled(
                 typed_flunder(name, "r", ReferenceType::Fischer),
                 &[("parity", parity)],
             ),
         )
-        .await
-        .unwrap();
+        .await;
     }
     // Another namespace's Flunder stays out of the pages.
     Api::<Flunder>::namespaced(client.clone(), "other")
@@ -104,16 +104,14 @@ async fn list_pages_through_seven_flunders() {
 async fn json_and_merge_patches() {
     let (_server, client, _dir) = start().await;
     let api: Api<Flunder> = Api::namespaced(client, "default");
-    let created = api
-        .create(
-            &PostParams::default(),
-            &labelled(
-                typed_flunder("p", "a", ReferenceType::Fischer),
-                &[("keep", "1")],
-            ),
-        )
-        .await
-        .unwrap();
+    let created = create(
+        &api,
+        &labelled(
+            typed_flunder("p", "a", ReferenceType::Fischer),
+            &[("keep", "1")],
+        ),
+    )
+    .await;
     let rv0: u64 = created.metadata.resource_version.unwrap().parse().unwrap();
 
     // JSON patch: test, add, replace, remove, in order.
@@ -251,13 +249,11 @@ async fn json_and_merge_patches() {
 async fn delete_with_preconditions() {
     let (_server, client, _dir) = start().await;
     let api: Api<Flunder> = Api::namespaced(client, "default");
-    let created = api
-        .create(
-            &PostParams::default(),
-            &labelled(typed_flunder("d", "a", ReferenceType::Fischer), &[]),
-        )
-        .await
-        .unwrap();
+    let created = create(
+        &api,
+        &labelled(typed_flunder("d", "a", ReferenceType::Fischer), &[]),
+    )
+    .await;
     let uid = created.metadata.uid.clone().unwrap();
     let rv = created.metadata.resource_version.clone().unwrap();
     let conflict_prefix = "Operation cannot be fulfilled on flunders.wardle.example.com \"d\": StorageError: invalid object, Code: 4, Key: ";

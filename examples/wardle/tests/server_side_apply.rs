@@ -3,9 +3,11 @@
 mod support;
 
 use kube::Api;
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::{Patch, PatchParams};
 use serde_json::{Value, json};
+use support::checks::answer;
 use support::checks::message;
+use support::fixtures::create;
 use support::{FLUNDERS, Wardle, stderr, stdout};
 use wardle::{Flunder, FlunderSpec, ReferenceType};
 
@@ -270,20 +272,18 @@ async fn spec_and_status_appliers_do_not_clobber_each_other() {
         json!({"f:status": {"f:replicas": {}, "f:selector": {}}})
     );
     // A plain kube-rs create (no fieldManager, no User-Agent) is recorded as an Update.
-    let created = api
-        .create(
-            &PostParams::default(),
-            &Flunder::new(
-                "made",
-                FlunderSpec {
-                    reference: Some("x".into()),
-                    reference_type: Some(ReferenceType::Fischer),
-                    ..Default::default()
-                },
-            ),
-        )
-        .await
-        .unwrap();
+    let created = create(
+        &api,
+        &Flunder::new(
+            "made",
+            FlunderSpec {
+                reference: Some("x".into()),
+                reference_type: Some(ReferenceType::Fischer),
+                ..Default::default()
+            },
+        ),
+    )
+    .await;
     let entry = &created.metadata.managed_fields.unwrap()[0];
     assert_eq!(entry.operation.as_deref(), Some("Update"));
     assert_eq!(
@@ -302,13 +302,7 @@ async fn apply_edge_cases_over_http() {
     let send = |method: reqwest::Method, u: String, ct: &'static str, body: String| {
         let c = c.clone();
         async move {
-            let res = c
-                .request(method, u)
-                .header("Content-Type", ct)
-                .body(body)
-                .send()
-                .await
-                .unwrap();
+            let res = answer(c.request(method, u).header("Content-Type", ct).body(body)).await;
             let code = res.status().as_u16();
             let v: Value = serde_json::from_str(&res.text().await.unwrap()).unwrap_or(Value::Null);
             (code, v)

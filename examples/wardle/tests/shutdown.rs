@@ -12,6 +12,7 @@ use apiserver_framework::testing::wait;
 use futures::StreamExt;
 use serde_json::json;
 use std::sync::Mutex;
+use support::checks::answer;
 use support::{FLUNDERS, Wardle};
 
 /// What one request of the burst came to.
@@ -67,11 +68,7 @@ async fn sigterm_drains_and_exits_zero() {
         })
         .build()
         .unwrap();
-    let readyz = client
-        .get(wardle.at("/readyz?verbose"))
-        .send()
-        .await
-        .unwrap();
+    let readyz = answer(client.get(wardle.at("/readyz?verbose"))).await;
     assert_eq!(readyz.status(), 200);
     assert!(readyz.text().await.unwrap().contains("[+]shutdown ok\n"));
 

@@ -10,15 +10,20 @@ use std::time::Duration;
 use apiserver_framework::prelude::*;
 use apiserver_framework::testing::conformance::Conformance;
 use apiserver_framework::testing::{TestServer, WatchEvents, expect_status, users, wait};
-use fixtures::empty_flunder;
+use fixtures::{create, empty_flunder};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use wardle::{Fischer, FischerSpec, Flunder};
 
+/// wardle served by the kit in local mode.
+async fn start() -> TestServer {
+    TestServer::start(wardle::app())
+        .await
+        .expect("wardle starts")
+}
+
 #[tokio::test]
 async fn start_answers_kube_rs_kubectl_and_shows_the_registry() {
-    let server = TestServer::start(wardle::app())
-        .await
-        .expect("wardle starts");
+    let server = start().await;
     assert!(
         server.url().starts_with("https://127.0.0.1:"),
         "{}",
@@ -65,9 +70,7 @@ async fn start_answers_kube_rs_kubectl_and_shows_the_registry() {
 
 #[tokio::test]
 async fn helpers_wait_collect_events_and_expect_statuses() {
-    let server = TestServer::start(wardle::app())
-        .await
-        .expect("wardle starts");
+    let server = start().await;
     let api: Api<Flunder> = Api::namespaced(server.client(), "default");
     let fischers: Api<Fischer> = Api::all(server.client());
 
@@ -91,9 +94,7 @@ async fn helpers_wait_collect_events_and_expect_statuses() {
     wait::for_watchers(&server.client(), 2, Duration::from_secs(10))
         .await
         .expect("the wait's watch opens");
-    api.create(&PostParams::default(), &empty_flunder("later"))
-        .await
-        .unwrap();
+    create(&api, &empty_flunder("later")).await;
     let seen = waiting.await.unwrap().expect("the Flunder appears");
     assert_eq!(seen.metadata.name.as_deref(), Some("later"));
 
@@ -139,18 +140,16 @@ async fn helpers_wait_collect_events_and_expect_statuses() {
     );
 
     // BanFlunder refuses a name a Fischer disallows: 403 Forbidden.
-    fischers
-        .create(
-            &PostParams::default(),
-            &Fischer::new(
-                "strict",
-                FischerSpec {
-                    disallowed_flunders: vec!["banned".into()],
-                },
-            ),
-        )
-        .await
-        .unwrap();
+    create(
+        &fischers,
+        &Fischer::new(
+            "strict",
+            FischerSpec {
+                disallowed_flunders: vec!["banned".into()],
+            },
+        ),
+    )
+    .await;
     let status = expect_status(
         api.create(&PostParams::default(), &empty_flunder("banned"))
             .await,
@@ -243,9 +242,7 @@ async fn production_refuses_bob_a_create_and_lets_alice() {
 
 #[tokio::test]
 async fn wardle_passes_the_conformance_check() {
-    let server = TestServer::start(wardle::app())
-        .await
-        .expect("wardle starts");
+    let server = start().await;
     let report = Conformance::new(&server).run().await;
     report.assert_passed();
     // Flunder in both versions and Fischer, all seven checks each.

@@ -22,6 +22,7 @@ use apiserver_framework::registry::admission::{
 };
 use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
 use apiserver_framework::tls::{ServingCert, install_crypto_provider};
+use checks::message;
 use fixtures::flunder;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -245,10 +246,7 @@ async fn writes_under_the_watch_prefix_are_refused() {
         let (code, text) = s.send("getter", method.clone(), &path, body.clone()).await;
         assert_eq!(code, 403, "{what} by getter under /watch/: {text}");
         assert!(
-            parse(&text)["message"]
-                .as_str()
-                .unwrap()
-                .contains("User \"getter\" cannot watch resource \"flunders\""),
+            message(&parse(&text)).contains("User \"getter\" cannot watch resource \"flunders\""),
             "{text}"
         );
     }

@@ -20,6 +20,7 @@ use kube::runtime::watcher;
 use kube::{Api, Client};
 use serde_json::{Value, json};
 use support::checks::message;
+use support::fixtures::create;
 use wardle::{ReferenceType, v1alpha1, v1beta1};
 
 const PREFIX: &str = "/wardle.example.com/flunders/";
@@ -119,10 +120,7 @@ async fn one_object_through_both_versions() {
     let b: Api<v1beta1::Flunder> = Api::namespaced(s.client.clone(), "default");
 
     // Created through v1alpha1 (defaulted there: a reference refers to a Flunder).
-    let created = a
-        .create(&PostParams::default(), &alpha("x", "other"))
-        .await
-        .unwrap();
+    let created = create(&a, &alpha("x", "other")).await;
     assert_eq!(created.spec.reference_type, Some(ReferenceType::Flunder));
     let seen = b.get("x").await.unwrap();
     assert_eq!(seen.spec.flunder_reference.as_deref(), Some("other"));
@@ -172,7 +170,7 @@ async fn one_object_through_both_versions() {
     // Lists and label selectors through either version see the same objects.
     let mut labelled = alpha("y", "x");
     labelled.metadata.labels = Some([("k".to_string(), "v".to_string())].into());
-    a.create(&PostParams::default(), &labelled).await.unwrap();
+    create(&a, &labelled).await;
     let listed = b.list(&ListParams::default().labels("k=v")).await.unwrap();
     assert_eq!(listed.items.len(), 1);
     assert_eq!(listed.items[0].spec.flunder_reference.as_deref(), Some("x"));
@@ -223,9 +221,7 @@ async fn a_v1beta1_watcher_sees_v1alpha1_writes() {
     };
     // The write comes once the watcher has listed (its watch starts from that list).
     while !matches!(next().await, watcher::Event::InitDone) {}
-    a.create(&PostParams::default(), &alpha("w", "target"))
-        .await
-        .unwrap();
+    create(&a, &alpha("w", "target")).await;
     let seen = loop {
         if let watcher::Event::Apply(object) = next().await {
             break object;
@@ -305,9 +301,7 @@ async fn discovery_prefers_v1beta1() {
 async fn kubectl_reads_each_version_and_explains_v1beta1() {
     let s = serve(wardle::app(), Arc::new(MemoryStorage::new())).await;
     let a: Api<v1alpha1::Flunder> = Api::namespaced(s.client.clone(), "default");
-    a.create(&PostParams::default(), &alpha("k", "ref"))
-        .await
-        .unwrap();
+    create(&a, &alpha("k", "ref")).await;
     let get = |version: &str| {
         let out = s.kubectl(&[
             "get",
@@ -423,7 +417,7 @@ async fn storage_version_migration_under_load() {
         let mut f = v1beta1::Flunder::new(&format!("m{i}"), Default::default());
         f.spec.fischer_reference = Some(format!("fi{i}"));
         f.spec.reference_type = Some(ReferenceType::Fischer);
-        b.create(&PostParams::default(), &f).await.unwrap();
+        create(&b, &f).await;
     }
     // Stored as upstream stores them: v1alpha1.
     let before = stored(&storage).await;
@@ -519,9 +513,7 @@ async fn an_undecodable_object_is_named_and_can_be_deleted() {
     let storage = Arc::new(MemoryStorage::new());
     let s = serve(wardle::app(), storage.clone()).await;
     let a: Api<v1alpha1::Flunder> = Api::namespaced(s.client.clone(), "default");
-    a.create(&PostParams::default(), &alpha("good", "r"))
-        .await
-        .unwrap();
+    create(&a, &alpha("good", "r")).await;
     storage
         .create(
             &format!("{PREFIX}default/bad"),

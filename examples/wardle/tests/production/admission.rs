@@ -569,13 +569,7 @@ async fn a_mutating_webhook_for_v1beta1_mutates_creates_sent_to_v1alpha1() {
         stack.host_url()
     );
     let (code, text) = stack
-        .call(
-            &stack.client(),
-            Method::GET,
-            &url,
-            Some(&stack.token("alice")),
-            None,
-        )
+        .as_bearer(&stack.client(), Method::GET, &url, &stack.token("alice"))
         .await;
     assert_eq!(code, 200, "{text}");
     let stored: Value = serde_json::from_str(&text).expect("JSON");
@@ -683,12 +677,11 @@ async fn namespace_lifecycle_follows_the_host() {
         json!({"name": "nowhere", "kind": "namespaces"})
     );
     let (code, text) = stack
-        .call(
+        .as_bearer(
             &client,
             Method::DELETE,
             &format!("{namespaces}/default"),
-            Some(&admin),
-            None,
+            &admin,
         )
         .await;
     assert_eq!(code, 403, "{text}");
@@ -718,12 +711,11 @@ async fn namespace_lifecycle_follows_the_host() {
     assert_eq!(code, 201, "{body}");
 
     let (code, text) = stack
-        .call(
+        .as_bearer(
             &client,
             Method::GET,
             &format!("{namespaces}/ending"),
-            Some(&admin),
-            None,
+            &admin,
         )
         .await;
     assert_eq!(code, 200, "{text}");
@@ -753,9 +745,7 @@ async fn namespace_lifecycle_follows_the_host() {
             "{}/apis/wardle.example.com/v1alpha1/namespaces/ending/flunders/late",
             stack.host_url()
         );
-        stack
-            .call(&client, Method::DELETE, &url, Some(&admin), None)
-            .await;
+        stack.as_bearer(&client, Method::DELETE, &url, &admin).await;
         Err(format!("{code} {body}"))
     })
     .await

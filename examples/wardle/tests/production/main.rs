@@ -13,6 +13,7 @@ mod watch_prefix;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use crate::support::checks::answer;
 use crate::support::checks::message;
 use apiserver_framework::devhost::files::FRONT_PROXY_CLIENT;
 use apiserver_framework::devhost::host::{
@@ -41,12 +42,7 @@ async fn token_users_through_the_host() {
     let bob = stack.token("bob");
 
     // A watch opened before the create sees it.
-    let mut watch = client
-        .get(format!("{url}?watch=true"))
-        .bearer_auth(&alice)
-        .send()
-        .await
-        .unwrap();
+    let mut watch = answer(client.get(format!("{url}?watch=true")).bearer_auth(&alice)).await;
     assert_eq!(watch.status(), 200);
 
     let (code, body) = stack
@@ -69,18 +65,10 @@ async fn token_users_through_the_host() {
     assert_eq!(event["object"]["metadata"]["name"], "one");
 
     let (code, body) = stack
-        .call(
-            &client,
-            Method::GET,
-            &format!("{url}/one"),
-            Some(&bob),
-            None,
-        )
+        .as_bearer(&client, Method::GET, &format!("{url}/one"), &bob)
         .await;
     assert_eq!(code, 200, "{body}");
-    let (code, body) = stack
-        .call(&client, Method::GET, &url, Some(&bob), None)
-        .await;
+    let (code, body) = stack.as_bearer(&client, Method::GET, &url, &bob).await;
     assert_eq!(code, 200, "{body}");
     assert_eq!(status(&body)["items"][0]["metadata"]["name"], "one");
 
@@ -113,23 +101,11 @@ async fn token_users_through_the_host() {
     assert_eq!(status(&body)["reason"], "Unauthorized");
 
     let (code, body) = stack
-        .call(
-            &client,
-            Method::DELETE,
-            &format!("{url}/one"),
-            Some(&alice),
-            None,
-        )
+        .as_bearer(&client, Method::DELETE, &format!("{url}/one"), &alice)
         .await;
     assert_eq!(code, 200, "{body}");
     let (code, _) = stack
-        .call(
-            &client,
-            Method::GET,
-            &format!("{url}/one"),
-            Some(&alice),
-            None,
-        )
+        .as_bearer(&client, Method::GET, &format!("{url}/one"), &alice)
         .await;
     assert_eq!(code, 404);
 }
@@ -535,13 +511,13 @@ async fn reviews_are_cached_for_their_ttl() {
     let started = Instant::now();
     for _ in 0..5 {
         let (code, body) = stack
-            .call(&client, Method::GET, &flunders, Some(&alice), None)
+            .as_bearer(&client, Method::GET, &flunders, &alice)
             .await;
         assert_eq!(code, 200, "{body}");
     }
     for _ in 0..3 {
         let (code, body) = stack
-            .call(&client, Method::GET, &fischers, Some(&alice), None)
+            .as_bearer(&client, Method::GET, &fischers, &alice)
             .await;
         assert_eq!(code, 200, "{body}");
     }
@@ -580,7 +556,7 @@ async fn reviews_are_cached_for_their_ttl() {
     tokio::time::sleep(Duration::from_millis(3200)).await;
     for _ in 0..3 {
         let (code, _) = stack
-            .call(&client, Method::GET, &flunders, Some(&alice), None)
+            .as_bearer(&client, Method::GET, &flunders, &alice)
             .await;
         assert_eq!(code, 200);
         let (code, _) = stack
@@ -620,9 +596,7 @@ async fn availability_follows_the_backend() {
         message(&c).contains("/apis/wardle.example.com/v1alpha1"),
         "{c}"
     );
-    let (code, body) = stack
-        .call(&client, Method::GET, &url, Some(&alice), None)
-        .await;
+    let (code, body) = stack.as_bearer(&client, Method::GET, &url, &alice).await;
     assert_eq!(code, 503);
     assert_eq!(body, "service unavailable\n");
     let out = stack.kubectl("admin", &["get", "apiservices"]);
@@ -636,9 +610,7 @@ async fn availability_follows_the_backend() {
     stack.start_wardle().await;
     let c = stack.wait_available("True").await;
     assert_eq!(c["reason"], "Passed");
-    let (code, body) = stack
-        .call(&client, Method::GET, &url, Some(&alice), None)
-        .await;
+    let (code, body) = stack.as_bearer(&client, Method::GET, &url, &alice).await;
     assert_eq!(code, 200, "{body}");
 }
 
@@ -656,13 +628,13 @@ async fn configmap_changes_apply_without_restart() {
         async move {
             let what = format!("wardle to answer {want}");
             wait::eventually(&what, TIMEOUT, || async {
-                let res = proxy
-                    .get(&url)
-                    .header("X-Remote-User", "alice")
-                    .header("X-Remote-Group", "editors")
-                    .send()
-                    .await
-                    .unwrap();
+                let res = answer(
+                    proxy
+                        .get(&url)
+                        .header("X-Remote-User", "alice")
+                        .header("X-Remote-Group", "editors"),
+                )
+                .await;
                 res.status().as_u16() == want
             })
             .await;

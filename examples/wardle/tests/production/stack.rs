@@ -32,19 +32,12 @@ pub struct Stack {
     args: Vec<String>,
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
-
 impl Stack {
     /// Starts the host, then wardle with `extra` flags, and waits until wardle is ready and
     /// its APIService available.
     pub async fn start(extra: &[&str]) -> Stack {
         let dir = tempfile::tempdir().expect("a temporary directory");
-        let backend_port = free_port();
+        let backend_port = apiserver_framework::testing::free_port().expect("a free port");
         let opts = DevHostOptions {
             secure_port: 0,
             dir: dir.path().join("dev-host"),
@@ -220,6 +213,17 @@ impl Stack {
         let res = req.send().await.expect("the request is answered");
         let status = res.status().as_u16();
         (status, res.text().await.unwrap_or_default())
+    }
+
+    /// Sends `method url` with no body as the bearer of `token`; the status and the body.
+    pub async fn as_bearer(
+        &self,
+        client: &reqwest::Client,
+        method: reqwest::Method,
+        url: &str,
+        token: &str,
+    ) -> (u16, String) {
+        self.call(client, method, url, Some(token), None).await
     }
 
     /// The `Available` condition of wardle's APIService, read as the host's admin.

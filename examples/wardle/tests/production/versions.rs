@@ -53,12 +53,11 @@ async fn the_host_prefers_v1beta1() {
     assert_eq!(versions, ["v1beta1", "v1alpha1"]);
 
     let (code, body) = stack
-        .call(
+        .as_bearer(
             &stack.client(),
             Method::GET,
             &format!("{}/apis/wardle.example.com", stack.host_url()),
-            Some(&stack.token("admin")),
-            None,
+            &stack.token("admin"),
         )
         .await;
     assert_eq!(code, 200, "{body}");

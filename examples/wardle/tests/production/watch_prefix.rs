@@ -9,7 +9,9 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::stack::{FLUNDERS, Stack};
+use crate::support::checks::answer;
 use crate::support::checks::first_event;
+use crate::support::checks::message;
 use crate::{flunder, status};
 
 const WATCH_FLUNDERS: &str = "/apis/wardle.example.com/v1alpha1/watch/namespaces/default/flunders";
@@ -180,12 +182,12 @@ async fn writes_under_the_watch_prefix_are_refused() {
     assert_eq!(writes[0]["user"]["username"], "alice");
 
     // The prefix still serves a GET watch to bob, through the host.
-    let mut res = client
-        .get(format!("{}{WATCH_FLUNDERS}/one", stack.host_url()))
-        .header(bob[0].0, bob[0].1)
-        .send()
-        .await
-        .unwrap();
+    let mut res = answer(
+        client
+            .get(format!("{}{WATCH_FLUNDERS}/one", stack.host_url()))
+            .header(bob[0].0, bob[0].1),
+    )
+    .await;
     assert_eq!(res.status(), 200);
     let event = first_event(&mut res).await;
     assert_eq!(event["type"], "ADDED");
@@ -238,9 +240,7 @@ async fn a_named_get_with_watch_is_a_plain_get() {
             let (code, text) = send(client, Method::GET, &url, auth, None).await;
             assert_eq!(code, 403, "{url}: {text}");
             assert!(
-                status(&text)["message"]
-                    .as_str()
-                    .unwrap()
+                message(&status(&text))
                     .contains("User \"getter\" cannot watch resource \"flunders\""),
                 "{text}"
             );

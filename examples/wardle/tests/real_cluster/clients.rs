@@ -6,17 +6,16 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use futures::{SinkExt, StreamExt, TryStreamExt};
+use futures::{StreamExt, TryStreamExt};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::watcher;
 use kube::{Api, Client};
 use serde_json::{Value, json};
-use tokio_tungstenite::tungstenite::Message;
 use wardle::{Flunder, ReferenceType};
 
 use crate::cluster::{RealCluster, TIMEOUT, block_on};
-use crate::support::checks::initial_list_then_apply;
+use crate::support::checks::{close_console, initial_list_then_apply, upper_console};
 use crate::support::fixtures::typed_flunder;
 use crate::support::process::run_ok;
 
@@ -126,35 +125,8 @@ pub fn websocket(cluster: &RealCluster) {
         .await
         .expect("create console");
         let path = "/apis/wardle.example.com/v1alpha1/namespaces/alice/flunders/console/console";
-        let request = http::Request::get(format!("{path}?upper=true"))
-            .body(Vec::new())
-            .unwrap();
-        let conn = alice
-            .connect(request)
-            .await
-            .expect("alice connects to the console");
-        assert!(conn.supports_stream_close(), "v5.channel.k8s.io negotiated");
-        let mut ws = conn.into_stream();
-        ws.send(Message::Binary(b"\x00through the host".to_vec().into()))
-            .await
-            .unwrap();
-        let echoed = tokio::time::timeout(TIMEOUT, ws.next())
-            .await
-            .expect("an answer in time")
-            .expect("a message")
-            .expect("no error");
-        assert_eq!(
-            echoed,
-            Message::Binary(b"\x01THROUGH THE HOST".to_vec().into())
-        );
-        ws.send(Message::Binary(vec![255, 0].into())).await.unwrap();
-        let last = ws.next().await.unwrap().unwrap();
-        let Message::Binary(data) = last else {
-            panic!("expected the final Status, got {last:?}")
-        };
-        assert_eq!(data[0], 3);
-        let status: Value = serde_json::from_slice(&data[1..]).unwrap();
-        assert_eq!(status["status"], "Success", "{status}");
+        let mut ws = upper_console(&alice, path, "through the host", TIMEOUT).await;
+        close_console(&mut ws).await;
 
         let bob = kube_client(cluster, "bob").await;
         let refused = bob

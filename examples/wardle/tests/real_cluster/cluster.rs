@@ -224,26 +224,12 @@ impl RealCluster {
 
     /// kubectl as `user`, which must succeed; its stdout.
     pub fn kubectl_ok(&self, user: &str, args: &[&str]) -> String {
-        let out = self.kubectl(user, args);
-        assert!(
-            out.status.success(),
-            "kubectl {} as {user} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        succeeded(self.kubectl(user, args), user, args)
     }
 
     /// kubectl as `user` with `stdin`, which must succeed; its stdout.
     pub fn kubectl_input_ok(&self, user: &str, args: &[&str], stdin: &str) -> String {
-        let out = self.kubectl_with_input(user, args, stdin);
-        assert!(
-            out.status.success(),
-            "kubectl {} as {user} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        succeeded(self.kubectl_with_input(user, args, stdin), user, args)
     }
 
     /// kubectl as `user`, which must fail; its stderr.
@@ -334,4 +320,15 @@ impl Drop for RealCluster {
             Err(e) => eprintln!("scripts/real-cluster down: {e}"),
         }
     }
+}
+
+/// The stdout of kubectl `args` as `user`, which must have succeeded.
+fn succeeded(out: Output, user: &str, args: &[&str]) -> String {
+    assert!(
+        out.status.success(),
+        "kubectl {} as {user} failed: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }

@@ -2,15 +2,62 @@
 //! what wardle answered, written once. A test file that uses nothing else of `support`
 //! includes this module alone: `#[path = "support/checks.rs"] mod checks;`.
 
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 use std::fmt::Debug;
 use std::future::Future;
 use std::time::Duration;
 
-use futures::{Stream, TryStreamExt};
+use futures::{SinkExt, Stream, StreamExt, TryStreamExt};
 use kube::runtime::watcher;
 use serde_json::Value;
+use tokio_tungstenite::tungstenite::Message;
+
+/// A session of a Flunder's `console` (WebSocket, channel protocol v5).
+pub type Console =
+    tokio_tungstenite::WebSocketStream<hyper_util::rt::TokioIo<hyper::upgrade::Upgraded>>;
+
+/// Opens the upper-casing console at `path` (`.../flunders/<name>/console`) with `client`,
+/// checks that channel protocol v5 was negotiated and that `text` sent on stdin comes back
+/// upper-cased on stdout within `timeout`; the open session.
+pub async fn upper_console(
+    client: &kube::Client,
+    path: &str,
+    text: &str,
+    timeout: Duration,
+) -> Console {
+    let request = http::Request::get(format!("{path}?upper=true"))
+        .body(Vec::new())
+        .unwrap();
+    let conn = client.connect(request).await.expect("the console connects");
+    assert!(conn.supports_stream_close(), "v5.channel.k8s.io negotiated");
+    let mut ws = conn.into_stream();
+    let sent: Vec<u8> = std::iter::once(0).chain(text.bytes()).collect();
+    ws.send(Message::Binary(sent.into())).await.unwrap();
+    let echoed = tokio::time::timeout(timeout, ws.next())
+        .await
+        .expect("an answer in time")
+        .expect("a message")
+        .expect("no error");
+    let upper: Vec<u8> = std::iter::once(1)
+        .chain(text.to_uppercase().bytes())
+        .collect();
+    assert_eq!(echoed, Message::Binary(upper.into()));
+    ws
+}
+
+/// Closes the console's stdin and checks that the session ends with a `Success` Status on
+/// the error channel (v5).
+pub async fn close_console(ws: &mut Console) {
+    ws.send(Message::Binary(vec![255, 0].into())).await.unwrap();
+    let last = ws.next().await.unwrap().unwrap();
+    let Message::Binary(data) = last else {
+        panic!("expected the final Status, got {last:?}")
+    };
+    assert_eq!(data[0], 3);
+    let status: Value = serde_json::from_slice(&data[1..]).unwrap();
+    assert_eq!(status["status"], "Success", "{status}");
+}
 
 /// The first event of the watch answer `res`, read within 10 s.
 pub async fn first_event(res: &mut reqwest::Response) -> Value {
@@ -58,10 +105,13 @@ where
     }
 }
 
-/// The `message` of the `Status` `status` (empty when it has none).
-pub fn message(status: &Value) -> &str {
-    status["message"].as_str().unwrap_or_default()
+/// Sends `request` and returns the answer, failing the test when none comes.
+pub async fn answer(request: reqwest::RequestBuilder) -> reqwest::Response {
+    request.send().await.expect("an answer")
 }
+
+/// The `message` of a `Status` read as JSON (the kit's).
+pub use apiserver_framework::testing::status_message as message;
 
 /// The Content-Type of the answer `res` (empty when it has none).
 pub fn content_type(res: &reqwest::Response) -> String {

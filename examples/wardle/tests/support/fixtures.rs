@@ -7,6 +7,12 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
+use std::fmt::Debug;
+
+use kube::Api;
+use kube::api::PostParams;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use serde_json::{Value, json};
 use wardle::{Flunder, FlunderSpec, ReferenceType};
@@ -115,6 +121,23 @@ pub fn typed_flunder(name: &str, reference: &str, reference_type: ReferenceType)
 /// A typed Flunder `name` with an empty spec.
 pub fn empty_flunder(name: &str) -> Flunder {
     Flunder::new(name, FlunderSpec::default())
+}
+
+/// Creates `object` with `api` (failing the test when it is refused) and returns what was
+/// stored.
+pub async fn create<K>(api: &Api<K>, object: &K) -> K
+where
+    K: Clone + Debug + Serialize + DeserializeOwned,
+{
+    api.create(&PostParams::default(), object)
+        .await
+        .expect("the object is created")
+}
+
+/// The resourceVersion of `object`, a number.
+pub fn resource_version<K: kube::Resource>(object: &K) -> u64 {
+    let rv = object.meta().resource_version.as_deref();
+    rv.expect("a resourceVersion").parse().expect("a number")
 }
 
 /// `flunder` with the labels `labels` (none: left unset).

@@ -61,6 +61,32 @@ pub struct Kubectl {
 }
 
 impl Kubectl {
+    /// Runs `kubectl auth can-i <args>` and fails the test unless the answer is `yes`.
+    pub fn can(&self, args: &[&str]) {
+        let answer = self.ok(&[&["auth", "can-i"], args].concat());
+        assert_eq!(
+            answer.trim(),
+            "yes",
+            "kubectl 1.{}: can-i {args:?}",
+            self.minor
+        );
+    }
+
+    /// Runs `kubectl auth can-i <args>` and fails the test unless the answer is `no` (exit 1).
+    pub fn cannot(&self, args: &[&str]) {
+        let out = self.run(&[&["auth", "can-i"], args].concat(), None);
+        assert_eq!(
+            (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stdout).trim()
+            ),
+            (Some(1), "no"),
+            "kubectl 1.{}: can-i {args:?}; stderr: {}",
+            self.minor,
+            super::without_skew_warnings(&String::from_utf8_lossy(&out.stderr))
+        );
+    }
+
     pub fn new(minor: u32, kubeconfig: &Path, scratch: &Path) -> Kubectl {
         Kubectl {
             minor,
