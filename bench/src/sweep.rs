@@ -9,9 +9,7 @@ use http::{Method, StatusCode};
 
 use crate::client::Error;
 use crate::report::{Row, SweepPoint};
-use crate::scenarios::{
-    Plan, alternate, call, collection, create_get_me, creates_by, flunder, gets, throughput_row,
-};
+use crate::scenarios::{Plan, alternate, call, create_get_me, creates_by, gets, throughput_row};
 use crate::servers::{self, Server};
 use crate::tls::Pki;
 

@@ -51,7 +51,7 @@ fn typed<T: serde::de::DeserializeOwned>(doc: Value) -> T {
 /// YAML document of its output.
 fn manifests(cert_dir: &Path) -> Manifests {
     let output = run_ok(
-        &mut Command::new(env!("CARGO_BIN_EXE_wardle"))
+        Command::new(env!("CARGO_BIN_EXE_wardle"))
             .args(["manifests", "--cert-dir"])
             .arg(cert_dir)
             .args(["--image", "example/wardle:1"]),

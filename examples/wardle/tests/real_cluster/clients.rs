@@ -178,7 +178,7 @@ pub fn long_watch(cluster: &RealCluster) {
 pub fn python(cluster: &RealCluster) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/real_cluster.py");
     let out = run_ok(
-        &mut Command::new(crate::support::kubectl_matrix::python())
+        Command::new(crate::support::kubectl_matrix::python())
             .arg(&script)
             .arg(cluster.kubeconfig("alice"))
             .arg("alice")

@@ -149,7 +149,7 @@ impl RealCluster {
     /// `scripts/real-cluster COMMAND DIR ARGS` (`start-wardle DIR ADDRESS`).
     pub fn script_with(&self, command: &str, args: &[&str]) {
         run_ok(
-            &mut Command::new(script())
+            Command::new(script())
                 .arg(command)
                 .arg(self.dir())
                 .args(args)
