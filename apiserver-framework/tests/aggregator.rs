@@ -18,6 +18,7 @@ use apiserver_framework::host::resolver::StaticServiceResolver;
 use apiserver_framework::prelude::*;
 use apiserver_framework::server::generic::GenericApiServer;
 use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
+use apiserver_framework::testing::wait;
 use apiserver_framework::tls::{self, ServingCert};
 use apiserver_framework::user::UserInfo;
 use base64::Engine as _;
@@ -130,10 +131,7 @@ struct Backend {
 impl Backend {
     async fn start(&self, addr: SocketAddr) -> RunningServer {
         let cert = ServingCert::self_signed(&self.dir, &["backend.test.svc".into()]).unwrap();
-        let mut roots = rustls::RootCertStore::empty();
-        for c in tls::parse_certs(&self.front_proxy_ca).unwrap() {
-            roots.add(c).unwrap();
-        }
+        let roots = apiserver_framework::testing::tls::roots(&self.front_proxy_ca);
         let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
             Arc::new(roots),
             Arc::new(rustls::crypto::ring::default_provider()),
@@ -160,18 +158,10 @@ impl Backend {
             }),
             Arc::new(apiserver_framework::authz::AllowAll),
         ));
-        let mut tries = 0;
-        let listener = loop {
-            match TcpListener::bind(addr).await {
-                Ok(l) => break l,
-                Err(e) if tries < 50 => {
-                    tries += 1;
-                    let _ = e;
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-                Err(e) => panic!("rebinding {addr}: {e}"),
-            }
-        };
+        let what = format!("rebinding {addr}");
+        let listener = wait::poll(&what, Duration::from_secs(5), || TcpListener::bind(addr))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
         serve::start(listener, config, chain).unwrap()
     }
 }
@@ -204,6 +194,11 @@ impl Client {
             .bearer_auth("admin-token")
     }
 
+    /// Sends `method path` as admin with no body; the answer.
+    async fn send(&self, method: reqwest::Method, path: &str) -> reqwest::Response {
+        self.req(method, path).send().await.expect("an answer")
+    }
+
     async fn get_json(&self, path: &str, accept: &str) -> Value {
         self.req(reqwest::Method::GET, path)
             .header("accept", accept)
@@ -218,29 +213,29 @@ impl Client {
     /// Waits until APIService `name` reports Available `status` with `reason`.
     async fn wait_condition(&self, name: &str, status: &str, reason: &str) -> Value {
         let path = format!("/apis/apiregistration.k8s.io/v1/apiservices/{name}");
-        let mut last = Value::Null;
-        for _ in 0..150 {
-            last = self.get_json(&path, "application/json").await;
+        let what = format!("{name} to become {status}/{reason}");
+        wait::poll(&what, Duration::from_secs(15), || async {
+            let last = self.get_json(&path, "application/json").await;
             let c = &last["status"]["conditions"][0];
             if c["status"] == status && c["reason"] == reason {
-                return c.clone();
+                Ok(c.clone())
+            } else {
+                Err(last)
             }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        panic!("{name} never became {status}/{reason}: {last}");
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// Waits until `check` holds for the document at `path`.
     async fn wait_doc(&self, path: &str, accept: &str, check: impl Fn(&Value) -> bool) -> Value {
-        let mut last = Value::Null;
-        for _ in 0..100 {
-            last = self.get_json(path, accept).await;
-            if check(&last) {
-                return last;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        panic!("{path} never matched: {last}");
+        let what = format!("{path} to match");
+        wait::poll(&what, Duration::from_secs(10), || async {
+            let last = self.get_json(path, accept).await;
+            if check(&last) { Ok(last) } else { Err(last) }
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
     }
 }
 
@@ -301,8 +296,9 @@ async fn front(
         chain,
     )
     .unwrap();
-    let mut http = reqwest::Client::builder()
-        .add_root_certificate(reqwest::Certificate::from_pem(agg_cert.ca_pem.as_bytes()).unwrap());
+    let mut http = reqwest::Client::builder().use_preconfigured_tls(
+        apiserver_framework::testing::tls::http1_config(&agg_cert.ca_pem),
+    );
     if let Some(timeout) = timeout {
         http = http.timeout(timeout);
     }
@@ -548,14 +544,21 @@ async fn aggregator_fronts_a_backend() {
             .map(|(_, e)| e.clone())
             .collect()
     };
-    let mut asks = Vec::new();
-    for _ in 0..100 {
-        asks = asks_for("/openapi/v2");
-        if asks.len() >= 3 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let three = wait::poll(
+        "three asks for /openapi/v2",
+        Duration::from_secs(10),
+        || async {
+            let asks = asks_for("/openapi/v2");
+            if asks.len() >= 3 {
+                Ok(asks)
+            } else {
+                Err(format!("{asks:?}"))
+            }
+        },
+    )
+    .await;
+    // Fewer: the assertion below shows them.
+    let asks = three.unwrap_or_else(|_| asks_for("/openapi/v2"));
     assert!(asks.len() >= 3, "{asks:?}");
     assert_eq!(asks[0], None, "{asks:?}");
     let etag = asks[1]
@@ -568,8 +571,13 @@ async fn aggregator_fronts_a_backend() {
     assert!(asks_for("/openapi/v3").len() >= 3);
     assert_eq!(asks_for("/openapi/v3/apis/widgets.example.com/v1").len(), 1);
     let direct = reqwest::Client::builder()
-        .add_root_certificate(reqwest::Certificate::from_pem(backend_ca.as_bytes()).unwrap())
-        .identity(reqwest::Identity::from_pem(format!("{fp_cert}{fp_key}").as_bytes()).unwrap())
+        .use_preconfigured_tls(
+            apiserver_framework::testing::tls::client_config_with_identity(
+                &backend_ca,
+                &format!("{fp_cert}{fp_key}"),
+                apiserver_framework::testing::tls::HTTP1,
+            ),
+        )
         .resolve("backend.test.svc", backend_addr)
         .build()
         .unwrap();
@@ -608,17 +616,11 @@ async fn aggregator_fronts_a_backend() {
         .wait_condition("v1.widgets.example.com", "False", "FailedDiscoveryCheck")
         .await;
     assert!(
-        c["message"]
-            .as_str()
-            .unwrap()
+        apiserver_framework::testing::status_message(&c)
             .starts_with("failing or missing response from https://"),
         "{c}"
     );
-    let res = client
-        .req(reqwest::Method::GET, WIDGETS)
-        .send()
-        .await
-        .unwrap();
+    let res = client.send(reqwest::Method::GET, WIDGETS).await;
     assert_eq!(res.status(), 503);
     assert_eq!(res.text().await.unwrap(), "service unavailable\n");
 

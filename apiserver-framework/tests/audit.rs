@@ -3,6 +3,8 @@
 //! a rules-based test double of the authorizer.
 
 mod support_audit;
+mod support_kinds;
+mod support_local;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -12,11 +14,13 @@ use apiserver_framework::auth::StaticTokens;
 use apiserver_framework::authz::{Attributes, AuthorizationError, Authorizer, Decision, Request};
 use apiserver_framework::prelude::*;
 use apiserver_framework::server::GenericApiServer;
+use apiserver_framework::testing::wait;
 use apiserver_framework::tls::install_crypto_provider;
 use apiserver_framework::user::UserInfo;
 use reqwest::Method;
 use serde_json::{Value, json};
-use support_audit::{Audited as Server, Flunder, Setup, flunders};
+use support_audit::{Audited as Server, Flunder, Setup, audit_id, flunders};
+use support_local::start_local;
 
 /// Namespace `quiet` is not recorded, `full` at RequestResponse, `req` at Request, `brief` at
 /// Metadata without RequestReceived; everything else at Metadata.
@@ -105,10 +109,7 @@ impl Server {
         body: Option<Value>,
         headers: &[(&str, &str)],
     ) -> (u16, String, String) {
-        let mut req = self
-            .http
-            .request(method, format!("{}{path}", self.url))
-            .bearer_auth(token);
+        let mut req = self.request(token, method, path);
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
@@ -116,12 +117,7 @@ impl Server {
             req = req.json(&b);
         }
         let res = req.send().await.unwrap();
-        let code = res.status().as_u16();
-        let id = res
-            .headers()
-            .get("audit-id")
-            .map(|v| v.to_str().unwrap().to_string())
-            .unwrap_or_default();
+        let (code, id) = (res.status().as_u16(), audit_id(&res));
         (code, id, res.text().await.unwrap())
     }
 
@@ -320,14 +316,21 @@ async fn policy_levels_change_what_is_recorded() {
     let path = format!("{}?watch=true&timeoutSeconds=1", flunders("default"));
     let (code, id, _) = s.send("alice-token", Method::GET, &path, None, &[]).await;
     assert_eq!(code, 200);
-    let mut events = s.events(&id);
-    for _ in 0..50 {
-        if events.len() == 3 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        events = s.events(&id);
-    }
+    let three = wait::poll(
+        "the watch's three events",
+        std::time::Duration::from_secs(5),
+        || async {
+            let events = s.events(&id);
+            if events.len() == 3 {
+                Ok(events)
+            } else {
+                Err(format!("{events:?}"))
+            }
+        },
+    )
+    .await;
+    // Not three: the assertion below shows what there is.
+    let events = three.unwrap_or_else(|_| s.events(&id));
     assert_eq!(
         stages(&events),
         ["RequestReceived", "ResponseStarted", "ResponseComplete"]
@@ -475,35 +478,26 @@ async fn impersonation_is_authorized_and_audited() {
 
 #[tokio::test]
 async fn local_mode_takes_the_audit_flags() {
-    use apiserver_framework::cli::local::{self, LocalOptions};
     install_crypto_provider();
-    let dir = tempfile::tempdir().unwrap();
-    let policy = dir.path().join("policy.yaml");
-    std::fs::write(&policy, POLICY).unwrap();
-    let log = dir.path().join("audit.log");
-    let opts = LocalOptions {
-        secure_port: 0,
-        cert_dir: dir.path().join("certs"),
-        audit: AuditOptions {
-            audit_policy_file: Some(policy),
-            audit_log_path: Some(log.display().to_string()),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
     let server = GenericApiServer::builder("local-audit")
         .group(Group::new("wardle.example.com").resource::<Flunder>())
         .build();
-    let server = local::start("local-audit", Arc::new(server), &opts)
-        .await
-        .unwrap();
-    let http = reqwest::Client::builder()
-        .add_root_certificate(reqwest::Certificate::from_pem(server.ca_pem.as_bytes()).unwrap())
-        .build()
-        .unwrap();
-    let res = http
-        .get(format!("{}{}", server.url, flunders("default")))
-        .bearer_auth(&server.token)
+    let local = start_local("local-audit", server, |opts, dir| {
+        let policy = dir.join("policy.yaml");
+        std::fs::write(&policy, POLICY).unwrap();
+        opts.audit = AuditOptions {
+            audit_policy_file: Some(policy),
+            audit_log_path: Some(dir.join("audit.log").display().to_string()),
+            ..Default::default()
+        };
+    })
+    .await;
+    let log = local.dir.path().join("audit.log");
+    let client = &local.client;
+    let res = client
+        .http
+        .get(format!("{}{}", client.url, flunders("default")))
+        .bearer_auth(&client.token)
         .send()
         .await
         .unwrap();
@@ -520,10 +514,10 @@ async fn local_mode_takes_the_audit_flags() {
     assert_eq!(events[1]["verb"], "list");
 
     // A policy that does not parse stops the start.
-    std::fs::write(dir.path().join("policy.yaml"), "kind: Policy\n").unwrap();
+    std::fs::write(local.dir.path().join("policy.yaml"), "kind: Policy\n").unwrap();
     let server = GenericApiServer::builder("local-audit").build();
     assert!(
-        local::start("local-audit", Arc::new(server), &opts)
+        apiserver_framework::cli::local::start("local-audit", Arc::new(server), &local.opts)
             .await
             .is_err()
     );

@@ -4,6 +4,7 @@
 //! configurations included, are recorded as JSON; refused requests record no body at all.
 
 mod support_audit;
+mod support_kinds;
 
 use std::sync::Arc;
 
@@ -14,7 +15,7 @@ use apiserver_framework::prelude::*;
 use apiserver_framework::user::UserInfo;
 use reqwest::Method;
 use serde_json::{Value, json};
-use support_audit::{Audited as Server, Setup, flunders};
+use support_audit::{Audited as Server, Setup, audit_id, flunders};
 
 /// `meta` at Metadata, everything else at Request.
 const POLICY: &str = r#"
@@ -66,17 +67,14 @@ impl Server {
         content_type: &str,
         body: String,
     ) -> (u16, String) {
-        let res = self
-            .http
-            .request(method, format!("{}{path}", self.url))
-            .bearer_auth(token)
+        let req = self.request(token, method, path);
+        let res = req
             .header("Content-Type", content_type)
             .body(body)
             .send()
             .await
             .unwrap();
-        let id = res.headers()["audit-id"].to_str().unwrap().to_string();
-        (res.status().as_u16(), id)
+        (res.status().as_u16(), audit_id(&res))
     }
 
     /// The `ResponseComplete` event of a request.

@@ -13,6 +13,7 @@ use apiserver_framework::auth::{
 };
 use apiserver_framework::server::GenericApiServer;
 use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
+use apiserver_framework::testing::wait;
 use apiserver_framework::tls::{self, ServingCert};
 use apiserver_framework::user::UserInfo;
 use futures::StreamExt;
@@ -97,7 +98,7 @@ struct Fixture {
     recording: Arc<Recording>,
     server: RunningServer,
     url: String,
-    serving_ca: reqwest::Certificate,
+    serving_ca: String,
     _dir: tempfile::TempDir,
 }
 
@@ -141,7 +142,7 @@ async fn serve() -> Fixture {
         config,
         recording,
         server,
-        serving_ca: reqwest::Certificate::from_pem(serving.ca_pem.as_bytes()).unwrap(),
+        serving_ca: serving.ca_pem.clone(),
         _dir: dir,
     }
 }
@@ -150,11 +151,18 @@ impl Fixture {
     /// GETs `/version` with an optional client certificate and headers; the status and what
     /// the authenticator concluded.
     async fn get(&self, identity: Option<&str>, headers: &[(&str, &str)]) -> (u16, Authenticated) {
-        let mut builder = reqwest::Client::builder().add_root_certificate(self.serving_ca.clone());
-        if let Some(pem) = identity {
-            builder = builder.identity(reqwest::Identity::from_pem(pem.as_bytes()).unwrap());
-        }
-        let client = builder.build().unwrap();
+        let tls = match identity {
+            Some(pem) => apiserver_framework::testing::tls::client_config_with_identity(
+                &self.serving_ca,
+                pem,
+                apiserver_framework::testing::tls::HTTP1,
+            ),
+            None => apiserver_framework::testing::tls::http1_config(&self.serving_ca),
+        };
+        let client = reqwest::Client::builder()
+            .use_preconfigured_tls(tls)
+            .build()
+            .unwrap();
         let mut req = client.get(format!("{}/version", self.url));
         for (k, v) in headers {
             req = req.header(*k, *v);
@@ -315,10 +323,7 @@ impl rustls::client::ResolvesClientCert for HintRecorder {
 /// Connects without a certificate (the handshake must still succeed) and returns the CA
 /// hints the server sent.
 async fn hints(f: &Fixture, serving_ca: &str) -> Vec<Vec<u8>> {
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in tls::parse_certs(serving_ca).unwrap() {
-        roots.add(cert).unwrap();
-    }
+    let roots = apiserver_framework::testing::tls::roots(serving_ca);
     let recorder = Arc::new(HintRecorder::default());
     let config = rustls::ClientConfig::builder()
         .with_root_certificates(roots)
@@ -516,9 +521,7 @@ async fn fake_host(
             ),
         )
         .with_state(watchers);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let url = apiserver_framework::testing::serve_http(app).await.unwrap();
     (url, events)
 }
 
@@ -559,14 +562,12 @@ async fn the_configmap_is_read_at_start_and_watched() {
         }))
         .await
         .unwrap();
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-    while setup.config.current().request_header.ca.pem() != rotated.pem {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the rotation was not applied"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    wait::eventually(
+        "the rotation to be applied",
+        std::time::Duration::from_secs(10),
+        || async { setup.config.current().request_header.ca.pem() == rotated.pem },
+    )
+    .await;
     assert_eq!(authn.authenticate(&as_alice(&new_proxy)).await, alice);
     assert_eq!(
         authn.authenticate(&as_alice(&old_proxy)).await,
@@ -594,9 +595,7 @@ async fn a_kube_client_posts_token_reviews() {
             (http::StatusCode::CREATED, axum::Json(answer))
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let url = apiserver_framework::testing::serve_http(app).await.unwrap();
     let client = kube::Client::try_from(kube::Config::new(url.parse().unwrap())).unwrap();
 
     let authn = DelegatingAuthenticator::new(

@@ -4,6 +4,8 @@
 //! The host cluster is replaced by a rules-based reviewer test double; everything between the
 //! HTTPS client and it is the real thing.
 
+mod support_kinds;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -18,19 +20,7 @@ use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
 use apiserver_framework::tls::{ServingCert, install_crypto_provider};
 use apiserver_framework::user::UserInfo;
 use serde_json::{Value, json};
-
-/// A flunder.
-#[derive(ApiResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
-#[resource(
-    group = "wardle.example.com",
-    version = "v1alpha1",
-    kind = "Flunder",
-    namespaced
-)]
-pub struct FlunderSpec {
-    /// What it refers to.
-    pub reference: String,
-}
+use support_kinds::Flunder;
 
 const FLUNDERS: &str = "/apis/wardle.example.com/v1alpha1/namespaces/default/flunders";
 
@@ -114,7 +104,9 @@ impl Server {
         let running =
             serve::start(listener, cert.server_config().unwrap(), Arc::new(chain)).unwrap();
         let http = reqwest::Client::builder()
-            .add_root_certificate(reqwest::Certificate::from_pem(cert.ca_pem.as_bytes()).unwrap())
+            .use_preconfigured_tls(apiserver_framework::testing::tls::http1_config(
+                &cert.ca_pem,
+            ))
             .build()
             .unwrap();
         let url = format!("https://127.0.0.1:{}", running.addr.port());
@@ -400,9 +392,7 @@ async fn start_host() -> (String, Arc<parking_lot::Mutex<Vec<Value>>>) {
         "/apis/authorization.k8s.io/v1/subjectaccessreviews",
         axum::routing::post(handler),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let url = apiserver_framework::testing::serve_http(app).await.unwrap();
     (url, seen)
 }
 

@@ -1,31 +1,18 @@
 //! A delegation chain of two servers with different groups, served over real HTTPS.
 
+mod support_kinds;
 mod support_local;
 
-use std::sync::Arc;
-
-use apiserver_framework::cli::LocalOptions;
-use apiserver_framework::cli::local;
 use apiserver_framework::prelude::*;
 use apiserver_framework::server::GenericApiServer;
 use serde_json::json;
-use support_local::LocalClient;
+use support_kinds::{kind, sized_kind};
+use support_local::start_local;
 
-/// A widget.
-#[derive(ApiResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
-#[resource(group = "one.example.com", version = "v1", kind = "Widget", namespaced)]
-pub struct WidgetSpec {
-    /// Size.
-    pub size: i64,
-}
+sized_kind!(WidgetSpec, "one.example.com", "v1", "Widget");
 
-/// A gadget.
-#[derive(ApiResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
-#[resource(group = "two.example.com", version = "v1beta1", kind = "Gadget")]
-pub struct GadgetSpec {
-    /// Color.
-    pub color: String,
-}
+// A gadget.
+kind!(cluster GadgetSpec, "two.example.com", "v1beta1", "Gadget", color: String);
 
 #[tokio::test]
 async fn two_servers_with_different_groups() {
@@ -36,14 +23,8 @@ async fn two_servers_with_different_groups() {
         .group(Group::new("one.example.com").resource::<Widget>())
         .build()
         .delegate_to(second);
-    let dir = tempfile::tempdir().unwrap();
-    let opts = LocalOptions {
-        secure_port: 0,
-        cert_dir: dir.path().join("certs"),
-        ..Default::default()
-    };
-    let server = local::start("chain", Arc::new(first), &opts).await.unwrap();
-    let c = LocalClient::of(&server);
+    let local = start_local("chain", first, |_, _| {}).await;
+    let c = &local.client;
     let get = reqwest::Method::GET;
 
     // Discovery is merged along the chain, legacy and aggregated.
@@ -197,5 +178,5 @@ async fn two_servers_with_different_groups() {
         (code, status["reason"].as_str()),
         (406, Some("NotAcceptable"))
     );
-    server.running.shutdown().await;
+    local.server.running.shutdown().await;
 }

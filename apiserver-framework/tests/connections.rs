@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use apiserver_framework::server::connections::ConnectionLimits;
 use apiserver_framework::server::filters::RequestLimits;
+use apiserver_framework::testing::wait;
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use support_serving::{SNAILS, Served, serve};
@@ -109,6 +110,7 @@ async fn headers_dripping_in_are_cut_at_the_header_timeout() {
                 break;
             }
             sent += 1;
+            // A slow client, on purpose: the drip's pace.
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         sent
@@ -130,6 +132,7 @@ async fn idle_keep_alive_connections_are_closed() {
     // HTTP/1.1: waiting longer than the header timeout between requests is fine…
     let (mut h1, h1_conn) = s.h1().await;
     assert_eq!(h1.send_request(get(&s)).await.unwrap().status(), 200);
+    // The measured subject: a pause past the header timeout, on purpose.
     tokio::time::sleep(HEADERS + Duration::from_secs(1)).await;
     let res = h1.send_request(get(&s)).await.unwrap();
     assert_eq!(res.status(), 200);
@@ -195,16 +198,13 @@ async fn at_the_bound_the_longest_idle_connection_makes_room() {
     let mut idle = Vec::new();
     for _ in 0..4 {
         idle.push(tokio::net::TcpStream::connect(s.addr).await.unwrap());
+        // Spaced on purpose: each connection has idled longer than the next.
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    // Spaced on purpose: the youngest idles a while too before the fifth comes.
     tokio::time::sleep(Duration::from_millis(200)).await;
     // A fifth connection is served; the oldest idle one was closed for it, the others not.
-    let res = s
-        .http
-        .get(format!("{}/readyz", s.url))
-        .send()
-        .await
-        .unwrap();
+    let res = s.readyz().await;
     assert_eq!(res.status(), 200);
     assert!(
         closed_within(&mut idle[0], Duration::from_secs(2))
@@ -240,13 +240,11 @@ async fn at_the_bound_the_longest_idle_connection_makes_room() {
     // Once a watch ends, there is room again.
     let (_, conn, _) = watches.pop().unwrap();
     conn.abort();
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let res = s
-        .http
-        .get(format!("{}/readyz", s.url))
-        .send()
-        .await
-        .unwrap();
+    let res = wait::poll("room for a connection", Duration::from_secs(5), || {
+        s.http.get(format!("{}/readyz", s.url)).send()
+    })
+    .await
+    .unwrap();
     assert_eq!(res.status(), 200);
     drop(watches);
     s.running.shutdown().await;

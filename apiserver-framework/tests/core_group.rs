@@ -2,6 +2,7 @@
 //! CRUD and watch at upstream's paths, upstream's error messages, and real clients (kube-rs with
 //! k8s-openapi's own `ConfigMap`, its watcher, and kubectl).
 
+mod support_kinds;
 mod support_local;
 
 use std::collections::BTreeMap;
@@ -16,6 +17,7 @@ use futures::{StreamExt, TryStreamExt};
 use kube::api::{Api, PostParams};
 use kube::runtime::watcher;
 use serde_json::{Value, json};
+use support_kinds::kind;
 use support_local::LocalClient;
 
 /// A ConfigMap: string data at the top level of the object, as upstream's.
@@ -305,13 +307,8 @@ async fn without_core_resources_api_is_not_served() {
     f.server.running.shutdown().await;
 }
 
-/// A named-group resource, to check that a core-group server delegates to a named-group one.
-#[derive(ApiResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
-#[resource(group = "two.example.com", version = "v1", kind = "Gadget")]
-pub struct GadgetSpec {
-    /// Color.
-    pub color: String,
-}
+// A named-group resource, to check that a core-group server delegates to a named-group one.
+kind!(cluster GadgetSpec, "two.example.com", "v1", "Gadget", color: String);
 
 #[tokio::test]
 async fn core_group_along_a_delegation_chain() {

@@ -18,6 +18,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use apiserver_framework::server::filters::RequestLimits;
+use apiserver_framework::testing::wait;
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use serde_json::Value;
@@ -242,12 +243,7 @@ async fn early_answers_reach_http2_clients() {
         over_curl(&s, name, &case, TRIES).await;
     }
     // The server still serves.
-    let res = s
-        .http
-        .get(format!("{}/readyz", s.url))
-        .send()
-        .await
-        .unwrap();
+    let res = s.readyz().await;
     assert_eq!(res.status(), 200);
     s.running.shutdown().await;
 }
@@ -269,7 +265,12 @@ async fn too_many_requests_reaches_http2_clients() {
             .body(snail_of_size("holder", 100));
         tokio::spawn(req.send())
     };
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    wait::eventually(
+        "the slow create in the store",
+        Duration::from_secs(10),
+        || std::future::ready(s.in_store.load(std::sync::atomic::Ordering::SeqCst) == 1),
+    )
+    .await;
     let case = too_many();
     over_hyper_h2(&s, "429", &case).await;
     over_curl(&s, "429", &case, TRIES).await;
@@ -321,6 +322,7 @@ async fn serve_late_bodies() -> Served {
         |req: axum::extract::Request, next: axum::middleware::Next| async move {
             next.run(req).await.map(|inner| {
                 axum::body::Body::new(LateBody {
+                    // A slow server, on purpose: every body comes LATE.
                     sleep: Some(Box::pin(tokio::time::sleep(LATE))),
                     inner,
                 })

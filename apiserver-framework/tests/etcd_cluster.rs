@@ -3,6 +3,7 @@
 //! `/readyz` is 200 again, and no acknowledged write is lost.
 
 mod support_etcd;
+mod support_kinds;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -11,21 +12,12 @@ use std::time::{Duration, Instant};
 use apiserver_framework::cli::local;
 use apiserver_framework::prelude::*;
 use apiserver_framework::storage::etcd::EtcdStorage;
-use serde_json::{Value, json};
+use apiserver_framework::testing::wait;
+use serde_json::Value;
 use support_etcd::{CLUSTER_SIZE, Client, EtcdCluster};
+use support_kinds::{sized, sized_kind};
 
-/// A widget.
-#[derive(ApiResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
-#[resource(
-    group = "cluster.example.com",
-    version = "v1",
-    kind = "Widget",
-    namespaced
-)]
-pub struct WidgetSpec {
-    /// Size.
-    pub size: i64,
-}
+sized_kind!(WidgetSpec, "cluster.example.com", "v1", "Widget");
 
 const WIDGETS: &str = "/apis/cluster.example.com/v1/namespaces/default/widgets";
 
@@ -42,12 +34,7 @@ const MIN_WRITES_AFTER_KILL: usize = 20;
 
 /// Widget `name` of size 1.
 fn widget(name: &str) -> Value {
-    json!({
-        "apiVersion": "cluster.example.com/v1",
-        "kind": "Widget",
-        "metadata": {"name": name},
-        "spec": {"size": 1},
-    })
+    sized("cluster.example.com/v1", "Widget", name, 1)
 }
 
 /// A write the server acknowledged (201).
@@ -107,6 +94,7 @@ async fn writer(client: Client, id: usize, start: Instant) -> Outcome {
                 let message = body["message"].as_str().unwrap_or_default().to_string();
                 outcome.failures.push((start.elapsed(), message));
                 retry = true;
+                // A client's pause before it retries, on purpose: the load's pace.
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
             _ => panic!("{name}: unexpected {code} {body}"),
@@ -142,14 +130,13 @@ async fn serve(cluster: &EtcdCluster) -> Setup {
 
 /// Waits up to 10 s for `/readyz` to answer 200.
 async fn wait_ready(client: &Client) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
+    let ready = wait::poll("/readyz to answer 200", Duration::from_secs(10), || async {
         let (code, text) = client.get("/readyz?verbose").await;
-        if code == 200 {
-            return;
-        }
-        assert!(Instant::now() < deadline, "not ready within 10 s: {text}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        if code == 200 { Ok(()) } else { Err(text) }
+    })
+    .await;
+    if let Err(e) = ready {
+        panic!("{e}");
     }
 }
 
@@ -164,6 +151,7 @@ async fn the_server_survives_losing_the_etcd_leader() {
     let writers: Vec<_> = (0..WRITERS)
         .map(|id| tokio::spawn(writer(client.clone(), id, start)))
         .collect();
+    // Spaced on purpose: the writers run for a while before the leader is killed.
     tokio::time::sleep(KILL_AFTER).await;
     let leader = cluster.leader().await.expect("an etcd leader");
     cluster.kill(leader);
@@ -233,6 +221,7 @@ async fn the_server_survives_losing_the_etcd_leader() {
             (500..600).contains(&code) && attempts < 10,
             "{code}: {text}"
         );
+        // A client's pause before it retries a 5xx, on purpose (at most ten tries).
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     let list: Value = serde_json::from_str(&text).unwrap();

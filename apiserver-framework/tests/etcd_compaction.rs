@@ -66,12 +66,14 @@ async fn servers_take_turns_compacting() {
                     .create(&format!("/k/{n}"), Bytes::from_static(b"v"))
                     .await
                     .expect("write");
+                // The writer's pace, on purpose: a write every 10 ms.
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
         })
     };
 
-    // Warm up: the first turn only claims the key; compactions start one interval later.
+    // Warm up: the first turn only claims the key; compactions start one interval later. The
+    // compactor's interval is the measured subject: this waits out two and a half of them.
     tokio::time::sleep(INTERVAL * 2 + INTERVAL / 2).await;
     let before = compactions(&etcd).await;
     let window_start = Instant::now();
@@ -101,6 +103,7 @@ async fn servers_take_turns_compacting() {
                 "a watch from revision {behind}, seen less than one interval ago, failed: {e}"
             ),
         }
+        // The watch probes' pace, on purpose: one every 100 ms through the window.
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let after = compactions(&etcd).await;

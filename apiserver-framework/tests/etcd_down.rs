@@ -3,36 +3,23 @@
 //! is back the server serves again by itself, with no write lost.
 
 mod support_etcd;
+mod support_kinds;
 
 use std::time::{Duration, Instant};
 
 use apiserver_framework::prelude::*;
-use serde_json::{Value, json};
+use apiserver_framework::testing::wait;
+use serde_json::Value;
 use support_etcd::Etcd;
+use support_kinds::{sized, sized_kind};
 
-/// A widget.
-#[derive(ApiResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
-#[resource(
-    group = "down.example.com",
-    version = "v1",
-    kind = "Widget",
-    namespaced
-)]
-pub struct WidgetSpec {
-    /// Size.
-    pub size: i64,
-}
+sized_kind!(WidgetSpec, "down.example.com", "v1", "Widget");
 
 const WIDGETS: &str = "/apis/down.example.com/v1/namespaces/default/widgets";
 
 /// Widget `name` of size 1.
 fn widget(name: &str) -> Value {
-    json!({
-        "apiVersion": "down.example.com/v1",
-        "kind": "Widget",
-        "metadata": {"name": name},
-        "spec": {"size": 1},
-    })
+    sized("down.example.com/v1", "Widget", name, 1)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -97,21 +84,15 @@ async fn the_server_survives_etcd_going_away() {
 
     // etcd comes back on the same data: the server recovers by itself.
     etcd.restart().expect("etcd restarts");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while s.get("/readyz").await.0 != 200 {
-        assert!(Instant::now() < deadline, "not ready again after 30 s");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    wait::eventually("ready again", Duration::from_secs(30), || async {
+        s.get("/readyz").await.0 == 200
+    })
+    .await;
     assert_eq!(s.create(WIDGETS, &widget("after")).await.0, 201);
     let (code, text) = s.get(WIDGETS).await;
     assert_eq!(code, 200, "{text}");
     let list: Value = serde_json::from_str(&text).unwrap();
-    let names: Vec<&str> = list["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["metadata"]["name"].as_str().unwrap())
-        .collect();
+    let names: Vec<&str> = apiserver_framework::testing::item_names(&list);
     assert_eq!(names, ["after", "before"], "no acknowledged write lost");
     // Watching again from the last resourceVersion seen misses nothing.
     let res = s

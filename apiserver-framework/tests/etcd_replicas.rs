@@ -4,31 +4,23 @@
 //! across them, and B continues A's paged lists.
 
 mod support_etcd;
+mod support_kinds;
+mod support_local;
 
-use std::sync::Arc;
 use std::time::Duration;
 
+use apiserver_framework::cli::local;
 use apiserver_framework::cli::storage_options::StorageOptions;
-use apiserver_framework::cli::{LocalOptions, local};
 use apiserver_framework::duration::GoDuration;
 use apiserver_framework::prelude::*;
 use apiserver_framework::server::GenericApiServer;
 use futures::StreamExt as _;
 use serde_json::{Value, json};
 use support_etcd::Etcd;
+use support_kinds::sized_kind;
+use support_local::{Local, LocalClient, start_local};
 
-/// A gadget.
-#[derive(ApiResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
-#[resource(
-    group = "replicas.example.com",
-    version = "v1",
-    kind = "Gadget",
-    namespaced
-)]
-pub struct GadgetSpec {
-    /// Size.
-    pub size: i64,
-}
+sized_kind!(GadgetSpec, "replicas.example.com", "v1", "Gadget");
 
 const GADGETS: &str = "/apis/replicas.example.com/v1/namespaces/default/gadgets";
 
@@ -63,24 +55,12 @@ impl Replica {
         for check in opened.health_checks {
             builder = builder.health_check(check);
         }
-        let dir = tempfile::tempdir().unwrap();
-        let opts = LocalOptions {
-            secure_port: 0,
-            cert_dir: dir.path().join("certs"),
-            ..Default::default()
-        };
-        let server = local::start("replicas", Arc::new(builder.build()), &opts)
-            .await
-            .unwrap();
-        let http = reqwest::Client::builder()
-            .add_root_certificate(reqwest::Certificate::from_pem(server.ca_pem.as_bytes()).unwrap())
-            .timeout(Duration::from_secs(10))
-            .build()
-            .unwrap();
+        let Local { server, dir, .. } = start_local("replicas", builder.build(), |_, _| {}).await;
+        let client = LocalClient::with_timeout(&server, Duration::from_secs(10));
         Replica {
-            http,
-            url: server.url.clone(),
-            token: server.token.clone(),
+            http: client.http,
+            url: client.url,
+            token: client.token,
             _server: server,
             _dir: dir,
         }
@@ -256,10 +236,7 @@ async fn replicas_on_one_etcd_are_one_server() {
     assert_eq!(code, 409, "{status}");
     assert_eq!(status["reason"], "Conflict", "{status}");
     assert!(
-        status["message"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("\"one\""),
+        apiserver_framework::testing::status_message(&status).contains("\"one\""),
         "{status}"
     );
     let (code, body) = apply(&b, "two", 2, true).await;

@@ -7,6 +7,7 @@
 //! `trace` events (target `apiserver_framework::reading`) by a subscriber global to the
 //! process, so nothing else may send requests while they are compared.
 
+mod support_kinds;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -30,19 +31,9 @@ use apiserver_framework::user::UserInfo;
 use axum::middleware::{self, Next};
 use bytes::Bytes;
 use serde_json::{Value, json};
+use support_kinds::sized_kind;
 
-/// A gizmo.
-#[derive(ApiResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
-#[resource(
-    group = "chain.example.com",
-    version = "v1",
-    kind = "Gizmo",
-    namespaced
-)]
-pub struct GizmoSpec {
-    /// Size.
-    pub size: i64,
-}
+sized_kind!(GizmoSpec, "chain.example.com", "v1", "Gizmo");
 
 const GIZMOS: &str = "/apis/chain.example.com/v1/namespaces/default/gizmos";
 
@@ -212,9 +203,9 @@ async fn serve() -> Served {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let running = serve::start(listener, cert.server_config().unwrap(), Arc::new(chain)).unwrap();
     let http = reqwest::Client::builder()
-        .use_rustls_tls()
-        .tls_built_in_root_certs(false)
-        .add_root_certificate(reqwest::Certificate::from_pem(cert.ca_pem.as_bytes()).unwrap())
+        .use_preconfigured_tls(apiserver_framework::testing::tls::http1_config(
+            &cert.ca_pem,
+        ))
         .http1_only()
         .pool_max_idle_per_host(1)
         .redirect(reqwest::redirect::Policy::none())
@@ -496,12 +487,7 @@ async fn panics_answer_500_and_the_server_goes_on(s: &Served) {
     assert_eq!(status, 201, "{body}");
     let (status, list) = s.alice(Method::GET, GIZMOS).await;
     assert_eq!(status, 200);
-    let names: Vec<&str> = list["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["metadata"]["name"].as_str().unwrap())
-        .collect();
+    let names: Vec<&str> = apiserver_framework::testing::item_names(&list);
     assert!(names.contains(&"after-boom"), "{names:?}");
     assert!(!names.contains(&"boom"), "{names:?}");
 

@@ -4,23 +4,19 @@
 //! parse. Each fact is checked twice: on the parser itself and on a real list over HTTPS, where
 //! a selector that does not parse is a 400 `BadRequest` whose message is the parser's text.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+mod support_kinds;
+mod support_local;
 
-use apiserver_framework::cli::LocalOptions;
-use apiserver_framework::cli::local;
+use std::collections::{BTreeMap, BTreeSet};
+
 use apiserver_framework::prelude::*;
 use apiserver_framework::selector::{FieldSelector, LabelSelector, Operator, Requirement};
 use apiserver_framework::server::GenericApiServer;
-use serde_json::{Value, json};
+use serde_json::Value;
+use support_kinds::{labelled, sized, sized_kind};
+use support_local::{Local, start_local};
 
-/// A widget.
-#[derive(ApiResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
-#[resource(group = "sel.example.com", version = "v1", kind = "Widget", namespaced)]
-pub struct WidgetSpec {
-    /// Size.
-    pub size: i64,
-}
+sized_kind!(WidgetSpec, "sel.example.com", "v1", "Widget");
 
 const WIDGETS: &str = "/apis/sel.example.com/v1/namespaces/sel/widgets";
 
@@ -501,39 +497,15 @@ fn field_selector_grammar() {
     }
 }
 
-struct Server {
-    _server: apiserver_framework::cli::LocalServer,
-    _dir: tempfile::TempDir,
-    http: reqwest::Client,
-    url: String,
-    token: String,
-}
+/// The local server of widgets (its client's fields through `Deref`).
+type Server = Local;
 
 impl Server {
     async fn start() -> Server {
         let app = GenericApiServer::builder("selectors")
             .group(Group::new("sel.example.com").resource::<Widget>())
             .build();
-        let dir = tempfile::tempdir().unwrap();
-        let opts = LocalOptions {
-            secure_port: 0,
-            cert_dir: dir.path().join("certs"),
-            ..Default::default()
-        };
-        let server = local::start("selectors", Arc::new(app), &opts)
-            .await
-            .unwrap();
-        let http = reqwest::Client::builder()
-            .add_root_certificate(reqwest::Certificate::from_pem(server.ca_pem.as_bytes()).unwrap())
-            .build()
-            .unwrap();
-        Server {
-            url: server.url.clone(),
-            token: server.token.clone(),
-            _server: server,
-            _dir: dir,
-            http,
-        }
+        start_local("selectors", app, |_, _| {}).await
     }
 
     async fn create(&self, name: &str, labels: &BTreeMap<String, String>) {
@@ -541,12 +513,10 @@ impl Server {
             .http
             .post(format!("{}{WIDGETS}", self.url))
             .bearer_auth(&self.token)
-            .json(&json!({
-                "apiVersion": "sel.example.com/v1",
-                "kind": "Widget",
-                "metadata": {"name": name, "labels": labels},
-                "spec": {"size": 1},
-            }))
+            .json(&labelled(
+                sized("sel.example.com/v1", "Widget", name, 1),
+                labels,
+            ))
             .send()
             .await
             .unwrap();

@@ -6,14 +6,18 @@
 mod support_serving;
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use apiserver_framework::authz::AllowAll;
 use apiserver_framework::server::filters::RequestLimits;
 use apiserver_framework::server::lifecycle::ShutdownOptions;
 use apiserver_framework::server::{GenericApiServer, GenericApiServerBuilder};
+use apiserver_framework::testing::wait;
 use serde_json::{Value, json};
-use support_serving::{SNAILS, Served, TOKEN, chain, serve_chain, snail_server};
+use support_serving::{
+    SNAILS, Served, TOKEN, answer, chain, serve_chain, snail_server, snail_server_counted,
+};
 
 /// A server of snails, each read and write delayed.
 fn server_builder(delay: Duration) -> GenericApiServerBuilder {
@@ -51,7 +55,7 @@ async fn requests_past_the_timeout_get_504() {
     .await;
 
     let started = Instant::now();
-    let res = s.get(SNAILS).send().await.unwrap();
+    let res = answer(s.get(SNAILS)).await;
     let took = started.elapsed();
     assert_eq!(res.status(), 504);
     assert!(
@@ -68,26 +72,14 @@ async fn requests_past_the_timeout_get_504() {
 
     // A shorter ?timeout= wins; a longer one does not.
     let started = Instant::now();
-    let res = s
-        .get(&format!("{SNAILS}?timeout=200ms"))
-        .send()
-        .await
-        .unwrap();
+    let res = answer(s.get(&format!("{SNAILS}?timeout=200ms"))).await;
     assert_eq!(res.status(), 504);
     assert!(started.elapsed() < Duration::from_millis(900));
     let started = Instant::now();
-    let res = s
-        .get(&format!("{SNAILS}?timeout=10s"))
-        .send()
-        .await
-        .unwrap();
+    let res = answer(s.get(&format!("{SNAILS}?timeout=10s"))).await;
     assert_eq!(res.status(), 504);
     assert!(started.elapsed() < Duration::from_millis(2900));
-    let res = s
-        .get(&format!("{SNAILS}?timeout=soon"))
-        .send()
-        .await
-        .unwrap();
+    let res = answer(s.get(&format!("{SNAILS}?timeout=soon"))).await;
     assert_eq!(res.status(), 400);
     let body: Value = res.json().await.unwrap();
     assert_eq!(
@@ -96,15 +88,11 @@ async fn requests_past_the_timeout_get_504() {
     );
 
     // Mutations time out too.
-    let res = s.post(SNAILS, &snail("a")).send().await.unwrap();
+    let res = answer(s.post(SNAILS, &snail("a"))).await;
     assert_eq!(res.status(), 504);
 
     // A watch is not bound by the request timeout.
-    let mut watch = s
-        .get(&format!("{SNAILS}?watch=true&timeoutSeconds=3"))
-        .send()
-        .await
-        .unwrap();
+    let mut watch = answer(s.get(&format!("{SNAILS}?watch=true&timeoutSeconds=3"))).await;
     assert_eq!(watch.status(), 200);
     let started = Instant::now();
     while watch.chunk().await.unwrap().is_some() {}
@@ -126,7 +114,7 @@ async fn watches_without_timeout_seconds_last_min_request_timeout() {
     )
     .await;
     let started = Instant::now();
-    let mut watch = s.get(&format!("{SNAILS}?watch=true")).send().await.unwrap();
+    let mut watch = answer(s.get(&format!("{SNAILS}?watch=true"))).await;
     assert_eq!(watch.status(), 200);
     while watch.chunk().await.unwrap().is_some() {}
     let lasted = started.elapsed();
@@ -144,17 +132,12 @@ async fn beyond_the_in_flight_limit_429() {
         max_mutating_requests_inflight: 1,
         ..Default::default()
     };
-    let s = Arc::new(
-        serve(
-            server_builder(Duration::from_secs(2)).build(),
-            limits,
-            ShutdownOptions::default(),
-        )
-        .await,
-    );
+    let (builder, in_store) =
+        snail_server_counted("limits", Duration::from_secs(2), Duration::from_secs(2));
+    let s = Arc::new(serve(builder.build(), limits, ShutdownOptions::default()).await);
     // Watches are not counted.
-    let watch1 = s.get(&format!("{SNAILS}?watch=true")).send().await.unwrap();
-    let watch2 = s.get(&format!("{SNAILS}?watch=1")).send().await.unwrap();
+    let watch1 = answer(s.get(&format!("{SNAILS}?watch=true"))).await;
+    let watch2 = answer(s.get(&format!("{SNAILS}?watch=1"))).await;
     assert_eq!(
         (watch1.status().as_u16(), watch2.status().as_u16()),
         (200, 200)
@@ -162,15 +145,21 @@ async fn beyond_the_in_flight_limit_429() {
 
     let slow_read = {
         let s = s.clone();
-        tokio::spawn(async move { s.get(SNAILS).send().await.unwrap().status() })
+        tokio::spawn(async move { answer(s.get(SNAILS)).await.status() })
     };
     let slow_write = {
         let s = s.clone();
-        tokio::spawn(async move { s.post(SNAILS, &snail("one")).send().await.unwrap().status() })
+        tokio::spawn(async move { answer(s.post(SNAILS, &snail("one"))).await.status() })
     };
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    // Both are in flight once they reach the (slow) store.
+    wait::eventually(
+        "the slow read and write in the store",
+        Duration::from_secs(10),
+        || std::future::ready(in_store.load(Ordering::SeqCst) == 2),
+    )
+    .await;
 
-    let res = s.get(&format!("{SNAILS}/x")).send().await.unwrap();
+    let res = answer(s.get(&format!("{SNAILS}/x"))).await;
     assert_eq!(res.status(), 429);
     assert_eq!(res.headers()["retry-after"], "1");
     assert_eq!(res.headers()["content-type"], "text/plain; charset=utf-8");
@@ -178,14 +167,10 @@ async fn beyond_the_in_flight_limit_429() {
         res.text().await.unwrap(),
         "Too many requests, please try again later.\n"
     );
-    let res = s.post(SNAILS, &snail("two")).send().await.unwrap();
+    let res = answer(s.post(SNAILS, &snail("two"))).await;
     assert_eq!(res.status(), 429);
     // Another watch is still served.
-    let watch3 = s
-        .get(&format!("{SNAILS}?watch=true&timeoutSeconds=1"))
-        .send()
-        .await
-        .unwrap();
+    let watch3 = answer(s.get(&format!("{SNAILS}?watch=true&timeoutSeconds=1"))).await;
     assert_eq!(watch3.status(), 200);
 
     assert_eq!(slow_read.await.unwrap(), 200);
@@ -213,7 +198,7 @@ async fn four_mib_body_is_413() {
     .await;
     let mut body = snail("big");
     body["spec"]["pace"] = "x".repeat(4 * 1024 * 1024).into();
-    let res = s.post(SNAILS, &body).send().await.unwrap();
+    let res = answer(s.post(SNAILS, &body)).await;
     assert_eq!(res.status(), 413);
     let status: Value = res.json().await.unwrap();
     assert_eq!(status["reason"], "RequestEntityTooLarge");
@@ -225,7 +210,7 @@ async fn four_mib_body_is_413() {
 }
 
 async fn readyz(s: &Served) -> (u16, String) {
-    let res = s.get("/readyz?verbose").send().await.unwrap();
+    let res = answer(s.get("/readyz?verbose")).await;
     (res.status().as_u16(), res.text().await.unwrap())
 }
 
@@ -259,15 +244,16 @@ async fn hooks_and_readiness_through_shutdown() {
     );
     assert!(body.contains("[+]shutdown ok\n"), "{body}");
     go.send(()).unwrap();
-    let mut ready = (0, String::new());
-    for _ in 0..100 {
-        ready = readyz(&s).await;
+    let ready = wait::poll("/readyz to pass", Duration::from_secs(2), || async {
+        let ready = readyz(&s).await;
         if ready.0 == 200 {
-            break;
+            Ok(ready)
+        } else {
+            Err(ready.1)
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert_eq!(ready.0, 200, "{}", ready.1);
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
     assert!(ready.1.contains("[+]poststarthook/wait-for-go ok\n"));
     assert!(
         ready.1.ends_with("[+]shutdown ok\nreadyz check passed\n"),
@@ -281,13 +267,17 @@ async fn hooks_and_readiness_through_shutdown() {
     let http = s.http.clone();
     let began = Instant::now();
     let stopping = tokio::spawn(s.running.shutdown());
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let res = http
-        .get(format!("{url}/readyz"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap();
+    // At once: within the 300 ms the shutdown's task may take to start.
+    let res = wait::poll("/readyz to fail", Duration::from_millis(300), || async {
+        let res = answer(http.get(format!("{url}/readyz")).bearer_auth(TOKEN)).await;
+        if res.status() == 200 {
+            Err("still ready")
+        } else {
+            Ok(res)
+        }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(res.status(), 500);
     assert!(
         res.text()
@@ -295,19 +285,9 @@ async fn hooks_and_readiness_through_shutdown() {
             .unwrap()
             .contains("[-]shutdown failed: reason withheld\n")
     );
-    let res = http
-        .get(format!("{url}/livez"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap();
+    let res = answer(http.get(format!("{url}/livez")).bearer_auth(TOKEN)).await;
     assert_eq!(res.status(), 200);
-    let res = http
-        .get(format!("{url}{SNAILS}"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap();
+    let res = answer(http.get(format!("{url}{SNAILS}")).bearer_auth(TOKEN)).await;
     assert_eq!(res.status(), 200);
     let hook_at = pre_shutdown.recv().await.unwrap();
     assert!(hook_at.duration_since(began) < Duration::from_millis(1000));

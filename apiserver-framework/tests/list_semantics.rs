@@ -4,29 +4,21 @@
 //! `resourceVersionMatch` rules (422 with upstream's messages) and how a list reads at a
 //! `resourceVersion` (exact, not older than, compacted, in the future, malformed).
 
+mod support_kinds;
+mod support_local;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use apiserver_framework::cli::LocalOptions;
-use apiserver_framework::cli::local;
 use apiserver_framework::prelude::*;
 use apiserver_framework::server::GenericApiServer;
 use apiserver_framework::storage::Storage;
 use apiserver_framework::storage::memory::MemoryStorage;
 use serde_json::{Value, json};
+use support_kinds::{labelled, sized, sized_kind};
+use support_local::{Local, start_local};
 
-/// A widget.
-#[derive(ApiResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
-#[resource(
-    group = "list.example.com",
-    version = "v1",
-    kind = "Widget",
-    namespaced
-)]
-pub struct WidgetSpec {
-    /// Size.
-    pub size: i64,
-}
+sized_kind!(WidgetSpec, "list.example.com", "v1", "Widget");
 
 const NS: &str = "paging";
 
@@ -38,13 +30,18 @@ fn collection(ns: &str) -> String {
 /// its two variants (with and without a fresh token) part.
 const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter";
 
+/// The local server of widgets on `storage` (its client's fields through `Deref`).
 struct Server {
-    _server: apiserver_framework::cli::LocalServer,
-    _dir: tempfile::TempDir,
+    local: Local,
     storage: Arc<MemoryStorage>,
-    http: reqwest::Client,
-    url: String,
-    token: String,
+}
+
+impl std::ops::Deref for Server {
+    type Target = Local;
+
+    fn deref(&self) -> &Local {
+        &self.local
+    }
 }
 
 /// One answer: status code, `Retry-After` header, body.
@@ -61,25 +58,8 @@ impl Server {
             .group(Group::new("list.example.com").resource::<Widget>())
             .storage(storage.clone())
             .build();
-        let dir = tempfile::tempdir().unwrap();
-        let opts = LocalOptions {
-            secure_port: 0,
-            cert_dir: dir.path().join("certs"),
-            ..Default::default()
-        };
-        let server = local::start("lists", Arc::new(app), &opts).await.unwrap();
-        let http = reqwest::Client::builder()
-            .add_root_certificate(reqwest::Certificate::from_pem(server.ca_pem.as_bytes()).unwrap())
-            .build()
-            .unwrap();
-        Server {
-            url: server.url.clone(),
-            token: server.token.clone(),
-            _server: server,
-            _dir: dir,
-            storage,
-            http,
-        }
+        let local = start_local("lists", app, |_, _| {}).await;
+        Server { local, storage }
     }
 
     /// Creates `name` in `ns`; returns its resourceVersion.
@@ -89,12 +69,10 @@ impl Server {
             .http
             .post(format!("{}{}", self.url, collection(ns)))
             .bearer_auth(&self.token)
-            .json(&json!({
-                "apiVersion": "list.example.com/v1",
-                "kind": "Widget",
-                "metadata": {"name": name, "labels": labels},
-                "spec": {"size": 1},
-            }))
+            .json(&labelled(
+                sized("list.example.com/v1", "Widget", name, 1),
+                &labels,
+            ))
             .send()
             .await
             .unwrap();
@@ -396,10 +374,7 @@ async fn continue_token_errors() {
     assert_eq!(a.code, 400, "{}", a.body);
     assert_eq!(a.body["reason"], "BadRequest");
     assert!(
-        a.body["message"]
-            .as_str()
-            .unwrap()
-            .starts_with(&format!("{invalid}: ")),
+        apiserver_framework::testing::status_message(&a.body).starts_with(&format!("{invalid}: ")),
         "{}",
         a.body
     );

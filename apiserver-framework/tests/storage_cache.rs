@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use apiserver_framework::storage::cache::{CacheOptions, CachedStorage};
 use apiserver_framework::storage::conformance::{self, NewStore};
@@ -12,6 +12,7 @@ use apiserver_framework::storage::memory::MemoryStorage;
 use apiserver_framework::storage::{
     KeyValue, ListPage, ListRequest, Storage, StorageError, StorageEvent, WatchStream,
 };
+use apiserver_framework::testing::wait;
 use bytes::Bytes;
 use futures::StreamExt;
 use tokio::sync::watch;
@@ -43,11 +44,7 @@ async fn next_event(w: &mut WatchStream) -> StorageEvent {
 
 /// Polls until `done` holds, failing after 10 s.
 async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < Duration::from_secs(10), "{what}");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    wait::eventually(what, Duration::from_secs(10), || std::future::ready(done())).await;
 }
 
 /// A memory store whose watches can be slowed down or cut, and which counts lists and watches.
@@ -120,6 +117,7 @@ impl Storage for Gated {
             .watch(prefix, after)
             .await?
             .then(move |item| async move {
+                // A slow watch, on purpose: each event comes `delay` late.
                 tokio::time::sleep(delay).await;
                 item
             });

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use apiserver_framework::storage::compactor::spawn_compactor;
 use apiserver_framework::storage::conformance::{self, NewStore};
@@ -16,6 +16,7 @@ use apiserver_framework::storage::memory::MemoryStorage;
 use apiserver_framework::storage::{
     EventKind, ListRequest, Storage, StorageError, StorageEvent, WatchStream,
 };
+use apiserver_framework::testing::wait;
 use bytes::Bytes;
 use futures::StreamExt;
 
@@ -231,16 +232,12 @@ async fn embedded_refuses_a_foreign_file() {
 }
 
 /// Polls until `done` holds, failing after 10 s.
-async fn eventually<F, Fut>(what: &str, mut done: F)
+async fn eventually<F, Fut>(what: &str, done: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    let start = Instant::now();
-    while !done().await {
-        assert!(start.elapsed() < Duration::from_secs(10), "{what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait::eventually(what, Duration::from_secs(10), done).await;
 }
 
 /// The compactor compacts, at each tick, to the revision that was current at the tick before.
@@ -257,7 +254,8 @@ async fn compactor_compacts(s: Arc<dyn Storage>) {
     let r1 = s.create("/cp/a", b("1")).await.unwrap();
     let r2 = s.update("/cp/a", b("2"), r1).await.unwrap();
     let compactor = spawn_compactor(Arc::clone(&s), Duration::from_millis(500));
-    // The first tick, at once, notes r2; the second compacts to it, not to r3.
+    // The first tick, at once, notes r2; the second compacts to it, not to r3. Spaced on
+    // purpose: r3 is written between the compactor's first and second ticks.
     tokio::time::sleep(Duration::from_millis(150)).await;
     let r3 = s.update("/cp/a", b("3"), r2).await.unwrap();
     eventually("the compactor did not compact", || compacted(r1)).await;

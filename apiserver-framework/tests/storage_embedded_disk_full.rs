@@ -10,10 +10,11 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use apiserver_framework::storage::embedded::EmbeddedStorage;
 use apiserver_framework::storage::{EventKind, Storage, StorageError};
+use apiserver_framework::testing::wait;
 use bytes::Bytes;
 use futures::StreamExt;
 
@@ -70,20 +71,13 @@ fn value(i: usize) -> Bytes {
     Bytes::from(format!("{i:08}").repeat(16 * 1024))
 }
 
-async fn eventually<F, Fut>(what: &str, limit: Duration, mut f: F)
+async fn eventually<F, Fut>(what: &str, limit: Duration, f: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<(), String>>,
 {
-    let deadline = Instant::now() + limit;
-    loop {
-        match f().await {
-            Ok(()) => return,
-            Err(last) if Instant::now() > deadline => {
-                panic!("{what}: not within {limit:?}: {last}")
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-        }
+    if let Err(e) = wait::poll(what, limit, f).await {
+        panic!("{e}");
     }
 }
 
@@ -144,6 +138,7 @@ async fn the_store_writes_again_once_its_full_disk_has_room() {
         },
     )
     .await;
+    // Spaced on purpose: the store's probes run on for a second and a half, still full.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let why = health.check_writable().expect_err("probes find no room");
     assert!(why.contains("No space left on device"), "{why}");
@@ -223,14 +218,13 @@ async fn concurrent_writers_on_a_filling_disk_each_get_an_answer() {
     }
     assert!(ok < 64, "the disk was full, yet every write succeeded");
     disk.free();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let rev = loop {
-        match store.create("/c/after", value(0)).await {
-            Ok(rev) => break rev,
-            Err(e) if Instant::now() > deadline => panic!("no write after the disk has room: {e}"),
-            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-        }
-    };
+    let rev = wait::poll(
+        "a write after the disk has room",
+        Duration::from_secs(10),
+        || store.create("/c/after", value(0)),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
     let listed = store
         .list(apiserver_framework::storage::ListRequest {
             prefix: "/c/".into(),

@@ -11,10 +11,11 @@ use std::time::{Duration, Instant};
 
 use apiserver_framework::storage::etcd::{EtcdOptions, EtcdStorage};
 use apiserver_framework::storage::{EventKind, ListRequest, Storage, StorageError};
+use apiserver_framework::testing::wait;
 use bytes::Bytes;
 use futures::StreamExt;
 use support_etcd::Etcd;
-use support_storage::b;
+use support_storage::{after, b, first_page};
 
 fn list(prefix: &str) -> ListRequest {
     ListRequest {
@@ -119,14 +120,7 @@ async fn paged_lists_at_a_fixed_revision() {
     s.create("/q/x", b("other prefix")).await.unwrap();
     // A key that shares the string prefix `/p` but not the prefix `/p/`.
     s.create("/pp", b("sibling")).await.unwrap();
-    let first = s
-        .list(ListRequest {
-            prefix: "/p/".into(),
-            limit: 2,
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    let first = s.list(first_page("/p/", 2)).await.unwrap();
     let keys: Vec<_> = first.items.iter().map(|kv| &*kv.key).collect();
     assert_eq!(keys, ["/p/0", "/p/1"]);
     assert!(first.more);
@@ -137,11 +131,9 @@ async fn paged_lists_at_a_fixed_revision() {
     s.delete("/p/3", None).await.unwrap();
     let second = s
         .list(ListRequest {
-            prefix: "/p/".into(),
-            start_after: Some(first.items[1].key.to_string()),
             limit: 2,
-            revision: Some(first.revision),
             from_cache: false,
+            ..after(&first, "/p/")
         })
         .await
         .unwrap();
@@ -507,11 +499,10 @@ async fn an_etcd_that_goes_away_answers_unavailable_then_serves_again() {
 
     etcd.restart().expect("etcd restarts");
     // The client reconnects on its own; give it a few seconds.
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while s.check_health().await.is_err() {
-        assert!(Instant::now() < deadline, "etcd did not come back");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait::eventually("etcd to come back", Duration::from_secs(15), || async {
+        s.check_health().await.is_ok()
+    })
+    .await;
     assert_eq!(s.get("/d/a").await.unwrap().unwrap().mod_revision, r1);
     let r2 = s.create("/d/b", b("b")).await.unwrap();
     assert!(r2 > r1);
@@ -583,11 +574,10 @@ async fn a_hung_etcd_times_out_instead_of_hanging_requests() {
     assert!(w.next().await.is_none(), "the stream ends after its error");
 
     etcd.thaw().expect("etcd thaws");
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while s.check_health().await.is_err() || fresh.check_health().await.is_err() {
-        assert!(Instant::now() < deadline, "etcd did not answer again");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait::eventually("etcd to answer again", Duration::from_secs(15), || async {
+        s.check_health().await.is_ok() && fresh.check_health().await.is_ok()
+    })
+    .await;
     // A request that timed out is ambiguous (etcd may still apply it once thawed), so the
     // next write goes from what is stored now.
     let current = s.get("/h/a").await.unwrap().unwrap().mod_revision;

@@ -6,7 +6,7 @@ mod support_storage;
 use apiserver_framework::storage::memory::MemoryStorage;
 use apiserver_framework::storage::{EventKind, ListRequest, Storage, StorageError};
 use futures::StreamExt;
-use support_storage::b;
+use support_storage::{after, b, first_page};
 
 #[tokio::test]
 async fn revisions_cas_and_delete() {
@@ -52,29 +52,14 @@ async fn paged_lists_at_a_fixed_revision() {
             .unwrap();
     }
     s.create("/q/x", b("other prefix")).await.unwrap();
-    let first = s
-        .list(ListRequest {
-            prefix: "/p/".into(),
-            limit: 2,
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    let first = s.list(first_page("/p/", 2)).await.unwrap();
     assert_eq!(first.items.len(), 2);
     assert!(first.more);
     assert_eq!(first.remaining, 3);
     // A write after the first page is not visible in later pages at the same revision.
     s.create("/p/9", b("late")).await.unwrap();
     s.delete("/p/3", None).await.unwrap();
-    let rest = s
-        .list(ListRequest {
-            prefix: "/p/".into(),
-            start_after: Some(first.items[1].key.to_string()),
-            revision: Some(first.revision),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    let rest = s.list(after(&first, "/p/")).await.unwrap();
     let keys: Vec<_> = rest.items.iter().map(|kv| &*kv.key).collect();
     assert_eq!(keys, ["/p/2", "/p/3", "/p/4"]);
     assert!(!rest.more);

@@ -13,10 +13,12 @@
 //! - a server-side apply that creates, racing another create, applies to the object that now
 //!   exists (an update: 200, conflicts computed against its managed fields).
 
+mod support_local;
+
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use apiserver_framework::cli::{LocalOptions, local};
+use apiserver_framework::cli::local;
 use apiserver_framework::prelude::*;
 use apiserver_framework::server::GenericApiServer;
 use apiserver_framework::storage::memory::MemoryStorage;
@@ -27,6 +29,7 @@ use bytes::Bytes;
 use futures::future::BoxFuture;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
+use support_local::{Local, start_local};
 
 /// A racer.
 #[derive(ApiResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
@@ -209,23 +212,16 @@ async fn serve() -> (local::LocalServer, Arc<Racing>, Client, tempfile::TempDir)
         .storage(racing.clone())
         .group(Group::new("race.example.com").resource::<Racer>())
         .build();
-    let dir = tempfile::tempdir().unwrap();
-    let opts = LocalOptions {
-        secure_port: 0,
-        cert_dir: dir.path().join("certs"),
-        ..Default::default()
-    };
-    let server = local::start("races", Arc::new(server), &opts)
-        .await
-        .unwrap();
-    let http = reqwest::Client::builder()
-        .add_root_certificate(reqwest::Certificate::from_pem(server.ca_pem.as_bytes()).unwrap())
-        .build()
-        .unwrap();
+    let Local {
+        server,
+        client,
+        dir,
+        ..
+    } = start_local("races", server, |_, _| {}).await;
     let client = Client {
-        http,
-        url: server.url.clone(),
-        token: server.token.clone(),
+        http: client.http,
+        url: client.url,
+        token: client.token,
     };
     (server, racing, client, dir)
 }
@@ -368,12 +364,7 @@ async fn a_collection_delete_goes_on_past_concurrent_changes_and_deletions() {
     );
     let (code, list) = c.send("DELETE", "", "", None).await;
     assert_eq!(code, 200, "{list}");
-    let names: Vec<&str> = list["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["metadata"]["name"].as_str().unwrap())
-        .collect();
+    let names: Vec<&str> = apiserver_framework::testing::item_names(&list);
     assert_eq!(names, ["r0", "r1", "r3", "r4"]);
     let (_, left) = c.send("GET", "", "", None).await;
     assert_eq!(left["items"], json!([]), "{left}");
@@ -418,10 +409,7 @@ async fn an_apply_that_creates_racing_a_create_applies_to_the_object_that_now_ex
     assert_eq!(code, 409, "{status}");
     assert_eq!(status["reason"], "Conflict", "{status}");
     assert!(
-        status["message"]
-            .as_str()
-            .unwrap()
-            .contains("conflict with \"poster\""),
+        apiserver_framework::testing::status_message(&status).contains("conflict with \"poster\""),
         "{status}"
     );
 

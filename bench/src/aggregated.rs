@@ -5,10 +5,11 @@
 //! to wardle directly, over HTTP/2 on every hop.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use apiserver_framework::devhost::files::{self, HostFiles};
 use apiserver_framework::devhost::tokens::TokenFile;
+use apiserver_framework::testing::wait;
 use bytes::Bytes;
 use http::{Method, StatusCode};
 
@@ -18,6 +19,7 @@ use crate::plan::Plan;
 use crate::process::{Proc, connections_to, free_addr};
 use crate::report::{Measurement, Row, Target as Goal};
 use crate::requests::{call, collection, create, flunder};
+use crate::scenarios::create_get_me;
 use crate::watch::{self, FanOut, OPEN_WITHIN};
 
 /// The extension's name: its namespace and identity on the host.
@@ -123,18 +125,12 @@ impl Stack {
 
     /// Waits until the host proxies wardle's group (its APIService is available).
     async fn wait_available(&self) -> Result<(), Error> {
-        let deadline = Instant::now() + READY_WITHIN;
         let path = collection("default");
-        loop {
-            let last = call(&self.via, Method::GET, &path, Bytes::new(), StatusCode::OK).await;
-            match last {
-                Ok(_) => return Ok(()),
-                Err(e) if Instant::now() > deadline => {
-                    return Err(format!("wardle's APIService not available: {e}").into());
-                }
-                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-            }
-        }
+        wait::poll("wardle's APIService to be available", READY_WITHIN, || {
+            call(&self.via, Method::GET, &path, Bytes::new(), StatusCode::OK)
+        })
+        .await?;
+        Ok(())
     }
 
     /// Creates the namespace `name` on the host, and waits until wardle accepts creates in it.
@@ -150,22 +146,22 @@ impl Stack {
             StatusCode::CREATED,
         )
         .await?;
-        let deadline = Instant::now() + READY_WITHIN;
-        loop {
-            let made = call(
-                &self.direct,
-                Method::POST,
-                &collection(name),
-                flunder("first"),
-                StatusCode::CREATED,
-            )
-            .await;
-            match made {
-                Ok(_) => return Ok(()),
-                Err(e) if Instant::now() > deadline => return Err(e),
-                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-            }
-        }
+        let path = collection(name);
+        wait::poll(
+            "wardle to accept creates in the namespace",
+            READY_WITHIN,
+            || {
+                call(
+                    &self.direct,
+                    Method::POST,
+                    &path,
+                    flunder("first"),
+                    StatusCode::CREATED,
+                )
+            },
+        )
+        .await?;
+        Ok(())
     }
 }
 
@@ -202,15 +198,7 @@ async fn fan_out(
 pub async fn run(plan: &Plan, work: &Path, say: &impl Fn(&str)) -> Result<Vec<Row>, Error> {
     let stack = Stack::start(work).await?;
     let (host_pid, wardle_pid) = (stack.host.pid, stack.wardle.pid);
-    let one = format!("{}/get-me", collection("default"));
-    call(
-        &stack.direct,
-        Method::POST,
-        &collection("default"),
-        flunder("get-me"),
-        StatusCode::CREATED,
-    )
-    .await?;
+    let one = create_get_me(&stack.direct, "default").await?;
     let (via, direct) = (
         stack.via.http2(plan.h2_streams),
         stack.direct.http2(plan.h2_streams),

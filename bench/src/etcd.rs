@@ -4,9 +4,10 @@
 
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use apiserver_framework::storage::etcd::{EtcdClient, EtcdOptions};
+use apiserver_framework::testing::wait;
 use bytes::Bytes;
 
 use crate::client::Error;
@@ -41,23 +42,26 @@ impl Etcd {
         let mut proc = Proc::spawn(Command::new("etcd"), &args, dir, &dir.join("etcd.log"))
             .map_err(|e| format!("cannot start etcd (run scripts/install-test-deps): {e}"))?;
         let client = client(&url).await?;
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(status) = proc.exited() {
-                return Err(format!(
-                    "etcd exited ({status}); see {}",
-                    dir.join("etcd.log").display()
-                )
-                .into());
+        // Ok(Some(status)): etcd exited, which no more waiting mends.
+        let answered = wait::poll("etcd to answer", Duration::from_secs(20), || {
+            let exited = proc.exited();
+            let status = client.status();
+            async move {
+                match exited {
+                    Some(exited) => Ok(Some(exited)),
+                    None => status.await.map(|_| None).map_err(|e| e.to_string()),
+                }
             }
-            if client.status().await.is_ok() {
-                return Ok(Etcd { proc, url });
-            }
-            if Instant::now() > deadline {
-                return Err("etcd did not answer within 20 s".into());
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+        })
+        .await?;
+        if let Some(status) = answered {
+            return Err(format!(
+                "etcd exited ({status}); see {}",
+                dir.join("etcd.log").display()
+            )
+            .into());
         }
+        Ok(Etcd { proc, url })
     }
 }
 

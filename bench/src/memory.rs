@@ -41,6 +41,7 @@ pub async fn run(
     let (wardle, executable) =
         servers::wardle_executable(work, "wardle-memory-use", pki, &[]).await?;
     let base = servers::baseline(work, "baseline-memory-use", pki, recordings).await?;
+    // The measured subject is memory: the servers settle before their RSS is read.
     tokio::time::sleep(plan.settle).await;
     let (w, b) = (idle(&wardle), idle(&base));
     let anon = |server: &Server| Measurement {
@@ -94,11 +95,13 @@ pub async fn run(
             Some(f) => f.merge(result),
             None => filled = Some(result),
         }
-        if step == steps {
-            tokio::time::sleep(plan.settle).await;
+        let settle = if step == steps {
+            plan.settle
         } else {
-            tokio::time::sleep(plan.settle / 4).await;
-        }
+            plan.settle / 4
+        };
+        // The measured subject is memory: it settles before each point of the curve is read.
+        tokio::time::sleep(settle).await;
         curve.push(MemoryPoint {
             objects: end,
             rss_mib: mib(rss_bytes(wardle.pid())),

@@ -100,6 +100,7 @@ impl Proc {
             if Instant::now() > deadline {
                 return Err(format!("not ready within {within:?}"));
             }
+            // The measured subject is the time to ready: polled every millisecond, on purpose.
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
     }
@@ -214,6 +215,7 @@ impl Probe {
             std::thread::spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
                     peak.fetch_max(rss_bytes(pid), Ordering::Relaxed);
+                    // The measured subject: the peak RSS, sampled every 10 ms on purpose.
                     std::thread::sleep(Duration::from_millis(10));
                 }
             })

@@ -29,6 +29,22 @@ pub const CREATE_NAMESPACES: &[&str] = &[
     "bench-memory",
 ];
 
+/// Creates the Flunder `get-me` in `namespace` through `target`, the object the GET
+/// scenarios read; its path.
+pub async fn create_get_me(target: &Target, namespace: &str) -> Result<String, Error> {
+    let collection = collection(namespace);
+    let created = StatusCode::CREATED;
+    call(
+        target,
+        Method::POST,
+        &collection,
+        flunder("get-me"),
+        created,
+    )
+    .await?;
+    Ok(format!("{collection}/get-me"))
+}
+
 /// Runs every scenario of `plan` in `work` and reports.
 pub async fn run(plan: &Plan, work: &Path) -> Result<Report, Error> {
     let began = Instant::now();
@@ -42,15 +58,7 @@ pub async fn run(plan: &Plan, work: &Path) -> Result<Report, Error> {
     say("starting wardle (embedded store)");
     let wardle = servers::wardle(work, "wardle-embedded", &pki, &[]).await?;
     let pid = [wardle.pid()];
-    let one = format!("{}/get-me", collection("bench"));
-    call(
-        &wardle.target,
-        Method::POST,
-        &collection("bench"),
-        flunder("get-me"),
-        StatusCode::CREATED,
-    )
-    .await?;
+    let one = create_get_me(&wardle.target, "bench").await?;
     fill(
         plan,
         &wardle.target,

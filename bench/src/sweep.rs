@@ -11,7 +11,8 @@ use crate::client::Error;
 use crate::compare::{alternate, creates_by, gets, throughput_row};
 use crate::plan::Plan;
 use crate::report::{Row, SweepPoint};
-use crate::requests::{call, collection, flunder};
+use crate::requests::call;
+use crate::scenarios::create_get_me;
 use crate::servers::{self, Server};
 use crate::tls::Pki;
 
@@ -32,14 +33,7 @@ pub async fn run(
         &["--storage-backend".into(), "memory".into()],
     )
     .await?;
-    call(
-        &wardle.target,
-        Method::POST,
-        &collection("bench"),
-        flunder("get-me"),
-        StatusCode::CREATED,
-    )
-    .await?;
+    create_get_me(&wardle.target, "bench").await?;
     call(
         &wardle.target,
         Method::GET,

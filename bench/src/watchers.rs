@@ -27,10 +27,12 @@ async fn measure(plan: &Plan, server: &Server, shape: FanOut) -> Result<Side, Er
     let namespace = "bench-watchers";
     let path = format!("{}?watch=true", collection(namespace));
     let target = server.target.http2(plan.many_watchers_streams);
+    // The measured subject is memory: the server settles before its RSS is read.
     tokio::time::sleep(plan.settle).await;
     let before = rss_bytes(server.pid());
     let opened = watch::open(&target, shape.watchers, &path, OPEN_WITHIN).await?;
     let connections = opened.connections;
+    // The measured subject is memory: it settles again with the watchers open.
     tokio::time::sleep(plan.settle).await;
     let after = rss_bytes(server.pid());
     let bytes_per_watcher = after.saturating_sub(before) as f64 / opened.len() as f64;

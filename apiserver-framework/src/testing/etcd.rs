@@ -13,10 +13,9 @@
 //! println!("etcd serves clients at {}", etcd.url());
 //! ```
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How long a member may take to serve clients after it starts.
 const READY_WITHIN: Duration = Duration::from_secs(30);
@@ -153,8 +152,8 @@ impl EtcdCluster {
             for i in 0..size {
                 members.push(Member {
                     name: format!("m{i}"),
-                    client_port: free_port()?,
-                    peer_port: free_port()?,
+                    client_port: super::free_port()?,
+                    peer_port: super::free_port()?,
                     child: None,
                     paused: false,
                     starts: 0,
@@ -298,34 +297,38 @@ impl EtcdCluster {
     /// Waits for member `i`'s log to say it serves clients; kills every member on failure.
     fn wait_ready(&mut self, i: usize) -> Result<(), EtcdError> {
         let log_path = log_path(self.dir.path(), &self.members[i]);
-        let deadline = Instant::now() + READY_WITHIN;
-        loop {
+        let member = &mut self.members[i];
+        // Ok(Err(_)): the member exited, which no more waiting mends.
+        let outcome = super::wait::poll_blocking("etcd to serve clients", READY_WITHIN, || {
             let log = std::fs::read_to_string(&log_path).unwrap_or_default();
             if log.contains("serving client traffic") || log.contains("serving insecure client") {
-                return Ok(());
+                return Ok(Ok(()));
             }
-            let member = &mut self.members[i];
             let exited = member
                 .child
                 .as_mut()
                 .and_then(|c| c.try_wait().ok().flatten());
-            if let Some(status) = exited {
-                member.child = None;
-                self.kill_all();
-                return Err(EtcdError(format!(
-                    "etcd member {i} exited ({status}); its log:\n{}",
-                    tail(&log)
-                )));
+            match exited {
+                Some(status) => {
+                    member.child = None;
+                    Ok(Err(EtcdError(format!(
+                        "etcd member {i} exited ({status}); its log:\n{}",
+                        tail(&log)
+                    ))))
+                }
+                None => Err(tail(&log)),
             }
-            if Instant::now() > deadline {
-                self.kill_all();
-                return Err(EtcdError(format!(
-                    "etcd member {i} did not serve clients within {READY_WITHIN:?}; its log:\n{}",
-                    tail(&log)
-                )));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        });
+        let failed = match outcome {
+            Ok(Ok(())) => return Ok(()),
+            Ok(Err(exited)) => exited,
+            Err(_) => EtcdError(format!(
+                "etcd member {i} did not serve clients within {READY_WITHIN:?}; its log:\n{}",
+                tail(&std::fs::read_to_string(&log_path).unwrap_or_default())
+            )),
+        };
+        self.kill_all();
+        Err(failed)
     }
 
     fn kill_all(&mut self) {
@@ -389,7 +392,7 @@ impl Etcd {
 
 #[cfg(feature = "etcd")]
 mod client {
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     use super::{Etcd, EtcdCluster, EtcdError};
     use crate::storage::etcd::{EtcdClient, EtcdOptions, EtcdStorage};
@@ -416,16 +419,11 @@ mod client {
         /// its status (etcd's maintenance `Status`); an error if they do not agree within
         /// 10 s.
         pub async fn leader(&self) -> Result<usize, EtcdError> {
-            let deadline = Instant::now() + Duration::from_secs(10);
-            loop {
-                match self.try_leader().await {
-                    Ok(i) => return Ok(i),
-                    Err(e) if Instant::now() > deadline => {
-                        return Err(EtcdError(format!("no etcd leader: {e}")));
-                    }
-                    Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-                }
-            }
+            crate::testing::wait::poll("an etcd leader", Duration::from_secs(10), || {
+                self.try_leader()
+            })
+            .await
+            .map_err(|e| EtcdError(format!("no etcd leader: {e}")))
         }
 
         async fn try_leader(&self) -> Result<usize, String> {
@@ -490,14 +488,6 @@ fn which(name: &str) -> Option<PathBuf> {
     std::env::split_paths(&path)
         .map(|dir| dir.join(name))
         .find(|p| p.is_file())
-}
-
-/// A loopback port that was free a moment ago.
-fn free_port() -> Result<u16, EtcdError> {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())?
-        .port();
-    Ok(port)
 }
 
 /// Sends `signal` (a `kill` signal name such as `STOP`) to process `pid`.

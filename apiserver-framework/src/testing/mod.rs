@@ -8,8 +8,11 @@
 //!   ([`crate::devhost`]): authentication and authorization delegated to the host, the host's
 //!   admission plugins, and the host's users `admin`, `alice` (editor) and `bob` (viewer) as
 //!   ready clients, so authorization rules and admission plugins run as in a cluster;
+//! - [`tls`] builds TLS clients trusting a test server's CA (for reqwest, hyper, h2, raw
+//!   streams);
 //! - [`wait`] waits for objects and conditions, [`WatchEvents`] collects watch events, and
-//!   [`expect_status`] checks a refusal's `Status` reason and code;
+//!   [`expect_status`] checks a refusal's `Status` reason and code, [`item_names`] reads a list,
+//!   [`serve_http`] serves a test double of a host API;
 //! - [`conformance`] checks every resource the app registered against Kubernetes' semantics
 //!   (CRUD, watch, paging, selectors, patches, server-side apply, discovery and OpenAPI).
 //!
@@ -30,14 +33,19 @@
 
 pub mod conformance;
 pub mod etcd;
+mod fake_host;
+mod lists;
 mod server;
 mod status;
+pub mod tls;
 pub mod wait;
 mod watch_events;
 
+pub use fake_host::serve_http;
 /// The kube-rs crate the kit's clients come from (`Api`, `Client`, `Status`, `WatchEvent`), for
 /// tests that do not depend on kube-rs themselves.
 pub use kube;
-pub use server::{TestServer, TestServerError, users};
-pub use status::expect_status;
+pub use lists::item_names;
+pub use server::{TestServer, TestServerError, free_port, users};
+pub use status::{expect_status, status_message};
 pub use watch_events::WatchEvents;

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use clap::Parser;
 
@@ -111,9 +111,9 @@ async fn client_from(user: &str, path: &Path) -> Result<kube::Client, TestServer
     kube::Client::try_from(config).map_err(|e| failed(e.to_string()))
 }
 
-/// A port free on 127.0.0.1 right now (for the backend address the dev host must know before
-/// the app listens).
-fn free_port() -> std::io::Result<u16> {
+/// A port free on 127.0.0.1 right now (for an address a server must be told before it
+/// listens, as the dev host's backend address).
+pub fn free_port() -> std::io::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port())
@@ -258,31 +258,27 @@ impl TestServer {
         extension: &crate::devhost::Extension,
     ) -> Result<(), TestServerError> {
         let client = self.client();
-        let deadline = Instant::now() + AVAILABLE_TIMEOUT;
         for (group, versions) in &extension.groups {
             for version in versions {
                 let path = format!("/apis/apiregistration.k8s.io/v1/apiservices/{version}.{group}");
-                loop {
-                    let last = match get_json(&client, &path).await {
-                        Ok(object) => {
-                            let conditions = object["status"]["conditions"].as_array().cloned();
-                            let available = conditions
-                                .unwrap_or_default()
-                                .into_iter()
-                                .find(|c| c["type"] == "Available");
-                            match available {
-                                Some(c) if c["status"] == "True" => break,
-                                Some(c) => format!("{path}: {c}"),
-                                None => format!("{path}: no Available condition yet"),
-                            }
-                        }
-                        Err(e) => format!("{path}: {e}"),
-                    };
-                    if Instant::now() > deadline {
-                        return Err(TestServerError::NotAvailable(last));
+                let what = format!("{path} to be available");
+                super::wait::poll(&what, AVAILABLE_TIMEOUT, || async {
+                    let object = get_json(&client, &path)
+                        .await
+                        .map_err(|e| format!("{path}: {e}"))?;
+                    let conditions = object["status"]["conditions"].as_array().cloned();
+                    let available = conditions
+                        .unwrap_or_default()
+                        .into_iter()
+                        .find(|c| c["type"] == "Available");
+                    match available {
+                        Some(c) if c["status"] == "True" => Ok(()),
+                        Some(c) => Err(format!("{path}: {c}")),
+                        None => Err(format!("{path}: no Available condition yet")),
                     }
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
+                })
+                .await
+                .map_err(|e| TestServerError::NotAvailable(e.to_string()))?;
             }
         }
         Ok(())

@@ -1,4 +1,4 @@
-//! [`expect_status`]: a refusal's `Status`, checked.
+//! [`expect_status`]: a refusal's `Status`, checked; [`status_message`]: a `Status`'s message.
 
 use std::fmt::Debug;
 
@@ -29,4 +29,9 @@ pub fn expect_status<T: Debug>(
         Err(other) => panic!("expected a {code} {reason} Status, got the error {other}"),
         Ok(value) => panic!("expected a {code} {reason} Status, the request succeeded: {value:?}"),
     }
+}
+
+/// The `message` of a `Status` read as JSON (empty when it has none).
+pub fn status_message(status: &serde_json::Value) -> &str {
+    status["message"].as_str().unwrap_or_default()
 }

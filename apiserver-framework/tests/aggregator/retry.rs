@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use apiserver_framework::host::resolver::StaticServiceResolver;
+use apiserver_framework::testing::wait;
 use apiserver_framework::tls;
 use base64::Engine as _;
 use bytes::Bytes;
@@ -156,7 +157,8 @@ async fn handle(
         Some(Act::Die) => {
             record(String::new(), "died");
             dead.send_replace(true);
-            // Never answers: the stream stays open until the connection is gone.
+            // Never answers, on purpose (a backend that hangs): the stream stays open until
+            // the connection is gone.
             tokio::time::sleep(Duration::from_secs(60)).await;
             drop((respond, body));
         }
@@ -246,26 +248,25 @@ async fn requests_that_failed_before_any_response_go_to_another_backend_when_saf
         .await
         .unwrap();
     assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
-    let mut available = false;
-    for _ in 0..200 {
-        let s: Value = client
-            .req(
-                reqwest::Method::GET,
-                "/apis/apiregistration.k8s.io/v1/apiservices/v1.widgets.example.com",
-            )
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if s["status"]["conditions"][0]["status"] == "True" {
-            available = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(available, "the APIService never became available");
+    wait::eventually(
+        "the APIService to become available",
+        Duration::from_secs(10),
+        || async {
+            let s: Value = client
+                .req(
+                    reqwest::Method::GET,
+                    "/apis/apiregistration.k8s.io/v1/apiservices/v1.widgets.example.com",
+                )
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            s["status"]["conditions"][0]["status"] == "True"
+        },
+    )
+    .await;
     // Every backend answers: the aggregator holds a connection to each.
     for _ in 0..100 {
         let answered: std::collections::BTreeSet<usize> =
@@ -273,11 +274,7 @@ async fn requests_that_failed_before_any_response_go_to_another_backend_when_saf
         if answered.len() == BACKENDS {
             break;
         }
-        let res = client
-            .req(reqwest::Method::GET, WIDGETS)
-            .send()
-            .await
-            .unwrap();
+        let res = client.send(reqwest::Method::GET, WIDGETS).await;
         assert_eq!(res.status(), 200);
     }
     let answered: std::collections::BTreeSet<usize> =
@@ -309,10 +306,8 @@ async fn requests_that_failed_before_any_response_go_to_another_backend_when_saf
     // 2. A read in flight on a backend that dies is answered by another.
     *script.next.lock() = Some(Act::Die);
     let res = client
-        .req(reqwest::Method::GET, &format!("{WIDGETS}/w1"))
-        .send()
-        .await
-        .unwrap();
+        .send(reqwest::Method::GET, &format!("{WIDGETS}/w1"))
+        .await;
     assert_eq!(res.status(), 200);
     let answer: Value = res.json().await.unwrap();
     let received = std::mem::take(&mut *script.received.lock());
@@ -370,11 +365,7 @@ async fn requests_that_failed_before_any_response_go_to_another_backend_when_saf
         assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
         let answer: Value = res.json().await.unwrap();
         assert_eq!(backend_of(&answer), alive);
-        let res = client
-            .req(reqwest::Method::GET, WIDGETS)
-            .send()
-            .await
-            .unwrap();
+        let res = client.send(reqwest::Method::GET, WIDGETS).await;
         assert_eq!(res.status(), 200);
     }
 

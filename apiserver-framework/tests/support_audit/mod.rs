@@ -14,18 +14,7 @@ use apiserver_framework::server::GenericApiServer;
 use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
 use apiserver_framework::tls::{ServingCert, install_crypto_provider};
 
-/// A flunder.
-#[derive(ApiResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
-#[resource(
-    group = "wardle.example.com",
-    version = "v1alpha1",
-    kind = "Flunder",
-    namespaced
-)]
-pub struct FlunderSpec {
-    /// What it refers to.
-    pub reference: String,
-}
+pub use crate::support_kinds::Flunder;
 
 /// The flunders of namespace `ns`.
 pub fn flunders(ns: &str) -> String {
@@ -92,7 +81,9 @@ impl Audited {
             serve::start(listener, cert.server_config().unwrap(), Arc::new(chain)).unwrap();
         let http = setup
             .client
-            .add_root_certificate(reqwest::Certificate::from_pem(cert.ca_pem.as_bytes()).unwrap())
+            .use_preconfigured_tls(apiserver_framework::testing::tls::http1_config(
+                &cert.ca_pem,
+            ))
             .build()
             .unwrap();
         Audited {
@@ -103,4 +94,26 @@ impl Audited {
             dir,
         }
     }
+}
+
+impl Audited {
+    /// A request `method path` to the server as the bearer of `token`.
+    pub fn request(
+        &self,
+        token: &str,
+        method: reqwest::Method,
+        path: &str,
+    ) -> reqwest::RequestBuilder {
+        self.http
+            .request(method, format!("{}{path}", self.url))
+            .bearer_auth(token)
+    }
+}
+
+/// The `Audit-Id` header of the answer `res` (empty when it has none).
+pub fn audit_id(res: &reqwest::Response) -> String {
+    res.headers()
+        .get("audit-id")
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default()
 }

@@ -109,7 +109,9 @@ pub async fn serve<T: apiserver_framework::ApiResource>(
     };
     let server = local::start(name, Arc::new(app), &opts).await.unwrap();
     let http = reqwest::Client::builder()
-        .add_root_certificate(reqwest::Certificate::from_pem(server.ca_pem.as_bytes()).unwrap())
+        .use_preconfigured_tls(apiserver_framework::testing::tls::http1_config(
+            &server.ca_pem,
+        ))
         .timeout(timeout)
         .build()
         .unwrap();

@@ -1,10 +1,67 @@
-//! A client of a server started by [`apiserver_framework::cli::local`]: it trusts the
-//! server's CA and sends the server's bearer token.
+//! A server started by [`apiserver_framework::cli::local`] in a temporary directory of its
+//! own, and a client of it: it trusts the server's CA and sends the server's bearer token.
 
 #![allow(dead_code)]
 
-use apiserver_framework::cli::LocalServer;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use apiserver_framework::cli::{LocalOptions, LocalServer, local};
+use apiserver_framework::server::GenericApiServer;
 use serde_json::Value;
+
+/// A server started as `local` mode starts it, with a client of it.
+pub struct Local {
+    /// The server.
+    pub server: LocalServer,
+    /// A client of it.
+    pub client: LocalClient,
+    /// Its temporary directory (certificates, files the options name).
+    pub dir: tempfile::TempDir,
+    /// The options it was started with.
+    pub opts: LocalOptions,
+}
+
+/// A test's server reaches its client's fields (`http`, `url`, `token`) directly.
+impl std::ops::Deref for Local {
+    type Target = LocalClient;
+
+    fn deref(&self) -> &LocalClient {
+        &self.client
+    }
+}
+
+/// Starts `app` as `<name> local` on a free port of 127.0.0.1 with its certificates in a new
+/// temporary directory; `edit` changes the other options (given that directory).
+pub async fn start_local(
+    name: &str,
+    app: GenericApiServer,
+    edit: impl FnOnce(&mut LocalOptions, &Path),
+) -> Local {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = LocalOptions {
+        secure_port: 0,
+        cert_dir: dir.path().join("certs"),
+        ..Default::default()
+    };
+    edit(&mut opts, dir.path());
+    let server = local::start(name, Arc::new(app), &opts).await.unwrap();
+    let client = LocalClient::of(&server);
+    Local {
+        server,
+        client,
+        dir,
+        opts,
+    }
+}
+
+/// An HTTPS client builder trusting `server`'s CA: the one the clients here are built from.
+pub fn https(server: &LocalServer) -> reqwest::ClientBuilder {
+    reqwest::Client::builder().use_preconfigured_tls(
+        apiserver_framework::testing::tls::http1_config(&server.ca_pem),
+    )
+}
 
 /// A client of one local server.
 pub struct LocalClient {
@@ -19,10 +76,16 @@ pub struct LocalClient {
 impl LocalClient {
     /// A client of `server`.
     pub fn of(server: &LocalServer) -> LocalClient {
-        let http = reqwest::Client::builder()
-            .add_root_certificate(reqwest::Certificate::from_pem(server.ca_pem.as_bytes()).unwrap())
-            .build()
-            .unwrap();
+        Self::with(server, https(server))
+    }
+
+    /// A client of `server` whose requests time out after `timeout`.
+    pub fn with_timeout(server: &LocalServer, timeout: Duration) -> LocalClient {
+        Self::with(server, https(server).timeout(timeout))
+    }
+
+    fn with(server: &LocalServer, builder: reqwest::ClientBuilder) -> LocalClient {
+        let http = builder.build().unwrap();
         LocalClient {
             http,
             url: server.url.clone(),

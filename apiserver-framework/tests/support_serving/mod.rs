@@ -5,6 +5,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use apiserver_framework::auth::StaticTokenAuthenticator;
@@ -20,6 +21,7 @@ use apiserver_framework::server::filters::RequestLimits;
 use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
 use apiserver_framework::server::{GenericApiServer, GenericApiServerBuilder};
 use apiserver_framework::storage::memory::MemoryStorage;
+use apiserver_framework::testing::tls;
 use apiserver_framework::tls::{ServingCert, install_crypto_provider};
 use apiserver_framework::user::UserInfo;
 use bytes::Bytes;
@@ -55,6 +57,24 @@ struct Sleepy {
     inner: Store<Snail>,
     read_delay: Duration,
     create_delay: Duration,
+    /// The reads and creates under way.
+    busy: Arc<AtomicUsize>,
+}
+
+/// Counts one call under way in [`Sleepy::busy`] while it lives.
+struct Busy(Arc<AtomicUsize>);
+
+impl Busy {
+    fn new(count: &Arc<AtomicUsize>) -> Busy {
+        count.fetch_add(1, Ordering::SeqCst);
+        Busy(count.clone())
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 #[async_trait::async_trait]
@@ -66,10 +86,14 @@ impl RestStorage for Sleepy {
         self.inner.verbs()
     }
     async fn get(&self, ctx: &RequestContext, name: &str) -> Result<Bytes, ApiError> {
+        let _busy = Busy::new(&self.busy);
+        // A slow store, on purpose: the subject is what the server does meanwhile.
         tokio::time::sleep(self.read_delay).await;
         self.inner.get(ctx, name).await
     }
     async fn list(&self, ctx: &RequestContext, opts: &ListOptions) -> Result<ObjectList, ApiError> {
+        let _busy = Busy::new(&self.busy);
+        // A slow store, on purpose (as above).
         tokio::time::sleep(self.read_delay).await;
         self.inner.list(ctx, opts).await
     }
@@ -86,6 +110,8 @@ impl RestStorage for Sleepy {
         body: Value,
         opts: &WriteOptions,
     ) -> Result<Bytes, ApiError> {
+        let _busy = Busy::new(&self.busy);
+        // A slow store, on purpose (as above).
         tokio::time::sleep(self.create_delay).await;
         self.inner.create(ctx, body, opts).await
     }
@@ -134,6 +160,9 @@ pub struct Served {
     pub http: reqwest::Client,
     /// The temporary directory (certificates, request bodies).
     pub dir: tempfile::TempDir,
+    /// The reads and creates under way in the snail store of [`serve`] (none for the chains
+    /// of [`serve_chain`]).
+    pub in_store: Arc<AtomicUsize>,
 }
 
 /// A server named `name` of snails whose reads (get, list) take `read_delay` and whose creates
@@ -143,13 +172,27 @@ pub fn snail_server(
     read_delay: Duration,
     create_delay: Duration,
 ) -> GenericApiServerBuilder {
+    snail_server_counted(name, read_delay, create_delay).0
+}
+
+/// [`snail_server`], with the count of the reads and creates under way in its store (for a
+/// test to wait until its slow requests have reached the store).
+pub fn snail_server_counted(
+    name: &str,
+    read_delay: Duration,
+    create_delay: Duration,
+) -> (GenericApiServerBuilder, Arc<AtomicUsize>) {
     let store = Store::<Snail>::new(Arc::new(MemoryStorage::new()), Arc::new(DefaultStrategy));
+    let busy = Arc::new(AtomicUsize::new(0));
     let storage = Arc::new(Sleepy {
         inner: store,
         read_delay,
         create_delay,
+        busy: busy.clone(),
     });
-    GenericApiServer::builder(name).group(Group::new("slow.example.com").storage(storage))
+    let builder =
+        GenericApiServer::builder(name).group(Group::new("slow.example.com").storage(storage));
+    (builder, busy)
 }
 
 /// The handler chain of `server`: [`TOKEN`] authenticates the test user (not in
@@ -166,8 +209,12 @@ pub fn chain(server: GenericApiServer, authorizer: Arc<dyn Authorizer>) -> Handl
 /// Serves snails (creates taking `create_delay`) within `limits`, authorized by
 /// [`LockedNamespace`].
 pub async fn serve(limits: RequestLimits, create_delay: Duration) -> Served {
-    let server = snail_server("connections", Duration::ZERO, create_delay).build();
-    serve_chain(chain(server, Arc::new(LockedNamespace)).with_limits(limits)).await
+    let (server, in_store) = snail_server_counted("connections", Duration::ZERO, create_delay);
+    let chain = chain(server.build(), Arc::new(LockedNamespace)).with_limits(limits);
+    Served {
+        in_store,
+        ..serve_chain(chain).await
+    }
 }
 
 /// Serves `chain` over HTTPS on a free loopback port, with a fresh self-signed certificate.
@@ -181,9 +228,7 @@ pub async fn serve_chain(chain: HandlerChain) -> Served {
     let running = serve::start(listener, cert.server_config().unwrap(), Arc::new(chain)).unwrap();
     let addr = running.addr;
     let http = reqwest::Client::builder()
-        .use_rustls_tls()
-        .tls_built_in_root_certs(false)
-        .add_root_certificate(reqwest::Certificate::from_pem(cert.ca_pem.as_bytes()).unwrap())
+        .use_preconfigured_tls(tls::http1_config(&cert.ca_pem))
         .timeout(Duration::from_secs(60))
         .build()
         .unwrap();
@@ -195,6 +240,7 @@ pub async fn serve_chain(chain: HandlerChain) -> Served {
         ca_path,
         http,
         dir,
+        in_store: Arc::default(),
     }
 }
 
@@ -214,23 +260,15 @@ impl Served {
             .json(body)
     }
 
+    /// A GET of `/readyz` with no credentials: the answer.
+    pub async fn readyz(&self) -> reqwest::Response {
+        answer(self.http.get(format!("{}/readyz", self.url))).await
+    }
+
     /// A TLS connection offering `alpn` (e.g. `h2`, `http/1.1`).
     pub async fn tls(&self, alpn: &[&[u8]]) -> TlsStream<TcpStream> {
-        let mut roots = rustls::RootCertStore::empty();
-        for cert in apiserver_framework::tls::parse_certs(&self.ca_pem).unwrap() {
-            roots.add(cert).unwrap();
-        }
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut config = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
-        let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
-        let tcp = TcpStream::connect(self.addr).await.unwrap();
-        let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
-        connector.connect(name, tcp).await.unwrap()
+        let config = tls::client_config(&self.ca_pem, alpn);
+        tls::connect(self.addr, "127.0.0.1", config).await.unwrap()
     }
 
     /// An HTTP/2 connection (ALPN `h2`); the returned task ends when the connection does.
@@ -279,6 +317,11 @@ impl Served {
             .body(Full::new(body))
             .unwrap()
     }
+}
+
+/// Sends `request` and returns the answer, failing the test when none comes.
+pub async fn answer(request: reqwest::RequestBuilder) -> reqwest::Response {
+    request.send().await.expect("an answer")
 }
 
 /// A snail named `name` whose JSON is about `size` bytes.

@@ -4,8 +4,27 @@
 
 use std::sync::Arc;
 
-use apiserver_framework::storage::Storage;
+use apiserver_framework::storage::{ListPage, ListRequest, Storage};
 use bytes::Bytes;
+
+/// A list of the first `limit` keys under `prefix`, at the latest revision.
+pub fn first_page(prefix: &str, limit: usize) -> ListRequest {
+    ListRequest {
+        prefix: prefix.into(),
+        limit,
+        ..Default::default()
+    }
+}
+
+/// A list under `prefix` of the keys after the last of `page`, at `page`'s revision.
+pub fn after(page: &ListPage, prefix: &str) -> ListRequest {
+    ListRequest {
+        prefix: prefix.into(),
+        start_after: page.items.last().map(|kv| kv.key.to_string()),
+        revision: Some(page.revision),
+        ..Default::default()
+    }
+}
 
 /// `s` as a value.
 pub fn b(s: &str) -> Bytes {

@@ -5,11 +5,12 @@
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use apiserver_framework::devhost::node::hostname;
 use apiserver_framework::devhost::{DevHostOptions, files};
 use apiserver_framework::duration::GoDuration;
+use apiserver_framework::testing::wait;
 use serde_json::Value;
 
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -121,14 +122,14 @@ fn kubectl_against_local_mode() {
             .spawn()
             .expect("spawn metrics"),
     );
-    let deadline = Instant::now() + TIMEOUT;
-    while !kubeconfig.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "no kubeconfig: {}",
+    let written = wait::poll_blocking("a kubeconfig", TIMEOUT, || {
+        kubeconfig.exists().then_some(()).ok_or("not yet")
+    });
+    if let Err(e) = written {
+        panic!(
+            "{e}: {}",
             std::fs::read_to_string(dir.path().join("log")).unwrap_or_default()
         );
-        std::thread::sleep(Duration::from_millis(50));
     }
     let cache = dir.path().join("cache");
     let k = |args: &[&str]| kubectl(&kubeconfig, &cache, args);
@@ -218,19 +219,12 @@ fn kubectl_against_local_mode() {
     assert_eq!(nodes["namespaced"], false);
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .unwrap()
-        .port()
-}
-
 /// `metrics serve` behind the dev host: `kubectl top node` through the aggregator (the host
 /// serves this machine's Node), and a 403 for a user without rules in `metrics.k8s.io`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn through_the_dev_hosts_aggregator() {
     let dir = tempfile::tempdir().unwrap();
-    let backend_port = free_port();
+    let backend_port = apiserver_framework::testing::free_port().unwrap();
     let opts = DevHostOptions {
         secure_port: 0,
         dir: dir.path().join("dev-host"),
@@ -280,12 +274,9 @@ async fn through_the_dev_hosts_aggregator() {
             .spawn()
             .expect("spawn metrics"),
     );
-    let ca = reqwest::Certificate::from_pem(f.ca_pem.as_bytes()).unwrap();
     let client = || {
         reqwest::Client::builder()
-            .use_rustls_tls()
-            .add_root_certificate(ca.clone())
-            .tls_built_in_root_certs(false)
+            .use_preconfigured_tls(apiserver_framework::testing::tls::http1_config(&f.ca_pem))
             .timeout(Duration::from_secs(20))
             .build()
             .unwrap()
@@ -293,20 +284,19 @@ async fn through_the_dev_hosts_aggregator() {
     let admin_token = "admin-token-0123456789";
     // Wait until the aggregator proxies the group (its APIService is available).
     let url = format!("{}{NODES}", host.url);
-    let deadline = Instant::now() + TIMEOUT;
-    loop {
-        let res = client().get(&url).bearer_auth(admin_token).send().await;
-        if let Ok(res) = res
-            && res.status() == 200
-        {
-            break;
+    let served = wait::poll("metrics served through the host", TIMEOUT, || async {
+        match client().get(&url).bearer_auth(admin_token).send().await {
+            Ok(res) if res.status() == 200 => Ok(()),
+            Ok(res) => Err(res.status().to_string()),
+            Err(e) => Err(e.to_string()),
         }
-        assert!(
-            Instant::now() < deadline,
-            "metrics not served through the host; its log:\n{}",
+    })
+    .await;
+    if let Err(e) = served {
+        panic!(
+            "{e}; its log:\n{}",
             std::fs::read_to_string(dir.path().join("metrics.log")).unwrap_or_default()
         );
-        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 
     let admin = f.kubeconfig_path("admin");

@@ -13,8 +13,12 @@ mod stack;
 
 use std::time::{Duration, Instant};
 
+use apiserver_framework::testing::wait;
 use reqwest::{Client, Method, StatusCode};
 use serde_json::{Value, json};
+use support::checks::answer;
+use support::checks::message;
+use support::fixtures::flunder_with_toppings;
 use support::{FLUNDERS, Wardle};
 
 /// 3 MiB, the largest body the server reads.
@@ -87,6 +91,7 @@ async fn readyz_keeps_answering(w: &Wardle, rounds: usize, bound: Duration) -> D
             .unwrap_or_else(|e| panic!("/readyz did not answer within {bound:?}: {e}"));
         assert_eq!(res.status(), 200);
         slowest = slowest.max(started.elapsed());
+        // The probe's period, on purpose: /readyz is asked every 100 ms, as a kubelet would.
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     slowest
@@ -132,10 +137,7 @@ async fn deeply_nested_yaml_is_refused_at_once() {
     .await;
     assert_eq!(code, StatusCode::BAD_REQUEST, "{text}");
     assert!(
-        status_of(&text)["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("error decoding YAML: exceeded max depth of 127"),
+        message(&status_of(&text)).starts_with("error decoding YAML: exceeded max depth of 127"),
         "{text}"
     );
 }
@@ -159,25 +161,18 @@ async fn readyz_answers_while_large_bodies_are_parsed() {
                 .await;
         }));
     }
-    // Let the bodies arrive and their parsing start.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The four are in flight (their bodies arrive and are parsed).
+    wait::eventually(
+        "the four bodies in flight",
+        Duration::from_secs(20),
+        || async { w.inflight("mutating").await >= 4.0 },
+    )
+    .await;
     let slowest = readyz_keeps_answering(&w, 20, Duration::from_secs(3)).await;
     eprintln!("slowest /readyz while parsing: {slowest:?}");
     for a in attacks {
         a.abort();
     }
-}
-
-fn flunder_with_toppings(name: &str, count: usize, prefix: &str) -> Value {
-    let toppings: Vec<Value> = (0..count)
-        .map(|i| json!({"name": format!("{prefix}{i}"), "amount": 1}))
-        .collect();
-    json!({
-        "apiVersion": "wardle.example.com/v1alpha1",
-        "kind": "Flunder",
-        "metadata": {"name": name},
-        "spec": {"toppings": toppings},
-    })
 }
 
 /// Keyed lists are merged through indexes: creating, patching and applying tens of thousands
@@ -393,19 +388,16 @@ async fn values_that_panicked_are_answered() {
 
     // A watch as long as an i64 can say: served (for ten years at most).
     for timeout in ["9223372036854775807", "-9223372036854775808"] {
-        let res = client
-            .get(w.at(&format!("{FLUNDERS}?watch=1&timeoutSeconds={timeout}")))
-            .timeout(Duration::from_secs(5))
-            .send()
-            .await
-            .unwrap();
+        let res = answer(
+            client
+                .get(w.at(&format!("{FLUNDERS}?watch=1&timeoutSeconds={timeout}")))
+                .timeout(Duration::from_secs(5)),
+        )
+        .await;
         assert_eq!(res.status(), StatusCode::OK, "timeoutSeconds={timeout}");
     }
-    let res = client
-        .get(w.at(&format!("{FLUNDERS}?timeoutSeconds=99999999999999999999")))
-        .send()
-        .await
-        .unwrap();
+    let res =
+        answer(client.get(w.at(&format!("{FLUNDERS}?timeoutSeconds=99999999999999999999")))).await;
     assert_eq!(res.status(), StatusCode::BAD_REQUEST);
     // The server is still healthy.
     readyz_keeps_answering(&w, 1, Duration::from_secs(5)).await;
@@ -422,27 +414,11 @@ async fn post_expecting_continue(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> (u16, Duration) {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::{CertificateDer, ServerName};
     use tokio::io::AsyncWriteExt;
 
-    apiserver_framework::tls::install_crypto_provider();
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
-        roots
-            .add(cert.expect("a CA certificate"))
-            .expect("a usable CA");
-    }
-    let config = rustls::ClientConfig::builder()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+    let config = apiserver_framework::testing::tls::client_config(ca_pem, &[]);
     let authority = base.trim_start_matches("https://").to_string();
-    let tcp = tokio::net::TcpStream::connect(&authority)
-        .await
-        .expect("connect");
-    let name = ServerName::try_from("127.0.0.1").expect("a server name");
-    let mut tls = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))
-        .connect(name, tcp)
+    let mut tls = apiserver_framework::testing::tls::connect(&authority, "127.0.0.1", config)
         .await
         .expect("a TLS handshake");
     let mut head = format!(

@@ -8,6 +8,8 @@
 
 #![allow(dead_code)]
 
+#[path = "support/process.rs"]
+mod process;
 #[path = "production/stack.rs"]
 mod stack;
 
@@ -16,18 +18,8 @@ use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
 
 use futures::StreamExt;
+use process::rss_mib;
 use stack::{FLUNDERS, Stack};
-
-/// The resident set of process `pid`, in MiB.
-fn rss_mib(pid: u32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
-    let kib: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS in /proc status");
-    kib / 1024.0
-}
 
 /// `len` random lower-case letters and digits (different on every call).
 fn random_text(len: usize) -> String {
@@ -52,11 +44,10 @@ fn random_text(len: usize) -> String {
 /// A client speaking HTTP/1.1 (whose header and URL limits are far above HTTP/2's), as an
 /// attacker with curl would.
 fn http1_client(stack: &Stack) -> reqwest::Client {
-    let ca = reqwest::Certificate::from_pem(stack.host.files.ca_pem.as_bytes()).expect("CA");
     reqwest::Client::builder()
-        .use_rustls_tls()
-        .add_root_certificate(ca)
-        .tls_built_in_root_certs(false)
+        .use_preconfigured_tls(apiserver_framework::testing::tls::http1_config(
+            &stack.host.files.ca_pem,
+        ))
         .http1_only()
         .timeout(Duration::from_secs(60))
         .build()
@@ -107,11 +98,13 @@ async fn abandoned_token_reviews_leave_nothing_behind() {
     // Warm up (connections, allocator pools), then measure.
     let warm = send(200).await;
     assert!(warm.keys().all(|c| *c != 0), "requests failed: {warm:?}");
+    // The measured subject is memory: the server settles a second before its RSS is read.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let before = rss_mib(pid);
     // Kept, each would hold about 60 KB (its token, the review's body and its state).
     let codes = send(1000).await;
     assert!(codes.keys().all(|c| *c != 0), "requests failed: {codes:?}");
+    // The measured subject is memory: two seconds to free what the requests held.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let after = rss_mib(pid);
     assert!(
@@ -137,13 +130,7 @@ async fn oversized_tokens_cost_no_token_review() {
     );
     // A token of ordinary length is still reviewed (and the host knows it).
     let (code, body) = stack
-        .call(
-            &client,
-            reqwest::Method::GET,
-            &url,
-            Some(&stack.token("bob")),
-            None,
-        )
+        .as_bearer(&client, reqwest::Method::GET, &url, &stack.token("bob"))
         .await;
     assert_eq!(code, 200, "{body}");
     assert_eq!(stack.host.token_reviews.count("token:bob"), 1);
@@ -171,11 +158,13 @@ async fn huge_selectors_do_not_fill_the_authorization_cache() {
     };
     let warm = send(60).await;
     assert_eq!(warm.get(&403), Some(&60), "{warm:?}");
+    // The measured subject is memory: the server settles a second before its RSS is read.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let before = rss_mib(pid);
     // Kept, each answer would hold about 50 KB (its key is the review with the selector).
     let codes = send(600).await;
     assert_eq!(codes.get(&403), Some(&600), "{codes:?}");
+    // The measured subject is memory: two seconds to free what the requests held.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let after = rss_mib(pid);
     assert!(

@@ -26,6 +26,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use apiserver_framework::testing::wait;
 use bytes::Bytes;
 use stack::{FLUNDERS, Stack};
 
@@ -57,25 +58,10 @@ fn status_mib(field: &str) -> f64 {
 
 /// An HTTP/2 connection to the host (the `h2` crate's client: it can leave a body unfinished).
 async fn connect(stack: &Stack) -> h2::client::SendRequest<Bytes> {
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in apiserver_framework::tls::parse_certs(&stack.host.files.ca_pem).expect("CA") {
-        roots.add(cert).expect("a CA");
-    }
-    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .expect("TLS versions")
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    config.alpn_protocols = vec![b"h2".to_vec()];
+    let config =
+        apiserver_framework::testing::tls::client_config(&stack.host.files.ca_pem, &[b"h2"]);
     let addr = stack.host.running.addr;
-    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
-        .connect(
-            rustls::pki_types::ServerName::IpAddress(addr.ip().into()),
-            tcp,
-        )
+    let tls = apiserver_framework::testing::tls::connect(addr, &addr.ip().to_string(), config)
         .await
         .expect("TLS");
     let (send, conn) = h2::client::handshake(tls).await.expect("HTTP/2");
@@ -210,13 +196,19 @@ async fn watches_with_unfinished_bodies_pin_no_host_memory() {
     let started = Instant::now();
     let sent = Arc::new(AtomicUsize::new(0));
     let watches = attack(&connections, &bob, WATCHES, &sent);
-    while sent.load(Ordering::Acquire) < WATCHES {
-        assert!(
-            started.elapsed() < ATTACK_DEADLINE,
-            "only {} of {WATCHES} watches sent their {SENT} bytes within {ATTACK_DEADLINE:?}",
-            sent.load(Ordering::Acquire)
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    let what = format!("{WATCHES} watches to send their {SENT} bytes");
+    let left = ATTACK_DEADLINE.saturating_sub(started.elapsed());
+    let all_sent = wait::poll(&what, left, || async {
+        let done = sent.load(Ordering::Acquire);
+        if done >= WATCHES {
+            Ok(())
+        } else {
+            Err(format!("only {done} of {WATCHES}"))
+        }
+    })
+    .await;
+    if let Err(e) = all_sent {
+        panic!("{e}");
     }
     let sending = started.elapsed();
     // Every byte went through the aggregator (the host granted the window for it).

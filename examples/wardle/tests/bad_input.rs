@@ -5,6 +5,9 @@ mod support;
 
 use reqwest::{Client, Method, StatusCode};
 use serde_json::{Value, json};
+use support::checks::answer;
+use support::checks::message;
+use support::fixtures::flunder_to;
 use support::{FISCHERS, FLUNDERS, Wardle};
 
 /// Sends `method url` with an optional JSON body (given as text, so it may be malformed).
@@ -44,15 +47,6 @@ fn status(code: StatusCode, text: &str, want_code: u16, reason: &str) -> Value {
     v
 }
 
-fn flunder(name: &str, reference: &str) -> Value {
-    json!({
-        "apiVersion": "wardle.example.com/v1alpha1",
-        "kind": "Flunder",
-        "metadata": {"name": name},
-        "spec": {"reference": reference, "referenceType": "Flunder"},
-    })
-}
-
 /// The stored Flunders of `default`: (name, resourceVersion, spec), sorted by name.
 async fn stored(w: &Wardle, client: &Client) -> Vec<(String, String, Value)> {
     let (code, text) = send(client, Method::GET, &w.at(FLUNDERS), None).await;
@@ -90,7 +84,7 @@ async fn with_f1() -> (Wardle, Client, Vec<(String, String, Value)>) {
         &client,
         Method::POST,
         &w.at(FLUNDERS),
-        Some(flunder("f1", "a").to_string()),
+        Some(flunder_to("f1", "a", "Flunder").to_string()),
     )
     .await;
     assert_eq!(code, StatusCode::CREATED, "create f1: {text}");
@@ -167,7 +161,7 @@ async fn wrong_field_types_are_a_bad_request() {
 async fn unknown_kind_is_a_bad_request() {
     let (w, client, before) = with_f1().await;
     for kind in ["Flounder", "Fischer"] {
-        let mut body = flunder("f2", "a");
+        let mut body = flunder_to("f2", "a", "Flunder");
         body["kind"] = kind.into();
         let (code, text) = post(&w, &client, body.to_string()).await;
         status(code, &text, 400, "BadRequest");
@@ -182,7 +176,7 @@ async fn unknown_kind_is_a_bad_request() {
         &client,
         Method::POST,
         &w.at(FISCHERS),
-        Some(flunder("fi", "a").to_string()),
+        Some(flunder_to("fi", "a", "Flunder").to_string()),
     )
     .await;
     status(code, &text, 400, "BadRequest");
@@ -199,7 +193,7 @@ async fn unknown_kind_is_a_bad_request() {
 async fn wrong_api_version_is_a_bad_request() {
     let (w, client, before) = with_f1().await;
     for api_version in ["wardle.example.com/v1beta1", "other.example.com/v1alpha1"] {
-        let mut body = flunder("f2", "a");
+        let mut body = flunder_to("f2", "a", "Flunder");
         body["apiVersion"] = api_version.into();
         let (code, text) = post(&w, &client, body.to_string()).await;
         let v = status(code, &text, 400, "BadRequest");
@@ -255,7 +249,7 @@ async fn invalid_names_are_unprocessable() {
     let (w, client, before) = with_f1().await;
     let long = "a".repeat(254);
     for name in ["Bad_Name", "-x", long.as_str()] {
-        let (code, text) = post(&w, &client, flunder(name, "a").to_string()).await;
+        let (code, text) = post(&w, &client, flunder_to(name, "a", "Flunder").to_string()).await;
         let v = status(code, &text, 422, "Invalid");
         assert_eq!(v["details"]["name"], name, "{v}");
         assert_eq!(v["details"]["group"], "wardle.example.com", "{v}");
@@ -281,7 +275,7 @@ async fn invalid_names_are_unprocessable() {
     }
     // 253 characters is the limit, not an error.
     let name = "a".repeat(253);
-    let (code, text) = post(&w, &client, flunder(&name, "a").to_string()).await;
+    let (code, text) = post(&w, &client, flunder_to(&name, "a", "Flunder").to_string()).await;
     assert_eq!(code, StatusCode::CREATED, "{text}");
     assert_eq!(stored(&w, &client).await.len(), 2);
 }
@@ -345,7 +339,12 @@ async fn put_without_a_resource_version_is_unprocessable() {
 #[tokio::test]
 async fn create_of_an_existing_name_already_exists() {
     let (w, client, before) = with_f1().await;
-    let (code, text) = post(&w, &client, flunder("f1", "other").to_string()).await;
+    let (code, text) = post(
+        &w,
+        &client,
+        flunder_to("f1", "other", "Flunder").to_string(),
+    )
+    .await;
     let v = status(code, &text, 409, "AlreadyExists");
     assert_eq!(
         v["message"], "flunders.wardle.example.com \"f1\" already exists",
@@ -363,7 +362,7 @@ async fn create_of_an_existing_name_already_exists() {
 #[tokio::test]
 async fn a_body_over_3_mib_is_too_large() {
     let (w, client, before) = with_f1().await;
-    let mut body = flunder("big", "");
+    let mut body = flunder_to("big", "", "Flunder");
     body["spec"]["reference"] = "x".repeat(3 * 1024 * 1024 + 1).into();
     let (code, text) = post(&w, &client, body.to_string()).await;
     let v = status(code, &text, 413, "RequestEntityTooLarge");
@@ -373,7 +372,7 @@ async fn a_body_over_3_mib_is_too_large() {
     );
     assert_eq!(stored(&w, &client).await, before);
     // The server is still fine afterwards.
-    let (code, text) = post(&w, &client, flunder("small", "a").to_string()).await;
+    let (code, text) = post(&w, &client, flunder_to("small", "a", "Flunder").to_string()).await;
     assert_eq!(code, StatusCode::CREATED, "{text}");
 }
 
@@ -390,12 +389,7 @@ async fn get_of_a_missing_flunder_is_the_exact_not_found_status() {
         .await
         .expect("GET");
     assert_eq!(res.status(), StatusCode::NOT_FOUND);
-    let content_type = res
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_string();
+    let content_type = support::checks::content_type(&res);
     assert_eq!(content_type, "application/json");
     let text = res.text().await.unwrap();
     assert_eq!(
@@ -453,7 +447,7 @@ async fn unknown_resource_paths_are_not_found() {
         &client,
         Method::POST,
         &w.at("/apis/wardle.example.com/v1alpha1/namespaces/default/widgets"),
-        Some(flunder("w", "a").to_string()),
+        Some(flunder_to("w", "a", "Flunder").to_string()),
     )
     .await;
     assert_eq!(code, StatusCode::NOT_FOUND);
@@ -484,7 +478,7 @@ async fn requests_without_a_valid_token_are_unauthorized() {
         &anonymous,
         Method::POST,
         &w.at(FLUNDERS),
-        Some(flunder("f2", "a").to_string()),
+        Some(flunder_to("f2", "a", "Flunder").to_string()),
     )
     .await;
     status(code, &text, 401, "Unauthorized");
@@ -595,10 +589,7 @@ async fn bad_patches_are_refused_and_change_nothing() {
     let (code, text) = patch_f1(&w, &client, "application/xml", "<x/>").await;
     let v = status(code, &text, 415, "UnsupportedMediaType");
     assert!(
-        v["message"]
-            .as_str()
-            .unwrap()
-            .contains("application/strategic-merge-patch+json"),
+        message(&v).contains("application/strategic-merge-patch+json"),
         "{v}"
     );
     // Malformed patch documents: 400.
@@ -761,20 +752,20 @@ async fn field_validation_on_raw_bodies() {
         &client,
         Method::POST,
         &w.at(&format!("{FLUNDERS}?fieldValidation=Loose")),
-        Some(flunder("e", "a").to_string()),
+        Some(flunder_to("e", "a", "Flunder").to_string()),
     )
     .await;
     status(code, &text, 400, "BadRequest");
     assert_eq!(stored(&w, &client).await, before);
 
     // Warn (the default) answers with Warning headers.
-    let res = client
-        .post(w.at(FLUNDERS))
-        .header("Content-Type", "application/json")
-        .body(body)
-        .send()
-        .await
-        .unwrap();
+    let res = answer(
+        client
+            .post(w.at(FLUNDERS))
+            .header("Content-Type", "application/json")
+            .body(body),
+    )
+    .await;
     assert_eq!(res.status(), StatusCode::CREATED);
     let warnings: Vec<&str> = res
         .headers()
@@ -792,22 +783,19 @@ async fn field_validation_on_raw_bodies() {
 
     // A strict patch that adds an unknown field: 422 on field `patch`, nothing changed.
     let f1_before = get_f1(&w, &client).await;
-    let res = client
-        .patch(w.at(&format!("{FLUNDERS}/f1?fieldValidation=Strict")))
-        .header("Content-Type", "application/merge-patch+json")
-        .body(r#"{"spec":{"nope":1}}"#)
-        .send()
-        .await
-        .unwrap();
+    let res = answer(
+        client
+            .patch(w.at(&format!("{FLUNDERS}/f1?fieldValidation=Strict")))
+            .header("Content-Type", "application/merge-patch+json")
+            .body(r#"{"spec":{"nope":1}}"#),
+    )
+    .await;
     let code = res.status();
     let text = res.text().await.unwrap();
     let v = status(code, &text, 422, "Invalid");
     assert_eq!(v["details"]["causes"][0]["field"], "patch");
     assert!(
-        v["message"]
-            .as_str()
-            .unwrap()
-            .ends_with(": strict decoding error: unknown field \"spec.nope\""),
+        message(&v).ends_with(": strict decoding error: unknown field \"spec.nope\""),
         "{v}"
     );
     assert_eq!(get_f1(&w, &client).await, f1_before);

@@ -9,10 +9,12 @@ mod support;
 
 use std::time::{Duration, Instant};
 
+use apiserver_framework::testing::wait;
 use futures::{SinkExt, StreamExt};
 use hyper_util::rt::TokioIo;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::json;
+use support::process::rss_mib;
 use support::{FLUNDERS, Wardle};
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
@@ -25,17 +27,6 @@ const MIB: usize = 1024 * 1024;
 
 /// How long one step (a connection, an answer) may take on a busy two-core machine.
 const STEP: Duration = Duration::from_secs(20);
-
-/// The server process's resident memory, in MiB.
-fn rss_mib(pid: u32) -> f64 {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read proc status");
-    let kib: f64 = text
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or_else(|| panic!("no VmRSS in {text}"));
-    kib / 1024.0
-}
 
 /// Starts wardle with `args` and creates the Flunder `x`, whose console the tests open.
 async fn start(args: &[&str]) -> (Wardle, kube::Client) {
@@ -226,17 +217,9 @@ async fn open_sessions(client: &kube::Client, attempts: usize) -> Vec<Session> {
 
 /// Waits (polling, at most [`STEP`]) until a new session opens.
 async fn a_session_opens(client: &kube::Client) -> Session {
-    let deadline = Instant::now() + STEP;
-    loop {
-        if let Ok(session) = console(client).await {
-            return session;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no session opened within {STEP:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait::poll("a new session to open", STEP, || console(client))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Upgraded connections stay counted against `--max-open-connections` for as long as they
@@ -255,8 +238,8 @@ async fn idle_sessions_count_against_the_bound_on_open_connections() {
     let mut sessions = open_sessions(&client, 40).await;
     assert_eq!(sessions.len(), 20, "sessions open at once");
 
-    // Three times the connection idle timeout later (a measured wait: the sessions must
-    // outlive it), every session still echoes.
+    // Three times the connection idle timeout later, every session still echoes. The measured
+    // subject: the sessions must outlive the idle timeout, waited out on purpose.
     tokio::time::sleep(Duration::from_secs(3)).await;
     for session in &mut sessions {
         echoes(session, 16).await;
@@ -305,6 +288,7 @@ async fn sessions_idle_past_the_streaming_idle_timeout_are_closed() {
         while Instant::now() < deadline {
             echoes(&mut talking, 16).await;
             echoed += 1;
+            // The talking session's pace, on purpose (see above).
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
         echoed

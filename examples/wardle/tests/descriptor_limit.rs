@@ -10,6 +10,8 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use apiserver_framework::testing::wait;
+
 const LIMIT: u32 = 256;
 const CONNECTIONS: usize = 300;
 
@@ -54,19 +56,16 @@ impl Limited {
             url: String::new(),
             dir,
         };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !kubeconfig.exists() {
+        let started = wait::poll_blocking("wardle to start", Duration::from_secs(20), || {
             assert!(
                 server.child.try_wait().unwrap().is_none(),
                 "wardle exited: {}",
                 server.log()
             );
-            assert!(
-                Instant::now() < deadline,
-                "wardle did not start: {}",
-                server.log()
-            );
-            std::thread::sleep(Duration::from_millis(25));
+            kubeconfig.exists().then_some(()).ok_or("no kubeconfig yet")
+        });
+        if let Err(e) = started {
+            panic!("{e}: {}", server.log());
         }
         let text = std::fs::read_to_string(&kubeconfig).unwrap();
         server.url = text
@@ -126,6 +125,8 @@ async fn attack_and_probe(server: &Limited) {
     let mut idle: Vec<TcpStream> = (0..CONNECTIONS)
         .map(|_| TcpStream::connect(&addr).unwrap())
         .collect();
+    // Spaced on purpose: the attack stands two seconds (the server accepts up to its limit
+    // and backs off) before the probe.
     tokio::time::sleep(Duration::from_secs(2)).await;
 
     apiserver_framework::tls::install_crypto_provider();
@@ -151,6 +152,7 @@ async fn attack_and_probe(server: &Limited) {
 
     // The process idles while the remaining connections are held open.
     let before = server.cpu();
+    // The measured subject: the CPU the process uses in three idle seconds.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let used = server.cpu() - before;
     eprintln!(

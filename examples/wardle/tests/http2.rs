@@ -7,36 +7,23 @@
 mod support;
 
 use std::io::Read;
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use serde_json::{Value, json};
+use serde_json::Value;
+use support::checks::answer;
+use support::fixtures::flunder_with_note;
 use support::{FLUNDERS, Wardle};
 
 const WATCHES: usize = 500;
 
 /// An HTTP/2 connection to `w` (ALPN `h2`, trusting its CA).
 async fn h2_connection(w: &Wardle) -> hyper::client::conn::http2::SendRequest<Empty<Bytes>> {
-    apiserver_framework::tls::install_crypto_provider();
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in apiserver_framework::tls::parse_certs(&w.ca_pem).unwrap() {
-        roots.add(cert).unwrap();
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = vec![b"h2".to_vec()];
+    let config = apiserver_framework::testing::tls::client_config(&w.ca_pem, &[b"h2"]);
     let addr = w.url.trim_start_matches("https://");
-    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
-    let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
-        .connect(name, tcp)
+    let tls = apiserver_framework::testing::tls::connect(addr, "127.0.0.1", config)
         .await
         .unwrap();
     assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
@@ -48,26 +35,11 @@ async fn h2_connection(w: &Wardle) -> hyper::client::conn::http2::SendRequest<Em
     send
 }
 
-fn flunder(name: &str, note_bytes: usize) -> Value {
-    json!({
-        "apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
-        "metadata": {"name": name, "annotations": {"note": "n".repeat(note_bytes)}},
-        "spec": {},
-    })
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn five_hundred_watches_on_one_http2_connection() {
     let w = Wardle::start();
     let http = w.client();
-    let list: Value = http
-        .get(w.at(FLUNDERS))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list: Value = support::get_json(&http, w.at(FLUNDERS)).await;
     let rv = list["metadata"]["resourceVersion"]
         .as_str()
         .unwrap()
@@ -97,12 +69,11 @@ async fn five_hundred_watches_on_one_http2_connection() {
         bodies.push(res.into_body());
     }
 
-    let res = http
-        .post(w.at(FLUNDERS))
-        .json(&flunder("ping", 10))
-        .send()
-        .await
-        .unwrap();
+    let res = answer(
+        http.post(w.at(FLUNDERS))
+            .json(&flunder_with_note("ping", 10)),
+    )
+    .await;
     assert_eq!(res.status(), 201);
 
     let seen = bodies.into_iter().map(|mut body| async move {
@@ -138,12 +109,11 @@ async fn large_lists_are_gzipped_and_watches_never() {
     let w = Wardle::start();
     let http = w.client();
     for i in 0..40 {
-        let res = http
-            .post(w.at(FLUNDERS))
-            .json(&flunder(&format!("f-{i}"), 4000))
-            .send()
-            .await
-            .unwrap();
+        let res = answer(
+            http.post(w.at(FLUNDERS))
+                .json(&flunder_with_note(&format!("f-{i}"), 4000)),
+        )
+        .await;
         assert_eq!(res.status(), 201);
     }
 
@@ -153,12 +123,7 @@ async fn large_lists_are_gzipped_and_watches_never() {
     let plain = plain.bytes().await.unwrap();
     assert!(plain.len() > 128 * 1024, "{}", plain.len());
 
-    let gzipped = http
-        .get(w.at(FLUNDERS))
-        .header("accept-encoding", "gzip")
-        .send()
-        .await
-        .unwrap();
+    let gzipped = answer(http.get(w.at(FLUNDERS)).header("accept-encoding", "gzip")).await;
     assert_eq!(gzipped.status(), 200);
     assert_eq!(gzipped.headers()["content-encoding"], "gzip");
     let vary = gzipped.headers()["vary"]
@@ -177,30 +142,27 @@ async fn large_lists_are_gzipped_and_watches_never() {
     assert_eq!(gunzip(&body), plain);
 
     // Small responses are not compressed.
-    let one = http
-        .get(w.at(&format!("{FLUNDERS}/f-0")))
-        .header("accept-encoding", "gzip")
-        .send()
-        .await
-        .unwrap();
+    let one = answer(
+        http.get(w.at(&format!("{FLUNDERS}/f-0")))
+            .header("accept-encoding", "gzip"),
+    )
+    .await;
     assert_eq!(one.status(), 200);
     assert!(one.headers().get("content-encoding").is_none());
     assert!(one.headers().get("vary").is_none());
 
     // A watch whose first event alone is over 128 KiB is not compressed either.
-    let res = http
-        .post(w.at(FLUNDERS))
-        .json(&flunder("big", 200 * 1024))
-        .send()
-        .await
-        .unwrap();
+    let res = answer(
+        http.post(w.at(FLUNDERS))
+            .json(&flunder_with_note("big", 200 * 1024)),
+    )
+    .await;
     assert_eq!(res.status(), 201);
-    let watch = http
-        .get(w.at(&format!("{FLUNDERS}?watch=true&timeoutSeconds=2")))
-        .header("accept-encoding", "gzip")
-        .send()
-        .await
-        .unwrap();
+    let watch = answer(
+        http.get(w.at(&format!("{FLUNDERS}?watch=true&timeoutSeconds=2")))
+            .header("accept-encoding", "gzip"),
+    )
+    .await;
     assert_eq!(watch.status(), 200);
     assert!(watch.headers().get("content-encoding").is_none());
     let body = watch.bytes().await.unwrap();

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rustls::pki_types::ServerName;
+use support::process::rss_mib;
 use support::{FISCHERS, FLUNDERS, Wardle};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -42,29 +43,11 @@ const SHORT_TIMEOUTS: &[&str] = &[
 /// two-core machine.
 const SLACK: Duration = Duration::from_secs(6);
 
-/// The server process's resident memory, in MiB.
-fn rss_mib(pid: u32) -> f64 {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read proc status");
-    let kib: f64 = text
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or_else(|| panic!("no VmRSS in {text}"));
-    kib / 1024.0
-}
-
 /// A TLS client configuration trusting the server's CA, offering `alpn`.
 fn tls_config(w: &Wardle, alpn: &[&[u8]]) -> Arc<rustls::ClientConfig> {
-    apiserver_framework::tls::install_crypto_provider();
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in apiserver_framework::tls::parse_certs(&w.ca_pem).expect("the CA parses") {
-        roots.add(cert).expect("a usable CA");
-    }
-    let mut config = rustls::ClientConfig::builder()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
-    Arc::new(config)
+    Arc::new(apiserver_framework::testing::tls::client_config(
+        &w.ca_pem, alpn,
+    ))
 }
 
 fn authority(w: &Wardle) -> String {
@@ -389,6 +372,7 @@ async fn pipelining_flood(w: &Wardle, baseline: f64) {
             .expect("write the requests");
         writer
     });
+    // The measured subject: what two seconds of a flood whose answers back up leave in memory.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let rss = rss_mib(w.pid());
     println!("pipelining flood: RSS {rss:.1} MiB while the answers back up");
@@ -415,25 +399,32 @@ async fn pipelining_flood(w: &Wardle, baseline: f64) {
     drop(write.await.expect("the writer"));
 }
 
+/// Runs one case against `$w`: its resident memory before, the case, then [`after_case`]
+/// with `$bound`; the case sees the memory before as `$baseline`.
+macro_rules! case {
+    ($w:ident, $name:literal, $bound:expr, |$baseline:ident| $run:expr) => {{
+        let $baseline = rss_mib($w.pid());
+        let started = Instant::now();
+        $run;
+        println!("{}: done in {:?}", $name, started.elapsed());
+        after_case(&$w, $name, $baseline, $bound).await;
+    }};
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http1_abuse() {
     let w = Wardle::start_with_args(SHORT_TIMEOUTS);
     warm_up(&w).await;
-    macro_rules! case {
-        ($name:literal, $bound:expr, |$baseline:ident| $run:expr) => {{
-            let $baseline = rss_mib(w.pid());
-            let started = Instant::now();
-            $run;
-            println!("{}: done in {:?}", $name, started.elapsed());
-            after_case(&w, $name, $baseline, $bound).await;
-        }};
-    }
-    case!("slowloris headers", 32.0, |_b| slowloris_headers(&w).await);
-    case!("slow bodies", 32.0, |_b| slow_bodies(&w).await);
-    case!("header floods", 32.0, |_b| header_floods(&w).await);
-    case!("huge request line", 32.0, |_b| huge_request_line(&w).await);
-    case!("request smuggling", 32.0, |_b| request_smuggling(&w).await);
-    case!("pipelining flood", 64.0, |b| pipelining_flood(&w, b).await);
+    case!(w, "slowloris headers", 32.0, |_b| slowloris_headers(&w)
+        .await);
+    case!(w, "slow bodies", 32.0, |_b| slow_bodies(&w).await);
+    case!(w, "header floods", 32.0, |_b| header_floods(&w).await);
+    case!(w, "huge request line", 32.0, |_b| huge_request_line(&w)
+        .await);
+    case!(w, "request smuggling", 32.0, |_b| request_smuggling(&w)
+        .await);
+    case!(w, "pipelining flood", 64.0, |b| pipelining_flood(&w, b)
+        .await);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -702,7 +693,8 @@ async fn stopped_reading(w: &Wardle) {
         .await
         .expect("send the requests");
     let started = Instant::now();
-    // Nothing read: wait for the server to give up, then find the connection closed.
+    // Nothing read: wait for the server to give up, then find the connection closed. The
+    // measured subject: the server's request timeout (4 s), waited out on purpose.
     tokio::time::sleep(Duration::from_secs(4) + SLACK).await;
     let (bytes, closed) = read_until_closed(&mut s, Duration::from_secs(5)).await;
     println!(
@@ -782,32 +774,23 @@ async fn http2_abuse() {
             .expect("a create");
         assert_eq!(res.status(), 201);
     }
-    macro_rules! case {
-        ($name:literal, $bound:expr, |$baseline:ident| $run:expr) => {{
-            let $baseline = rss_mib(w.pid());
-            let started = Instant::now();
-            $run;
-            println!("{}: done in {:?}", $name, started.elapsed());
-            after_case(&w, $name, $baseline, $bound).await;
-        }};
-    }
-    case!("CONTINUATION flood", 32.0, |_b| continuation_flood(&w)
+    case!(w, "CONTINUATION flood", 32.0, |_b| continuation_flood(&w)
         .await);
-    case!("SETTINGS flood", 64.0, |b| control_frame_flood(
+    case!(w, "SETTINGS flood", 64.0, |b| control_frame_flood(
         &w,
         SETTINGS,
         &[],
         b
     )
     .await);
-    case!("PING flood", 64.0, |b| control_frame_flood(
+    case!(w, "PING flood", 64.0, |b| control_frame_flood(
         &w, PING, &[0; 8], b
     )
     .await);
-    case!("rapid reset", 64.0, |_b| rapid_reset(&w).await);
-    case!("zero window", 128.0, |b| zero_window(&w, b).await);
-    case!("stopped reading", 64.0, |_b| stopped_reading(&w).await);
-    case!("too many streams", 64.0, |_b| too_many_streams(&w).await);
+    case!(w, "rapid reset", 64.0, |_b| rapid_reset(&w).await);
+    case!(w, "zero window", 128.0, |b| zero_window(&w, b).await);
+    case!(w, "stopped reading", 64.0, |_b| stopped_reading(&w).await);
+    case!(w, "too many streams", 64.0, |_b| too_many_streams(&w).await);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -971,6 +954,7 @@ async fn ten_thousand_idle_tls_connections() {
         open.push(c);
     }
     let took = started.elapsed();
+    // The measured subject is memory: the server settles a second before its RSS is read.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let rss = rss_mib(w.pid());
     let per_connection_kib = (rss - baseline) * 1024.0 / IDLE_CONNECTIONS as f64;
@@ -993,6 +977,7 @@ async fn ten_thousand_idle_tls_connections() {
         "{per_connection_kib:.1} KiB per idle connection"
     );
     drop(open);
+    // The measured subject is memory: two seconds to free what the closed connections held.
     tokio::time::sleep(Duration::from_secs(2)).await;
     // Once they are closed nothing more is taken (what the allocator keeps for reuse may
     // stay), and the server answers.

@@ -5,52 +5,26 @@ mod support;
 use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
+use kube::Api;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::runtime::watcher;
-use kube::{Api, Client};
-use wardle::{Fischer, FischerSpec, Flunder, FlunderSpec, ReferenceType};
-
-async fn start() -> (
-    apiserver_framework::cli::LocalServer,
-    Client,
-    tempfile::TempDir,
-) {
-    let s = support::in_process::start().await;
-    (s.server, s.client, s.dir)
-}
-
-fn flunder(name: &str, reference: &str) -> Flunder {
-    Flunder::new(
-        name,
-        FlunderSpec {
-            reference: Some(reference.into()),
-            reference_type: Some(ReferenceType::Fischer),
-            ..Default::default()
-        },
-    )
-}
+use support::fixtures::typed_flunder;
+use support::fixtures::{create, resource_version};
+use support::in_process::start_parts as start;
+use wardle::{Fischer, FischerSpec, Flunder, ReferenceType};
 
 #[tokio::test]
 async fn crud_with_the_generated_type() {
     let (server, client, _dir) = start().await;
     let api: Api<Flunder> = Api::namespaced(client.clone(), "default");
 
-    let created = api
-        .create(&PostParams::default(), &flunder("f1", "a"))
-        .await
-        .unwrap();
+    let created = create(&api, &typed_flunder("f1", "a", ReferenceType::Fischer)).await;
     assert_eq!(created.metadata.name.as_deref(), Some("f1"));
     assert_eq!(created.metadata.namespace.as_deref(), Some("default"));
     assert_eq!(created.metadata.generation, Some(1));
     assert!(created.metadata.uid.is_some());
     assert!(created.metadata.creation_timestamp.is_some());
-    let rv1: u64 = created
-        .metadata
-        .resource_version
-        .as_deref()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let rv1: u64 = resource_version(&created);
 
     let got = api.get("f1").await.unwrap();
     assert_eq!(got.spec, created.spec);
@@ -59,9 +33,7 @@ async fn crud_with_the_generated_type() {
         created.metadata.resource_version
     );
 
-    api.create(&PostParams::default(), &flunder("f2", "b"))
-        .await
-        .unwrap();
+    create(&api, &typed_flunder("f2", "b", ReferenceType::Fischer)).await;
     let list = api.list(&ListParams::default()).await.unwrap();
     let names: Vec<_> = list
         .items
@@ -82,13 +54,7 @@ async fn crud_with_the_generated_type() {
         Some(2),
         "a spec change bumps generation"
     );
-    let rv2: u64 = replaced
-        .metadata
-        .resource_version
-        .as_deref()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let rv2: u64 = resource_version(&replaced);
     assert!(rv2 > rv1);
 
     // A replace with the old resourceVersion is a conflict.
@@ -128,7 +94,7 @@ async fn crud_with_the_generated_type() {
             disallowed_flunders: vec!["x".into()],
         },
     );
-    let created = fischers.create(&PostParams::default(), &fi).await.unwrap();
+    let created = create(&fischers, &fi).await;
     assert_eq!(created.spec.disallowed_flunders, ["x"]);
     assert_eq!(created.metadata.namespace, None);
     server.running.shutdown().await;
@@ -138,20 +104,19 @@ async fn crud_with_the_generated_type() {
 async fn watcher_sees_every_change() {
     let (server, client, _dir) = start().await;
     let api: Api<Flunder> = Api::namespaced(client.clone(), "default");
-    api.create(&PostParams::default(), &flunder("before", "a"))
-        .await
-        .unwrap();
+    create(&api, &typed_flunder("before", "a", ReferenceType::Fischer)).await;
 
     let stream = watcher(api.clone(), watcher::Config::default());
     let mut stream = Box::pin(stream);
     let mut seen = Vec::new();
+    // The writes start once the watcher has listed.
+    let listed = tokio::sync::Notify::new();
     let writer = {
         let api = api.clone();
+        let listed = &listed;
         async move {
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            api.create(&PostParams::default(), &flunder("during", "b"))
-                .await
-                .unwrap();
+            listed.notified().await;
+            create(&api, &typed_flunder("during", "b", ReferenceType::Fischer)).await;
             let mut f = api.get("during").await.unwrap();
             f.spec.reference = Some("changed".into());
             api.replace("during", &PostParams::default(), &f)
@@ -177,7 +142,8 @@ async fn watcher_sees_every_change() {
                     seen.push(format!("delete:{}", f.metadata.name.unwrap()));
                     break;
                 }
-                watcher::Event::Init | watcher::Event::InitDone => {}
+                watcher::Event::InitDone => listed.notify_one(),
+                watcher::Event::Init => {}
             }
         }
     };
@@ -203,13 +169,8 @@ async fn watcher_sees_every_change() {
 async fn raw_watch_resumes_from_a_resource_version() {
     let (server, client, _dir) = start().await;
     let api: Api<Flunder> = Api::namespaced(client, "default");
-    let a = api
-        .create(&PostParams::default(), &flunder("a", "1"))
-        .await
-        .unwrap();
-    api.create(&PostParams::default(), &flunder("b", "2"))
-        .await
-        .unwrap();
+    let a = create(&api, &typed_flunder("a", "1", ReferenceType::Fischer)).await;
+    create(&api, &typed_flunder("b", "2", ReferenceType::Fischer)).await;
     api.delete("a", &DeleteParams::default()).await.unwrap();
     let rv = a.metadata.resource_version.unwrap();
     let events: Vec<_> = api

@@ -8,11 +8,15 @@ use std::time::Duration;
 
 use apiserver_framework::storage::memory::MemoryStorage;
 use futures::{StreamExt, TryStreamExt};
-use kube::api::{Patch, PatchParams, PostParams, WatchEvent, WatchParams};
+use kube::api::{Patch, PatchParams, WatchEvent, WatchParams};
 use kube::runtime::watcher;
 use kube::{Api, Client};
 use serde_json::json;
-use wardle::{Flunder, FlunderSpec, ReferenceType, Topping};
+use support::checks::initial_list_then_apply;
+use support::checks::message;
+use support::fixtures::create;
+use support::fixtures::typed_flunder;
+use wardle::{Flunder, ReferenceType, Topping};
 
 /// Starts wardle in-process on `storage` (the default memory storage when `None`).
 async fn start(
@@ -26,50 +30,21 @@ async fn start(
     (s.server, s.client, s.dir)
 }
 
-fn flunder(name: &str) -> Flunder {
-    Flunder::new(
-        name,
-        FlunderSpec {
-            reference: Some("r".into()),
-            reference_type: Some(ReferenceType::Flunder),
-            ..Default::default()
-        },
-    )
-}
-
 #[tokio::test]
 async fn streaming_list_watcher_gets_initial_events_then_changes() {
     let (_server, client, _dir) = start(None).await;
     let api: Api<Flunder> = Api::namespaced(client, "default");
     for name in ["a", "b", "c"] {
-        api.create(&PostParams::default(), &flunder(name))
-            .await
-            .unwrap();
+        create(&api, &typed_flunder(name, "r", ReferenceType::Flunder)).await;
     }
     // With streaming lists the watcher sends sendInitialEvents=true and reports InitDone only
     // when the bookmark annotated k8s.io/initial-events-end arrives.
     let config = watcher::Config::default().streaming_lists();
     let mut stream = watcher(api.clone(), config).boxed();
-    let mut initial = Vec::new();
-    let events = async {
-        loop {
-            match stream.try_next().await.unwrap().unwrap() {
-                watcher::Event::Init => {}
-                watcher::Event::InitApply(f) => initial.push(f.metadata.name.unwrap()),
-                watcher::Event::InitDone => break,
-                other => panic!("unexpected event before InitDone: {other:?}"),
-            }
-        }
-        api.create(&PostParams::default(), &flunder("d"))
-            .await
-            .unwrap();
-        loop {
-            if let watcher::Event::Apply(f) = stream.try_next().await.unwrap().unwrap() {
-                return f.metadata.name.unwrap();
-            }
-        }
-    };
-    let after = tokio::time::timeout(Duration::from_secs(20), events)
+    let events = initial_list_then_apply(&mut stream, async {
+        create(&api, &typed_flunder("d", "r", ReferenceType::Flunder)).await;
+    });
+    let (mut initial, after) = tokio::time::timeout(Duration::from_secs(20), events)
         .await
         .expect("the watcher finished its initial list and saw the create");
     initial.sort();
@@ -81,10 +56,7 @@ async fn streaming_list_watcher_gets_initial_events_then_changes() {
 async fn bookmarks_carry_the_latest_resource_version() {
     let (_server, client, _dir) = start(None).await;
     let api: Api<Flunder> = Api::namespaced(client, "default");
-    let created = api
-        .create(&PostParams::default(), &flunder("a"))
-        .await
-        .unwrap();
+    let created = create(&api, &typed_flunder("a", "r", ReferenceType::Flunder)).await;
     let rv = created.metadata.resource_version.clone().unwrap();
     // A 4-second watch (kube asks for bookmarks by default) gets one about 2 s before its end.
     let params = WatchParams::default().timeout(4);
@@ -123,14 +95,9 @@ async fn bookmarks_carry_the_latest_resource_version() {
 async fn a_watch_from_before_the_kept_history_gets_a_410_error_event() {
     let (_server, client, _dir) = start(Some(Arc::new(MemoryStorage::with_history(3)))).await;
     let api: Api<Flunder> = Api::namespaced(client, "default");
-    let first = api
-        .create(&PostParams::default(), &flunder("a"))
-        .await
-        .unwrap();
+    let first = create(&api, &typed_flunder("a", "r", ReferenceType::Flunder)).await;
     for name in ["b", "c", "d", "e", "f"] {
-        api.create(&PostParams::default(), &flunder(name))
-            .await
-            .unwrap();
+        create(&api, &typed_flunder(name, "r", ReferenceType::Flunder)).await;
     }
     let rv = first.metadata.resource_version.unwrap();
     let mut stream = api
@@ -161,7 +128,7 @@ async fn a_watch_from_before_the_kept_history_gets_a_410_error_event() {
 async fn patch_types_through_kube() {
     let (_server, client, _dir) = start(None).await;
     let api: Api<Flunder> = Api::namespaced(client, "default");
-    let mut f = flunder("p");
+    let mut f = typed_flunder("p", "r", ReferenceType::Flunder);
     f.spec.toppings = vec![
         Topping {
             name: "x".into(),
@@ -172,7 +139,7 @@ async fn patch_types_through_kube() {
             amount: None,
         },
     ];
-    api.create(&PostParams::default(), &f).await.unwrap();
+    create(&api, &f).await;
     let pp = PatchParams::default();
 
     let p: Patch<()> = Patch::Json(
@@ -227,9 +194,9 @@ async fn patch_types_through_kube() {
 async fn metadata_only_clients() {
     let (server, client, _dir) = start(None).await;
     let api: Api<Flunder> = Api::namespaced(client, "default");
-    let mut f = flunder("m");
+    let mut f = typed_flunder("m", "r", ReferenceType::Flunder);
     f.metadata.labels = Some([("app".to_string(), "m".to_string())].into());
-    api.create(&PostParams::default(), &f).await.unwrap();
+    create(&api, &f).await;
 
     let one = api.get_metadata("m").await.unwrap();
     assert_eq!(one.types.as_ref().unwrap().kind, "PartialObjectMetadata");
@@ -277,7 +244,9 @@ async fn metadata_only_clients() {
 
     // Asking for the wrong cardinality is refused with 406, as upstream.
     let http = reqwest::Client::builder()
-        .add_root_certificate(reqwest::Certificate::from_pem(server.ca_pem.as_bytes()).unwrap())
+        .use_preconfigured_tls(apiserver_framework::testing::tls::http1_config(
+            &server.ca_pem,
+        ))
         .build()
         .unwrap();
     let res = http
@@ -297,9 +266,7 @@ async fn metadata_only_clients() {
     let status: serde_json::Value = res.json().await.unwrap();
     assert_eq!(status["reason"], "NotAcceptable");
     assert!(
-        status["message"]
-            .as_str()
-            .unwrap()
+        message(&status)
             .starts_with("you requested PartialObjectMetadata, but the requested object is a list"),
         "{status}"
     );

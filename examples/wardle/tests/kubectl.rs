@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use reqwest::Method;
 use serde_json::{Value, json};
+use support::fixtures::{flunder_in, flunder_yaml};
 use support::{Wardle, kubectl_binary, stderr, stdout};
 
 const F1_YAML: &str = "\
@@ -20,13 +21,6 @@ spec:
   reference: fisch
   referenceType: Fischer
 ";
-
-fn flunder_yaml(name: &str, reference: &str) -> String {
-    format!(
-        "apiVersion: wardle.example.com/v1alpha1\nkind: Flunder\nmetadata:\n  name: {name}\n\
-         spec:\n  reference: {reference}\n  referenceType: Flunder\n"
-    )
-}
 
 /// Starts a server and creates Flunder `f1` (reference `fisch`, type Fischer) with
 /// `kubectl create -f`.
@@ -236,7 +230,7 @@ fn get_as_yaml() {
 #[test]
 fn get_as_names() {
     let w = with_f1();
-    let file = w.write_file("f2.yaml", &flunder_yaml("f2", "f1"));
+    let file = w.write_file("f2.yaml", &flunder_yaml("f2", None, "f1", Some("Flunder")));
     w.kubectl_ok(&["create", "-f", file.to_str().unwrap()]);
     assert_eq!(
         w.kubectl_ok(&["get", "flunders.v1alpha1.wardle.example.com", "-o", "name"]),
@@ -655,28 +649,22 @@ fn replace_with_the_object_read_back() {
 #[test]
 fn delete_one_flunder() {
     let w = with_f1();
-    let file = w.write_file("f2.yaml", &flunder_yaml("f2", "f1"));
+    let file = w.write_file("f2.yaml", &flunder_yaml("f2", None, "f1", Some("Flunder")));
     w.kubectl_ok(&["create", "-f", file.to_str().unwrap()]);
     assert_eq!(
         w.kubectl_ok(&["delete", "flunders.v1alpha1.wardle.example.com", "f1"]),
         "flunder.wardle.example.com \"f1\" deleted\n"
     );
-    let out = w.kubectl(&["get", "flunders.v1alpha1.wardle.example.com", "f1"]);
-    assert!(!out.status.success());
-    assert!(
-        stderr(&out).contains("(NotFound)"),
-        "stderr: {}",
-        stderr(&out)
-    );
+    let err = w.kubectl_err(&["get", "flunders.v1alpha1.wardle.example.com", "f1"]);
+    assert!(err.contains("(NotFound)"), "stderr: {}", err);
     assert_eq!(
         w.kubectl_ok(&["get", "flunders.v1alpha1.wardle.example.com", "-o", "name"]),
         "flunder.wardle.example.com/f2\n"
     );
     // Deleting it again is NotFound.
-    let out = w.kubectl(&["delete", "flunders.v1alpha1.wardle.example.com", "f1"]);
-    assert!(!out.status.success());
+    let err = w.kubectl_err(&["delete", "flunders.v1alpha1.wardle.example.com", "f1"]);
     assert_eq!(
-        stderr(&out),
+        err,
         "Error from server (NotFound): flunders.wardle.example.com \"f1\" not found\n"
     );
 }
@@ -684,7 +672,7 @@ fn delete_one_flunder() {
 #[test]
 fn delete_all_empties_the_namespace() {
     let w = with_f1();
-    let file = w.write_file("f2.yaml", &flunder_yaml("f2", "f1"));
+    let file = w.write_file("f2.yaml", &flunder_yaml("f2", None, "f1", Some("Flunder")));
     w.kubectl_ok(&["create", "-f", file.to_str().unwrap()]);
     let out = w.kubectl_ok(&["delete", "flunders.v1alpha1.wardle.example.com", "--all"]);
     let mut lines: Vec<_> = out.lines().collect();
@@ -714,7 +702,10 @@ fn ban_flunder_refuses_a_name_a_fischer_lists() {
         w.kubectl_ok(&["create", "-f", fischer.to_str().unwrap()]),
         "fischer.wardle.example.com/fi1 created\n"
     );
-    let banned = w.write_file("banned.yaml", &flunder_yaml("banned", "x"));
+    let banned = w.write_file(
+        "banned.yaml",
+        &flunder_yaml("banned", None, "x", Some("Flunder")),
+    );
     let out = w.kubectl(&["create", "-f", banned.to_str().unwrap()]);
     assert!(!out.status.success(), "the banned flunder was created");
     let err = stderr(&out);
@@ -735,7 +726,10 @@ fn ban_flunder_refuses_a_name_a_fischer_lists() {
         stdout(&out)
     );
     // Another name is fine.
-    let allowed = w.write_file("allowed.yaml", &flunder_yaml("allowed", "x"));
+    let allowed = w.write_file(
+        "allowed.yaml",
+        &flunder_yaml("allowed", None, "x", Some("Flunder")),
+    );
     w.kubectl_ok(&["create", "-f", allowed.to_str().unwrap()]);
     // Fischers are cluster-scoped: listed without a namespace.
     let rows = table(&w.kubectl_ok(&["get", "fischers"]));
@@ -845,12 +839,6 @@ async fn send(w: &Wardle, method: Method, path: &str, body: &Value) -> (u16, Val
     )
 }
 
-fn flunder_in(namespace: &str, name: &str) -> Value {
-    json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
-           "metadata": {"name": name, "namespace": namespace},
-           "spec": {"reference": "r", "referenceType": "Flunder"}})
-}
-
 fn flunders_in(namespace: &str) -> String {
     format!("/apis/wardle.example.com/v1alpha1/namespaces/{namespace}/flunders")
 }
@@ -864,10 +852,9 @@ fn flunders_in(namespace: &str) -> String {
 async fn objects_are_created_only_in_namespaces_that_exist() {
     let w = Wardle::start();
     let file = w.write_file("lost.json", &flunder_in("nowhere", "lost").to_string());
-    let out = w.kubectl(&["create", "-f", file.to_str().unwrap()]);
-    assert!(!out.status.success());
+    let err = w.kubectl_err(&["create", "-f", file.to_str().unwrap()]);
     assert_eq!(
-        stderr(&out).trim(),
+        err.trim(),
         format!(
             "Error from server (NotFound): error when creating \"{}\": namespaces \"nowhere\" not found",
             file.display()
@@ -928,10 +915,9 @@ async fn objects_are_created_only_in_namespaces_that_exist() {
         assert_eq!(code, 201, "{namespace}: {body}");
     }
     // ... and stay: a cluster refuses to delete them.
-    let out = w.kubectl(&["delete", "namespace", "default"]);
-    assert!(!out.status.success());
+    let err = w.kubectl_err(&["delete", "namespace", "default"]);
     assert_eq!(
-        stderr(&out).trim(),
+        err.trim(),
         "Error from server (Forbidden): namespaces \"default\" is forbidden: this namespace may not be deleted"
     );
     assert_eq!(
@@ -980,14 +966,13 @@ async fn a_terminating_namespace_takes_no_new_objects() {
                 "field": "metadata.namespace"}])
     );
     let file = w.write_file("late.json", &flunder_in("ending", "late").to_string());
-    let out = w.kubectl(&["create", "-f", file.to_str().unwrap()]);
-    assert!(!out.status.success());
+    let err = w.kubectl_err(&["create", "-f", file.to_str().unwrap()]);
     assert!(
-        stderr(&out).contains(
+        err.contains(
             "unable to create new content in namespace ending because it is being terminated"
         ),
         "{}",
-        stderr(&out)
+        err
     );
 
     // What is there may still change and go.

@@ -71,30 +71,24 @@ fn label_and_field_selectors() {
         ["c"]
     );
 
-    let out = w.kubectl(&[
+    let err = w.kubectl_err(&[
         "get",
         "flunders.v1alpha1.wardle.example.com",
         "--field-selector",
         "spec.referenceType=x",
     ]);
-    assert!(!out.status.success());
     assert!(
-        stderr(&out).contains("field label not supported: spec.referenceType"),
+        err.contains("field label not supported: spec.referenceType"),
         "{}",
-        stderr(&out)
+        err
     );
-    let out = w.kubectl(&[
+    let err = w.kubectl_err(&[
         "get",
         "flunders.v1alpha1.wardle.example.com",
         "-l",
         "app in (x",
     ]);
-    assert!(!out.status.success());
-    assert!(
-        stderr(&out).contains("unable to parse requirement"),
-        "{}",
-        stderr(&out)
-    );
+    assert!(err.contains("unable to parse requirement"), "{}", err);
     // Selectors apply to deletecollection too.
     let out = w.kubectl_ok(&[
         "delete",
@@ -211,7 +205,7 @@ fn patch_types() {
         stderr(&out)
     );
     // A patch producing an invalid object is refused by validation.
-    let out = w.kubectl(&[
+    let err = w.kubectl_err(&[
         "patch",
         "flunders.v1alpha1.wardle.example.com",
         "p",
@@ -219,11 +213,10 @@ fn patch_types() {
         "-p",
         r#"{"metadata":{"labels":{"not a key":"x"}}}"#,
     ]);
-    assert!(!out.status.success());
     assert!(
-        stderr(&out).contains("metadata.labels: Invalid value: \"not a key\""),
+        err.contains("metadata.labels: Invalid value: \"not a key\""),
         "{}",
-        stderr(&out)
+        err
     );
     assert_eq!(
         get_json(&w, &["flunders.v1alpha1.wardle.example.com", "p"])["spec"]["reference"],
@@ -365,9 +358,8 @@ fn server_side_dry_run_and_diff() {
         obj["metadata"]["uid"].is_string(),
         "defaulted like a real create"
     );
-    let out = w.kubectl(&["get", "flunders.v1alpha1.wardle.example.com", "d"]);
-    assert!(!out.status.success());
-    assert!(stderr(&out).contains("NotFound"), "{}", stderr(&out));
+    let err = w.kubectl_err(&["get", "flunders.v1alpha1.wardle.example.com", "d"]);
+    assert!(err.contains("NotFound"), "{}", err);
 
     // diff against nothing: the whole object is new (exit code 1 = differences found).
     let out = w.kubectl(&["diff", "-f", path]);
@@ -433,7 +425,7 @@ fn finalizers_hold_deletion_until_removed() {
             "--output-watch-events",
         ],
     );
-    std::thread::sleep(Duration::from_millis(500));
+    w.wait_for_watchers(1);
     let mut wait = w.kubectl_background(
         "wait",
         &[
@@ -443,7 +435,8 @@ fn finalizers_hold_deletion_until_removed() {
             "--timeout=30s",
         ],
     );
-    std::thread::sleep(Duration::from_millis(500));
+    // kubectl wait watches once it has seen the object still there.
+    w.wait_for_watchers(2);
     assert!(
         wait.running(),
         "wait must block while the finalizer is there"
@@ -518,13 +511,12 @@ fn scale_subresource() {
     ]);
     assert!(!out.status.success());
     // Fischers have no scale subresource.
-    let out = w.kubectl(&[
+    let err = w.kubectl_err(&[
         "get",
         "--raw",
         "/apis/wardle.example.com/v1alpha1/fischers/x/scale",
     ]);
-    assert!(!out.status.success());
-    assert!(stderr(&out).contains("NotFound"), "{}", stderr(&out));
+    assert!(err.contains("NotFound"), "{}", err);
 }
 
 const UNKNOWN_FIELDS: &str = "\
@@ -547,16 +539,15 @@ fn field_validation_strict_warn_and_ignore() {
     let w = Wardle::start();
     let file = w.write_file("u.yaml", UNKNOWN_FIELDS);
     let path = file.to_str().unwrap();
-    let out = w.kubectl(&["create", "-f", path, "--validate=strict"]);
-    assert!(!out.status.success());
+    let err = w.kubectl_err(&["create", "-f", path, "--validate=strict"]);
     assert!(
-        stderr(&out).contains(
+        err.contains(
             "Flunder in version \"v1alpha1\" cannot be handled as a Flunder: strict decoding error: \
              unknown field \"metadata.bogus\", unknown field \"spec.extra\", unknown field \
              \"spec.toppings[0].what\""
         ),
         "{}",
-        stderr(&out)
+        err
     );
     assert!(
         !w.kubectl(&["get", "flunders.v1alpha1.wardle.example.com", "u"])
@@ -669,13 +660,8 @@ fn dry_run_writes_store_nothing() {
         "banned.yaml",
         "apiVersion: wardle.example.com/v1alpha1\nkind: Flunder\nmetadata:\n  name: banned\nspec: {}\n",
     );
-    let out = w.kubectl(&["create", "--dry-run=server", "-f", banned.to_str().unwrap()]);
-    assert!(!out.status.success());
-    assert!(
-        stderr(&out).contains("this name may not be used"),
-        "{}",
-        stderr(&out)
-    );
+    let err = w.kubectl_err(&["create", "--dry-run=server", "-f", banned.to_str().unwrap()]);
+    assert!(err.contains("this name may not be used"), "{}", err);
 }
 
 #[test]

@@ -10,8 +10,9 @@ use std::hash::{BuildHasher, Hasher};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use apiserver_framework::testing::wait;
 use futures::StreamExt;
 use reqwest::Method;
 use support::{FLUNDERS, Wardle, base64_decode};
@@ -155,26 +156,24 @@ fn run_local(dir: &Path, args: &[&str]) -> Option<(std::process::ExitStatus, Str
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn wardle");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(status) = child.try_wait().expect("poll wardle") {
-            let mut err = String::new();
-            use std::io::Read;
-            child
-                .stderr
-                .take()
-                .expect("stderr")
-                .read_to_string(&mut err)
-                .expect("read stderr");
-            return Some((status, err));
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let exited = wait::poll_blocking("wardle to exit", Duration::from_secs(20), || {
+        let status = child.try_wait().expect("poll wardle");
+        status.ok_or("still running")
+    });
+    let Ok(status) = exited else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return None;
+    };
+    let mut err = String::new();
+    use std::io::Read;
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut err)
+        .expect("read stderr");
+    Some((status, err))
 }
 
 /// A non-loopback address of this machine (the one its default route would use), or a
@@ -235,25 +234,22 @@ async fn local_mode_serves_on_loopback_addresses() {
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn wardle");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !kubeconfig.exists() {
+        let what = format!("a kubeconfig for {address}");
+        wait::eventually_blocking(&what, Duration::from_secs(20), || {
             if let Some(status) = child.try_wait().unwrap() {
                 panic!("wardle local --bind-address {address} exited: {status}");
             }
-            assert!(Instant::now() < deadline, "no kubeconfig for {address}");
-            std::thread::sleep(Duration::from_millis(25));
-        }
+            kubeconfig.exists()
+        });
         let doc: serde_yaml_ng::Value =
             serde_yaml_ng::from_str(&std::fs::read_to_string(&kubeconfig).unwrap()).unwrap();
         let cluster = &doc["clusters"][0]["cluster"];
         let url = cluster["server"].as_str().unwrap().to_string();
         let ca = base64_decode(cluster["certificate-authority-data"].as_str().unwrap());
         assert!(url.starts_with(&format!("https://{host}:")), "{url}");
-        apiserver_framework::tls::install_crypto_provider();
+        let ca = String::from_utf8(ca).unwrap();
         let client = reqwest::Client::builder()
-            .use_rustls_tls()
-            .tls_built_in_root_certs(false)
-            .add_root_certificate(reqwest::Certificate::from_pem(&ca).unwrap())
+            .use_preconfigured_tls(apiserver_framework::testing::tls::http1_config(&ca))
             .build()
             .unwrap();
         let res = client.get(format!("{url}/healthz")).send().await;
@@ -303,10 +299,9 @@ fn local_mode_creates_private_files() {
         dir.join("audit/logs/audit.log"),
     ];
     // The audit log is created with the first event.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !private_files[3].exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait::eventually_blocking("the audit log", Duration::from_secs(10), || {
+        private_files[3].exists()
+    });
     for f in &private_files {
         assert_eq!(mode(f), 0o600, "{}", f.display());
     }

@@ -1,6 +1,11 @@
 //! `wardle manifests`: the real binary's output parsed as Kubernetes objects, the serving
 //! certificate checked against the APIService's CA, and the CA reused across runs.
 
+#[path = "support/api_service.rs"]
+mod api_service;
+#[path = "support/process.rs"]
+mod process;
+
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
@@ -19,34 +24,8 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use serde::Deserialize;
 use serde_json::Value;
 
-/// `apiregistration.k8s.io/v1` APIService (not in k8s-openapi): the fields the manifests set.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ApiService {
-    api_version: String,
-    kind: String,
-    metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-    spec: ApiServiceSpec,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ApiServiceSpec {
-    group: String,
-    version: String,
-    service: ServiceReference,
-    ca_bundle: String,
-    group_priority_minimum: i32,
-    version_priority: i32,
-}
-
-#[derive(Debug, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-struct ServiceReference {
-    namespace: String,
-    name: String,
-    port: i32,
-}
+use api_service::{ApiService, ServiceReference};
+use process::run_ok;
 
 /// Everything `wardle manifests` printed, by kind.
 #[derive(Default)]
@@ -71,16 +50,12 @@ fn typed<T: serde::de::DeserializeOwned>(doc: Value) -> T {
 /// Runs `wardle manifests --cert-dir <cert_dir> --image example/wardle:1` and parses every
 /// YAML document of its output.
 fn manifests(cert_dir: &Path) -> Manifests {
-    let output = Command::new(env!("CARGO_BIN_EXE_wardle"))
-        .args(["manifests", "--cert-dir"])
-        .arg(cert_dir)
-        .args(["--image", "example/wardle:1"])
-        .output()
-        .expect("run wardle manifests");
-    assert!(
-        output.status.success(),
-        "wardle manifests failed: {}",
-        String::from_utf8_lossy(&output.stderr)
+    let output = run_ok(
+        Command::new(env!("CARGO_BIN_EXE_wardle"))
+            .args(["manifests", "--cert-dir"])
+            .arg(cert_dir)
+            .args(["--image", "example/wardle:1"]),
+        "wardle manifests",
     );
     let text = String::from_utf8(output.stdout).expect("UTF-8 output");
     let mut m = Manifests::default();

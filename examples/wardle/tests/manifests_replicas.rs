@@ -3,6 +3,9 @@
 //! three replicas with a rolling update that never goes below them, pod anti-affinity and a
 //! PodDisruptionBudget; the embedded store keeps one replica and says why.
 
+#[path = "support/api_service.rs"]
+mod api_service;
+
 use std::process::Command;
 
 use k8s_openapi::api::apps::v1::Deployment;
@@ -14,37 +17,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-/// `apiregistration.k8s.io/v1` APIService (not in k8s-openapi), refusing unknown fields.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[allow(dead_code)]
-struct ApiService {
-    api_version: String,
-    kind: String,
-    metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-    spec: ApiServiceSpec,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[allow(dead_code)]
-struct ApiServiceSpec {
-    group: String,
-    version: String,
-    service: ServiceReference,
-    ca_bundle: String,
-    group_priority_minimum: i32,
-    version_priority: i32,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[allow(dead_code)]
-struct ServiceReference {
-    namespace: String,
-    name: String,
-    port: i32,
-}
+use api_service::ApiService;
 
 /// Decodes `doc` as `T` strictly: k8s-openapi's types ignore unknown fields, so the decoded
 /// object is encoded again and must give back exactly `doc` — a field the type does not know

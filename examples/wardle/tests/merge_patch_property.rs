@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::{Map, Value, json};
+use support::checks::answer;
 use support::{FLUNDERS, Wardle};
 
 /// Label keys, with and without a DNS prefix.
@@ -217,23 +218,18 @@ fn merge_patches_apply_as_rfc_7396_says() {
         body["metadata"]["name"] = json!(name);
         rt.block_on(async {
             let url = server.at(&format!("{FLUNDERS}/{name}"));
-            let res = client
-                .post(server.at(FLUNDERS))
-                .json(&body)
-                .send()
-                .await
-                .unwrap();
+            let res = answer(client.post(server.at(FLUNDERS)).json(&body)).await;
             let code = res.status().as_u16();
             let created: Value = res.json().await.unwrap();
             prop_assert_eq!(code, 201, "create {}: {}", body, created);
 
-            let res = client
-                .patch(&url)
-                .header("Content-Type", "application/merge-patch+json")
-                .body(patch.to_string())
-                .send()
-                .await
-                .unwrap();
+            let res = answer(
+                client
+                    .patch(&url)
+                    .header("Content-Type", "application/merge-patch+json")
+                    .body(patch.to_string()),
+            )
+            .await;
             let code = res.status().as_u16();
             let answer: Value = res.json().await.unwrap();
 

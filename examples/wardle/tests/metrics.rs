@@ -6,9 +6,11 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use apiserver_framework::testing::wait;
 use serde_json::{Value, json};
+use support::checks::answer;
 use support::{FLUNDERS, Wardle};
 
 /// One sample: the metric name and its labels, sorted.
@@ -149,14 +151,7 @@ async fn metrics_move_with_requests_and_watches() {
     assert_eq!(anonymous.status(), 401);
 
     // The root index lists it, as upstream's.
-    let index: Value = client
-        .get(w.at("/"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let index: Value = support::get_json(&client, w.at("/")).await;
     assert!(
         index["paths"]
             .as_array()
@@ -188,11 +183,7 @@ async fn metrics_move_with_requests_and_watches() {
         ("m1/status", 200),
         ("m1/bogus", 404),
     ] {
-        let got = client
-            .get(w.at(&format!("{FLUNDERS}/{path}")))
-            .send()
-            .await
-            .unwrap();
+        let got = answer(client.get(w.at(&format!("{FLUNDERS}/{path}")))).await;
         assert_eq!(got.status(), code, "{path}");
     }
     let listed = client.get(w.at(FLUNDERS)).send().await.unwrap();
@@ -209,17 +200,9 @@ async fn metrics_move_with_requests_and_watches() {
         .await
         .unwrap();
     assert_eq!(dry.status(), 201);
-    let unrouted = client
-        .get(w.at("/apis/nothing.example.com/v1/things"))
-        .send()
-        .await
-        .unwrap();
+    let unrouted = answer(client.get(w.at("/apis/nothing.example.com/v1/things"))).await;
     assert_eq!(unrouted.status(), 404);
-    let watch = client
-        .get(w.at(&format!("{FLUNDERS}?watch=true")))
-        .send()
-        .await
-        .unwrap();
+    let watch = answer(client.get(w.at(&format!("{FLUNDERS}?watch=true")))).await;
     assert_eq!(watch.status(), 200);
 
     let during = scrape(&w, &client).await;
@@ -361,16 +344,23 @@ async fn metrics_move_with_requests_and_watches() {
 
     // Closing the watch brings the gauges down.
     drop(watch);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let after = scrape(&w, &client).await;
-        let open = value(&after, "apiserver_longrunning_requests", &watch_labels)
-            + value(&after, "apiserver_registered_watchers", &watcher);
-        if open == 0.0 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "watch gauges stayed up: {open}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    let down = wait::poll(
+        "the watch gauges to come down",
+        Duration::from_secs(10),
+        || async {
+            let after = scrape(&w, &client).await;
+            let open = value(&after, "apiserver_longrunning_requests", &watch_labels)
+                + value(&after, "apiserver_registered_watchers", &watcher);
+            if open == 0.0 {
+                Ok(())
+            } else {
+                Err(format!("watch gauges stayed up: {open}"))
+            }
+        },
+    )
+    .await;
+    if let Err(e) = down {
+        panic!("{e}");
     }
 
     // -v=3 logs every request; --logging-format json makes them JSON lines.

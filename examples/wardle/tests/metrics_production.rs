@@ -3,9 +3,12 @@
 
 #![allow(dead_code)]
 
+#[path = "support/checks.rs"]
+mod checks;
 #[path = "production/stack.rs"]
 mod stack;
 
+use checks::answer;
 use reqwest::Method;
 use stack::Stack;
 
@@ -26,7 +29,7 @@ async fn metrics_are_authorized_by_the_host() {
 
     // bob may read wardle's resources and discovery, but the host grants him no /metrics.
     let (code, body) = stack
-        .call(&client, Method::GET, &url, Some(&stack.token("bob")), None)
+        .as_bearer(&client, Method::GET, &url, &stack.token("bob"))
         .await;
     assert_eq!(code, 403, "{body}");
     assert!(
@@ -35,28 +38,13 @@ async fn metrics_are_authorized_by_the_host() {
     );
 
     // The host's admin (system:masters) may.
-    let res = client
-        .get(&url)
-        .bearer_auth(stack.token("admin"))
-        .send()
-        .await
-        .unwrap();
+    let res = answer(client.get(&url).bearer_auth(stack.token("admin"))).await;
     assert_eq!(res.status(), 200);
     assert_eq!(
         res.headers()["content-type"],
         "text/plain; version=0.0.4; charset=utf-8"
     );
     let text = res.text().await.unwrap();
-    assert!(
-        text.contains("# TYPE apiserver_request_total counter"),
-        "{text}"
-    );
     // bob's refused scrape was counted.
-    assert!(
-        text.lines()
-            .any(|l| l.starts_with("apiserver_request_total{")
-                && l.contains(r#"code="403""#)
-                && l.contains(r#"subresource="/metrics""#)),
-        "{text}"
-    );
+    checks::assert_refused_scrape_counted(&text);
 }

@@ -152,6 +152,7 @@ async fn writer(
             sent,
             outcome,
         });
+        // The writer's pace, on purpose: a write every 20 ms.
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -208,6 +209,7 @@ fn replicas_behind_the_real_aggregator_survive_kills_rollouts_and_etcd_failover(
     let kill_sent = Instant::now();
     signal(pid_of(&cluster, &format!("wardle-{killed}")), "KILL");
     let unready = wait_ready(&cluster, killed, false);
+    // Spaced on purpose: two seconds of writes while the replica is down.
     std::thread::sleep(Duration::from_secs(2));
     let late = failures_between(&snapshot(), unready + AGGREGATOR_NOTICES, Instant::now());
     assert!(

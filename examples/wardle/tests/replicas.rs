@@ -15,6 +15,8 @@
 //! every replica down the APIService is unavailable, and available again within one probe
 //! interval of one replica being ready.
 
+#[path = "support/fixtures.rs"]
+mod fixtures;
 #[path = "../../../apiserver-framework/tests/support_etcd/mod.rs"]
 mod support_etcd;
 
@@ -27,6 +29,7 @@ use std::time::{Duration, Instant};
 use apiserver_framework::devhost::files::{self, users};
 use apiserver_framework::devhost::{DevHost, DevHostOptions};
 use apiserver_framework::duration::GoDuration;
+use apiserver_framework::testing::wait;
 use futures::StreamExt as _;
 use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Api, Client};
@@ -41,6 +44,7 @@ impl<T> Mutex<T> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
+use fixtures::{flunder_to, with_metadata};
 use serde_json::{Value, json};
 use support_etcd::{CLUSTER_SIZE, EtcdCluster};
 use wardle::Flunder;
@@ -69,13 +73,6 @@ const SHUTDOWN_DELAY: &str = "2s";
 const COMPACTION_INTERVAL: Duration = Duration::from_secs(2);
 /// How long one replica may take to be ready.
 const READY_WITHIN: Duration = Duration::from_secs(30);
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
 
 /// One `wardle serve` process.
 struct Replica {
@@ -145,19 +142,6 @@ struct Write {
     outcome: Result<u64, String>,
 }
 
-fn flunder(name: &str, reference: &str, rv: Option<u64>) -> Value {
-    let mut f = json!({
-        "apiVersion": "wardle.example.com/v1alpha1",
-        "kind": "Flunder",
-        "metadata": {"name": name},
-        "spec": {"reference": reference, "referenceType": "Flunder"},
-    });
-    if let Some(rv) = rv {
-        f["metadata"]["resourceVersion"] = json!(rv.to_string());
-    }
-    f
-}
-
 fn rv_of(body: &Value) -> u64 {
     body["metadata"]["resourceVersion"]
         .as_str()
@@ -203,7 +187,7 @@ async fn writer(
             let req = http
                 .post(&url)
                 .bearer_auth(&token)
-                .json(&flunder(&name, "a", None));
+                .json(&flunder_to(&name, "a", "Flunder"));
             match send(req).await {
                 Ok((201, body)) => {
                     let rv = rv_of(&body);
@@ -226,6 +210,7 @@ async fn writer(
                         done: Instant::now(),
                         outcome: Err(e),
                     });
+                    // A client's pause before it retries: the load's own pace.
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             }
@@ -237,7 +222,11 @@ async fn writer(
             let req = http
                 .put(format!("{url}/{name}"))
                 .bearer_auth(&token)
-                .json(&flunder(&name, "b", Some(rv)));
+                .json(&with_metadata(
+                    flunder_to(&name, "b", "Flunder"),
+                    "resourceVersion",
+                    json!(rv.to_string()),
+                ));
             match send(req).await {
                 Ok((200, body)) => {
                     writes.push(Write {
@@ -259,6 +248,7 @@ async fn writer(
                         done: Instant::now(),
                         outcome: Err(e),
                     });
+                    // A client's pause before it retries: the load's own pace.
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             }
@@ -365,8 +355,8 @@ struct Setup {
 impl Setup {
     async fn wait_ready(&mut self, i: usize) {
         let url = format!("https://127.0.0.1:{}/readyz", self.replicas[i].port);
-        let deadline = Instant::now() + READY_WITHIN;
-        loop {
+        let what = format!("replica {i} to be ready");
+        let ready = wait::poll(&what, READY_WITHIN, || {
             if let Some(status) = self.replicas[i]
                 .child
                 .as_mut()
@@ -377,17 +367,18 @@ impl Setup {
                     self.replicas[i].log_tail()
                 );
             }
-            if let Ok(res) = self.http.get(&url).send().await
-                && res.status() == 200
-            {
-                return;
+            let readyz = self.http.get(&url).send();
+            async move {
+                match readyz.await {
+                    Ok(res) if res.status() == 200 => Ok(()),
+                    Ok(res) => Err(format!("/readyz: {}", res.status())),
+                    Err(e) => Err(e.to_string()),
+                }
             }
-            assert!(
-                Instant::now() < deadline,
-                "replica {i} not ready within {READY_WITHIN:?}; its log:\n{}",
-                self.replicas[i].log_tail()
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
+        })
+        .await;
+        if let Err(e) = ready {
+            panic!("{e}; its log:\n{}", self.replicas[i].log_tail());
         }
     }
 
@@ -410,7 +401,9 @@ impl Setup {
 
 async fn setup(cluster: &EtcdCluster) -> Setup {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let ports: Vec<u16> = (0..REPLICAS).map(|_| free_port()).collect();
+    let ports: Vec<u16> = (0..REPLICAS)
+        .map(|_| apiserver_framework::testing::free_port().expect("a free port"))
+        .collect();
     let opts = DevHostOptions {
         secure_port: 0,
         dir: dir.path().join("dev-host"),
@@ -449,11 +442,8 @@ async fn setup(cluster: &EtcdCluster) -> Setup {
             COMPACTION_INTERVAL.as_millis()
         ),
     ];
-    let ca = reqwest::Certificate::from_pem(f.ca_pem.as_bytes()).expect("CA");
     let http = reqwest::Client::builder()
-        .use_rustls_tls()
-        .add_root_certificate(ca)
-        .tls_built_in_root_certs(false)
+        .use_preconfigured_tls(apiserver_framework::testing::tls::http1_config(&f.ca_pem))
         .timeout(Duration::from_secs(20))
         .build()
         .unwrap();
@@ -481,11 +471,10 @@ async fn setup(cluster: &EtcdCluster) -> Setup {
     for i in 0..REPLICAS {
         s.wait_ready(i).await;
     }
-    let deadline = Instant::now() + READY_WITHIN;
-    while s.available().await["status"] != "True" {
-        assert!(Instant::now() < deadline, "the APIService is not available");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait::eventually("the APIService to be available", READY_WITHIN, || async {
+        s.available().await["status"] == "True"
+    })
+    .await;
     s
 }
 
@@ -520,11 +509,10 @@ async fn replicas_behind_the_aggregator_survive_kills_rollouts_and_etcd_failover
         watchers.push(tokio::spawn(watch(api, seen.clone())));
     }
 
-    let deadline = Instant::now() + READY_WITHIN;
-    while !seen.iter().all(|s| s.lock().listed) {
-        assert!(Instant::now() < deadline, "the watchers did not list");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait::eventually("the watchers to list", READY_WITHIN, || async {
+        seen.iter().all(|s| s.lock().listed)
+    })
+    .await;
 
     // The APIService's Available condition, sampled throughout.
     let stop = Arc::new(AtomicBool::new(false));
@@ -551,6 +539,7 @@ async fn replicas_behind_the_aggregator_survive_kills_rollouts_and_etcd_failover
                         unavailable.lock().push((test_start.elapsed(), c));
                     }
                 }
+                // The sampling period, on purpose: the condition is recorded every 100 ms.
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
         })
@@ -573,7 +562,7 @@ async fn replicas_behind_the_aggregator_survive_kills_rollouts_and_etcd_failover
         s.http
             .post(format!("{}{FLUNDERS}", s.host.url))
             .bearer_auth(&s.admin)
-            .json(&flunder("read-me", "a", None)),
+            .json(&flunder_to("read-me", "a", "Flunder")),
     )
     .await;
     let Ok((201, body)) = created else {
@@ -586,6 +575,7 @@ async fn replicas_behind_the_aggregator_survive_kills_rollouts_and_etcd_failover
         done: Instant::now(),
         outcome: Ok(rv_of(&body)),
     };
+    // The load's phases are spaced on purpose: a second of writes before the readers start,
     tokio::time::sleep(Duration::from_secs(1)).await;
     let stop_reading = Arc::new(AtomicBool::new(false));
     let readers: Vec<_> = (0..READERS)
@@ -599,6 +589,7 @@ async fn replicas_behind_the_aggregator_survive_kills_rollouts_and_etcd_failover
             ))
         })
         .collect();
+    // a second of reads before the kill (spaced on purpose),
     tokio::time::sleep(Duration::from_secs(1)).await;
 
     // 1. kill -9 of one replica mid-load; it comes back later.
@@ -613,15 +604,18 @@ async fn replicas_behind_the_aggregator_survive_kills_rollouts_and_etcd_failover
         test_start.elapsed(),
         killed_at - kill_sent
     );
+    // a second of reads after it (spaced on purpose),
     tokio::time::sleep(Duration::from_secs(1)).await;
     stop_reading.store(true, Ordering::Relaxed);
     let mut reads = Vec::new();
     for r in readers {
         reads.extend(r.await.unwrap());
     }
+    // and two seconds of writes on the remaining replicas before it comes back (on purpose).
     tokio::time::sleep(Duration::from_secs(2)).await;
     s.replicas[killed].spawn(&s.args);
     s.wait_ready(killed).await;
+    // Spaced on purpose: the load runs on while the aggregator probes it (three probes).
     tokio::time::sleep(PROBE_INTERVAL * 3).await;
 
     // 2. A rolling restart through SIGTERM, one replica at a time.
@@ -647,7 +641,8 @@ async fn replicas_behind_the_aggregator_survive_kills_rollouts_and_etcd_failover
         );
         s.replicas[i].spawn(&s.args);
         s.wait_ready(i).await;
-        // The aggregator sees it ready at its next probe.
+        // Spaced on purpose: the load runs on while the aggregator probes it (three probes)
+        // before the next replica stops.
         tokio::time::sleep(PROBE_INTERVAL * 3).await;
     }
     let roll_end = Instant::now();
@@ -666,6 +661,7 @@ async fn replicas_behind_the_aggregator_survive_kills_rollouts_and_etcd_failover
     cluster.kill(leader);
     let leader_killed_at = Instant::now();
     eprintln!("killed etcd leader m{leader} at {:?}", test_start.elapsed());
+    // The load's last phase, on purpose: eight seconds of writes through the failover.
     tokio::time::sleep(Duration::from_secs(8)).await;
 
     stop.store(true, Ordering::Relaxed);
@@ -802,20 +798,21 @@ async fn replicas_behind_the_aggregator_survive_kills_rollouts_and_etcd_failover
         let e = latest.entry(&w.name).or_default();
         *e = (*e).max(rv);
     }
-    let list = loop {
+    let list = wait::poll("a list of the flunders", READY_WITHIN, || async {
         let res = s
             .http
             .get(format!("{}{FLUNDERS}", s.host.url))
             .bearer_auth(&s.admin)
             .send()
-            .await;
-        if let Ok(res) = res
-            && res.status() == 200
-        {
-            break res.json::<Value>().await.unwrap();
+            .await
+            .map_err(|e| e.to_string())?;
+        if res.status() != 200 {
+            return Err(format!("{}", res.status()));
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+        res.json::<Value>().await.map_err(|e| e.to_string())
+    })
+    .await
+    .expect("the flunders are listed");
     let stored: BTreeMap<String, u64> = list["items"]
         .as_array()
         .unwrap()
@@ -849,26 +846,29 @@ async fn replicas_behind_the_aggregator_survive_kills_rollouts_and_etcd_failover
     }
     let deadline = Instant::now() + Duration::from_secs(20);
     for (i, seen) in seen.iter().enumerate() {
-        loop {
-            let missing = {
-                let seen = seen.lock();
-                latest
-                    .iter()
-                    .filter(|(name, rv)| {
-                        seen.events
-                            .get(**name)
-                            .is_none_or(|v| v.last().is_none_or(|l| l < rv))
-                    })
-                    .count()
-            };
+        let what = format!("watcher {i} to see the latest event of every object");
+        let left = deadline.saturating_duration_since(Instant::now());
+        let caught_up = wait::poll(&what, left, || async {
+            let seen = seen.lock();
+            let missing = latest
+                .iter()
+                .filter(|(name, rv)| {
+                    seen.events
+                        .get(**name)
+                        .is_none_or(|v| v.last().is_none_or(|l| l < rv))
+                })
+                .count();
             if missing == 0 {
-                break;
+                Ok(())
+            } else {
+                Err(format!(
+                    "watcher {i} misses the latest event of {missing} objects"
+                ))
             }
-            assert!(
-                Instant::now() < deadline,
-                "watcher {i} misses the latest event of {missing} objects"
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
+        })
+        .await;
+        if let Err(e) = caught_up {
+            panic!("{e}");
         }
         let seen = seen.lock();
         eprintln!(
@@ -905,33 +905,36 @@ async fn replicas_behind_the_aggregator_survive_kills_rollouts_and_etcd_failover
         r.signal("KILL");
         let _ = r.child.take().unwrap().wait();
     }
-    let deadline = Instant::now() + READY_WITHIN;
-    loop {
-        let c = s.available().await;
-        if c["status"] == "False" {
-            assert_eq!(c["reason"], "FailedDiscoveryCheck", "{c}");
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "still available with no replica: {c}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let c = wait::poll(
+        "the APIService to turn unavailable",
+        READY_WITHIN,
+        || async {
+            let c = s.available().await;
+            if c["status"] == "False" {
+                Ok(c)
+            } else {
+                Err(format!("still available with no replica: {c}"))
+            }
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(c["reason"], "FailedDiscoveryCheck", "{c}");
     s.replicas[2].spawn(&s.args);
     s.wait_ready(2).await;
     let ready = Instant::now();
-    loop {
+    let within = PROBE_INTERVAL + Duration::from_secs(1);
+    let available = wait::poll("available after a replica was ready", within, || async {
         let c = s.available().await;
         if c["status"] == "True" {
-            break;
+            Ok(())
+        } else {
+            Err(format!("not available {:?} after: {c}", ready.elapsed()))
         }
-        assert!(
-            ready.elapsed() < PROBE_INTERVAL + Duration::from_secs(1),
-            "not available {:?} after a replica was ready: {c}",
-            ready.elapsed()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    })
+    .await;
+    if let Err(e) = available {
+        panic!("{e}");
     }
     eprintln!("available {:?} after a replica was ready", ready.elapsed());
     eprintln!("whole test: {:?}", test_start.elapsed());

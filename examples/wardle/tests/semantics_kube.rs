@@ -5,39 +5,13 @@ mod support;
 
 use std::collections::BTreeMap;
 
+use kube::Api;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
-use kube::{Api, Client};
 use serde_json::json;
-use wardle::{Flunder, FlunderSpec, ReferenceType};
-
-async fn start() -> (
-    apiserver_framework::cli::LocalServer,
-    Client,
-    tempfile::TempDir,
-) {
-    let s = support::in_process::start().await;
-    (s.server, s.client, s.dir)
-}
-
-fn flunder(name: &str, reference: &str, labels: &[(&str, &str)]) -> Flunder {
-    let mut f = Flunder::new(
-        name,
-        FlunderSpec {
-            reference: Some(reference.into()),
-            reference_type: Some(ReferenceType::Fischer),
-            ..Default::default()
-        },
-    );
-    if !labels.is_empty() {
-        f.metadata.labels = Some(
-            labels
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect::<BTreeMap<_, _>>(),
-        );
-    }
-    f
-}
+use support::fixtures::create;
+use support::fixtures::{labelled, typed_flunder};
+use support::in_process::start_parts as start;
+use wardle::{Flunder, ReferenceType};
 
 fn api_error(err: kube::Error) -> Box<kube::core::Status> {
     match err {
@@ -53,16 +27,21 @@ async fn list_pages_through_seven_flunders() {
     let all: Vec<String> = (0..7).map(|i| format!("f{i}")).collect();
     for (i, name) in all.iter().enumerate() {
         let parity = if i % 2 == 0 { "even" } else { "odd" };
-        api.create(
-            &PostParams::default(),
-            &flunder(name, "r", &[("parity", parity)]),
+        create(
+            &api,
+            &labelled(
+                typed_flunder(name, "r", ReferenceType::Fischer),
+                &[("parity", parity)],
+            ),
         )
-        .await
-        .unwrap();
+        .await;
     }
     // Another namespace's Flunder stays out of the pages.
     Api::<Flunder>::namespaced(client.clone(), "other")
-        .create(&PostParams::default(), &flunder("f9", "r", &[]))
+        .create(
+            &PostParams::default(),
+            &labelled(typed_flunder("f9", "r", ReferenceType::Fischer), &[]),
+        )
         .await
         .unwrap();
 
@@ -125,10 +104,14 @@ async fn list_pages_through_seven_flunders() {
 async fn json_and_merge_patches() {
     let (_server, client, _dir) = start().await;
     let api: Api<Flunder> = Api::namespaced(client, "default");
-    let created = api
-        .create(&PostParams::default(), &flunder("p", "a", &[("keep", "1")]))
-        .await
-        .unwrap();
+    let created = create(
+        &api,
+        &labelled(
+            typed_flunder("p", "a", ReferenceType::Fischer),
+            &[("keep", "1")],
+        ),
+    )
+    .await;
     let rv0: u64 = created.metadata.resource_version.unwrap().parse().unwrap();
 
     // JSON patch: test, add, replace, remove, in order.
@@ -266,10 +249,11 @@ async fn json_and_merge_patches() {
 async fn delete_with_preconditions() {
     let (_server, client, _dir) = start().await;
     let api: Api<Flunder> = Api::namespaced(client, "default");
-    let created = api
-        .create(&PostParams::default(), &flunder("d", "a", &[]))
-        .await
-        .unwrap();
+    let created = create(
+        &api,
+        &labelled(typed_flunder("d", "a", ReferenceType::Fischer), &[]),
+    )
+    .await;
     let uid = created.metadata.uid.clone().unwrap();
     let rv = created.metadata.resource_version.clone().unwrap();
     let conflict_prefix = "Operation cannot be fulfilled on flunders.wardle.example.com \"d\": StorageError: invalid object, Code: 4, Key: ";

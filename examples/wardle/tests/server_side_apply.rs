@@ -3,8 +3,11 @@
 mod support;
 
 use kube::Api;
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::{Patch, PatchParams};
 use serde_json::{Value, json};
+use support::checks::answer;
+use support::checks::message;
+use support::fixtures::create;
 use support::{FLUNDERS, Wardle, stderr, stdout};
 use wardle::{Flunder, FlunderSpec, ReferenceType};
 
@@ -269,20 +272,18 @@ async fn spec_and_status_appliers_do_not_clobber_each_other() {
         json!({"f:status": {"f:replicas": {}, "f:selector": {}}})
     );
     // A plain kube-rs create (no fieldManager, no User-Agent) is recorded as an Update.
-    let created = api
-        .create(
-            &PostParams::default(),
-            &Flunder::new(
-                "made",
-                FlunderSpec {
-                    reference: Some("x".into()),
-                    reference_type: Some(ReferenceType::Fischer),
-                    ..Default::default()
-                },
-            ),
-        )
-        .await
-        .unwrap();
+    let created = create(
+        &api,
+        &Flunder::new(
+            "made",
+            FlunderSpec {
+                reference: Some("x".into()),
+                reference_type: Some(ReferenceType::Fischer),
+                ..Default::default()
+            },
+        ),
+    )
+    .await;
     let entry = &created.metadata.managed_fields.unwrap()[0];
     assert_eq!(entry.operation.as_deref(), Some("Update"));
     assert_eq!(
@@ -301,13 +302,7 @@ async fn apply_edge_cases_over_http() {
     let send = |method: reqwest::Method, u: String, ct: &'static str, body: String| {
         let c = c.clone();
         async move {
-            let res = c
-                .request(method, u)
-                .header("Content-Type", ct)
-                .body(body)
-                .send()
-                .await
-                .unwrap();
+            let res = answer(c.request(method, u).header("Content-Type", ct).body(body)).await;
             let code = res.status().as_u16();
             let v: Value = serde_json::from_str(&res.text().await.unwrap()).unwrap_or(Value::Null);
             (code, v)
@@ -440,10 +435,7 @@ async fn apply_edge_cases_over_http() {
     .await;
     assert_eq!(code, 400, "{v}");
     assert!(
-        v["message"]
-            .as_str()
-            .unwrap()
-            .ends_with(".spec.bogus: field not declared in schema"),
+        message(&v).ends_with(".spec.bogus: field not declared in schema"),
         "{v}"
     );
 
@@ -470,14 +462,7 @@ async fn apply_edge_cases_over_http() {
     assert_eq!(code, 200, "{v}");
     assert_eq!(v["kind"], "Scale");
     assert_eq!(v["spec"]["replicas"], 5);
-    let obj: Value = c
-        .get(format!("{}/e", w.at(FLUNDERS)))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let obj: Value = support::get_json(&c, format!("{}/e", w.at(FLUNDERS))).await;
     assert_eq!(obj["spec"]["replicas"], 5);
     let all = managers(&obj);
     let scaler = all.iter().find(|m| m.0 == "scaler").expect("scaler");

@@ -8,9 +8,11 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use apiserver_framework::testing::wait;
 use futures::StreamExt;
 use serde_json::json;
 use std::sync::Mutex;
+use support::checks::answer;
 use support::{FLUNDERS, Wardle};
 
 /// What one request of the burst came to.
@@ -66,11 +68,7 @@ async fn sigterm_drains_and_exits_zero() {
         })
         .build()
         .unwrap();
-    let readyz = client
-        .get(wardle.at("/readyz?verbose"))
-        .send()
-        .await
-        .unwrap();
+    let readyz = answer(client.get(wardle.at("/readyz?verbose"))).await;
     assert_eq!(readyz.status(), 200);
     assert!(readyz.text().await.unwrap().contains("[+]shutdown ok\n"));
 
@@ -127,12 +125,20 @@ async fn sigterm_drains_and_exits_zero() {
                     Err(e) if e.is_connect() => return (unready_at, Some(Instant::now())),
                     Err(_) => {}
                 }
+                // The probe's period, as a load balancer's: the measured subject is when
+                // /readyz turns unready.
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         })
     };
 
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The signal comes under load: once every worker could have had an answer.
+    wait::eventually(
+        "the workers' first answers",
+        Duration::from_secs(20),
+        || async { outcomes.lock().unwrap().len() >= 8 },
+    )
+    .await;
     let sigterm = Instant::now();
     wardle.signal("TERM");
     for w in workers {
@@ -202,16 +208,16 @@ async fn second_signal_exits_at_once() {
     let client = wardle.client();
     wardle.signal("TERM");
     // The first signal starts the delay: still serving, but unready.
-    let mut unready = false;
-    for _ in 0..50 {
-        let res = client.get(wardle.at("/readyz")).send().await.unwrap();
-        if res.status() == 500 {
-            unready = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(unready, "/readyz stayed ready after SIGTERM");
+    let readyz = wardle.at("/readyz");
+    wait::eventually(
+        "/readyz to turn unready after SIGTERM",
+        Duration::from_secs(1),
+        || async {
+            let res = client.get(&readyz).send().await.unwrap();
+            res.status() == 500
+        },
+    )
+    .await;
     assert!(wardle.wait_exit(Duration::from_millis(200)).is_none());
     wardle.signal("INT");
     let status = tokio::task::spawn_blocking(move || wardle.wait_exit(Duration::from_secs(5)))

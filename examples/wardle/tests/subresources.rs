@@ -13,22 +13,13 @@ use futures::{SinkExt, StreamExt};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::{Value, json};
 use stack::Stack;
+use support::checks::answer;
+use support::checks::{close_console, upper_console};
+use support::fixtures::topped_flunder;
 use support::{FLUNDERS, Wardle, stderr, stdout};
 use tokio_tungstenite::tungstenite::Message;
 
 const GV: &str = "/apis/wardle.example.com/v1alpha1";
-
-fn flunder(name: &str) -> Value {
-    json!({
-        "apiVersion": "wardle.example.com/v1alpha1",
-        "kind": "Flunder",
-        "metadata": {"name": name},
-        "spec": {
-            "reference": "other",
-            "toppings": [{"name": "cheese", "amount": 2}, {"name": "olives"}],
-        },
-    })
-}
 
 fn json_of(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
@@ -38,7 +29,7 @@ fn json_of(text: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn getter_and_action_with_kubectl() {
     let server = Wardle::start();
-    let file = server.write_file("x.json", &flunder("x").to_string());
+    let file = server.write_file("x.json", &topped_flunder("x").to_string());
     server.kubectl_ok(&["create", "-f", file.to_str().unwrap()]);
 
     // GET with typed options.
@@ -60,25 +51,21 @@ async fn getter_and_action_with_kubectl() {
     assert!(d.get("details").is_none(), "{d}");
 
     // Bad options: 400 BadRequest with upstream's conversion message.
-    let out = server.kubectl(&[
+    let err = server.kubectl_err(&[
         "get",
         "--raw",
         &format!("{FLUNDERS}/x/describe?maxToppings=abc"),
     ]);
-    assert!(!out.status.success());
     assert!(
-        stderr(&out).contains(
+        err.contains(
             r#"Error from server (BadRequest): strconv.ParseInt: parsing "abc": invalid syntax"#
         ),
         "{}",
-        stderr(&out)
+        err
     );
     let client = server.client();
-    let res = client
-        .get(server.at(&format!("{FLUNDERS}/x/describe?maxToppings=abc")))
-        .send()
-        .await
-        .unwrap();
+    let res =
+        answer(client.get(server.at(&format!("{FLUNDERS}/x/describe?maxToppings=abc")))).await;
     assert_eq!(res.status(), 400);
     let status = json_of(&res.text().await.unwrap());
     assert_eq!(
@@ -86,19 +73,15 @@ async fn getter_and_action_with_kubectl() {
         (&json!("Status"), &json!("BadRequest"), &json!(400))
     );
     // A missing object is a 404 of the resource.
-    let res = client
-        .get(server.at(&format!("{FLUNDERS}/nope/describe")))
-        .send()
-        .await
-        .unwrap();
+    let res = answer(client.get(server.at(&format!("{FLUNDERS}/nope/describe")))).await;
     assert_eq!(res.status(), 404);
     // Only GET reads it.
-    let res = client
-        .put(server.at(&format!("{FLUNDERS}/x/describe")))
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap();
+    let res = answer(
+        client
+            .put(server.at(&format!("{FLUNDERS}/x/describe")))
+            .json(&json!({})),
+    )
+    .await;
     assert_eq!(res.status(), 405);
 
     // The action: kubectl create --raw posts a ToppingRequest, the answer is the Flunder.
@@ -129,28 +112,24 @@ async fn getter_and_action_with_kubectl() {
     let stored = json_of(&server.kubectl_ok(&["get", "flunder", "x", "-o", "json"]));
     assert_eq!(stored["spec"]["toppings"].as_array().unwrap().len(), 3);
     // A dry run changes nothing; a body that does not decode is a 400.
-    let res = client
-        .post(server.at(&format!("{FLUNDERS}/x/topping?dryRun=All")))
-        .json(&json!({"name": "ham"}))
-        .send()
-        .await
-        .unwrap();
+    let res = answer(
+        client
+            .post(server.at(&format!("{FLUNDERS}/x/topping?dryRun=All")))
+            .json(&json!({"name": "ham"})),
+    )
+    .await;
     assert_eq!(res.status(), 201);
     let stored = json_of(&server.kubectl_ok(&["get", "flunder", "x", "-o", "json"]));
     assert_eq!(stored["spec"]["toppings"].as_array().unwrap().len(), 3);
-    let res = client
-        .post(server.at(&format!("{FLUNDERS}/x/topping")))
-        .json(&json!({"name": 7}))
-        .send()
-        .await
-        .unwrap();
+    let res = answer(
+        client
+            .post(server.at(&format!("{FLUNDERS}/x/topping")))
+            .json(&json!({"name": 7})),
+    )
+    .await;
     assert_eq!(res.status(), 400);
     // The connect subresource without an upgrade is a 400.
-    let res = client
-        .get(server.at(&format!("{FLUNDERS}/x/console")))
-        .send()
-        .await
-        .unwrap();
+    let res = answer(client.get(server.at(&format!("{FLUNDERS}/x/console")))).await;
     assert_eq!(res.status(), 400);
 
     // Legacy discovery lists each with its verbs and kind.
@@ -290,30 +269,14 @@ async fn connect_through_the_aggregator() {
             reqwest::Method::POST,
             &url,
             Some(&alice),
-            Some(flunder("x")),
+            Some(topped_flunder("x")),
         )
         .await;
     assert_eq!(code, 201, "{body}");
 
     let kube_alice = kube_client(&stack, "alice").await;
-    let conn = kube_alice
-        .connect(connect_request(&format!("{FLUNDERS}/x/console?upper=true")))
-        .await
-        .expect("alice connects to the console");
-    assert!(conn.supports_stream_close(), "v5.channel.k8s.io negotiated");
-    let mut ws = conn.into_stream();
-    ws.send(Message::Binary(b"\x00hello, flunder".to_vec().into()))
-        .await
-        .unwrap();
-    let echoed = tokio::time::timeout(stack::TIMEOUT, ws.next())
-        .await
-        .expect("an answer in time")
-        .expect("a message")
-        .expect("no error");
-    assert_eq!(
-        echoed,
-        Message::Binary(b"\x01HELLO, FLUNDER".to_vec().into())
-    );
+    let console = format!("{FLUNDERS}/x/console");
+    let mut ws = upper_console(&kube_alice, &console, "hello, flunder", stack::TIMEOUT).await;
     // Bytes of every value go through unchanged (here without upper-casing: digits and
     // non-ASCII bytes).
     let payload: Vec<u8> = std::iter::once(0u8)
@@ -327,14 +290,7 @@ async fn connect_through_the_aggregator() {
     expected[0] = 1;
     assert_eq!(echoed, Message::Binary(expected.into()));
     // v5: closing stdin ends the session with a Success Status on the error channel.
-    ws.send(Message::Binary(vec![255, 0].into())).await.unwrap();
-    let last = ws.next().await.unwrap().unwrap();
-    let Message::Binary(data) = last else {
-        panic!("expected the final Status, got {last:?}")
-    };
-    assert_eq!(data[0], 3);
-    let status = json_of(std::str::from_utf8(&data[1..]).unwrap());
-    assert_eq!(status["status"], "Success", "{status}");
+    close_console(&mut ws).await;
     assert!(matches!(
         ws.next().await,
         Some(Ok(Message::Close(_))) | None

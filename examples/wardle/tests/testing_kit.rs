@@ -2,30 +2,35 @@
 //! kube-rs and kubectl, the production stack with the dev host's users, the helpers, and the
 //! user-facing conformance check — passing on wardle, failing clearly on a broken resource.
 
+#[path = "support/fixtures.rs"]
+mod fixtures;
+
 use std::time::Duration;
 
 use apiserver_framework::prelude::*;
 use apiserver_framework::testing::conformance::Conformance;
 use apiserver_framework::testing::{TestServer, WatchEvents, expect_status, users, wait};
+use fixtures::{create, empty_flunder};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
-use wardle::{Fischer, FischerSpec, Flunder, FlunderSpec};
+use wardle::{Fischer, FischerSpec, Flunder};
 
-fn flunder(name: &str) -> Flunder {
-    Flunder::new(name, FlunderSpec::default())
+/// wardle served by the kit in local mode.
+async fn start() -> TestServer {
+    TestServer::start(wardle::app())
+        .await
+        .expect("wardle starts")
 }
 
 #[tokio::test]
 async fn start_answers_kube_rs_kubectl_and_shows_the_registry() {
-    let server = TestServer::start(wardle::app())
-        .await
-        .expect("wardle starts");
+    let server = start().await;
     assert!(
         server.url().starts_with("https://127.0.0.1:"),
         "{}",
         server.url()
     );
     let api: Api<Flunder> = Api::namespaced(server.client(), "default");
-    api.create(&PostParams::default(), &flunder("from-kube-rs"))
+    api.create(&PostParams::default(), &empty_flunder("from-kube-rs"))
         .await
         .expect("kube-rs creates a Flunder");
 
@@ -65,9 +70,7 @@ async fn start_answers_kube_rs_kubectl_and_shows_the_registry() {
 
 #[tokio::test]
 async fn helpers_wait_collect_events_and_expect_statuses() {
-    let server = TestServer::start(wardle::app())
-        .await
-        .expect("wardle starts");
+    let server = start().await;
     let api: Api<Flunder> = Api::namespaced(server.client(), "default");
     let fischers: Api<Fischer> = Api::all(server.client());
 
@@ -87,10 +90,11 @@ async fn helpers_wait_collect_events_and_expect_statuses() {
         let api = api.clone();
         tokio::spawn(async move { wait::for_object(&api, "later", Duration::from_secs(10)).await })
     };
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    api.create(&PostParams::default(), &flunder("later"))
+    // It waits once its watch is open (the WatchEvents above hold the other one).
+    wait::for_watchers(&server.client(), 2, Duration::from_secs(10))
         .await
-        .unwrap();
+        .expect("the wait's watch opens");
+    create(&api, &empty_flunder("later")).await;
     let seen = waiting.await.unwrap().expect("the Flunder appears");
     assert_eq!(seen.metadata.name.as_deref(), Some("later"));
 
@@ -136,20 +140,19 @@ async fn helpers_wait_collect_events_and_expect_statuses() {
     );
 
     // BanFlunder refuses a name a Fischer disallows: 403 Forbidden.
-    fischers
-        .create(
-            &PostParams::default(),
-            &Fischer::new(
-                "strict",
-                FischerSpec {
-                    disallowed_flunders: vec!["banned".into()],
-                },
-            ),
-        )
-        .await
-        .unwrap();
+    create(
+        &fischers,
+        &Fischer::new(
+            "strict",
+            FischerSpec {
+                disallowed_flunders: vec!["banned".into()],
+            },
+        ),
+    )
+    .await;
     let status = expect_status(
-        api.create(&PostParams::default(), &flunder("banned")).await,
+        api.create(&PostParams::default(), &empty_flunder("banned"))
+            .await,
         403,
         "Forbidden",
     );
@@ -183,13 +186,14 @@ async fn production_refuses_bob_a_create_and_lets_alice() {
     let alice: Api<Flunder> = Api::namespaced(server.user(users::ALICE).unwrap(), "default");
 
     let status = expect_status(
-        bob.create(&PostParams::default(), &flunder("by-bob")).await,
+        bob.create(&PostParams::default(), &empty_flunder("by-bob"))
+            .await,
         403,
         "Forbidden",
     );
     assert!(status.message.contains("\"bob\""), "{}", status.message);
     let created = alice
-        .create(&PostParams::default(), &flunder("by-alice"))
+        .create(&PostParams::default(), &empty_flunder("by-alice"))
         .await
         .expect("alice may create Flunders");
     assert_eq!(created.metadata.name.as_deref(), Some("by-alice"));
@@ -204,7 +208,7 @@ async fn production_refuses_bob_a_create_and_lets_alice() {
     let elsewhere: Api<Flunder> = Api::namespaced(server.client(), "no-such-namespace");
     expect_status(
         elsewhere
-            .create(&PostParams::default(), &flunder("f"))
+            .create(&PostParams::default(), &empty_flunder("f"))
             .await,
         404,
         "NotFound",
@@ -238,9 +242,7 @@ async fn production_refuses_bob_a_create_and_lets_alice() {
 
 #[tokio::test]
 async fn wardle_passes_the_conformance_check() {
-    let server = TestServer::start(wardle::app())
-        .await
-        .expect("wardle starts");
+    let server = start().await;
     let report = Conformance::new(&server).run().await;
     report.assert_passed();
     // Flunder in both versions and Fischer, all seven checks each.

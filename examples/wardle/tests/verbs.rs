@@ -5,6 +5,11 @@
 //! The chain in front of wardle is the real one: the dev host's token-file authenticator and
 //! rules-file authorizer, and an audit log.
 
+#[path = "support/checks.rs"]
+mod checks;
+#[path = "support/fixtures.rs"]
+mod fixtures;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -15,6 +20,8 @@ use apiserver_framework::devhost::tokens::TokenFile;
 use apiserver_framework::error::ApiError;
 use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
 use apiserver_framework::tls::{ServingCert, install_crypto_provider};
+use checks::message;
+use fixtures::flunder;
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -108,7 +115,9 @@ impl Server {
         let running =
             serve::start(listener, cert.server_config().unwrap(), Arc::new(chain)).unwrap();
         let http = reqwest::Client::builder()
-            .add_root_certificate(reqwest::Certificate::from_pem(cert.ca_pem.as_bytes()).unwrap())
+            .use_preconfigured_tls(apiserver_framework::testing::tls::http1_config(
+                &cert.ca_pem,
+            ))
             .timeout(Duration::from_secs(30))
             .build()
             .unwrap();
@@ -161,15 +170,6 @@ impl Server {
             .map(|l| serde_json::from_str(l).unwrap())
             .collect()
     }
-}
-
-fn flunder(name: &str) -> Value {
-    json!({
-        "apiVersion": "wardle.example.com/v1alpha1",
-        "kind": "Flunder",
-        "metadata": {"name": name},
-        "spec": {"reference": "x", "referenceType": "Fischer"}
-    })
 }
 
 fn parse(text: &str) -> Value {
@@ -244,10 +244,7 @@ async fn writes_under_the_watch_prefix_are_refused() {
         let (code, text) = s.send("getter", method.clone(), &path, body.clone()).await;
         assert_eq!(code, 403, "{what} by getter under /watch/: {text}");
         assert!(
-            parse(&text)["message"]
-                .as_str()
-                .unwrap()
-                .contains("User \"getter\" cannot watch resource \"flunders\""),
+            message(&parse(&text)).contains("User \"getter\" cannot watch resource \"flunders\""),
             "{text}"
         );
     }
@@ -282,12 +279,7 @@ async fn writes_under_the_watch_prefix_are_refused() {
     for path in [WATCH_FLUNDERS.to_string(), format!("{WATCH_FLUNDERS}/one")] {
         let mut res = s.request("bob", Method::GET, &path).send().await.unwrap();
         assert_eq!(res.status(), 200, "{path}");
-        let chunk = tokio::time::timeout(Duration::from_secs(10), res.chunk())
-            .await
-            .expect("an event in time")
-            .unwrap()
-            .expect("an event");
-        let event: Value = serde_json::from_slice(&chunk).unwrap();
+        let event = checks::first_event(&mut res).await;
         assert_eq!(event["type"], "ADDED");
         assert_eq!(event["object"]["metadata"]["name"], "one");
     }

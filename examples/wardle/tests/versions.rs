@@ -16,9 +16,11 @@ use apiserver_framework::storage::memory::MemoryStorage;
 use apiserver_framework::storage::{ListRequest, Storage};
 use futures::{StreamExt, TryStreamExt};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use kube::{Api, Client};
 use serde_json::{Value, json};
+use support::checks::message;
+use support::fixtures::create;
 use wardle::{ReferenceType, v1alpha1, v1beta1};
 
 const PREFIX: &str = "/wardle.example.com/flunders/";
@@ -118,10 +120,7 @@ async fn one_object_through_both_versions() {
     let b: Api<v1beta1::Flunder> = Api::namespaced(s.client.clone(), "default");
 
     // Created through v1alpha1 (defaulted there: a reference refers to a Flunder).
-    let created = a
-        .create(&PostParams::default(), &alpha("x", "other"))
-        .await
-        .unwrap();
+    let created = create(&a, &alpha("x", "other")).await;
     assert_eq!(created.spec.reference_type, Some(ReferenceType::Flunder));
     let seen = b.get("x").await.unwrap();
     assert_eq!(seen.spec.flunder_reference.as_deref(), Some("other"));
@@ -171,7 +170,7 @@ async fn one_object_through_both_versions() {
     // Lists and label selectors through either version see the same objects.
     let mut labelled = alpha("y", "x");
     labelled.metadata.labels = Some([("k".to_string(), "v".to_string())].into());
-    a.create(&PostParams::default(), &labelled).await.unwrap();
+    create(&a, &labelled).await;
     let listed = b.list(&ListParams::default().labels("k=v")).await.unwrap();
     assert_eq!(listed.items.len(), 1);
     assert_eq!(listed.items[0].spec.flunder_reference.as_deref(), Some("x"));
@@ -212,21 +211,22 @@ async fn a_v1beta1_watcher_sees_v1alpha1_writes() {
     let s = serve(wardle::app(), Arc::new(MemoryStorage::new())).await;
     let a: Api<v1alpha1::Flunder> = Api::namespaced(s.client.clone(), "default");
     let b: Api<v1beta1::Flunder> = Api::namespaced(s.client.clone(), "default");
-    let mut events = watcher(b, watcher::Config::default())
-        .applied_objects()
-        .boxed();
-    let writer = tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        a.create(&PostParams::default(), &alpha("w", "target"))
+    let mut events = watcher(b, watcher::Config::default()).boxed();
+    let mut next = async || {
+        tokio::time::timeout(Duration::from_secs(20), events.try_next())
             .await
-            .unwrap();
-    });
-    let seen = tokio::time::timeout(Duration::from_secs(20), events.try_next())
-        .await
-        .expect("an event within 20s")
-        .unwrap()
-        .expect("an object");
-    writer.await.unwrap();
+            .expect("an event within 20s")
+            .unwrap()
+            .expect("an event")
+    };
+    // The write comes once the watcher has listed (its watch starts from that list).
+    while !matches!(next().await, watcher::Event::InitDone) {}
+    create(&a, &alpha("w", "target")).await;
+    let seen = loop {
+        if let watcher::Event::Apply(object) = next().await {
+            break object;
+        }
+    };
     assert_eq!(seen.metadata.name.as_deref(), Some("w"));
     assert_eq!(seen.spec.flunder_reference.as_deref(), Some("target"));
     assert_eq!(seen.spec.reference_type, Some(ReferenceType::Flunder));
@@ -301,9 +301,7 @@ async fn discovery_prefers_v1beta1() {
 async fn kubectl_reads_each_version_and_explains_v1beta1() {
     let s = serve(wardle::app(), Arc::new(MemoryStorage::new())).await;
     let a: Api<v1alpha1::Flunder> = Api::namespaced(s.client.clone(), "default");
-    a.create(&PostParams::default(), &alpha("k", "ref"))
-        .await
-        .unwrap();
+    create(&a, &alpha("k", "ref")).await;
     let get = |version: &str| {
         let out = s.kubectl(&[
             "get",
@@ -419,7 +417,7 @@ async fn storage_version_migration_under_load() {
         let mut f = v1beta1::Flunder::new(&format!("m{i}"), Default::default());
         f.spec.fischer_reference = Some(format!("fi{i}"));
         f.spec.reference_type = Some(ReferenceType::Fischer);
-        b.create(&PostParams::default(), &f).await.unwrap();
+        create(&b, &f).await;
     }
     // Stored as upstream stores them: v1alpha1.
     let before = stored(&storage).await;
@@ -481,10 +479,12 @@ async fn storage_version_migration_under_load() {
             }
         }));
     }
+    // Spaced on purpose: the clients write for a while before, and after, the migration.
     tokio::time::sleep(Duration::from_millis(200)).await;
     let report = s.versioned("v1beta1").migrate().await.unwrap();
     assert_eq!(report.seen, 40);
     assert!(report.failed.is_empty());
+    // The while after, spaced on purpose too.
     tokio::time::sleep(Duration::from_millis(200)).await;
     stop.store(true, Ordering::Relaxed);
     for c in clients {
@@ -513,9 +513,7 @@ async fn an_undecodable_object_is_named_and_can_be_deleted() {
     let storage = Arc::new(MemoryStorage::new());
     let s = serve(wardle::app(), storage.clone()).await;
     let a: Api<v1alpha1::Flunder> = Api::namespaced(s.client.clone(), "default");
-    a.create(&PostParams::default(), &alpha("good", "r"))
-        .await
-        .unwrap();
+    create(&a, &alpha("good", "r")).await;
     storage
         .create(
             &format!("{PREFIX}default/bad"),
@@ -542,12 +540,7 @@ async fn an_undecodable_object_is_named_and_can_be_deleted() {
         let (code, status) = s.raw("GET", &format!("{path}/bad"), None).await;
         assert_eq!(code, 500);
         assert_eq!(status["reason"], "InternalError");
-        assert!(
-            status["message"]
-                .as_str()
-                .unwrap()
-                .contains("corrupt object")
-        );
+        assert!(message(&status).contains("corrupt object"));
     }
     // A normal delete cannot read it; the unsafe option deletes it.
     let path = "/apis/wardle.example.com/v1beta1/namespaces/default/flunders/bad";

@@ -19,8 +19,8 @@ async fn kubectl_watch_sees_every_write_at_200_per_second() {
         "watch",
         &["get", "flunders", "--watch-only", "--output-watch-events"],
     );
-    // Give the watch time to be established before the first write.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // The watch is established before the first write.
+    w.wait_for_watchers(1);
 
     let total = RATE_PER_SECOND * SECONDS;
     let client = w.client();

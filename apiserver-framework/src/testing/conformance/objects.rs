@@ -426,11 +426,15 @@ impl<'a> Objects<'a> {
         let apply_path = self.path(applied_name);
         let configuration = self.object(applied_name, "patch", &[("applied", "yes")]);
         let params = PatchParams::apply(MANAGER).force();
-        let applied = self
-            .api
-            .patch(applied_name, &params, &Patch::Apply(&configuration))
-            .await
-            .map_err(|e| describe("PATCH (apply)", &apply_path, &e))?;
+        let apply = |what: &'static str| {
+            let patch = Patch::Apply(&configuration);
+            let (params, apply_path) = (&params, &apply_path);
+            async move {
+                let applied = self.api.patch(applied_name, params, &patch).await;
+                applied.map_err(|e| describe(what, apply_path, &e))
+            }
+        };
+        let applied = apply("PATCH (apply)").await?;
         ensure(
             labels(&applied).get("applied").map(String::as_str) == Some("yes"),
             || format!("server-side apply did not create the object as configured: {applied:?}"),
@@ -451,11 +455,7 @@ impl<'a> Objects<'a> {
             managers.contains(&(MANAGER.to_string(), "Apply".to_string())),
             || format!("managedFields after an apply by {MANAGER:?} are {managers:?}"),
         )?;
-        let again = self
-            .api
-            .patch(applied_name, &params, &Patch::Apply(&configuration))
-            .await
-            .map_err(|e| describe("PATCH (apply again)", &apply_path, &e))?;
+        let again = apply("PATCH (apply again)").await?;
         ensure(
             again.metadata.resource_version == applied.metadata.resource_version,
             || {

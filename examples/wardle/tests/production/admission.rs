@@ -6,7 +6,6 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use base64::Engine as _;
 use http_body_util::{BodyExt, Full};
@@ -17,7 +16,10 @@ use reqwest::Method;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use serde_json::{Value, json};
 
+use apiserver_framework::testing::wait;
+
 use crate::stack::{Stack, TIMEOUT};
+use crate::support::fixtures::{flunder, with_metadata};
 
 /// The reviews a webhook server received: `(path, review)`.
 type Seen = Arc<Mutex<Vec<(String, Value)>>>;
@@ -150,15 +152,6 @@ async fn start_webhook_server() -> WebhookServer {
     }
 }
 
-fn flunder(name: &str, labels: Value) -> Value {
-    json!({
-        "apiVersion": "wardle.example.com/v1alpha1",
-        "kind": "Flunder",
-        "metadata": {"name": name, "labels": labels},
-        "spec": {"reference": "x", "referenceType": "Fischer"}
-    })
-}
-
 fn webhook(name: &str, url: &str, ca_pem: &str, extra: Value) -> Value {
     let mut hook = json!({
         "name": name,
@@ -237,24 +230,22 @@ async fn create_in(stack: &Stack, version: &str, namespace: &str, body: Value) -
 /// Creates `probe-<n>` Flunders until `done` accepts the answer (wardle has seen the host's
 /// change); returns that answer.
 async fn until(stack: &Stack, labels: Value, done: impl Fn(u16, &Value) -> bool) -> (u16, Value) {
-    let deadline = Instant::now() + TIMEOUT;
-    for n in 0.. {
-        let (code, body) = create(
-            stack,
-            "default",
-            flunder(&format!("probe-{n}"), labels.clone()),
-        )
-        .await;
-        if done(code, &body) {
-            return (code, body);
+    let mut n = 0;
+    wait::poll("wardle to see the host's change", TIMEOUT, || {
+        let probe = with_metadata(flunder(&format!("probe-{n}")), "labels", labels.clone());
+        n += 1;
+        let done = &done;
+        async move {
+            let (code, body) = create(stack, "default", probe).await;
+            if done(code, &body) {
+                Ok((code, body))
+            } else {
+                Err(format!("{code} {body}"))
+            }
         }
-        assert!(
-            Instant::now() < deadline,
-            "wardle never saw the change: {code} {body}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    unreachable!()
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// A mutating webhook labels Flunders through a JSON patch; a validating one rejects a Flunder
@@ -293,20 +284,35 @@ async fn webhooks_of_the_host_mutate_and_reject_flunders() {
     })
     .await;
 
-    let (code, body) = create(&stack, "default", flunder("one", json!({"keep": "me"}))).await;
+    let (code, body) = create(
+        &stack,
+        "default",
+        with_metadata(flunder("one"), "labels", json!({"keep": "me"})),
+    )
+    .await;
     assert_eq!(code, 201, "{body}");
     assert_eq!(
         body["metadata"]["labels"],
         json!({"keep": "me", "admitted-by": "webhook"})
     );
 
-    let (code, body) = create(&stack, "default", flunder("rejected", json!({}))).await;
+    let (code, body) = create(
+        &stack,
+        "default",
+        with_metadata(flunder("rejected"), "labels", json!({})),
+    )
+    .await;
     assert_eq!(code, 403, "{body}");
     assert_eq!(
         body["message"],
         "admission webhook \"deny.wardle.test\" denied the request: flunder name rejected"
     );
-    let (code, _) = create(&stack, "default", flunder("rejected", json!({}))).await;
+    let (code, _) = create(
+        &stack,
+        "default",
+        with_metadata(flunder("rejected"), "labels", json!({})),
+    )
+    .await;
     assert_eq!(code, 403, "a rejected Flunder is not stored");
 
     // A webhook with side effects refuses dry runs it would be called for.
@@ -326,29 +332,40 @@ async fn webhooks_of_the_host_mutate_and_reject_flunders() {
         "{}/apis/wardle.example.com/v1alpha1/namespaces/default/flunders?dryRun=All",
         stack.host_url()
     );
-    let deadline = Instant::now() + TIMEOUT;
-    let (code, text) = loop {
+    let (code, text) = wait::poll("the dry run to be refused", TIMEOUT, || async {
         let (code, text) = stack
             .call(
                 &stack.client(),
                 Method::POST,
                 &url,
                 Some(&stack.token("alice")),
-                Some(flunder("dry", json!({"effects": "yes"}))),
+                Some(with_metadata(
+                    flunder("dry"),
+                    "labels",
+                    json!({"effects": "yes"}),
+                )),
             )
             .await;
-        if code != 201 || Instant::now() > deadline {
-            break (code, text);
+        if code != 201 {
+            Ok((code, text))
+        } else {
+            Err(format!("{code} {text}"))
         }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    };
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(code, 400, "{text}");
     let body: Value = serde_json::from_str(&text).expect("JSON");
     assert_eq!(
         body["message"],
         "admission webhook \"effects.wardle.test\" does not support dry run"
     );
-    let (code, body) = create(&stack, "default", flunder("wet", json!({"effects": "yes"}))).await;
+    let (code, body) = create(
+        &stack,
+        "default",
+        with_metadata(flunder("wet"), "labels", json!({"effects": "yes"})),
+    )
+    .await;
     assert_eq!(code, 201, "without dry run it is called: {body}");
 
     let seen = server.seen.lock().unwrap().clone();
@@ -473,7 +490,12 @@ async fn a_webhook_for_v1beta1_sees_creates_sent_to_v1alpha1_unless_exact() {
     assert_eq!(object["metadata"]["labels"]["mark"], "deny");
 
     // The Exact webhook, which denies everything, is not called for v1alpha1 ...
-    let (code, body) = create(&stack, "default", flunder("unmarked", json!({}))).await;
+    let (code, body) = create(
+        &stack,
+        "default",
+        with_metadata(flunder("unmarked"), "labels", json!({})),
+    )
+    .await;
     assert_eq!(code, 201, "{body}");
     // ... and is for v1beta1 (once the host routes it).
     let beta = json!({
@@ -482,14 +504,16 @@ async fn a_webhook_for_v1beta1_sees_creates_sent_to_v1alpha1_unless_exact() {
         "metadata": {"name": "sent-to-v1beta1"},
         "spec": {"fischerReference": "x", "referenceType": "Fischer"}
     });
-    let deadline = Instant::now() + TIMEOUT;
-    let (code, body) = loop {
+    let (code, body) = wait::poll("the host to route v1beta1", TIMEOUT, || async {
         let (code, body) = create_in(&stack, "v1beta1", "default", beta.clone()).await;
-        if !matches!(code, 404 | 503) || Instant::now() > deadline {
-            break (code, body);
+        if !matches!(code, 404 | 503) {
+            Ok((code, body))
+        } else {
+            Err(format!("{code} {body}"))
         }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    };
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(code, 403, "{body}");
     assert_eq!(
         body["message"],
@@ -545,13 +569,7 @@ async fn a_mutating_webhook_for_v1beta1_mutates_creates_sent_to_v1alpha1() {
         stack.host_url()
     );
     let (code, text) = stack
-        .call(
-            &stack.client(),
-            Method::GET,
-            &url,
-            Some(&stack.token("alice")),
-            None,
-        )
+        .as_bearer(&stack.client(), Method::GET, &url, &stack.token("alice"))
         .await;
     assert_eq!(code, 200, "{text}");
     let stored: Value = serde_json::from_str(&text).expect("JSON");
@@ -606,11 +624,16 @@ async fn failure_policy_decides_when_the_webhook_is_down() {
     let (code, body) = create(
         &stack,
         "default",
-        flunder("ignored", json!({"policy": "ignore"})),
+        with_metadata(flunder("ignored"), "labels", json!({"policy": "ignore"})),
     )
     .await;
     assert_eq!(code, 201, "{body}");
-    let (code, body) = create(&stack, "default", flunder("unselected", json!({}))).await;
+    let (code, body) = create(
+        &stack,
+        "default",
+        with_metadata(flunder("unselected"), "labels", json!({})),
+    )
+    .await;
     assert_eq!(code, 201, "{body}");
 }
 
@@ -621,7 +644,12 @@ async fn failure_policy_decides_when_the_webhook_is_down() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn namespace_lifecycle_follows_the_host() {
     let stack = Stack::start(&[]).await;
-    let (code, body) = create(&stack, "nowhere", flunder("lost", json!({}))).await;
+    let (code, body) = create(
+        &stack,
+        "nowhere",
+        with_metadata(flunder("lost"), "labels", json!({})),
+    )
+    .await;
     assert_eq!(code, 404, "{body}");
     assert_eq!(body["message"], "namespaces \"nowhere\" not found");
     assert_eq!(body["reason"], "NotFound");
@@ -649,12 +677,11 @@ async fn namespace_lifecycle_follows_the_host() {
         json!({"name": "nowhere", "kind": "namespaces"})
     );
     let (code, text) = stack
-        .call(
+        .as_bearer(
             &client,
             Method::DELETE,
             &format!("{namespaces}/default"),
-            Some(&admin),
-            None,
+            &admin,
         )
         .await;
     assert_eq!(code, 403, "{text}");
@@ -675,16 +702,20 @@ async fn namespace_lifecycle_follows_the_host() {
             .await;
         assert_eq!(code, 201, "{text}");
     }
-    let (code, body) = create(&stack, "nowhere", flunder("found", json!({}))).await;
+    let (code, body) = create(
+        &stack,
+        "nowhere",
+        with_metadata(flunder("found"), "labels", json!({})),
+    )
+    .await;
     assert_eq!(code, 201, "{body}");
 
     let (code, text) = stack
-        .call(
+        .as_bearer(
             &client,
             Method::GET,
             &format!("{namespaces}/ending"),
-            Some(&admin),
-            None,
+            &admin,
         )
         .await;
     assert_eq!(code, 200, "{text}");
@@ -700,21 +731,25 @@ async fn namespace_lifecycle_follows_the_host() {
         )
         .await;
     assert_eq!(code, 200, "{text}");
-    let deadline = Instant::now() + TIMEOUT;
-    let (code, body) = loop {
-        let (code, body) = create(&stack, "ending", flunder("late", json!({}))).await;
-        if code != 201 || Instant::now() > deadline {
-            break (code, body);
+    let (code, body) = wait::poll("the create in ending to be refused", TIMEOUT, || async {
+        let (code, body) = create(
+            &stack,
+            "ending",
+            with_metadata(flunder("late"), "labels", json!({})),
+        )
+        .await;
+        if code != 201 {
+            return Ok((code, body));
         }
         let url = format!(
             "{}/apis/wardle.example.com/v1alpha1/namespaces/ending/flunders/late",
             stack.host_url()
         );
-        stack
-            .call(&client, Method::DELETE, &url, Some(&admin), None)
-            .await;
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    };
+        stack.as_bearer(&client, Method::DELETE, &url, &admin).await;
+        Err(format!("{code} {body}"))
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(code, 403, "{body}");
     assert_eq!(
         body["message"],
@@ -731,6 +766,11 @@ async fn namespace_lifecycle_follows_the_host() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn disabled_plugins_do_not_run() {
     let stack = Stack::start(&["--disable-admission-plugins=NamespaceLifecycle"]).await;
-    let (code, body) = create(&stack, "nowhere", flunder("lost", json!({}))).await;
+    let (code, body) = create(
+        &stack,
+        "nowhere",
+        with_metadata(flunder("lost"), "labels", json!({})),
+    )
+    .await;
     assert_eq!(code, 201, "{body}");
 }

@@ -2,10 +2,11 @@
 //! on arrival. wardle's audit log shows what reached it, as whom.
 
 use reqwest::Method;
-use serde_json::Value;
 
 use crate::stack::{FLUNDERS, Stack};
 use crate::status;
+use crate::support::checks::answer;
+use crate::support::checks::assert_jurgen_groups_and_extra;
 use crate::watch_prefix::{audit_events, audit_flags};
 
 /// A path whose group and version, joined as `<version>.<group>`, spell the name of wardle's
@@ -29,13 +30,7 @@ async fn a_group_version_is_matched_by_group_and_version() {
         "/apis/com/v1alpha1.wardle.example/namespaces/default/flunders",
     ] {
         let (code, body) = stack
-            .call(
-                &client,
-                Method::GET,
-                &format!("{host}{path}"),
-                Some(&admin),
-                None,
-            )
+            .as_bearer(&client, Method::GET, &format!("{host}{path}"), &admin)
             .await;
         assert_eq!(
             (code, body.as_str()),
@@ -45,13 +40,7 @@ async fn a_group_version_is_matched_by_group_and_version() {
     }
     // The real group-version is proxied (and seen by wardle) ...
     let (code, body) = stack
-        .call(
-            &client,
-            Method::GET,
-            &format!("{host}{FLUNDERS}"),
-            Some(&admin),
-            None,
-        )
+        .as_bearer(&client, Method::GET, &format!("{host}{FLUNDERS}"), &admin)
         .await;
     assert_eq!(code, 200, "{body}");
     let seen = audit_events(audit.path(), 1, |e| {
@@ -108,49 +97,39 @@ async fn proxied_identities_arrive_exactly() {
     assert_eq!(seen.len(), 1, "{seen:#?}");
     let user = &seen[0]["user"];
     assert_eq!(user["username"], "jürgen", "{user}");
-    let groups: Vec<&str> = user["groups"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
-    assert!(
-        groups.contains(&"editors") && groups.contains(&"équipe"),
-        "{user}"
-    );
-    assert_eq!(user["extra"]["rôle"][0], "chef ✓", "{user}");
+    assert_jurgen_groups_and_extra(user);
 
     // Straight to wardle with the front proxy's certificate, names in ISO 8859-1 bytes.
     let fp = &stack.host.files.front_proxy_client;
     let proxy = stack.client_with_identity(&fp.cert_pem, &fp.key_pem);
     let latin1 = |bytes: &[u8]| reqwest::header::HeaderValue::from_bytes(bytes).unwrap();
     let url = format!("{}{FLUNDERS}", stack.wardle_url());
-    let res = proxy
-        .get(&url)
-        .header("x-remote-user", latin1(b"j\xfcrgen"))
-        .header("x-remote-group", "editors")
-        .send()
-        .await
-        .unwrap();
+    let res = answer(
+        proxy
+            .get(&url)
+            .header("x-remote-user", latin1(b"j\xfcrgen"))
+            .header("x-remote-group", "editors"),
+    )
+    .await;
     assert_eq!(res.status(), 401, "{}", res.text().await.unwrap());
-    let res = proxy
-        .get(&url)
-        .header("x-remote-user", "alice")
-        .header("x-remote-group", "editors")
-        .header("x-remote-group", latin1(b"\xe9quipe"))
-        .send()
-        .await
-        .unwrap();
+    let res = answer(
+        proxy
+            .get(&url)
+            .header("x-remote-user", "alice")
+            .header("x-remote-group", "editors")
+            .header("x-remote-group", latin1(b"\xe9quipe")),
+    )
+    .await;
     assert_eq!(res.status(), 401, "{}", res.text().await.unwrap());
     // The same, in UTF-8: alice of editors and équipe.
-    let res = proxy
-        .get(&url)
-        .header("x-remote-user", "alice")
-        .header("x-remote-group", "editors")
-        .header("x-remote-group", utf8("équipe"))
-        .send()
-        .await
-        .unwrap();
+    let res = answer(
+        proxy
+            .get(&url)
+            .header("x-remote-user", "alice")
+            .header("x-remote-group", "editors")
+            .header("x-remote-group", utf8("équipe")),
+    )
+    .await;
     assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
 }
 
@@ -161,11 +140,9 @@ async fn headers_named_in_connection_are_not_forwarded() {
     let stack = Stack::start(&[]).await;
     // HTTP/1.1: HTTP/2 has no Connection header.
     let client = reqwest::Client::builder()
-        .use_rustls_tls()
-        .add_root_certificate(
-            reqwest::Certificate::from_pem(stack.host.files.ca_pem.as_bytes()).unwrap(),
-        )
-        .tls_built_in_root_certs(false)
+        .use_preconfigured_tls(apiserver_framework::testing::tls::http1_config(
+            &stack.host.files.ca_pem,
+        ))
         .http1_only()
         .build()
         .unwrap();

@@ -10,26 +10,22 @@ mod support;
 mod versions;
 mod watch_prefix;
 
-use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use crate::support::checks::answer;
+use crate::support::checks::message;
 use apiserver_framework::devhost::files::FRONT_PROXY_CLIENT;
 use apiserver_framework::devhost::host::{
     authentication_configmap, write_authentication_configmap,
 };
+use apiserver_framework::testing::wait;
 use reqwest::Method;
 use serde_json::{Value, json};
 use stack::{FLUNDERS, Stack, TIMEOUT};
 
-fn flunder(name: &str) -> Value {
-    json!({
-        "apiVersion": "wardle.example.com/v1alpha1",
-        "kind": "Flunder",
-        "metadata": {"name": name},
-        "spec": {"reference": "x", "referenceType": "Fischer"}
-    })
-}
+use support::fixtures::flunder;
+use support::process::Lines;
 
 fn status(body: &str) -> Value {
     serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"))
@@ -46,12 +42,7 @@ async fn token_users_through_the_host() {
     let bob = stack.token("bob");
 
     // A watch opened before the create sees it.
-    let mut watch = client
-        .get(format!("{url}?watch=true"))
-        .bearer_auth(&alice)
-        .send()
-        .await
-        .unwrap();
+    let mut watch = answer(client.get(format!("{url}?watch=true")).bearer_auth(&alice)).await;
     assert_eq!(watch.status(), 200);
 
     let (code, body) = stack
@@ -74,18 +65,10 @@ async fn token_users_through_the_host() {
     assert_eq!(event["object"]["metadata"]["name"], "one");
 
     let (code, body) = stack
-        .call(
-            &client,
-            Method::GET,
-            &format!("{url}/one"),
-            Some(&bob),
-            None,
-        )
+        .as_bearer(&client, Method::GET, &format!("{url}/one"), &bob)
         .await;
     assert_eq!(code, 200, "{body}");
-    let (code, body) = stack
-        .call(&client, Method::GET, &url, Some(&bob), None)
-        .await;
+    let (code, body) = stack.as_bearer(&client, Method::GET, &url, &bob).await;
     assert_eq!(code, 200, "{body}");
     assert_eq!(status(&body)["items"][0]["metadata"]["name"], "one");
 
@@ -118,23 +101,11 @@ async fn token_users_through_the_host() {
     assert_eq!(status(&body)["reason"], "Unauthorized");
 
     let (code, body) = stack
-        .call(
-            &client,
-            Method::DELETE,
-            &format!("{url}/one"),
-            Some(&alice),
-            None,
-        )
+        .as_bearer(&client, Method::DELETE, &format!("{url}/one"), &alice)
         .await;
     assert_eq!(code, 200, "{body}");
     let (code, _) = stack
-        .call(
-            &client,
-            Method::GET,
-            &format!("{url}/one"),
-            Some(&alice),
-            None,
-        )
+        .as_bearer(&client, Method::GET, &format!("{url}/one"), &alice)
         .await;
     assert_eq!(code, 404);
 }
@@ -177,27 +148,9 @@ async fn kubectl_through_the_host() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let stdout = watch.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let lines = Lines::of(watch.stdout.take().unwrap());
     // The watch prints the existing object first, then the new one once created.
-    let wait_for = |needle: &str| {
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
-                Ok(line) if line.contains(needle) => return line,
-                Ok(_) => {}
-                Err(_) => panic!("kubectl get -w printed no line with {needle:?}"),
-            }
-        }
-    };
+    let wait_for = |needle: &str| lines.wait_for(needle, TIMEOUT);
     wait_for("kubectl-one");
     std::fs::write(&file, flunder("kubectl-two").to_string()).unwrap();
     let out = stack.kubectl("alice", &["create", "-f", file.to_str().unwrap()]);
@@ -255,12 +208,7 @@ async fn send_as(
         .await
         .expect("an answer");
     let code = res.status().as_u16();
-    let content_type = res
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_string();
+    let content_type = support::checks::content_type(&res);
     (code, content_type, status(&res.text().await.unwrap()))
 }
 
@@ -563,13 +511,13 @@ async fn reviews_are_cached_for_their_ttl() {
     let started = Instant::now();
     for _ in 0..5 {
         let (code, body) = stack
-            .call(&client, Method::GET, &flunders, Some(&alice), None)
+            .as_bearer(&client, Method::GET, &flunders, &alice)
             .await;
         assert_eq!(code, 200, "{body}");
     }
     for _ in 0..3 {
         let (code, body) = stack
-            .call(&client, Method::GET, &fischers, Some(&alice), None)
+            .as_bearer(&client, Method::GET, &fischers, &alice)
             .await;
         assert_eq!(code, 200, "{body}");
     }
@@ -603,11 +551,12 @@ async fn reviews_are_cached_for_their_ttl() {
     assert_eq!(access.count(list_fischers), 1, "{:?}", access.entries());
     assert_eq!(access.count(bob_create), 1, "{:?}", access.entries());
 
-    // After the TTL, each is asked again once.
+    // After the TTL, each is asked again once. The measured subject: the caches' TTL, waited
+    // out on purpose.
     tokio::time::sleep(Duration::from_millis(3200)).await;
     for _ in 0..3 {
         let (code, _) = stack
-            .call(&client, Method::GET, &flunders, Some(&alice), None)
+            .as_bearer(&client, Method::GET, &flunders, &alice)
             .await;
         assert_eq!(code, 200);
         let (code, _) = stack
@@ -644,15 +593,10 @@ async fn availability_follows_the_backend() {
     let c = stack.wait_available("False").await;
     assert_eq!(c["reason"], "FailedDiscoveryCheck", "{c}");
     assert!(
-        c["message"]
-            .as_str()
-            .unwrap()
-            .contains("/apis/wardle.example.com/v1alpha1"),
+        message(&c).contains("/apis/wardle.example.com/v1alpha1"),
         "{c}"
     );
-    let (code, body) = stack
-        .call(&client, Method::GET, &url, Some(&alice), None)
-        .await;
+    let (code, body) = stack.as_bearer(&client, Method::GET, &url, &alice).await;
     assert_eq!(code, 503);
     assert_eq!(body, "service unavailable\n");
     let out = stack.kubectl("admin", &["get", "apiservices"]);
@@ -666,9 +610,7 @@ async fn availability_follows_the_backend() {
     stack.start_wardle().await;
     let c = stack.wait_available("True").await;
     assert_eq!(c["reason"], "Passed");
-    let (code, body) = stack
-        .call(&client, Method::GET, &url, Some(&alice), None)
-        .await;
+    let (code, body) = stack.as_bearer(&client, Method::GET, &url, &alice).await;
     assert_eq!(code, 200, "{body}");
 }
 
@@ -684,21 +626,18 @@ async fn configmap_changes_apply_without_restart() {
         let proxy = proxy.clone();
         let url = url.clone();
         async move {
-            let deadline = Instant::now() + TIMEOUT;
-            loop {
-                let res = proxy
-                    .get(&url)
-                    .header("X-Remote-User", "alice")
-                    .header("X-Remote-Group", "editors")
-                    .send()
-                    .await
-                    .unwrap();
-                if res.status().as_u16() == want {
-                    return;
-                }
-                assert!(Instant::now() < deadline, "never answered {want}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
+            let what = format!("wardle to answer {want}");
+            wait::eventually(&what, TIMEOUT, || async {
+                let res = answer(
+                    proxy
+                        .get(&url)
+                        .header("X-Remote-User", "alice")
+                        .header("X-Remote-Group", "editors"),
+                )
+                .await;
+                res.status().as_u16() == want
+            })
+            .await;
         }
     };
     until(200).await;
@@ -768,20 +707,18 @@ async fn serving_certificate_is_reloaded() {
         std::fs::copy(from, &tmp).unwrap();
         std::fs::rename(&tmp, to).unwrap();
     }
-    let deadline = Instant::now() + TIMEOUT;
-    loop {
+    let now = wait::poll("the new certificate to be served", TIMEOUT, || async {
         let now = peer().await;
         if now != before {
-            let expected = rustls_pemfile_first(&cert.cert_pem);
-            assert_eq!(now, expected, "serves the new certificate");
-            break;
+            Ok(now)
+        } else {
+            Err("the old one still")
         }
-        assert!(
-            Instant::now() < deadline,
-            "the new certificate was never served"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let expected = rustls_pemfile_first(&cert.cert_pem);
+    assert_eq!(now, expected, "serves the new certificate");
 }
 
 /// The DER of the first certificate of a PEM text.

@@ -3,10 +3,12 @@
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use apiserver_framework::devhost::{DevHost, DevHostOptions};
 use apiserver_framework::duration::GoDuration;
+use apiserver_framework::testing::tls;
+use apiserver_framework::testing::wait;
 use rcgen::{CertificateParams, DnType, ExtendedKeyUsagePurpose, Issuer, KeyPair};
 use serde_json::Value;
 
@@ -30,19 +32,12 @@ pub struct Stack {
     args: Vec<String>,
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
-
 impl Stack {
     /// Starts the host, then wardle with `extra` flags, and waits until wardle is ready and
     /// its APIService available.
     pub async fn start(extra: &[&str]) -> Stack {
         let dir = tempfile::tempdir().expect("a temporary directory");
-        let backend_port = free_port();
+        let backend_port = apiserver_framework::testing::free_port().expect("a free port");
         let opts = DevHostOptions {
             secure_port: 0,
             dir: dir.path().join("dev-host"),
@@ -117,27 +112,23 @@ impl Stack {
 
     /// A client trusting the host's CA (which also issued wardle's serving certificate).
     pub fn client(&self) -> reqwest::Client {
-        self.client_builder().build().expect("a client")
+        self.client_builder(tls::http1_config(&self.host.files.ca_pem))
     }
 
     /// Like [`Stack::client`], presenting a client certificate.
     pub fn client_with_identity(&self, cert_pem: &str, key_pem: &str) -> reqwest::Client {
-        let identity = reqwest::Identity::from_pem(format!("{cert_pem}{key_pem}").as_bytes())
-            .expect("a client identity");
-        self.client_builder()
-            .identity(identity)
-            .build()
-            .expect("a client")
+        let ca = &self.host.files.ca_pem;
+        let identity = format!("{cert_pem}{key_pem}");
+        self.client_builder(tls::client_config_with_identity(ca, &identity, tls::HTTP1))
     }
 
-    fn client_builder(&self) -> reqwest::ClientBuilder {
-        let ca = reqwest::Certificate::from_pem(self.host.files.ca_pem.as_bytes()).expect("CA");
+    fn client_builder(&self, tls: rustls::ClientConfig) -> reqwest::Client {
         reqwest::Client::builder()
-            .use_rustls_tls()
-            .add_root_certificate(ca)
-            .tls_built_in_root_certs(false)
+            .use_preconfigured_tls(tls)
             .tls_info(true)
             .timeout(Duration::from_secs(20))
+            .build()
+            .expect("a client")
     }
 
     /// Starts wardle (again) and waits until `/readyz` answers 200.
@@ -157,8 +148,7 @@ impl Stack {
             .expect("spawn wardle");
         self.wardle = Some(child);
         let client = self.client();
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
+        let ready = wait::poll("wardle to be ready", TIMEOUT, || {
             if let Some(status) = self
                 .wardle
                 .as_mut()
@@ -166,20 +156,17 @@ impl Stack {
             {
                 panic!("wardle exited ({status}); its log:\n{}", self.log());
             }
-            if let Ok(res) = client
-                .get(format!("{}/readyz", self.wardle_url()))
-                .send()
-                .await
-                && res.status() == 200
-            {
-                return;
+            let readyz = client.get(format!("{}/readyz", self.wardle_url())).send();
+            async move {
+                match readyz.await {
+                    Ok(res) if res.status() == 200 => Ok(()),
+                    Ok(res) => Err(format!("/readyz: {}", res.status())),
+                    Err(e) => Err(e.to_string()),
+                }
             }
-            assert!(
-                Instant::now() < deadline,
-                "wardle not ready within {TIMEOUT:?}; its log:\n{}",
-                self.log()
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
+        });
+        if let Err(e) = ready.await {
+            panic!("{e}; its log:\n{}", self.log());
         }
     }
 
@@ -228,6 +215,17 @@ impl Stack {
         (status, res.text().await.unwrap_or_default())
     }
 
+    /// Sends `method url` with no body as the bearer of `token`; the status and the body.
+    pub async fn as_bearer(
+        &self,
+        client: &reqwest::Client,
+        method: reqwest::Method,
+        url: &str,
+        token: &str,
+    ) -> (u16, String) {
+        self.call(client, method, url, Some(token), None).await
+    }
+
     /// The `Available` condition of wardle's APIService, read as the host's admin.
     pub async fn available_condition(&self) -> Value {
         let (code, body) = self
@@ -250,19 +248,13 @@ impl Stack {
 
     /// Waits until the APIService's `Available` status is `status`; returns the condition.
     pub async fn wait_available(&self, status: &str) -> Value {
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
+        let what = format!("the APIService to be Available={status}");
+        let available = wait::poll(&what, TIMEOUT, || async {
             let c = self.available_condition().await;
-            if c["status"] == status {
-                return c;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "APIService not Available={status} within {TIMEOUT:?}: {c}; wardle's log:\n{}",
-                self.log()
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+            if c["status"] == status { Ok(c) } else { Err(c) }
+        })
+        .await;
+        available.unwrap_or_else(|e| panic!("{e}; wardle's log:\n{}", self.log()))
     }
 
     /// Runs kubectl as `user` of the host (its kubeconfig, a cache directory of its own).

@@ -1,8 +1,7 @@
 //! The host's discovery of wardle's two Flunder versions: both listed, v1beta1 preferred, in
 //! the legacy documents and in aggregated discovery.
 
-use std::time::{Duration, Instant};
-
+use apiserver_framework::testing::wait;
 use reqwest::Method;
 use serde_json::Value;
 
@@ -41,21 +40,24 @@ async fn aggregated_versions(stack: &Stack) -> Vec<String> {
 async fn the_host_prefers_v1beta1() {
     let stack = Stack::start(&[]).await;
     // Each version has its APIService; wait until both are available.
-    let deadline = Instant::now() + TIMEOUT;
-    let mut versions = aggregated_versions(&stack).await;
-    while versions.len() < 2 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        versions = aggregated_versions(&stack).await;
-    }
+    let versions = wait::poll("both versions to be available", TIMEOUT, || async {
+        let versions = aggregated_versions(&stack).await;
+        if versions.len() >= 2 {
+            Ok(versions)
+        } else {
+            Err(format!("{versions:?}"))
+        }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(versions, ["v1beta1", "v1alpha1"]);
 
     let (code, body) = stack
-        .call(
+        .as_bearer(
             &stack.client(),
             Method::GET,
             &format!("{}/apis/wardle.example.com", stack.host_url()),
-            Some(&stack.token("admin")),
-            None,
+            &stack.token("admin"),
         )
         .await;
     assert_eq!(code, 200, "{body}");

@@ -2,12 +2,16 @@
 //! and straight to wardle: what the host and wardle authorize is what wardle serves.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use apiserver_framework::testing::wait;
 use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::stack::{FLUNDERS, Stack};
+use crate::support::checks::answer;
+use crate::support::checks::first_event;
+use crate::support::checks::message;
 use crate::{flunder, status};
 
 const WATCH_FLUNDERS: &str = "/apis/wardle.example.com/v1alpha1/watch/namespaces/default/flunders";
@@ -28,19 +32,25 @@ pub fn audit_flags(dir: &Path) -> Vec<String> {
 /// The events of wardle's audit log (in `dir`) that `keep` selects, once there are `want` of
 /// them (the log is written as requests complete).
 pub async fn audit_events(dir: &Path, want: usize, keep: impl Fn(&Value) -> bool) -> Vec<Value> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let events: Vec<Value> = std::fs::read_to_string(dir.join("audit.log"))
+    let read = || -> Vec<Value> {
+        std::fs::read_to_string(dir.join("audit.log"))
             .unwrap_or_default()
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .filter(|e: &Value| e["stage"] == "ResponseComplete" && keep(e))
-            .collect();
-        if events.len() >= want || Instant::now() > deadline {
-            return events;
+            .collect()
+    };
+    let enough = wait::poll("the audit events", Duration::from_secs(10), || async {
+        let events = read();
+        if events.len() >= want {
+            Ok(events)
+        } else {
+            Err(format!("{} of {want}", events.len()))
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    })
+    .await;
+    // Fewer than wanted: the caller's assertions say what is missing.
+    enough.unwrap_or_else(|_| read())
 }
 
 /// Sends `method url` as `user` with an optional body (`content_type`); answers the status
@@ -172,19 +182,14 @@ async fn writes_under_the_watch_prefix_are_refused() {
     assert_eq!(writes[0]["user"]["username"], "alice");
 
     // The prefix still serves a GET watch to bob, through the host.
-    let mut res = client
-        .get(format!("{}{WATCH_FLUNDERS}/one", stack.host_url()))
-        .header(bob[0].0, bob[0].1)
-        .send()
-        .await
-        .unwrap();
+    let mut res = answer(
+        client
+            .get(format!("{}{WATCH_FLUNDERS}/one", stack.host_url()))
+            .header(bob[0].0, bob[0].1),
+    )
+    .await;
     assert_eq!(res.status(), 200);
-    let chunk = tokio::time::timeout(Duration::from_secs(10), res.chunk())
-        .await
-        .expect("an event in time")
-        .unwrap()
-        .expect("an event");
-    let event: Value = serde_json::from_slice(&chunk).unwrap();
+    let event = first_event(&mut res).await;
     assert_eq!(event["type"], "ADDED");
     assert_eq!(event["object"]["metadata"]["name"], "one");
 }
@@ -235,9 +240,7 @@ async fn a_named_get_with_watch_is_a_plain_get() {
             let (code, text) = send(client, Method::GET, &url, auth, None).await;
             assert_eq!(code, 403, "{url}: {text}");
             assert!(
-                status(&text)["message"]
-                    .as_str()
-                    .unwrap()
+                message(&status(&text))
                     .contains("User \"getter\" cannot watch resource \"flunders\""),
                 "{text}"
             );

@@ -11,6 +11,7 @@ use serde_json::json;
 use crate::cluster::{RealCluster, TIMEOUT, block_on};
 use crate::http::{certificate, host_client, issuer, send, wardle_client};
 use crate::stack::{foreign_certificate, issue_certificate};
+use crate::support::checks::message;
 
 /// The namespaced Flunder collection of namespace `alice`, as a path.
 const ALICE_FLUNDERS: &str = "/apis/wardle.example.com/v1alpha1/namespaces/alice/flunders";
@@ -136,10 +137,7 @@ pub fn direct_callers(cluster: &RealCluster) {
         let (code, refused) = send(forged(wardle_client(cluster, Some((&cert, &key))))).await;
         assert_eq!(code, 403, "{refused}");
         assert!(
-            refused["message"]
-                .as_str()
-                .unwrap_or_default()
-                .contains("User \"carol\" cannot list"),
+            message(&refused).contains("User \"carol\" cannot list"),
             "{refused}"
         );
     });
@@ -321,9 +319,7 @@ pub fn metrics_are_authorized(cluster: &RealCluster) {
         let (code, body) = send(wardle_client(cluster, None).get(url)).await;
         assert_eq!(code, 403, "{body}");
         assert!(
-            body["message"]
-                .as_str()
-                .unwrap_or_default()
+            message(&body)
                 .contains("forbidden: User \"system:anonymous\" cannot get path \"/metrics\""),
             "{body}"
         );
@@ -331,26 +327,14 @@ pub fn metrics_are_authorized(cluster: &RealCluster) {
         let (code, body) = send(wardle_client(cluster, Some((&cert, &key))).get(url)).await;
         assert_eq!(code, 403, "{body}");
         assert!(
-            body["message"]
-                .as_str()
-                .unwrap_or_default()
-                .contains("forbidden: User \"bob\" cannot get path \"/metrics\""),
+            message(&body).contains("forbidden: User \"bob\" cannot get path \"/metrics\""),
             "{body}"
         );
         let (cert, key) = certificate(cluster, "admin");
         let (code, body) = send(wardle_client(cluster, Some((&cert, &key))).get(url)).await;
         assert_eq!(code, 200);
         let text = body.as_str().expect("the metrics text");
-        assert!(
-            text.contains("# TYPE apiserver_request_total counter"),
-            "{text}"
-        );
-        assert!(
-            text.lines()
-                .any(|l| l.starts_with("apiserver_request_total{")
-                    && l.contains(r#"code="403""#)
-                    && l.contains(r#"subresource="/metrics""#)),
-            "bob's refused scrape is counted"
-        );
+        // bob's refused scrape is counted.
+        crate::support::checks::assert_refused_scrape_counted(text);
     });
 }

@@ -6,16 +6,18 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use futures::{SinkExt, StreamExt, TryStreamExt};
+use futures::{StreamExt, TryStreamExt};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::watcher;
 use kube::{Api, Client};
 use serde_json::{Value, json};
-use tokio_tungstenite::tungstenite::Message;
-use wardle::{Flunder, FlunderSpec, ReferenceType};
+use wardle::{Flunder, ReferenceType};
 
 use crate::cluster::{RealCluster, TIMEOUT, block_on};
+use crate::support::checks::{close_console, initial_list_then_apply, upper_console};
+use crate::support::fixtures::typed_flunder;
+use crate::support::process::run_ok;
 
 /// A kube-rs client of the cluster as `user`.
 async fn kube_client(cluster: &RealCluster, user: &str) -> Client {
@@ -26,17 +28,6 @@ async fn kube_client(cluster: &RealCluster, user: &str) -> Client {
     Client::try_from(config).expect("a client")
 }
 
-fn flunder(name: &str, reference: &str) -> Flunder {
-    Flunder::new(
-        name,
-        FlunderSpec {
-            reference: Some(reference.into()),
-            reference_type: Some(ReferenceType::Flunder),
-            ..Default::default()
-        },
-    )
-}
-
 /// kube-rs' typed `Api<Flunder>` as alice: create, get, a watcher (streaming list, then a
 /// change), server-side apply with a conflict, delete; bob's typed request is refused with
 /// upstream's Status.
@@ -45,7 +36,10 @@ pub fn kube_rs(cluster: &RealCluster) {
         let alice = kube_client(cluster, "alice").await;
         let api: Api<Flunder> = Api::namespaced(alice.clone(), "alice");
         let created = api
-            .create(&PostParams::default(), &flunder("kube-one", "a"))
+            .create(
+                &PostParams::default(),
+                &typed_flunder("kube-one", "a", ReferenceType::Flunder),
+            )
             .await
             .expect("alice creates a Flunder through kube-apiserver");
         assert!(created.metadata.uid.is_some());
@@ -53,30 +47,14 @@ pub fn kube_rs(cluster: &RealCluster) {
         assert_eq!(got.spec.reference.as_deref(), Some("a"));
 
         let mut stream = watcher(api.clone(), watcher::Config::default().streaming_lists()).boxed();
-        let events = async {
-            let mut initial = Vec::new();
-            loop {
-                match stream
-                    .try_next()
-                    .await
-                    .expect("a watch event")
-                    .expect("the stream goes on")
-                {
-                    watcher::Event::Init => {}
-                    watcher::Event::InitApply(f) => initial.push(f.metadata.name.unwrap()),
-                    watcher::Event::InitDone => break,
-                    other => panic!("unexpected event before InitDone: {other:?}"),
-                }
-            }
-            api.create(&PostParams::default(), &flunder("kube-two", "b"))
-                .await
-                .expect("create kube-two");
-            loop {
-                if let watcher::Event::Apply(f) = stream.try_next().await.unwrap().unwrap() {
-                    return (initial, f.metadata.name.unwrap());
-                }
-            }
-        };
+        let events = initial_list_then_apply(&mut stream, async {
+            api.create(
+                &PostParams::default(),
+                &typed_flunder("kube-two", "b", ReferenceType::Flunder),
+            )
+            .await
+            .expect("create kube-two");
+        });
         let (initial, after) = tokio::time::timeout(TIMEOUT, events)
             .await
             .expect("the watcher's initial list and the create in time");
@@ -140,39 +118,15 @@ pub fn websocket(cluster: &RealCluster) {
     block_on(async {
         let alice = kube_client(cluster, "alice").await;
         let api: Api<Flunder> = Api::namespaced(alice.clone(), "alice");
-        api.create(&PostParams::default(), &flunder("console", "a"))
-            .await
-            .expect("create console");
+        api.create(
+            &PostParams::default(),
+            &typed_flunder("console", "a", ReferenceType::Flunder),
+        )
+        .await
+        .expect("create console");
         let path = "/apis/wardle.example.com/v1alpha1/namespaces/alice/flunders/console/console";
-        let request = http::Request::get(format!("{path}?upper=true"))
-            .body(Vec::new())
-            .unwrap();
-        let conn = alice
-            .connect(request)
-            .await
-            .expect("alice connects to the console");
-        assert!(conn.supports_stream_close(), "v5.channel.k8s.io negotiated");
-        let mut ws = conn.into_stream();
-        ws.send(Message::Binary(b"\x00through the host".to_vec().into()))
-            .await
-            .unwrap();
-        let echoed = tokio::time::timeout(TIMEOUT, ws.next())
-            .await
-            .expect("an answer in time")
-            .expect("a message")
-            .expect("no error");
-        assert_eq!(
-            echoed,
-            Message::Binary(b"\x01THROUGH THE HOST".to_vec().into())
-        );
-        ws.send(Message::Binary(vec![255, 0].into())).await.unwrap();
-        let last = ws.next().await.unwrap().unwrap();
-        let Message::Binary(data) = last else {
-            panic!("expected the final Status, got {last:?}")
-        };
-        assert_eq!(data[0], 3);
-        let status: Value = serde_json::from_slice(&data[1..]).unwrap();
-        assert_eq!(status["status"], "Success", "{status}");
+        let mut ws = upper_console(&alice, path, "through the host", TIMEOUT).await;
+        close_console(&mut ws).await;
 
         let bob = kube_client(cluster, "bob").await;
         let refused = bob
@@ -198,9 +152,12 @@ pub fn long_watch(cluster: &RealCluster) {
         // The watch idles past 10 s before the change it must deliver.
         let idle = tokio::time::timeout(Duration::from_secs(12), events.try_next()).await;
         assert!(idle.is_err(), "an event while nothing changed: {idle:?}");
-        api.create(&PostParams::default(), &flunder("late", "a"))
-            .await
-            .expect("create late");
+        api.create(
+            &PostParams::default(),
+            &typed_flunder("late", "a", ReferenceType::Flunder),
+        )
+        .await
+        .expect("create late");
         let event = tokio::time::timeout(TIMEOUT, events.try_next())
             .await
             .expect("the change in time")
@@ -220,20 +177,14 @@ pub fn long_watch(cluster: &RealCluster) {
 /// create, list, server-side apply and a watch (tests/python/real_cluster.py).
 pub fn python(cluster: &RealCluster) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/real_cluster.py");
-    let out = Command::new(crate::support::kubectl_matrix::python())
-        .arg(&script)
-        .arg(cluster.kubeconfig("alice"))
-        .arg("alice")
-        .env_remove("KUBECONFIG")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run python");
-    assert!(
-        out.status.success(),
-        "the Python client failed ({})\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
+    let out = run_ok(
+        Command::new(crate::support::kubectl_matrix::python())
+            .arg(&script)
+            .arg(cluster.kubeconfig("alice"))
+            .arg("alice")
+            .env_remove("KUBECONFIG")
+            .stdin(Stdio::null()),
+        "python",
     );
     let answer: Value = serde_json::from_slice(&out.stdout).expect("the script prints JSON");
     assert_eq!(

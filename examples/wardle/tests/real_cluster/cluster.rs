@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use apiserver_framework::testing::wait;
 use serde_json::Value;
+
+use crate::support::process::run_ok;
 
 /// How long a condition of the cluster (an APIService's, a controller's work) may take.
 pub const TIMEOUT: Duration = Duration::from_secs(120);
@@ -145,18 +148,14 @@ impl RealCluster {
 
     /// `scripts/real-cluster COMMAND DIR ARGS` (`start-wardle DIR ADDRESS`).
     pub fn script_with(&self, command: &str, args: &[&str]) {
-        let out = Command::new(script())
-            .arg(command)
-            .arg(self.dir())
-            .args(args)
-            .env("WARDLE", env!("CARGO_BIN_EXE_wardle"))
-            .stdin(Stdio::null())
-            .output()
-            .expect("run scripts/real-cluster");
-        assert!(
-            out.status.success(),
-            "scripts/real-cluster {command} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
+        run_ok(
+            Command::new(script())
+                .arg(command)
+                .arg(self.dir())
+                .args(args)
+                .env("WARDLE", env!("CARGO_BIN_EXE_wardle"))
+                .stdin(Stdio::null()),
+            &format!("scripts/real-cluster {command}"),
         );
     }
 
@@ -225,26 +224,12 @@ impl RealCluster {
 
     /// kubectl as `user`, which must succeed; its stdout.
     pub fn kubectl_ok(&self, user: &str, args: &[&str]) -> String {
-        let out = self.kubectl(user, args);
-        assert!(
-            out.status.success(),
-            "kubectl {} as {user} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        succeeded(self.kubectl(user, args), user, args)
     }
 
     /// kubectl as `user` with `stdin`, which must succeed; its stdout.
     pub fn kubectl_input_ok(&self, user: &str, args: &[&str], stdin: &str) -> String {
-        let out = self.kubectl_with_input(user, args, stdin);
-        assert!(
-            out.status.success(),
-            "kubectl {} as {user} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        succeeded(self.kubectl_with_input(user, args, stdin), user, args)
     }
 
     /// kubectl as `user`, which must fail; its stderr.
@@ -269,33 +254,37 @@ impl RealCluster {
 
     /// Waits until `done` holds, checking every 200 ms, failing with `what` after `timeout`.
     pub fn wait_until(&self, what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
-        let deadline = Instant::now() + timeout;
-        while !done() {
-            assert!(
-                Instant::now() < deadline,
-                "{what}: not within {timeout:?}\n{}",
-                self.logs()
+        let outcome =
+            wait::poll_blocking(
+                what,
+                timeout,
+                || if done() { Ok(()) } else { Err("not yet") },
             );
-            std::thread::sleep(Duration::from_millis(200));
+        if let Err(e) = outcome {
+            panic!("{e}\n{}", self.logs());
         }
     }
 
     /// The events of wardle's audit log that `keep` selects, once there are `want` of them
     /// (the log is written as requests complete; after 10 s, what there is).
     pub fn audit_events(&self, want: usize, keep: impl Fn(&Value) -> bool) -> Vec<Value> {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let events: Vec<Value> = std::fs::read_to_string(self.dir().join("audit/audit.log"))
+        let read = || -> Vec<Value> {
+            std::fs::read_to_string(self.dir().join("audit/audit.log"))
                 .unwrap_or_default()
                 .lines()
                 .filter_map(|l| serde_json::from_str(l).ok())
                 .filter(|e: &Value| e["stage"] == "ResponseComplete" && keep(e))
-                .collect();
-            if events.len() >= want || Instant::now() > deadline {
-                return events;
+                .collect()
+        };
+        let enough = wait::poll_blocking("the audit events", Duration::from_secs(10), || {
+            let events = read();
+            if events.len() >= want {
+                Ok(events)
+            } else {
+                Err(format!("{} of {want}", events.len()))
             }
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        });
+        enough.unwrap_or_else(|_| read())
     }
 
     /// The `Available` condition of APIService `name`: (status, reason, message).
@@ -331,4 +320,15 @@ impl Drop for RealCluster {
             Err(e) => eprintln!("scripts/real-cluster down: {e}"),
         }
     }
+}
+
+/// The stdout of kubectl `args` as `user`, which must have succeeded.
+fn succeeded(out: Output, user: &str, args: &[&str]) -> String {
+    assert!(
+        out.status.success(),
+        "kubectl {} as {user} failed: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }

@@ -17,16 +17,23 @@ fn pki(cluster: &RealCluster, name: &str) -> Vec<u8> {
 /// no credentials when `None`; HTTP/1.1 only if `http1`.
 pub fn host_client(cluster: &RealCluster, user: Option<&str>, http1: bool) -> reqwest::Client {
     let ca = pki(cluster, "ca.crt");
+    let ca = String::from_utf8(ca).expect("the CA is PEM");
+    let tls = match user {
+        Some(user) => {
+            let mut identity = pki(cluster, &format!("{user}.crt"));
+            identity.extend(pki(cluster, &format!("{user}.key")));
+            let identity = String::from_utf8(identity).expect("the identity is PEM");
+            apiserver_framework::testing::tls::client_config_with_identity(
+                &ca,
+                &identity,
+                apiserver_framework::testing::tls::HTTP1,
+            )
+        }
+        None => apiserver_framework::testing::tls::http1_config(&ca),
+    };
     let mut builder = reqwest::Client::builder()
-        .use_rustls_tls()
-        .tls_built_in_root_certs(false)
-        .add_root_certificate(reqwest::Certificate::from_pem(&ca).expect("a CA"))
+        .use_preconfigured_tls(tls)
         .timeout(Duration::from_secs(30));
-    if let Some(user) = user {
-        let mut identity = pki(cluster, &format!("{user}.crt"));
-        identity.extend(pki(cluster, &format!("{user}.key")));
-        builder = builder.identity(reqwest::Identity::from_pem(&identity).expect("an identity"));
-    }
     if http1 {
         builder = builder.http1_only();
     }
@@ -37,18 +44,21 @@ pub fn host_client(cluster: &RealCluster, user: Option<&str>, http1: bool) -> re
 /// and key PEM) if any.
 pub fn wardle_client(cluster: &RealCluster, identity: Option<(&str, &str)>) -> reqwest::Client {
     let ca = std::fs::read(cluster.dir().join("wardle-manifests/ca.crt")).expect("wardle's CA");
-    let mut builder = reqwest::Client::builder()
-        .use_rustls_tls()
-        .tls_built_in_root_certs(false)
-        .add_root_certificate(reqwest::Certificate::from_pem(&ca).expect("a CA"))
+    let ca = String::from_utf8(ca).expect("wardle's CA is PEM");
+    let tls = match identity {
+        Some((cert, key)) => apiserver_framework::testing::tls::client_config_with_identity(
+            &ca,
+            &format!("{cert}{key}"),
+            apiserver_framework::testing::tls::HTTP1,
+        ),
+        None => apiserver_framework::testing::tls::http1_config(&ca),
+    };
+    reqwest::Client::builder()
+        .use_preconfigured_tls(tls)
         .resolve("api.wardle.svc", cluster.wardle_address())
-        .timeout(Duration::from_secs(30));
-    if let Some((cert, key)) = identity {
-        builder = builder.identity(
-            reqwest::Identity::from_pem(format!("{cert}{key}").as_bytes()).expect("an identity"),
-        );
-    }
-    builder.build().expect("a client")
+        .timeout(Duration::from_secs(30))
+        .build()
+        .expect("a client")
 }
 
 /// The certificate and key PEM of the cluster's `name` (`front-proxy-client`, `admin`, ...).

@@ -2,20 +2,11 @@
 //! by the real SubjectAccessReview, impersonation, the aggregated OpenAPI, server-side apply
 //! and a watch across the aggregator's proxy.
 
-use std::io::{BufRead, BufReader};
 use std::process::Stdio;
-use std::sync::mpsc;
-use std::time::Instant;
 
 use crate::cluster::{RealCluster, TIMEOUT};
-
-/// A v1alpha1 Flunder in `namespace`, as YAML.
-fn flunder(name: &str, namespace: &str, reference: &str) -> String {
-    format!(
-        "apiVersion: wardle.example.com/v1alpha1\nkind: Flunder\nmetadata:\n  name: {name}\n  \
-         namespace: {namespace}\nspec:\n  reference: {reference}\n"
-    )
-}
+use crate::support::fixtures::flunder_yaml;
+use crate::support::process::Lines;
 
 /// `kubectl api-resources` lists wardle's resources as kube-apiserver's discovery serves them
 /// (aggregated from wardle).
@@ -68,7 +59,7 @@ pub fn verbs_on_every_type(cluster: &RealCluster) {
     let out = cluster.kubectl_input_ok(
         "alice",
         &["create", "-f", "-"],
-        &flunder("verbs", "alice", "other"),
+        &flunder_yaml("verbs", Some("alice"), "other", None),
     );
     assert_eq!(out.trim(), "flunder.wardle.example.com/verbs created");
     let table = cluster.kubectl_ok("alice", &["get", "flunders", "-n", "alice"]);
@@ -162,7 +153,7 @@ pub fn verbs_on_every_type(cluster: &RealCluster) {
     let out = cluster.kubectl_with_input(
         "alice",
         &["create", "-f", "-"],
-        &flunder("banned", "alice", "x"),
+        &flunder_yaml("banned", Some("alice"), "x", None),
     );
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -198,7 +189,7 @@ pub fn rbac(cluster: &RealCluster) {
     let created = cluster.kubectl_input_ok(
         "admin",
         &["create", "-f", "-"],
-        &flunder("rbac", "alice", "x"),
+        &flunder_yaml("rbac", Some("alice"), "x", None),
     );
     assert!(created.contains("created"), "{created}");
     let refused = cluster.kubectl_err("bob", &["delete", "flunder", "rbac", "-n", "alice"]);
@@ -291,7 +282,7 @@ pub fn explain(cluster: &RealCluster) {
 /// `kubectl apply --server-side`: a second manager changing a field the first owns is refused
 /// with upstream's conflict, and `--force-conflicts` takes it over.
 pub fn server_side_apply(cluster: &RealCluster) {
-    let first = flunder("applied", "alice", "first");
+    let first = flunder_yaml("applied", Some("alice"), "first", None);
     let out = cluster.kubectl_input_ok(
         "alice",
         &["apply", "--server-side", "--field-manager=one", "-f", "-"],
@@ -301,7 +292,7 @@ pub fn server_side_apply(cluster: &RealCluster) {
         out.trim(),
         "flunder.wardle.example.com/applied serverside-applied"
     );
-    let second = flunder("applied", "alice", "second");
+    let second = flunder_yaml("applied", Some("alice"), "second", None);
     let out = cluster.kubectl_with_input(
         "alice",
         &["apply", "--server-side", "--field-manager=two", "-f", "-"],
@@ -340,7 +331,7 @@ pub fn watch(cluster: &RealCluster) {
     cluster.kubectl_input_ok(
         "alice",
         &["create", "-f", "-"],
-        &flunder("watched-1", "alice", "a"),
+        &flunder_yaml("watched-1", Some("alice"), "a", None),
     );
     let mut child = cluster
         .kubectl_command(
@@ -358,30 +349,13 @@ pub fn watch(cluster: &RealCluster) {
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn kubectl get -w");
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let wait_for = |needle: &str| {
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok(line) if line.contains(needle) => return line,
-                Ok(_) => {}
-                Err(_) => panic!("kubectl get -w printed no line with {needle:?}"),
-            }
-        }
-    };
+    let lines = Lines::of(child.stdout.take().unwrap());
+    let wait_for = |needle: &str| lines.wait_for(needle, TIMEOUT);
     wait_for("watched-1");
     cluster.kubectl_input_ok(
         "alice",
         &["create", "-f", "-"],
-        &flunder("watched-2", "alice", "b"),
+        &flunder_yaml("watched-2", Some("alice"), "b", None),
     );
     let line = wait_for("watched-2");
     assert!(line.starts_with("ADDED"), "{line}");

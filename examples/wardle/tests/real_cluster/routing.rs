@@ -2,24 +2,20 @@
 //! it), and the legacy `/watch/` prefix and `?watch` authorized alike by kube-apiserver and
 //! wardle. Twins of the dev host's `aggregator_routing` and `watch_prefix` tests.
 
-use std::time::Duration;
-
 use reqwest::header::HeaderValue;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::cluster::{RealCluster, block_on};
 use crate::http::{certificate, host_client, issuer, send, wardle_client};
 use crate::stack::issue_certificate;
+use crate::support::checks::message;
+use crate::support::checks::{assert_jurgen_groups_and_extra, first_event};
+use crate::support::fixtures::{flunder_with_spec, flunder_yaml};
 
 /// alice's namespaced Flunder collection.
 const FLUNDERS: &str = "/apis/wardle.example.com/v1alpha1/namespaces/alice/flunders";
 /// The same under the legacy `/watch/` prefix.
 const WATCH_FLUNDERS: &str = "/apis/wardle.example.com/v1alpha1/watch/namespaces/alice/flunders";
-
-fn flunder(name: &str) -> Value {
-    json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
-           "metadata": {"name": name}, "spec": {"reference": "x"}})
-}
 
 /// Binds wardle's editor Role in namespace alice to `subject` (`--group=...`, `--user=...`).
 fn bind(cluster: &RealCluster, name: &str, role: &str, subject: &str) {
@@ -122,17 +118,7 @@ pub fn proxied_identities(cluster: &RealCluster) {
     });
     assert_eq!(seen.len(), 1, "{seen:#?}");
     let user = &seen[0]["user"];
-    let groups: Vec<&str> = user["groups"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
-    assert!(
-        groups.contains(&"editors") && groups.contains(&"équipe"),
-        "{user}"
-    );
-    assert_eq!(user["extra"]["rôle"][0], "chef ✓", "{user}");
+    assert_jurgen_groups_and_extra(user);
 
     let (cert, key) = certificate(cluster, "front-proxy-client");
     block_on(async {
@@ -205,7 +191,7 @@ pub fn writes_under_the_watch_prefix(cluster: &RealCluster) {
         let (code, body) = send(
             admin
                 .post(format!("{host}{FLUNDERS}"))
-                .json(&flunder("prefix-one")),
+                .json(&flunder_with_spec("prefix-one", json!({"reference": "x"}))),
         )
         .await;
         assert_eq!(code, 201, "{body}");
@@ -221,7 +207,7 @@ pub fn writes_under_the_watch_prefix(cluster: &RealCluster) {
                 .header("impersonate-group", "viewers")
         };
         let direct = wardle_client(cluster, Some((&cert, &key)));
-        let mut replaced = flunder("prefix-one");
+        let mut replaced = flunder_with_spec("prefix-one", json!({"reference": "x"}));
         replaced["spec"]["reference"] = json!("changed");
         for (base, via_host) in [
             (host.clone(), true),
@@ -230,7 +216,12 @@ pub fn writes_under_the_watch_prefix(cluster: &RealCluster) {
             let client = if via_host { &admin } else { &direct };
             let url = format!("{base}{WATCH_FLUNDERS}");
             let writes = [
-                ("create", client.post(&url).json(&flunder("prefix-two"))),
+                (
+                    "create",
+                    client
+                        .post(&url)
+                        .json(&flunder_with_spec("prefix-two", json!({"reference": "x"}))),
+                ),
                 (
                     "update",
                     client.put(format!("{url}/prefix-one")).json(&replaced),
@@ -264,12 +255,7 @@ pub fn writes_under_the_watch_prefix(cluster: &RealCluster) {
             .await
             .expect("a watch");
         assert_eq!(res.status(), 200);
-        let chunk = tokio::time::timeout(Duration::from_secs(10), res.chunk())
-            .await
-            .expect("an event in time")
-            .expect("a chunk")
-            .expect("an event");
-        let event: Value = serde_json::from_slice(&chunk).expect("an event");
+        let event = first_event(&mut res).await;
         assert_eq!(event["type"], "ADDED");
         assert_eq!(event["object"]["metadata"]["name"], "prefix-one");
         let (code, body) = send(admin.delete(format!("{host}{FLUNDERS}/prefix-one"))).await;
@@ -302,7 +288,7 @@ pub fn named_get_with_watch(cluster: &RealCluster) {
         let (code, body) = send(
             admin
                 .post(format!("{host}{FLUNDERS}"))
-                .json(&flunder("got")),
+                .json(&flunder_with_spec("got", json!({"reference": "x"}))),
         )
         .await;
         assert_eq!(code, 201, "{body}");
@@ -324,10 +310,7 @@ pub fn named_get_with_watch(cluster: &RealCluster) {
             let (code, body) = send(getter(admin.get(&url))).await;
             assert_eq!(code, 403, "{url}: {body}");
             assert!(
-                body["message"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .contains("User \"getter\" cannot watch resource \"flunders\""),
+                message(&body).contains("User \"getter\" cannot watch resource \"flunders\""),
                 "{body}"
             );
         }
@@ -383,12 +366,7 @@ pub fn aggregated_discovery(cluster: &RealCluster) {
 /// terminating by a finalizer refuses new content with upstream's 403. Twin of the dev host's
 /// `namespace_lifecycle_follows_the_host`.
 pub fn namespace_lifecycle(cluster: &RealCluster) {
-    let flunder = |namespace: &str, name: &str| {
-        format!(
-            "apiVersion: wardle.example.com/v1alpha1\nkind: Flunder\nmetadata:\n  name: {name}\n  \
-             namespace: {namespace}\nspec:\n  reference: x\n"
-        )
-    };
+    let flunder = |namespace: &str, name: &str| flunder_yaml(name, Some(namespace), "x", None);
     let refused =
         cluster.kubectl_with_input("admin", &["create", "-f", "-"], &flunder("nowhere", "lost"));
     assert!(!refused.status.success());

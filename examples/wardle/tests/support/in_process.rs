@@ -23,6 +23,12 @@ pub async fn start() -> InProcess {
     start_with(None).await
 }
 
+/// [`start`], as the tuple (server, client, directory).
+pub async fn start_parts() -> (LocalServer, Client, tempfile::TempDir) {
+    let s = start().await;
+    (s.server, s.client, s.dir)
+}
+
 /// Starts wardle in-process on `storage` (the default memory storage when `None`).
 pub async fn start_with(storage: Option<Arc<MemoryStorage>>) -> InProcess {
     let mut builder = wardle::app().server_builder();

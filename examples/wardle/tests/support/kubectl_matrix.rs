@@ -3,12 +3,11 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
 use kube::discovery::Discovery;
 use serde_json::{Value, json};
 
-use super::{KUBECTL_TIMEOUT, kubectl_binary};
+use super::{KUBECTL_TIMEOUT, kubectl_binary, wait_with_deadline};
 
 /// The kubectl minor versions every test drives the server with.
 pub const KUBECTL_MINORS: std::ops::RangeInclusive<u32> = 27..=33;
@@ -40,21 +39,12 @@ pub fn run_kubectl(
         .stderr(std::fs::File::create(&err_path).expect("create the stderr file"))
         .spawn()
         .unwrap_or_else(|e| panic!("spawn {}: {e}", bin.display()));
-    let deadline = Instant::now() + KUBECTL_TIMEOUT;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("poll kubectl") {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "{} {args:?} did not finish within {KUBECTL_TIMEOUT:?}",
-                bin.display()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = wait_with_deadline(&mut child, KUBECTL_TIMEOUT).unwrap_or_else(|| {
+        panic!(
+            "{} {args:?} did not finish within {KUBECTL_TIMEOUT:?}",
+            bin.display()
+        )
+    });
     Output {
         status,
         stdout: std::fs::read(&out_path).unwrap_or_default(),
@@ -71,6 +61,32 @@ pub struct Kubectl {
 }
 
 impl Kubectl {
+    /// Runs `kubectl auth can-i <args>` and fails the test unless the answer is `yes`.
+    pub fn can(&self, args: &[&str]) {
+        let answer = self.ok(&[&["auth", "can-i"], args].concat());
+        assert_eq!(
+            answer.trim(),
+            "yes",
+            "kubectl 1.{}: can-i {args:?}",
+            self.minor
+        );
+    }
+
+    /// Runs `kubectl auth can-i <args>` and fails the test unless the answer is `no` (exit 1).
+    pub fn cannot(&self, args: &[&str]) {
+        let out = self.run(&[&["auth", "can-i"], args].concat(), None);
+        assert_eq!(
+            (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stdout).trim()
+            ),
+            (Some(1), "no"),
+            "kubectl 1.{}: can-i {args:?}; stderr: {}",
+            self.minor,
+            super::without_skew_warnings(&String::from_utf8_lossy(&out.stderr))
+        );
+    }
+
     pub fn new(minor: u32, kubeconfig: &Path, scratch: &Path) -> Kubectl {
         Kubectl {
             minor,

@@ -4,14 +4,20 @@
 
 #![allow(dead_code)]
 
+pub mod checks;
+pub mod fixtures;
 pub mod in_process;
 pub mod kubectl_matrix;
+pub mod process;
 
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use apiserver_framework::testing::tls;
+use apiserver_framework::testing::wait;
 
 /// How long the server may take to write its kubeconfig.
 pub const START_TIMEOUT: Duration = Duration::from_secs(20);
@@ -106,21 +112,21 @@ impl Wardle {
             ca_pem: String::new(),
             kubeconfig,
         };
-        let deadline = Instant::now() + START_TIMEOUT;
-        while !server.kubeconfig.exists() {
+        let written = wait::poll_blocking("wardle to write its kubeconfig", START_TIMEOUT, || {
             if let Some(status) = server.child.try_wait().expect("poll the wardle process") {
                 panic!(
                     "wardle exited before serving ({status}); its log:\n{}",
                     server.log()
                 );
             }
-            if Instant::now() > deadline {
-                panic!(
-                    "wardle wrote no kubeconfig within {START_TIMEOUT:?}; its log:\n{}",
-                    server.log()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(25));
+            server
+                .kubeconfig
+                .exists()
+                .then_some(())
+                .ok_or("no kubeconfig yet")
+        });
+        if let Err(e) = written {
+            panic!("{e}; its log:\n{}", server.log());
         }
         let text = std::fs::read_to_string(&server.kubeconfig).expect("read the kubeconfig");
         let doc: serde_yaml_ng::Value =
@@ -268,6 +274,18 @@ impl Wardle {
         stdout(&out)
     }
 
+    /// Runs `kubectl <args>` and fails the test unless kubectl fails; returns its stderr
+    /// (without version-skew warnings).
+    pub fn kubectl_err(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args);
+        assert!(
+            !out.status.success(),
+            "kubectl {args:?} succeeded\nstdout:\n{}",
+            stdout(&out)
+        );
+        stderr(&out)
+    }
+
     /// Starts `kubectl <args>` in the background, its output going to files in the temp dir.
     pub fn kubectl_background(&self, name: &str, args: &[&str]) -> Background {
         let out_path = self.dir.path().join(format!("{name}.stdout"));
@@ -283,6 +301,30 @@ impl Wardle {
             out_path,
             err_path,
         }
+    }
+
+    /// The watches the server has open (its `apiserver_registered_watchers` gauges), read
+    /// with `kubectl get --raw /metrics`.
+    pub fn registered_watchers(&self) -> f64 {
+        wait::registered_watchers(&self.kubectl_ok(&["get", "--raw", "/metrics"]))
+    }
+
+    /// Waits until the server has at least `count` watches open: a watch started in the
+    /// background (`kubectl get -w`, `kubectl wait`) is established once the server counts it.
+    pub fn wait_for_watchers(&self, count: usize) {
+        let what = format!("{count} watches to be open");
+        wait::eventually_blocking(&what, START_TIMEOUT, || {
+            self.registered_watchers() >= count as f64
+        });
+    }
+
+    /// The requests of `request_kind` (`mutating`, `readOnly`) the server is serving now (its
+    /// `apiserver_current_inflight_requests` gauge).
+    pub async fn inflight(&self, request_kind: &str) -> f64 {
+        let res = self.client().get(self.at("/metrics")).send().await;
+        let metrics = res.expect("/metrics").text().await.expect("the metrics");
+        let labels = [("request_kind", request_kind)];
+        wait::metric_sum(&metrics, "apiserver_current_inflight_requests", &labels)
     }
 
     /// A client trusting the server's CA that sends the bearer token.
@@ -310,12 +352,8 @@ impl Wardle {
 
     /// A client builder trusting only the server's CA, with a 30 s timeout.
     pub fn client_builder(&self) -> reqwest::ClientBuilder {
-        apiserver_framework::tls::install_crypto_provider();
-        let ca = reqwest::Certificate::from_pem(self.ca_pem.as_bytes()).expect("parse the CA");
         reqwest::Client::builder()
-            .use_rustls_tls()
-            .tls_built_in_root_certs(false)
-            .add_root_certificate(ca)
+            .use_preconfigured_tls(tls::http1_config(&self.ca_pem))
             .timeout(Duration::from_secs(30))
     }
 
@@ -336,16 +374,11 @@ impl Wardle {
 
     /// Waits up to `timeout` for the server to exit; `None` if it still runs.
     pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = self.child.try_wait().expect("poll the wardle process") {
-                return Some(status);
-            }
-            if Instant::now() > deadline {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait::poll_blocking("wardle to exit", timeout, || {
+            let status = self.child.try_wait().expect("poll the wardle process");
+            status.ok_or("still running")
+        })
+        .ok()
     }
 }
 
@@ -377,20 +410,18 @@ impl Background {
     /// Polls stdout until `done` holds; `false` if it did not within `timeout` or the process
     /// exited first.
     pub fn wait_for(&mut self, timeout: Duration, done: impl Fn(&str) -> bool) -> bool {
-        let deadline = Instant::now() + timeout;
-        loop {
+        // Ok(false): the process exited without the output.
+        let outcome = wait::poll_blocking("kubectl's output", timeout, || {
             if done(&self.stdout()) {
-                return true;
-            }
-            if Instant::now() > deadline {
-                return false;
+                return Ok(true);
             }
             if let Ok(Some(_)) = self.child.try_wait() {
                 // One last look: the output may have landed just before the exit.
-                return done(&self.stdout());
+                return Ok(done(&self.stdout()));
             }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+            Err("not yet")
+        });
+        outcome.unwrap_or(false)
     }
 
     /// Whether the process is still running.
@@ -411,6 +442,12 @@ impl Drop for Background {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// GETs `url` with `client` and reads the answer as JSON (whatever its status).
+pub async fn get_json(client: &reqwest::Client, url: impl reqwest::IntoUrl) -> serde_json::Value {
+    let res = client.get(url).send().await.expect("an answer");
+    res.json().await.expect("a JSON body")
 }
 
 /// kubectl's stdout as text.
@@ -475,18 +512,15 @@ fn drain(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8
 
 /// Waits for `child` until `timeout`; on timeout kills it and returns `None`.
 fn wait_with_deadline(child: &mut Child, timeout: Duration) -> Option<ExitStatus> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(status) = child.try_wait().expect("poll a child process") {
-            return Some(status);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    let exited = wait::poll_blocking("a child process to exit", timeout, || {
+        let status = child.try_wait().expect("poll a child process");
+        status.ok_or("still running")
+    });
+    if exited.is_err() {
+        let _ = child.kill();
+        let _ = child.wait();
     }
+    exited.ok()
 }
 
 /// Standard base64 (RFC 4648, with or without padding; whitespace ignored).
