@@ -30,12 +30,19 @@ pub struct Stack {
     pub backend_port: u16,
     wardle: Option<Child>,
     args: Vec<String>,
+    /// The wardle binary run.
+    binary: PathBuf,
 }
 
 impl Stack {
     /// Starts the host, then wardle with `extra` flags, and waits until wardle is ready and
     /// its APIService available.
     pub async fn start(extra: &[&str]) -> Stack {
+        Self::start_binary(env!("CARGO_BIN_EXE_wardle").into(), extra).await
+    }
+
+    /// Like [`Stack::start`], running the wardle binary at `binary` (a release build, say).
+    pub async fn start_binary(binary: PathBuf, extra: &[&str]) -> Stack {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let backend_port = apiserver_framework::testing::free_port().expect("a free port");
         let opts = DevHostOptions {
@@ -85,6 +92,7 @@ impl Stack {
             backend_port,
             wardle: None,
             args,
+            binary,
         };
         stack.start_wardle().await;
         stack.wait_available("True").await;
@@ -138,7 +146,7 @@ impl Stack {
             .append(true)
             .open(self.dir.path().join("wardle.log"))
             .expect("open the log");
-        let child = Command::new(env!("CARGO_BIN_EXE_wardle"))
+        let child = Command::new(&self.binary)
             .args(&self.args)
             .current_dir(self.dir.path())
             .stdin(Stdio::null())
