@@ -31,7 +31,7 @@ pub mod yaml_body;
 // Layer 2: storage and the host cluster
 // The key-value seam with revisions and watch, and its backends (the crate `apiserver-storage`,
 // beneath the framework); the host cluster's clients.
-pub mod host;
+pub mod host_cluster;
 pub use apiserver_storage as storage;
 
 // Layer 3: registry, admission, apply
@@ -50,7 +50,7 @@ pub mod openapi;
 // Layer 5: authn, authz, audit, metrics
 // What the filters decide and record, knowing requests, not servers.
 pub mod audit;
-pub mod auth;
+pub mod authn;
 pub mod authz;
 pub mod metrics;
 

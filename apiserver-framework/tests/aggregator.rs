@@ -11,10 +11,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use apiserver_framework::aggregator::{Aggregator, AggregatorOptions, apiservice};
-use apiserver_framework::auth::{
+use apiserver_framework::authn::{
     Authenticated, Authenticator, PeerCertificates, StaticTokenAuthenticator,
 };
-use apiserver_framework::host::resolver::StaticServiceResolver;
+use apiserver_framework::host_cluster::resolver::StaticServiceResolver;
 use apiserver_framework::prelude::*;
 use apiserver_framework::server::generic::GenericApiServer;
 use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};

@@ -9,7 +9,7 @@ mod support_kinds;
 use std::sync::Arc;
 
 use apiserver_framework::audit::AuditOptions;
-use apiserver_framework::auth::StaticTokens;
+use apiserver_framework::authn::StaticTokens;
 use apiserver_framework::authz::{Attributes, AuthorizationError, Authorizer, Decision};
 use apiserver_framework::prelude::*;
 use apiserver_framework::user::UserInfo;

@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use apiserver_framework::auth::delegated::{AuthSnapshot, RequestHeaderConfig};
-use apiserver_framework::auth::{
+use apiserver_framework::authn::delegated::{AuthSnapshot, RequestHeaderConfig};
+use apiserver_framework::authn::{
     Authenticated, AuthenticationOptions, Authenticator, CaBundle, DelegatedAuthConfig,
     DelegatingAuthenticator, DelegatingOptions, PeerCertificates, TokenReviewError, TokenReviewer,
     client_cert_verifier, start_delegated_config,

@@ -9,7 +9,7 @@ mod support_kinds;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use apiserver_framework::auth::StaticTokens;
+use apiserver_framework::authn::StaticTokens;
 use apiserver_framework::authz::{
     Attributes, AuthorizationError, DelegatingAuthorizerConfig, Request, ReviewStatus,
     SubjectAccessReviewer,

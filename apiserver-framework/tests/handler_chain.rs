@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use apiserver_framework::auth::{PeerAddr, StaticTokens};
+use apiserver_framework::authn::{PeerAddr, StaticTokens};
 use apiserver_framework::authz::{
     Attributes, AuthorizationError, Authorizer, Decision, Request as AuthzRequest,
 };

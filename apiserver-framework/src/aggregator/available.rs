@@ -12,7 +12,7 @@ use super::apiservice::{APIService, APIServiceCondition, APIServiceStatus, AVAIL
 use super::proxy::{self, BackendClient};
 use super::{Aggregator, State, discovery, endpoints, openapi};
 use crate::admission::AdmissionChain;
-use crate::host::resolver::Endpoint;
+use crate::host_cluster::resolver::Endpoint;
 use crate::registry::rest::options::{ListOptions, WriteOptions};
 use crate::registry::rest::{RequestContext, RestStorage};
 use crate::user::UserInfo;
@@ -155,7 +155,7 @@ async fn check(agg: &Aggregator, service: &APIService, previous: &State) -> Chec
     ) {
         Ok(all) if !all.is_empty() => all,
         Ok(_) => {
-            let e = crate::host::resolver::ResolveError::EndpointsNotFound {
+            let e = crate::host_cluster::resolver::ResolveError::EndpointsNotFound {
                 namespace: reference.namespace.clone(),
                 name: reference.name.clone(),
             };

@@ -12,7 +12,7 @@ use super::apiservice::APIService;
 use super::available::{AGGREGATOR_USER, prober};
 use super::proxy::{self, BackendClient};
 use crate::discovery::aggregated::AGGREGATED_CONTENT_TYPE;
-use crate::host::resolver::Endpoint;
+use crate::host_cluster::resolver::Endpoint;
 use crate::user::UserInfo;
 
 /// The remote, available APIServices, grouped: groups by `groupPriorityMinimum` (highest

@@ -1,7 +1,7 @@
 //! Spreading requests over the endpoints of an APIService's Service, and failing over.
 //!
 //! A Service resolves to every address of its backend's replicas
-//! ([`ServiceResolver::resolve_all`](crate::host::resolver::ServiceResolver::resolve_all)),
+//! ([`ServiceResolver::resolve_all`](crate::host_cluster::resolver::ServiceResolver::resolve_all)),
 //! as kube-aggregator's endpoint routing picks among a Service's ready endpoints. The
 //! aggregator keeps, per address, whether it is ready:
 //!
@@ -31,7 +31,7 @@ use parking_lot::Mutex;
 use super::proxy::{self, BackendClient};
 use super::replay::Replay;
 use super::replay_budget::ReplayBudget;
-use crate::host::resolver::Endpoint;
+use crate::host_cluster::resolver::Endpoint;
 use crate::user::UserInfo;
 
 /// The readiness of every backend address the aggregator has seen, and the round-robin turn.

@@ -36,7 +36,7 @@ use parking_lot::RwLock;
 use serde_json::Value;
 
 use crate::endpoints::request_info::ApiPath;
-use crate::host::resolver::ServiceResolver;
+use crate::host_cluster::resolver::ServiceResolver;
 use crate::registry::scheme::Registry;
 use crate::server::front::FrontHandler;
 use crate::server::generic::GenericApiServer;

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::State;
 use super::proxy::{self, BackendClient};
-use crate::host::resolver::Endpoint;
+use crate::host_cluster::resolver::Endpoint;
 use crate::user::UserInfo;
 
 /// The user the aggregator downloads OpenAPI documents as (no groups), as upstream.

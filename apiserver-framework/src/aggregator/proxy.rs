@@ -16,7 +16,7 @@ use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 
 use super::apiservice::APIService;
-use crate::host::resolver::Endpoint;
+use crate::host_cluster::resolver::Endpoint;
 use crate::tls::parse_certs;
 use crate::user::UserInfo;
 
@@ -662,11 +662,11 @@ mod tests {
             "chef ✓".as_bytes()
         );
         // The front-proxy authenticator reads exactly this user back.
-        let settings = crate::auth::delegated::RequestHeaderConfig {
+        let settings = crate::authn::delegated::RequestHeaderConfig {
             uid_headers: vec![HeaderName::from_static("x-remote-uid")],
             ..Default::default()
         };
-        let seen = crate::auth::request_header::user_from_headers(&h, &settings)
+        let seen = crate::authn::request_header::user_from_headers(&h, &settings)
             .unwrap()
             .unwrap();
         assert_eq!(seen, user);

@@ -10,7 +10,7 @@ use http::{Response, StatusCode};
 use hyper::upgrade::OnUpgrade;
 use hyper_util::rt::TokioIo;
 
-use crate::host::resolver::Endpoint;
+use crate::host_cluster::resolver::Endpoint;
 
 /// Whether a request asks to upgrade its connection: a `Connection` header naming `upgrade`
 /// and an `Upgrade` header.

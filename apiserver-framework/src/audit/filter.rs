@@ -30,7 +30,7 @@ use serde_json::Value;
 use super::backend::AuditBackend;
 use super::event::{Event, EventUser, Level, ObjectReference, ResponseStatus, Stage, micro_time};
 use super::policy::Policy;
-use crate::auth::PeerAddr;
+use crate::authn::PeerAddr;
 use crate::authz::{self, Attributes, ParsedRequest, Request as AuthzRequest};
 use crate::endpoints::audit_hook::{AuditHook, RequestAudit};
 use crate::endpoints::query::Query;
@@ -378,7 +378,7 @@ fn auth_methods(parts: &Parts) -> String {
     }
     if parts
         .extensions
-        .get::<crate::auth::PeerCertificates>()
+        .get::<crate::authn::PeerCertificates>()
         .is_some()
     {
         methods.push("x509");

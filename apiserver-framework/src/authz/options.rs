@@ -74,7 +74,7 @@ impl DelegatingAuthorizationOptions {
     /// A client of the host cluster: from `--authorization-kubeconfig`, else the in-cluster
     /// configuration.
     pub async fn client(&self) -> Result<kube::Client, AuthorizationOptionsError> {
-        crate::host::client::host_client(self.authorization_kubeconfig.as_deref())
+        crate::host_cluster::client::host_client(self.authorization_kubeconfig.as_deref())
             .await
             .map_err(|e| AuthorizationOptionsError::Kubeconfig(e.to_string()))
     }

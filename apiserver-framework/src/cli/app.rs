@@ -13,7 +13,7 @@ use crate::cli::manifests::{self, GroupVersion, ManifestsOptions};
 use crate::cli::serve::{self, ProductionServer, ServeError};
 use crate::cli::serve_options::ServeOptions;
 use crate::devhost::{self, DevHost, DevHostError, DevHostOptions, Extension};
-use crate::host::client::host_client;
+use crate::host_cluster::client::host_client;
 use crate::registry::group::{Group, RegistrationError};
 use crate::registry::rest::computed::ResourceProvider;
 use crate::registry::rest::subresource::CustomSubresource;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::admission::AdmissionPlugin;
 use crate::admission::options::AdmissionOptions;
 use crate::audit::{AuditError, AuditOptions};
-use crate::auth::StaticTokenAuthenticator;
+use crate::authn::StaticTokenAuthenticator;
 use crate::authz::AllowAll;
 use crate::cli::server_run_options::ServerRunOptions;
 use crate::cli::storage_options::StorageOptions;

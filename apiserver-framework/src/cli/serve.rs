@@ -7,12 +7,12 @@ use std::sync::Arc;
 
 use rustls::server::ResolvesServerCert;
 
-use crate::auth::{
+use crate::authn::{
     self, AuthConfigError, DelegatingAuthenticator, DelegatingOptions, TokenReviewer,
 };
 use crate::authz::options::AuthorizationOptionsError;
 use crate::cli::serve_options::{ServeOptions, TlsMinVersion};
-use crate::host::client::{HostClientError, host_client};
+use crate::host_cluster::client::{HostClientError, host_client};
 use crate::server::cert_reload::{DEFAULT_RELOAD_INTERVAL, FixedCert, ReloadingCert};
 use crate::server::generic::GenericApiServer;
 use crate::server::serve::{self, HandlerChain, RunningServer};
@@ -78,7 +78,7 @@ pub async fn start(
     };
     let authn_client = host_client(opts.authentication_kubeconfig.as_deref()).await?;
     let setup =
-        auth::start_delegated_config(&opts.authentication, Some(authn_client.clone())).await?;
+        authn::start_delegated_config(&opts.authentication, Some(authn_client.clone())).await?;
     tasks.extend(setup.watch);
     let reviewer: Arc<dyn TokenReviewer> = Arc::new(authn_client);
     let authenticator = DelegatingAuthenticator::new(
@@ -118,7 +118,7 @@ pub async fn start(
     };
     let tls = server_config_with(
         certs,
-        auth::client_cert_verifier(setup.config.clone()),
+        authn::client_cert_verifier(setup.config.clone()),
         min_version,
     )?;
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use crate::admission::options::AdmissionOptions;
 use crate::audit::AuditOptions;
-use crate::auth::options::AuthenticationOptions;
+use crate::authn::options::AuthenticationOptions;
 use crate::authz::options::DelegatingAuthorizationOptions;
 use crate::cli::server_run_options::ServerRunOptions;
 use crate::cli::storage_options::StorageOptions;

@@ -28,7 +28,7 @@ use crate::devhost::webhooks::{
     self, MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
 use crate::error::ApiError;
-use crate::host::resolver::StaticServiceResolver;
+use crate::host_cluster::resolver::StaticServiceResolver;
 use crate::registry::group::Group;
 use crate::registry::rest::RequestContext;
 use crate::registry::rest::options::WriteOptions;

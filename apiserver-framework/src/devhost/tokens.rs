@@ -7,7 +7,7 @@ use std::path::Path;
 use http::request::Parts;
 use rand::Rng;
 
-use crate::auth::{Authenticated, Authenticator, authenticator::bearer_token};
+use crate::authn::{Authenticated, Authenticator, authenticator::bearer_token};
 use crate::user::UserInfo;
 
 /// Errors of reading a token file.

@@ -13,7 +13,7 @@ use http::{Response, StatusCode, header};
 use http_body::{Frame, SizeHint};
 use prometheus::IntGauge;
 
-use crate::auth::PeerAddr;
+use crate::authn::PeerAddr;
 use crate::authz::attributes::request_of_path;
 use crate::metrics::labels::PathLabels;
 use crate::metrics::{Metrics, RequestLabels, global};

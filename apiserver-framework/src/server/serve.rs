@@ -17,7 +17,7 @@ use tower::{Layer, Service, ServiceBuilder, ServiceExt};
 use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
 
 use crate::audit::Auditor;
-use crate::auth::{Authenticator, DelegatedAuthConfig};
+use crate::authn::{Authenticator, DelegatedAuthConfig};
 use crate::authz::{Authorizer, PathAuthorizer};
 use crate::server::connections::activity::OpenConnections;
 use crate::server::connections::{ConnectionServer, ServeRequest, listener};

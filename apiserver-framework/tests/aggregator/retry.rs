@@ -14,7 +14,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use apiserver_framework::host::resolver::StaticServiceResolver;
+use apiserver_framework::host_cluster::resolver::StaticServiceResolver;
 use apiserver_framework::testing::wait;
 use apiserver_framework::tls;
 use base64::Engine as _;

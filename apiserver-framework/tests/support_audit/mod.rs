@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use apiserver_framework::audit::{AuditOptions, Auditor};
-use apiserver_framework::auth::StaticTokens;
+use apiserver_framework::authn::StaticTokens;
 use apiserver_framework::authz::Authorizer;
 use apiserver_framework::prelude::*;
 use apiserver_framework::server::GenericApiServer;

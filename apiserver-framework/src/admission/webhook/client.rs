@@ -12,7 +12,7 @@ use hyper_util::rt::TokioExecutor;
 use k8s_openapi::api::admissionregistration::v1::WebhookClientConfig;
 use rustls::pki_types::ServerName;
 
-use crate::host::resolver::{Endpoint, ResolveError, ServiceResolver};
+use crate::host_cluster::resolver::{Endpoint, ResolveError, ServiceResolver};
 use crate::tls::parse_certs;
 
 /// Resolves a webhook's service to `<name>.<namespace>.svc:<port>` through DNS, as upstream's

@@ -25,7 +25,7 @@ use crate::admission::host::{HostObjects, wait_synced};
 use crate::admission::lifecycle::namespace_not_found;
 use crate::admission::{AdmissionAttributes, AdmissionPlugin, Phases};
 use crate::error::ApiError;
-use crate::host::resolver::ServiceResolver;
+use crate::host_cluster::resolver::ServiceResolver;
 use crate::resource::ResourceInfo;
 use versions::{MatchPolicy, Versioned};
 

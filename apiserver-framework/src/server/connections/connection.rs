@@ -27,7 +27,7 @@ use super::early_answer::EarlyAnswers;
 use super::limits::ConnectionLimits;
 use super::tracked_io::TrackedIo;
 use super::unread_body::{Leftover, ReadBounds, Rest, UnreadBody};
-use crate::auth::{PeerAddr, PeerCertificates};
+use crate::authn::{PeerAddr, PeerCertificates};
 use crate::authz::ParsedRequest;
 use crate::server::filters;
 use crate::server::until_stopped;
@@ -264,7 +264,7 @@ impl<H: ServeRequest> ConnectionServer<H> {
             certs,
             // The connection's client certificate chain is verified once per trusted
             // authority.
-            verified: crate::auth::VerifiedChains::default(),
+            verified: crate::authn::VerifiedChains::default(),
             stopped: stop.clone(),
             http2,
         });
@@ -293,7 +293,7 @@ struct PerConnection<H> {
     activity: Arc<Activity>,
     peer: SocketAddr,
     certs: Option<PeerCertificates>,
-    verified: crate::auth::VerifiedChains,
+    verified: crate::authn::VerifiedChains,
     stopped: watch::Receiver<bool>,
     http2: bool,
 }

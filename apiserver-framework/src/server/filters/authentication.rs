@@ -14,7 +14,7 @@ use http::{Request, Response};
 
 use super::filter::{ChainInner, Filter, FilterLayer, Next};
 use crate::audit::Auditor;
-use crate::auth::{self, Authenticated, Authenticator, DelegatedAuthConfig};
+use crate::authn::{self, Authenticated, Authenticator, DelegatedAuthConfig};
 use crate::authz::PathAuthorizer;
 use crate::error::ApiError;
 use crate::user::UserInfo;
@@ -64,8 +64,8 @@ impl Filter for AuthenticationFilter {
             }
         };
         match &self.credentials {
-            Some(config) => auth::strip_credentials(&mut parts.headers, &config.current()),
-            None => auth::strip_default_credentials(&mut parts.headers),
+            Some(config) => authn::strip_credentials(&mut parts.headers, &config.current()),
+            None => authn::strip_default_credentials(&mut parts.headers),
         }
         parts.extensions.insert(user);
         next.run(Request::from_parts(parts, body)).await

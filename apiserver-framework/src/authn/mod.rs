@@ -41,7 +41,7 @@ pub(crate) use verified::VerifiedChains;
 /// `X-Remote-User`/`X-Remote-Uid`/`X-Remote-Group`/`X-Remote-Extra-*` headers.
 ///
 /// The handler chain calls it after authentication succeeds:
-/// `auth::strip_credentials(&mut parts.headers, &config.current())`.
+/// `authn::strip_credentials(&mut parts.headers, &config.current())`.
 pub(crate) fn strip_credentials(headers: &mut http::HeaderMap, config: &AuthSnapshot) {
     headers.remove(http::header::AUTHORIZATION);
     request_header::clear_request_headers(headers, &config.request_header);
