@@ -90,5 +90,13 @@ pub fn availability(cluster: &RealCluster) {
     cluster.wait_until("the APIService Available=True again", TIMEOUT, || {
         cluster.apiservice_available(service).0 == "True"
     });
+    // kube-aggregator's proxy learns the new condition from its own APIService informer, a
+    // moment after the status is written: until then it still answers 503.
+    cluster.wait_until("the aggregator proxies to wardle again", TIMEOUT, || {
+        cluster
+            .kubectl("alice", &["get", "flunders", "-n", "alice"])
+            .status
+            .success()
+    });
     cluster.kubectl_ok("alice", &["get", "flunders", "-n", "alice"]);
 }
