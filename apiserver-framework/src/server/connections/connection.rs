@@ -20,6 +20,7 @@ use tokio::sync::{Notify, watch};
 use tokio_rustls::TlsAcceptor;
 
 use super::activity::{Activity, InFlight, Registered};
+use super::backlog::{Backlog, ConnectionBacklog, ReadGate};
 use super::batched_writes::BatchedWrites;
 use super::compression;
 use super::drains::Drains;
@@ -58,6 +59,8 @@ pub struct ConnectionServer<H> {
     http: auto::Builder<TokioExecutor>,
     /// The bound on unread bodies read at once, over all connections.
     drains: Drains,
+    /// The bound on requests accepted and not yet started, over all connections.
+    backlog: Backlog,
 }
 
 impl<H: ServeRequest> ConnectionServer<H> {
@@ -85,6 +88,7 @@ impl<H: ServeRequest> ConnectionServer<H> {
             acceptor,
             handler,
             drains: Drains::new(&limits),
+            backlog: Backlog::new(&limits),
             limits,
             drain,
             http,
@@ -136,9 +140,11 @@ impl<H: ServeRequest> ConnectionServer<H> {
                 PeerCertificates(Arc::new(c.iter().map(|c| c.clone().into_owned()).collect()))
             });
         let first_request = Arc::new(Notify::new());
-        let service = self.service(peer, certs, http2, &activity, &first_request, &stop);
+        let backlog = http2.then(|| self.backlog.connection(&self.limits));
+        let service = self.service(peer, certs, &backlog, &activity, &first_request, &stop);
+        let gate = backlog.map(ReadGate::new);
         let io = TokioIo::new(BatchedWrites::new(
-            TrackedIo::new(tls, activity.clone()),
+            TrackedIo::new(tls, activity.clone(), gate),
             http2,
         ));
         // Boxed, to be dropped when serving ends: hyper's hold on the connection is gone then.
@@ -240,7 +246,7 @@ impl<H: ServeRequest> ConnectionServer<H> {
         &self,
         peer: SocketAddr,
         certs: Option<PeerCertificates>,
-        http2: bool,
+        backlog: &Option<Arc<ConnectionBacklog>>,
         activity: &Arc<Activity>,
         first_request: &Arc<Notify>,
         stop: &watch::Receiver<bool>,
@@ -252,6 +258,8 @@ impl<H: ServeRequest> ConnectionServer<H> {
     > + Send
     + 'static {
         let limits = self.limits;
+        let http2 = backlog.is_some();
+        let backlog = backlog.clone();
         let connection = Arc::new(PerConnection {
             handler: self.handler.clone(),
             limits,
@@ -273,10 +281,12 @@ impl<H: ServeRequest> ConnectionServer<H> {
             first_request.notify_one();
             let in_flight = connection.activity.request_started();
             let connection = connection.clone();
+            let unstarted = backlog.as_ref().map(ConnectionBacklog::accepted);
             // Made, and boxed, only once the task first runs: HTTP/2 streams accepted faster
             // than they are served wait as their bare request, not as the handler chain's
             // future (a debug build's is 1.6 KB) with the request's parsed details.
             futures::FutureExt::flatten(futures::future::lazy(move |_| {
+                drop(unstarted);
                 connection.serve(req, in_flight)
             }))
         };

@@ -58,6 +58,16 @@ pub struct ConnectionLimits {
     /// How many unread bodies the listener may have read at once, over all its connections
     /// (1024). A body being read counts toward no bound that keeps its connection open.
     pub max_draining_bodies: usize,
+    /// HTTP/2: requests one connection may have accepted whose tasks have not yet started;
+    /// while it has this many the connection reads no more of its client's bytes (see
+    /// `backlog`). 64: a connection whose requests start as they come never has as many.
+    pub max_unstarted_requests_per_connection: usize,
+    /// HTTP/2: requests all connections together may have accepted whose tasks have not yet
+    /// started; while they have this many no connection reads more. 64 for each CPU the
+    /// runtime runs on (128 at least): a stream read waits for at most about this many
+    /// others to start, so a flood of streams is answered within moments of being read,
+    /// and it costs the server about 1.8 KB per request it holds.
+    pub max_unstarted_requests: usize,
     /// How long a response that is not long-running (not a watch, proxy or stream) may take
     /// to be sent once its handler has answered; a connection still holding such a response
     /// past it is closed. Upstream's request timeout covers writing the response and aborts
@@ -95,6 +105,11 @@ impl Default for ConnectionLimits {
             unread_body_start_timeout: Duration::from_millis(100),
             max_draining_bodies_per_connection: 16,
             max_draining_bodies: 1024,
+            max_unstarted_requests_per_connection: 64,
+            max_unstarted_requests: std::thread::available_parallelism()
+                .map_or(1, usize::from)
+                .saturating_mul(64)
+                .max(128),
             response_send_timeout: Duration::from_secs(60),
             streaming_idle_timeout: Duration::ZERO,
         }

@@ -8,7 +8,8 @@
 //!   the open-files limit, the longest-idle one making room for a new one ([`descriptors`],
 //!   `activity::OpenConnections`);
 //! - HTTP/2 with `--http2-max-streams-per-connection` streams and keep-alive pings, its
-//!   frames written in batches ([`batched_writes`]);
+//!   frames written in batches ([`batched_writes`]), a connection reading no more while the
+//!   requests it (or the listener) accepted wait to start (`backlog`);
 //! - answers given before the request body was read reach the client intact: the rest of
 //!   the body is read (within bounds, and bounded in number: `drains`), over HTTP/2 before
 //!   the answer is sent, and only while the client is sending it (`unread_body`,
@@ -20,6 +21,7 @@
 
 pub mod accept;
 pub(crate) mod activity;
+pub(crate) mod backlog;
 pub mod batched_writes;
 pub mod compression;
 pub mod connection;

@@ -1,7 +1,8 @@
 //! [`TrackedIo`]: a connection's byte stream, noting reads in its `Activity` (a request
 //! has begun arriving); once the connection is upgraded, noting reads and writes for its
 //! streaming idle timeout, failing them once the server closed it, and telling when it is
-//! dropped (see `upgraded`).
+//! dropped (see `upgraded`). An HTTP/2 connection reads only while its gate lets it
+//! (see `backlog`).
 
 use std::io;
 use std::pin::Pin;
@@ -11,6 +12,7 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::activity::Activity;
+use super::backlog::ReadGate;
 use super::upgraded::Side;
 
 /// `inner`, telling `activity` whenever bytes are read (and, once upgraded, written), and
@@ -19,12 +21,17 @@ use super::upgraded::Side;
 pub struct TrackedIo<T> {
     inner: T,
     activity: Arc<Activity>,
+    gate: Option<ReadGate>,
 }
 
 impl<T> TrackedIo<T> {
-    /// Tracks reads of `inner` in `activity`.
-    pub fn new(inner: T, activity: Arc<Activity>) -> Self {
-        TrackedIo { inner, activity }
+    /// Tracks reads of `inner` in `activity`, reading only while `gate` (if any) lets it.
+    pub(crate) fn new(inner: T, activity: Arc<Activity>, gate: Option<ReadGate>) -> Self {
+        TrackedIo {
+            inner,
+            activity,
+            gate,
+        }
     }
 
     /// The wrapped stream.
@@ -61,11 +68,17 @@ impl<T: AsyncRead + Unpin> AsyncRead for TrackedIo<T> {
         if upgraded {
             self.activity.upgrade.check_closed()?;
         }
+        if let Some(gate) = self.gate.as_mut().filter(|_| !upgraded) {
+            std::task::ready!(gate.poll_open(cx));
+        }
         let before = buf.filled().len();
         let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
         let moved = buf.filled().len() > before;
         if upgraded {
             return self.upgraded(cx, Side::Read, polled, moved);
+        }
+        if let Some(gate) = self.gate.as_mut() {
+            gate.read(moved);
         }
         if matches!(polled, Poll::Ready(Ok(()))) && moved {
             self.activity.note_read();
