@@ -11,6 +11,10 @@
 
 mod support;
 
+#[path = "production/h2_frames.rs"]
+#[allow(dead_code)]
+mod h2_frames;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -431,54 +435,15 @@ async fn http1_abuse() {
 // HTTP/2, as raw frames (RFC 9113) with literal HPACK fields (RFC 7541), so that a misbehaving
 // client can be written.
 
-const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-const DATA: u8 = 0x0;
-const HEADERS: u8 = 0x1;
-const RST_STREAM: u8 = 0x3;
-const SETTINGS: u8 = 0x4;
-const PING: u8 = 0x6;
-const GOAWAY: u8 = 0x7;
-const CONTINUATION: u8 = 0x9;
-const END_STREAM: u8 = 0x1;
-const END_HEADERS: u8 = 0x4;
+use h2_frames::{
+    CONTINUATION, DATA, END_HEADERS, END_STREAM, GOAWAY, HEADERS, PING, PREFACE, RST_STREAM,
+    SETTINGS, frame, hpack_field,
+};
 /// SETTINGS_INITIAL_WINDOW_SIZE.
 const INITIAL_WINDOW_SIZE: u16 = 0x4;
 /// RST_STREAM's REFUSED_STREAM and CANCEL codes.
 const REFUSED_STREAM: u32 = 0x7;
 const CANCEL: u32 = 0x8;
-
-fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
-    let len = payload.len() as u32;
-    let mut out = vec![(len >> 16) as u8, (len >> 8) as u8, len as u8, kind, flags];
-    out.extend_from_slice(&stream.to_be_bytes());
-    out.extend_from_slice(payload);
-    out
-}
-
-/// An HPACK integer with an `n`-bit prefix (RFC 7541 §5.1), first byte flags `first`.
-fn hpack_int(out: &mut Vec<u8>, first: u8, n: u32, mut value: usize) {
-    let max = (1usize << n) - 1;
-    if value < max {
-        out.push(first | value as u8);
-        return;
-    }
-    out.push(first | max as u8);
-    value -= max;
-    while value >= 128 {
-        out.push((value % 128 + 128) as u8);
-        value /= 128;
-    }
-    out.push(value as u8);
-}
-
-/// A literal header field without indexing, new name, no Huffman coding.
-fn hpack_field(out: &mut Vec<u8>, name: &str, value: &str) {
-    out.push(0);
-    hpack_int(out, 0, 7, name.len());
-    out.extend_from_slice(name.as_bytes());
-    hpack_int(out, 0, 7, value.len());
-    out.extend_from_slice(value.as_bytes());
-}
 
 /// The header block of a GET of `path` with the bearer token.
 fn get_block(w: &Wardle, path: &str) -> Vec<u8> {

@@ -1,14 +1,16 @@
-//! An HTTP/2 attacker at the level of frames, for flood tests: it writes every stream's
-//! HEADERS up front, one `write` for a whole batch, and times each answer and reset as its
-//! frame is read, in one task per connection. Every [`CHUNK`] streams it sends a `PING`: the
-//! server answers a `PING` once it has read every frame before it, so its answer tells when
-//! the server read those streams (until then they wait in the socket, costing it nothing). A client of the `h2` crate keeps a task and
-//! the state of a full client per stream, and on a two-core machine it spent three times the
-//! CPU of the server it attacked, so its timings measured mostly itself.
+//! HTTP/2 at the level of frames (RFC 9113, with literal HPACK fields of RFC 7541), for tests
+//! of clients that misbehave: the frames and header fields to write, and [`flood`], an
+//! attacker that writes every stream's HEADERS up front, one `write` for a whole batch, and
+//! times each answer and reset as its frame is read, in one task per connection. Every
+//! [`CHUNK`] streams it sends a `PING`: the server answers a `PING` once it has read every
+//! frame before it, so its answer tells when the server read those streams (until then they
+//! wait in the socket, costing it nothing). A client of the `h2` crate keeps a task and the
+//! state of a full client per stream, and on a two-core machine it spent three times the CPU
+//! of the server it attacked, so its timings measured mostly itself.
 //!
-//! The header block is encoded without HPACK's dynamic table (each field indexed from the
-//! static table or sent as a literal not indexed), so one block serves every stream. Of the
-//! answers only what the attack tests need is read: the frame's type, stream and timing, a
+//! [`flood`]'s header block is encoded without HPACK's dynamic table (each field indexed from
+//! the static table or sent as a literal not indexed), so one block serves every stream. Of
+//! the answers only what the attack tests need is read: the frame's type, stream and timing, a
 //! reset's error code, and the `code` of the `Status` a DATA frame carries; the server's
 //! header blocks are not decoded.
 
@@ -19,16 +21,22 @@ use std::time::{Duration, Instant};
 use apiserver_framework::testing::tls;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-const DATA: u8 = 0x0;
-const HEADERS: u8 = 0x1;
-const RST_STREAM: u8 = 0x3;
-const SETTINGS: u8 = 0x4;
-const PING: u8 = 0x6;
-const GOAWAY: u8 = 0x7;
-const END_HEADERS: u8 = 0x4;
-const ACK: u8 = 0x1;
-/// The streams between two `PING`s.
+/// The client's connection preface.
+pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+/// Frame types.
+pub const DATA: u8 = 0x0;
+pub const HEADERS: u8 = 0x1;
+pub const RST_STREAM: u8 = 0x3;
+pub const SETTINGS: u8 = 0x4;
+pub const PING: u8 = 0x6;
+pub const GOAWAY: u8 = 0x7;
+pub const WINDOW_UPDATE: u8 = 0x8;
+pub const CONTINUATION: u8 = 0x9;
+/// Frame flags.
+pub const END_STREAM: u8 = 0x1;
+pub const ACK: u8 = 0x1;
+pub const END_HEADERS: u8 = 0x4;
+/// The streams between two `PING`s of [`flood`].
 pub const CHUNK: usize = 20;
 /// The attacker's flow-control windows: answers it never reads do not stall the server.
 const STREAM_WINDOW: u32 = 1 << 20;
@@ -81,15 +89,26 @@ pub fn header_block(method: &str, path: &str, authority: &str, content_length: u
     block
 }
 
-/// A literal header field without indexing, its name the static table's `name_index`.
+/// A literal header field without indexing, its name the static table's `name_index`, no
+/// Huffman coding.
 fn literal(block: &mut Vec<u8>, name_index: usize, value: &str) {
-    integer(block, 0x00, 4, name_index);
-    integer(block, 0x00, 7, value.len());
+    hpack_int(block, 0x00, 4, name_index);
+    hpack_int(block, 0x00, 7, value.len());
     block.extend_from_slice(value.as_bytes());
 }
 
-/// An HPACK integer with an `prefix_bits`-bit prefix, the byte's other bits `flags`.
-fn integer(block: &mut Vec<u8>, flags: u8, prefix_bits: u32, mut value: usize) {
+/// A literal header field without indexing, new name, no Huffman coding.
+pub fn hpack_field(block: &mut Vec<u8>, name: &str, value: &str) {
+    block.push(0);
+    hpack_int(block, 0, 7, name.len());
+    block.extend_from_slice(name.as_bytes());
+    hpack_int(block, 0, 7, value.len());
+    block.extend_from_slice(value.as_bytes());
+}
+
+/// An HPACK integer with an `prefix_bits`-bit prefix (RFC 7541 §5.1), the first byte's other
+/// bits `flags`.
+pub fn hpack_int(block: &mut Vec<u8>, flags: u8, prefix_bits: u32, mut value: usize) {
     let max = (1usize << prefix_bits) - 1;
     if value < max {
         block.push(flags | value as u8);
@@ -104,7 +123,15 @@ fn integer(block: &mut Vec<u8>, flags: u8, prefix_bits: u32, mut value: usize) {
     block.push(value as u8);
 }
 
-fn frame(out: &mut Vec<u8>, kind: u8, flags: u8, stream: u32, payload: &[u8]) {
+/// One frame.
+pub fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(9 + payload.len());
+    push_frame(&mut out, kind, flags, stream, payload);
+    out
+}
+
+/// Appends one frame to `out`.
+fn push_frame(out: &mut Vec<u8>, kind: u8, flags: u8, stream: u32, payload: &[u8]) {
     let len = payload.len() as u32;
     out.extend_from_slice(&len.to_be_bytes()[1..]);
     out.push(kind);
@@ -133,10 +160,10 @@ pub async fn flood(
     settings.extend_from_slice(&0u32.to_be_bytes());
     settings.extend_from_slice(&0x4u16.to_be_bytes()); // INITIAL_WINDOW_SIZE
     settings.extend_from_slice(&STREAM_WINDOW.to_be_bytes());
-    frame(&mut start, SETTINGS, 0, 0, &settings);
-    frame(
+    push_frame(&mut start, SETTINGS, 0, 0, &settings);
+    push_frame(
         &mut start,
-        0x8, // WINDOW_UPDATE
+        WINDOW_UPDATE,
         0,
         0,
         &(CONNECTION_WINDOW - 65_535).to_be_bytes(),
@@ -150,7 +177,7 @@ pub async fn flood(
             .expect("the server's SETTINGS");
         if kind == SETTINGS && flags & ACK == 0 {
             let mut ack = Vec::new();
-            frame(&mut ack, SETTINGS, ACK, 0, &[]);
+            push_frame(&mut ack, SETTINGS, ACK, 0, &[]);
             tls.write_all(&ack).await.expect("a SETTINGS ACK");
             break;
         }
@@ -158,9 +185,9 @@ pub async fn flood(
 
     let mut batch = Vec::with_capacity(count * (block.len() + 9) + count / CHUNK * 17 + 17);
     for i in 0..count {
-        frame(&mut batch, HEADERS, END_HEADERS, 1 + 2 * i as u32, block);
+        push_frame(&mut batch, HEADERS, END_HEADERS, 1 + 2 * i as u32, block);
         if (i + 1) % CHUNK == 0 || i + 1 == count {
-            frame(&mut batch, PING, 0, 0, &((i / CHUNK) as u64).to_be_bytes());
+            push_frame(&mut batch, PING, 0, 0, &((i / CHUNK) as u64).to_be_bytes());
         }
     }
     let (mut read, mut write) = tokio::io::split(tls);
@@ -193,8 +220,8 @@ pub async fn flood(
                     s.reset = Some((at, code));
                     open -= 1;
                 }
-                (SETTINGS, _) if flags & ACK == 0 => frame(&mut acks, SETTINGS, ACK, 0, &[]),
-                (PING, _) if flags & ACK == 0 => frame(&mut acks, PING, ACK, 0, &payload),
+                (SETTINGS, _) if flags & ACK == 0 => push_frame(&mut acks, SETTINGS, ACK, 0, &[]),
+                (PING, _) if flags & ACK == 0 => push_frame(&mut acks, PING, ACK, 0, &payload),
                 (PING, _) if payload.len() == 8 => {
                     let chunk = u64::from_be_bytes(payload[..8].try_into().expect("8")) as usize;
                     let first = chunk * CHUNK;
