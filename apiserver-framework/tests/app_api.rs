@@ -453,6 +453,7 @@ async fn the_registry_reads_and_updates_objects_typed() {
         })])),
         registry: server.registry().clone(),
         request_resource: None,
+        notes: Default::default(),
     };
     let typed = server.registry().resource::<Gadget>().unwrap();
     assert_eq!(typed.get(&ctx, "g").await.unwrap().spec.size, 4);

@@ -6,6 +6,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
+use super::AdmissionNotes;
 use crate::error::ApiError;
 use crate::resource::{ApiResource, ResourceInfo};
 use crate::user::UserInfo;
@@ -69,6 +70,8 @@ pub struct AdmissionAttributes<'a> {
     pub user: &'a UserInfo,
     /// Whether the request is a dry run (a plugin must not have side effects then).
     pub dry_run: bool,
+    /// Where a plugin adds warnings for the response and annotations for the audit event.
+    pub notes: &'a AdmissionNotes,
     /// Every resource the server stores, to look up other objects: the registry's
     /// `Registry`, whose typed stores a plugin reaches with `attrs.registry.store::<T>()` (see
     /// [`ObjectInterfaces`]).

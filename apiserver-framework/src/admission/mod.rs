@@ -56,6 +56,7 @@ mod chain;
 pub mod filter;
 pub(crate) mod host;
 pub(crate) mod lifecycle;
+mod notes;
 pub(crate) mod options;
 mod plugin;
 pub(crate) mod production;
@@ -63,4 +64,5 @@ pub(crate) mod webhook;
 
 pub use attributes::{AdmissionAttributes, ObjectInterfaces, Operation};
 pub use chain::AdmissionChain;
+pub use notes::AdmissionNotes;
 pub use plugin::{AdmissionPlugin, Phases};

@@ -46,6 +46,7 @@ pub(crate) async fn run(agg: Arc<Aggregator>) {
         admission: Arc::new(AdmissionChain::new(Vec::new())),
         registry: registry.clone(),
         request_resource: None,
+        notes: Default::default(),
     };
     let mut watch = None;
     loop {

@@ -46,6 +46,7 @@ impl ServiceLookup {
                     admission: Arc::new(AdmissionChain::new(Vec::new())),
                     registry: registry.clone(),
                     request_resource: None,
+                    notes: Default::default(),
                 };
                 self.reader.get_or_init(|| (storage, ctx))
             }

@@ -134,6 +134,7 @@ async fn seed(
                 admission: Arc::new(AdmissionChain::new(Vec::new())),
                 registry: s.registry().clone(),
                 request_resource: None,
+                notes: Default::default(),
             };
             let name = object["metadata"]["name"]
                 .as_str()

@@ -97,6 +97,7 @@ async fn create_initial_namespaces(namespaces: &dyn RestStorage) -> Result<(), A
         admission: Arc::new(AdmissionChain::new(Vec::new())),
         registry: Arc::new(Registry::default()),
         request_resource: None,
+        notes: Default::default(),
     };
     for name in INITIAL_NAMESPACES {
         let object = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name},

@@ -67,6 +67,7 @@ pub async fn handle(
     if let Some(text) = storage.deprecation_warning() {
         texts.insert(0, text.to_string());
     }
+    texts.extend(ctx.notes.warnings());
     for value in warning::header_values(&texts) {
         res.headers_mut().append(header::WARNING, value);
     }

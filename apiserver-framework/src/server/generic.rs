@@ -13,7 +13,8 @@ use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use serde_json::{Value, json};
 use tower::Layer;
 
-use crate::admission::{AdmissionChain, AdmissionPlugin};
+use crate::admission::{AdmissionChain, AdmissionNotes, AdmissionPlugin};
+use crate::audit::AuditContext;
 use crate::authz::ParsedRequest;
 use crate::discovery::{self, ServedGroup, aggregated, legacy};
 use crate::endpoints::handlers;
@@ -276,6 +277,7 @@ impl GenericApiServer {
                 else {
                     return ApiError::route_not_found().into_response_now();
                 };
+                let notes = AdmissionNotes::default();
                 let ctx = RequestContext {
                     // Set by the handler once the path is found to fit the resource's scope.
                     namespace: None,
@@ -283,7 +285,11 @@ impl GenericApiServer {
                     admission: self.admission.clone(),
                     registry: self.registry.clone(),
                     request_resource: None,
+                    notes: notes.clone(),
                 };
+                // Admission's annotations go to the audit event (its warnings, the handler
+                // sends).
+                let audit = AuditContext::of(req.extensions()).cloned();
                 // The handler does what the request was authorized for: the verb of the one
                 // reading the authorizer used.
                 let verb = ParsedRequest::of_request(&req)
@@ -300,6 +306,11 @@ impl GenericApiServer {
                     }),
                 };
                 let mut res = handlers::handle(storage, ctx, req, path, verb).await;
+                if let Some(audit) = audit {
+                    for (key, value) in notes.annotations() {
+                        audit.add_annotation(&key, &value);
+                    }
+                }
                 res.extensions_mut().insert(route);
                 res
             }

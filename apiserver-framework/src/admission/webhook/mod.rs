@@ -173,7 +173,22 @@ impl Dispatcher {
                     .map_err(|e| format!("received invalid webhook response: {e}"))
             });
         match result {
-            Ok(verdict) => Ok(Some(verdict)),
+            Ok(verdict) => {
+                // As upstream, recorded whether the webhook allows the request or not.
+                for (key, value) in &verdict.audit_annotations {
+                    let key = format!("{}/{key}", hook.name);
+                    if let Err(e) = attrs.notes.add_annotation(&key, value) {
+                        tracing::warn!(
+                            "failed to set admission audit annotation {key} to {value} for webhook {}: {e}",
+                            hook.name
+                        );
+                    }
+                }
+                for warning in &verdict.warnings {
+                    attrs.notes.add_warning(warning);
+                }
+                Ok(Some(verdict))
+            }
             Err(reason) => {
                 let err = format!("failed calling webhook {:?}: {reason}", hook.name);
                 if hook.ignore_failures {

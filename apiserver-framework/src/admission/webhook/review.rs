@@ -86,6 +86,10 @@ pub struct Verdict {
     pub status: Value,
     /// The decoded JSON Patch of a mutating webhook, if any.
     pub patch: Option<json_patch::Patch>,
+    /// The webhook's `warnings`, for the response.
+    pub warnings: Vec<String>,
+    /// The webhook's `auditAnnotations`, for the audit event (keyed by the webhook's name).
+    pub audit_annotations: Vec<(String, String)>,
 }
 
 /// Checks a webhook's response to the review `uid` (`Err` is the reason it is invalid, in
@@ -108,7 +112,15 @@ pub fn verdict(body: &[u8], uid: &str, mutating: bool) -> Result<Verdict, String
             "expected webhook response of {API_VERSION}, Kind=AdmissionReview, got {api_version}, Kind={kind}"
         ));
     }
+    let patch_type = response.get("patchType").filter(|t| !t.is_null());
     let patch = match response["patch"].as_str().filter(|p| !p.is_empty()) {
+        None if patch_type.is_some() => {
+            return Err(match mutating {
+                true => "webhook returned response.patchType but not response.patch",
+                false => "validating webhook may not return response.patchType",
+            }
+            .into());
+        }
         None => None,
         Some(_) if !mutating => {
             return Err("validating webhook may not return response.patch".into());
@@ -131,10 +143,26 @@ pub fn verdict(body: &[u8], uid: &str, mutating: bool) -> Result<Verdict, String
             Some(serde_json::from_slice(&bytes).map_err(|e| e.to_string())?)
         }
     };
+    let warnings = match &response["warnings"] {
+        Value::Array(items) => items
+            .iter()
+            .filter_map(|w| w.as_str().map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let audit_annotations = match &response["auditAnnotations"] {
+        Value::Object(map) => map
+            .iter()
+            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+            .collect(),
+        _ => Vec::new(),
+    };
     Ok(Verdict {
         allowed: response["allowed"].as_bool().unwrap_or(false),
         status: response["status"].clone(),
         patch,
+        warnings,
+        audit_annotations,
     })
 }
 
@@ -215,5 +243,24 @@ mod tests {
                        "response": {"uid": "u", "allowed": true, "patch": "W10=", "patchType": "JSONPatch"}});
         let v = ok(r, true).unwrap();
         assert!(v.allowed && v.patch.is_some());
+        let r = json!({"apiVersion": API_VERSION, "kind": "AdmissionReview",
+                       "response": {"uid": "u", "allowed": true, "patchType": "JSONPatch"}});
+        assert_eq!(
+            ok(r.clone(), true).unwrap_err(),
+            "webhook returned response.patchType but not response.patch"
+        );
+        assert_eq!(
+            ok(r, false).unwrap_err(),
+            "validating webhook may not return response.patchType"
+        );
+        let r = json!({"apiVersion": API_VERSION, "kind": "AdmissionReview",
+                       "response": {"uid": "u", "allowed": false, "warnings": ["a", "b"],
+                                    "auditAnnotations": {"why": "quota"}}});
+        let v = ok(r, false).unwrap();
+        assert_eq!(v.warnings, ["a", "b"]);
+        assert_eq!(
+            v.audit_annotations,
+            [("why".to_string(), "quota".to_string())]
+        );
     }
 }

@@ -592,6 +592,7 @@ mod tests {
             admission: Arc::new(AdmissionChain::new(Vec::new())),
             registry: Arc::new(Registry::default()),
             request_resource: None,
+            notes: Default::default(),
         }
     }
 

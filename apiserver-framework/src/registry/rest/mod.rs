@@ -22,7 +22,7 @@ use bytes::{Bytes, BytesMut};
 use futures::stream::BoxStream;
 use serde_json::Value;
 
-use crate::admission::AdmissionChain;
+use crate::admission::{AdmissionChain, AdmissionNotes};
 use crate::error::{ApiError, Status};
 use crate::registry::rest::options::{DeleteOptions, ListOptions, WriteOptions};
 use crate::registry::scheme::Registry;
@@ -49,6 +49,9 @@ pub struct RequestContext {
     /// admission the request's version from this (upstream's `requestResource`). `None`: the
     /// storage's own version.
     pub request_resource: Option<Arc<ResourceInfo>>,
+    /// What admission adds to the request: warnings for the response, annotations for its
+    /// audit event.
+    pub notes: AdmissionNotes,
 }
 
 /// A page of objects, each serialized as JSON.

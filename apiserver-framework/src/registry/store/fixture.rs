@@ -176,6 +176,7 @@ pub fn ctx_with(plugins: Vec<Arc<dyn AdmissionPlugin>>) -> RequestContext {
         admission: Arc::new(AdmissionChain::new(plugins)),
         registry: Arc::new(Registry::default()),
         request_resource: None,
+        notes: Default::default(),
     }
 }
 

@@ -20,6 +20,7 @@ use apiserver_framework::testing::wait;
 
 use crate::stack::{Stack, TIMEOUT};
 use crate::support::fixtures::{flunder, with_metadata};
+use crate::watch_prefix::{audit_events, audit_flags};
 
 /// The reviews a webhook server received: `(path, review)`.
 type Seen = Arc<Mutex<Vec<(String, Value)>>>;
@@ -27,7 +28,9 @@ type Seen = Arc<Mutex<Vec<(String, Value)>>>;
 /// A webhook server on loopback: `/mutate` labels every object `admitted-by: webhook`
 /// (JSONPatch), `/validate` denies objects named `rejected`, `/deny-marked` objects labelled
 /// `mark: deny`, `/deny-all` every object; `/mutate-v1beta1` replaces the v1beta1-only field
-/// `spec.fischerReference` and labels the object with the version it was sent in.
+/// `spec.fischerReference` and labels the object with the version it was sent in; `/warn`
+/// denies objects named `rejected` and warns of every object, with an audit annotation
+/// `decision`.
 struct WebhookServer {
     addr: SocketAddr,
     ca_pem: String,
@@ -68,6 +71,16 @@ fn answer(path: &str, review: &Value) -> Value {
             "uid": uid, "allowed": false,
             "status": {"message": "marked flunder denied", "code": 403}
         }),
+        "/warn" => {
+            let name = request["name"].as_str().unwrap_or_default();
+            let allowed = name != "rejected";
+            json!({
+                "uid": uid, "allowed": allowed,
+                "status": {"message": "flunder name rejected", "code": 403},
+                "warnings": [format!("flunder {name} looked at by the webhook")],
+                "auditAnnotations": {"decision": if allowed { "allowed" } else { "denied" }},
+            })
+        }
         "/deny-all" => json!({
             "uid": uid, "allowed": false,
             "status": {"message": "every flunder denied", "code": 403}
@@ -773,4 +786,81 @@ async fn disabled_plugins_do_not_run() {
     )
     .await;
     assert_eq!(code, 201, "{body}");
+}
+
+/// Creates Flunder `name` in `default` with kubectl as alice through the host: its output.
+fn kubectl_create(stack: &Stack, name: &str) -> std::process::Output {
+    let file = stack.path(&format!("{name}.json"));
+    std::fs::write(&file, flunder(name).to_string()).expect("the Flunder's file");
+    let file = file.display().to_string();
+    stack.kubectl("alice", &["create", "-n", "default", "-f", &file])
+}
+
+/// A webhook's `warnings` reach kubectl, whether it allows the write or denies it, and its
+/// `auditAnnotations` wardle's audit event under `<webhook name>/<key>`, as upstream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webhook_warnings_reach_kubectl_and_annotations_the_audit_log() {
+    let server = start_webhook_server().await;
+    let audit = tempfile::tempdir().unwrap();
+    let flags = audit_flags(audit.path());
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let stack = Stack::start(&flags).await;
+    let url = format!("https://{}/warn", server.addr);
+    configure(
+        &stack,
+        "validatingwebhookconfigurations",
+        "warn-flunders",
+        vec![webhook("warn.wardle.test", &url, &server.ca_pem, json!({}))],
+    )
+    .await;
+    let mut n = 0;
+    wait::poll("wardle to call the webhook", TIMEOUT, || {
+        let name = format!("probe-{n}");
+        n += 1;
+        let out = kubectl_create(&stack, &name);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        async move {
+            match stderr.contains("looked at by the webhook") {
+                true => Ok(()),
+                false => Err(stderr),
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+
+    let out = kubectl_create(&stack, "warned");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("Warning: flunder warned looked at by the webhook"),
+        "{stderr}"
+    );
+    let out = kubectl_create(&stack, "rejected");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("Warning: flunder rejected looked at by the webhook")
+            && stderr.contains(
+                "admission webhook \"warn.wardle.test\" denied the request: flunder name rejected"
+            ),
+        "{stderr}"
+    );
+
+    let created = |name: &'static str| {
+        move |e: &Value| e["verb"] == "create" && e["objectRef"]["name"] == name
+    };
+    let events = audit_events(audit.path(), 1, created("warned")).await;
+    assert_eq!(
+        events[0]["annotations"]["warn.wardle.test/decision"], "allowed",
+        "{}",
+        events[0]
+    );
+    let events = audit_events(audit.path(), 1, created("rejected")).await;
+    assert_eq!(
+        events[0]["annotations"]["warn.wardle.test/decision"], "denied",
+        "{}",
+        events[0]
+    );
+    assert_eq!(events[0]["responseStatus"]["code"], 403, "{}", events[0]);
 }
