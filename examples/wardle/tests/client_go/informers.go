@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/metadata/metadatainformer"
@@ -78,7 +80,8 @@ func checkMetadataInformer(ctx context.Context, e *env) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := wantPartialObjectMetadata(ctx, e); err != nil {
+	encoding, err := wantPartialObjectMetadata(ctx, e)
+	if err != nil {
 		return "", err
 	}
 	// client-go's consistency detector compares the objects a watch list delivered with those
@@ -100,7 +103,7 @@ func checkMetadataInformer(ctx context.Context, e *env) (string, error) {
 			return "", fmt.Errorf("the metadata informer holds a %T", obj)
 		}
 	}
-	return seen, nil
+	return "PartialObjectMetadataList in " + encoding + "; " + seen, nil
 }
 
 // informerScenario runs one informer's life: three Flunders exist before it starts, it syncs
@@ -311,33 +314,49 @@ func wantListAtSync(ctx context.Context, e *env, check string, api dynamic.Resou
 // wantPartialObjectMetadata checks that wardle answers a list asking for PartialObjectMetadataList
 // (as the metadata client asks, after protobuf) with one: the metadata client would otherwise
 // quietly decode a full list.
-func wantPartialObjectMetadata(ctx context.Context, e *env) error {
+func wantPartialObjectMetadata(ctx context.Context, e *env) (string, error) {
 	client, err := rest.HTTPClientFor(e.config)
 	if err != nil {
-		return err
+		return "", err
 	}
 	url := fmt.Sprintf("%s/apis/%s/%s/namespaces/%s/%s?limit=1", strings.TrimSuffix(e.config.Host, "/"),
 		flunders.Group, flunders.Version, e.namespace, flunders.Resource)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return err
+		return "", err
 	}
 	req.Header.Set("Accept", "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,"+
 		"application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json")
 	res, err := client.Do(req)
 	if err != nil {
-		return fmt.Errorf("GET %s: %w", url, err)
+		return "", fmt.Errorf("GET %s: %w", url, err)
 	}
 	defer res.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
 	if err != nil {
-		return err
+		return "", err
 	}
+	// JSON, or protobuf: Kubernetes' envelope (the magic "k8s\x00", then a runtime.Unknown
+	// naming the kind).
 	var list metav1.TypeMeta
-	if res.StatusCode != http.StatusOK || json.Unmarshal(body, &list) != nil ||
-		list.Kind != "PartialObjectMetadataList" || list.APIVersion != "meta.k8s.io/v1" {
-		return fmt.Errorf("a list asking for PartialObjectMetadataList answered %d %s: %.300s",
-			res.StatusCode, res.Header.Get("Content-Type"), body)
+	contentType := res.Header.Get("Content-Type")
+	encoding := "JSON"
+	var decodeErr error
+	if strings.HasPrefix(contentType, "application/vnd.kubernetes.protobuf") {
+		encoding = "protobuf"
+		var unknown runtime.Unknown
+		if !bytes.HasPrefix(body, []byte("k8s\x00")) {
+			decodeErr = fmt.Errorf("no k8s protobuf envelope")
+		} else if decodeErr = unknown.Unmarshal(body[4:]); decodeErr == nil {
+			list = metav1.TypeMeta{APIVersion: unknown.APIVersion, Kind: unknown.Kind}
+		}
+	} else {
+		decodeErr = json.Unmarshal(body, &list)
 	}
-	return nil
+	if res.StatusCode != http.StatusOK || decodeErr != nil ||
+		list.Kind != "PartialObjectMetadataList" || list.APIVersion != "meta.k8s.io/v1" {
+		return "", fmt.Errorf("a list asking for PartialObjectMetadataList answered %d %s (%v): %q",
+			res.StatusCode, contentType, decodeErr, body[:min(len(body), 300)])
+	}
+	return encoding, nil
 }

@@ -3,7 +3,12 @@
 // output and standard error, then exits with status 1. It stops at the first failure.
 //
 //	KUBE_FEATURE_WatchListClient=true KUBE_WATCHLIST_INCONSISTENCY_DETECTOR=true \
-//	    wardle-client-go -kubeconfig wardle.kubeconfig [-namespace default] [-timeout 5m]
+//	    wardle-client-go -kubeconfig wardle.kubeconfig [-namespace default] [-timeout 5m] \
+//	    [-server wardle|sample-apiserver]
+//
+// `-server sample-apiserver` runs the checks against Kubernetes' sample-apiserver, whose
+// Flunder lacks what wardle adds to it (the status subresource, toppings, the spec.reference
+// field selector): the parts of the checks that use them are left out.
 //
 // The checks:
 //
@@ -60,6 +65,9 @@ type env struct {
 	namespace string
 	run       string
 	config    *rest.Config
+	// wardle: the server is wardle, whose Flunder has a status subresource, toppings and a
+	// spec.reference field selector; false for sample-apiserver.
+	wardle bool
 }
 
 // clients returns a dynamic and a metadata client whose requests rec records.
@@ -105,9 +113,13 @@ func main() {
 	kubeconfig := flag.String("kubeconfig", "", "the kubeconfig of the wardle server (required)")
 	namespace := flag.String("namespace", "default", "the namespace of the Flunders the checks make")
 	timeout := flag.Duration("timeout", 5*time.Minute, "how long all checks together may take")
+	server := flag.String("server", "wardle", "the server driven: wardle or sample-apiserver")
 	flag.Parse()
 	if *kubeconfig == "" {
 		failf("setup", "-kubeconfig is required")
+	}
+	if *server != "wardle" && *server != "sample-apiserver" {
+		failf("setup", "-server is wardle or sample-apiserver, not %q", *server)
 	}
 	// Without these the informers would list and watch the old way, or skip the comparison, and
 	// the informer checks would prove less than they say.
@@ -129,6 +141,7 @@ func main() {
 		namespace: *namespace,
 		run:       strconv.FormatInt(rand.Int63n(1<<30), 36),
 		config:    config,
+		wardle:    *server == "wardle",
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
