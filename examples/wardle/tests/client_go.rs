@@ -4,11 +4,13 @@
 //! checks: the dynamic client's verbs and the errors controllers act on, 2,000 Flunders listed
 //! in pages, a shared dynamic informer and a metadata-only informer each synced from a watch
 //! list (client-go's WatchListClient feature on, with its consistency detector), and
-//! server-side apply of unstructured objects with a conflict and a forced apply.
+//! server-side apply of unstructured objects with a conflict and a forced apply. The same
+//! program runs against Kubernetes' sample-apiserver behind the same dev host, the checks
+//! meaning upstream's behaviour.
 //!
 //! The program is built by `scripts/build-upstream wardle-client-go` (Go's build cache makes a
-//! build of unchanged sources a link check); a machine without Go fails these tests, naming
-//! what is missing.
+//! build of unchanged sources a link check), sample-apiserver and etcd 3.6 by the same script;
+//! a machine without Go fails these tests, naming what is missing.
 
 mod support;
 
@@ -22,6 +24,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use apiserver_framework::devhost::files::users;
+use apiserver_framework::testing::etcd::Etcd;
 use stack::Stack;
 use support::Wardle;
 
@@ -37,43 +40,48 @@ const CHECKS: [&str; 5] = [
 /// How long the program may take in all (it gives itself a minute less).
 const TIMEOUT: Duration = Duration::from_secs(360);
 
-/// The client-go program, built once per test process by `scripts/build-upstream`.
-fn program() -> &'static Path {
-    static PROGRAM: OnceLock<PathBuf> = OnceLock::new();
-    PROGRAM.get_or_init(|| {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/build-upstream");
-        let build = Command::new(&script)
-            .arg("wardle-client-go")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap_or_else(|e| panic!("run {}: {e}", script.display()));
-        assert!(
-            build.status.success(),
-            "scripts/build-upstream wardle-client-go failed ({}): these tests need Go 1.24 or \
-             newer on PATH and the Go module proxy (or a filled module cache)\n{}{}",
-            build.status,
-            String::from_utf8_lossy(&build.stdout),
-            String::from_utf8_lossy(&build.stderr)
-        );
-        let bin_dir = Command::new(&script)
-            .arg("bin-dir")
-            .stdin(Stdio::null())
-            .output()
-            .expect("scripts/build-upstream bin-dir");
-        let program =
-            PathBuf::from(String::from_utf8_lossy(&bin_dir.stdout).trim()).join("wardle-client-go");
-        assert!(program.is_file(), "{} was not built", program.display());
-        program
-    })
+/// `scripts/build-upstream what` (a build, or nothing when the program is there already), and
+/// the path of `binary` in the directory it builds into; fails the test, naming what is missing,
+/// when the build fails (no Go, say).
+fn build_upstream(what: &str, binary: &str) -> PathBuf {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/build-upstream");
+    let build = Command::new(&script)
+        .arg(what)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("run {}: {e}", script.display()));
+    assert!(
+        build.status.success(),
+        "scripts/build-upstream {what} failed ({}): these tests need Go 1.24 or newer on PATH and \
+         the Go module proxy (or a filled module cache)\n{}{}",
+        build.status,
+        String::from_utf8_lossy(&build.stdout),
+        String::from_utf8_lossy(&build.stderr)
+    );
+    let bin_dir = Command::new(&script)
+        .arg("bin-dir")
+        .stdin(Stdio::null())
+        .output()
+        .expect("scripts/build-upstream bin-dir");
+    let path = PathBuf::from(String::from_utf8_lossy(&bin_dir.stdout).trim()).join(binary);
+    assert!(path.is_file(), "{} was not built", path.display());
+    path
 }
 
-/// Runs the program against the server of `kubeconfig`, in `namespace`, and fails the test with
-/// its output and `log()` (the server's log) unless every check passed.
-async fn run(kubeconfig: &Path, namespace: &str, log: impl Fn() -> String) {
+/// The client-go program, built once per test process.
+fn program() -> &'static Path {
+    static PROGRAM: OnceLock<PathBuf> = OnceLock::new();
+    PROGRAM.get_or_init(|| build_upstream("wardle-client-go", "wardle-client-go"))
+}
+
+/// Runs the program against `server` (`wardle` or `sample-apiserver`) of `kubeconfig`, in
+/// `namespace`, and fails the test with its output and `log()` (the server's log) unless every
+/// check passed.
+async fn run(server: &str, kubeconfig: &Path, namespace: &str, log: impl Fn() -> String) {
     let out = tokio::process::Command::new(program())
         .arg("-kubeconfig")
         .arg(kubeconfig)
-        .args(["-namespace", namespace])
+        .args(["-namespace", namespace, "-server", server])
         .arg(format!("-timeout={}s", TIMEOUT.as_secs() - 60))
         // client-go's watch lists in its reflectors, and its check of what they delivered
         // against a list at the same resourceVersion; the program refuses to run without them.
@@ -128,7 +136,7 @@ fn tail(text: &str, n: usize) -> String {
 async fn client_go_drives_wardle_in_local_mode() {
     program();
     let w = Wardle::start();
-    run(&w.kubeconfig, "default", || w.log()).await;
+    run("wardle", &w.kubeconfig, "default", || w.log()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -137,5 +145,19 @@ async fn client_go_drives_wardle_through_the_dev_host() {
     program();
     let stack = Stack::start(&[]).await;
     let admin = stack.host.files.kubeconfig_path(users::ADMIN);
-    run(&admin, "default", || stack.log()).await;
+    run("wardle", &admin, "default", || stack.log()).await;
+}
+
+/// The same program against Kubernetes' sample-apiserver (of the pinned release, on etcd 3.6)
+/// behind the same dev host: what the checks expect of wardle is what upstream does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_go_drives_sample_apiserver_through_the_dev_host() {
+    program();
+    let sample_apiserver = build_upstream("sample-apiserver", "sample-apiserver");
+    // Watch lists need etcd's RequestWatchProgress, which upstream's storage finds in etcd
+    // 3.4.31, 3.5.13 and newer only.
+    let etcd = Etcd::start_binary(&build_upstream("etcd", "etcd")).expect("etcd 3.6 starts");
+    let stack = Stack::start_sample_apiserver(sample_apiserver, &etcd.url()).await;
+    let admin = stack.host.files.kubeconfig_path(users::ADMIN);
+    run("sample-apiserver", &admin, "default", || stack.log()).await;
 }
