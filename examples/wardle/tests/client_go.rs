@@ -3,7 +3,8 @@
 //! against `wardle local` and against `wardle serve` behind the dev host's aggregator. Its
 //! checks: the dynamic client's verbs and the errors controllers act on, 2,000 Flunders listed
 //! in pages, a shared dynamic informer and a metadata-only informer each synced from a watch
-//! list (client-go's WatchListClient feature on, with its consistency detector), and
+//! list (client-go's WatchListClient feature on, with its consistency detector) and from a list
+//! and a watch (the feature off, client-go's default), and
 //! server-side apply of unstructured objects with a conflict and a forced apply. The same
 //! program runs against Kubernetes' sample-apiserver behind the same dev host, the checks
 //! meaning upstream's behaviour.

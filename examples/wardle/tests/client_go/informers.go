@@ -61,57 +61,67 @@ func handler(events chan<- event) cache.ResourceEventHandler {
 	}
 }
 
-func checkDynamicInformer(ctx context.Context, e *env) (string, error) {
-	rec := &recorder{}
-	dyn, _, err := e.clients(rec)
-	if err != nil {
-		return "", err
+// dynamicInformer returns the dynamic informer check named `check`, its informer syncing from a
+// watch list or (watchList false) by a list and a watch, as client-go does by default.
+func dynamicInformer(check string, watchList bool) func(context.Context, *env) (string, error) {
+	return func(ctx context.Context, e *env) (string, error) {
+		defer e.gates.withWatchList(watchList)()
+		rec := &recorder{}
+		dyn, _, err := e.clients(rec)
+		if err != nil {
+			return "", err
+		}
+		factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, e.namespace,
+			func(opts *metav1.ListOptions) { opts.LabelSelector = e.selector(check) })
+		return informerScenario(ctx, e, check, rec, factory.ForResource(flunders).Informer(),
+			factory.Start, factory.Shutdown, true, watchList)
 	}
-	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, e.namespace,
-		func(opts *metav1.ListOptions) { opts.LabelSelector = e.selector("dynamic-informer") })
-	seen, err := informerScenario(ctx, e, "dynamic-informer", rec, factory.ForResource(flunders).Informer(),
-		factory.Start, factory.Shutdown, true)
-	return seen, err
 }
 
-func checkMetadataInformer(ctx context.Context, e *env) (string, error) {
-	rec := &recorder{}
-	_, meta, err := e.clients(rec)
-	if err != nil {
-		return "", err
-	}
-	encoding, err := wantPartialObjectMetadata(ctx, e)
-	if err != nil {
-		return "", err
-	}
-	// client-go's consistency detector compares the objects a watch list delivered with those
-	// of a list, whole. A server answering JSON (wardle serves no protobuf) puts apiVersion and
-	// kind in each PartialObjectMetadata of a list, as Kubernetes does, and client-go keeps
-	// them there while it clears them from each watch event's object: the detector would report
-	// that difference of encoding alone. informerScenario compares what matters itself.
-	restore := consistencydetector.SetDataConsistencyDetectionForWatchListEnabledForTest(false)
-	defer restore()
-	factory := metadatainformer.NewFilteredSharedInformerFactory(meta, 0, e.namespace,
-		func(opts *metav1.ListOptions) { opts.LabelSelector = e.selector("metadata-informer") })
-	informer := factory.ForResource(flunders).Informer()
-	seen, err := informerScenario(ctx, e, "metadata-informer", rec, informer, factory.Start, factory.Shutdown, false)
-	if err != nil {
-		return "", err
-	}
-	for _, obj := range informer.GetStore().List() {
-		if _, ok := obj.(*metav1.PartialObjectMetadata); !ok {
-			return "", fmt.Errorf("the metadata informer holds a %T", obj)
+// metadataInformer returns the metadata informer check named `check`, like dynamicInformer.
+func metadataInformer(check string, watchList bool) func(context.Context, *env) (string, error) {
+	return func(ctx context.Context, e *env) (string, error) {
+		defer e.gates.withWatchList(watchList)()
+		rec := &recorder{}
+		_, meta, err := e.clients(rec)
+		if err != nil {
+			return "", err
 		}
+		encoding, err := wantPartialObjectMetadata(ctx, e)
+		if err != nil {
+			return "", err
+		}
+		// client-go's consistency detector compares the objects a watch list delivered with
+		// those of a list, whole. A server answering JSON (wardle serves no protobuf) puts
+		// apiVersion and kind in each PartialObjectMetadata of a list, as Kubernetes does, and
+		// client-go keeps them there while it clears them from each watch event's object: the
+		// detector would report that difference of encoding alone. informerScenario compares
+		// what matters itself.
+		restore := consistencydetector.SetDataConsistencyDetectionForWatchListEnabledForTest(false)
+		defer restore()
+		factory := metadatainformer.NewFilteredSharedInformerFactory(meta, 0, e.namespace,
+			func(opts *metav1.ListOptions) { opts.LabelSelector = e.selector(check) })
+		informer := factory.ForResource(flunders).Informer()
+		seen, err := informerScenario(ctx, e, check, rec, informer, factory.Start, factory.Shutdown, false, watchList)
+		if err != nil {
+			return "", err
+		}
+		for _, obj := range informer.GetStore().List() {
+			if _, ok := obj.(*metav1.PartialObjectMetadata); !ok {
+				return "", fmt.Errorf("the metadata informer holds a %T", obj)
+			}
+		}
+		return "PartialObjectMetadataList in " + encoding + "; " + seen, nil
 	}
-	return "PartialObjectMetadataList in " + encoding + "; " + seen, nil
 }
 
 // informerScenario runs one informer's life: three Flunders exist before it starts, it syncs
-// from a watch list (checked in the requests rec recorded), then a fourth is created, updated
-// and deleted, each seen as its event. `full` says whether the informer's objects carry the
-// spec (the dynamic informer's do, the metadata informer's do not).
+// from a watch list or (watchList false) a list and then a watch (checked in the requests rec
+// recorded), then a fourth is created, updated and deleted, each seen as its event. `full`
+// says whether the informer's objects carry the spec (the dynamic informer's do, the metadata
+// informer's do not).
 func informerScenario(ctx context.Context, e *env, check string, rec *recorder, informer cache.SharedIndexInformer,
-	start func(<-chan struct{}), shutdown func(), full bool) (string, error) {
+	start func(<-chan struct{}), shutdown func(), full, watchList bool) (string, error) {
 	dyn, _, err := e.clients(&recorder{})
 	if err != nil {
 		return "", err
@@ -164,7 +174,11 @@ func informerScenario(ctx context.Context, e *env, check string, rec *recorder, 
 	if !slices.Equal(initial, before) {
 		return "", fmt.Errorf("the initial list added %v, want %v", initial, before)
 	}
-	if err := wantWatchList(rec.collection(e.namespace), consistencydetector.IsDataConsistencyDetectionForWatchListEnabled()); err != nil {
+	if watchList {
+		if err := wantWatchList(rec.collection(e.namespace), consistencydetector.IsDataConsistencyDetectionForWatchListEnabled()); err != nil {
+			return "", err
+		}
+	} else if err := wantListThenWatch(ctx, rec, e.namespace); err != nil {
 		return "", err
 	}
 	if err := wantListAtSync(ctx, e, check, api, informer); err != nil {
@@ -214,8 +228,11 @@ func informerScenario(ctx context.Context, e *env, check string, rec *recorder, 
 		return "", fmt.Errorf("an unexpected event: %v", ev)
 	default:
 	}
-	return fmt.Sprintf("synced from a watch list (%d initial adds, bookmark, list at the same resourceVersion "+
-		"identical), then add, update, delete", len(before)), nil
+	how := "a watch list (%d initial adds, bookmark, list at the same resourceVersion identical)"
+	if !watchList {
+		how = "a list (%d initial adds, a list at the same resourceVersion identical) and a watch from its resourceVersion"
+	}
+	return fmt.Sprintf("synced from "+how+", then add, update, delete", len(before)), nil
 }
 
 // next returns the next event, or an error when none comes in time.
@@ -309,6 +326,48 @@ func wantListAtSync(ctx context.Context, e *env, check string, api dynamic.Resou
 		return fmt.Errorf("the informer synced %v at resourceVersion %s, a list there answers %v", stored, rv, listed)
 	}
 	return nil
+}
+
+// wantListThenWatch checks that an informer synced the way client-go's reflectors do without
+// watch lists: one list from the watch cache (resourceVersion=0, in pages of 500) answered 200,
+// then a watch with bookmarks from a resourceVersion (waited for: the reflector starts it after
+// the list has filled the store), and no watch list.
+func wantListThenWatch(ctx context.Context, rec *recorder, namespace string) error {
+	deadline := time.Now().Add(eventTimeout)
+	for {
+		requests := rec.collection(namespace)
+		var lists, watches []request
+		for _, r := range requests {
+			if r.query.Has("sendInitialEvents") {
+				return fmt.Errorf("a watch list while client-go's WatchListClient is off:\n%s", describe(requests))
+			}
+			if r.watch() {
+				watches = append(watches, r)
+			} else {
+				lists = append(lists, r)
+			}
+		}
+		if len(lists) != 1 || lists[0].query.Get("resourceVersion") != "0" || lists[0].query.Get("limit") != "500" ||
+			lists[0].status != http.StatusOK {
+			return fmt.Errorf("want one list at resourceVersion 0 in pages of 500 answered 200, got:\n%s", describe(requests))
+		}
+		if len(watches) > 0 {
+			w := watches[0]
+			if w.status != http.StatusOK || w.query.Get("resourceVersion") == "" || w.query.Get("allowWatchBookmarks") != "true" {
+				return fmt.Errorf("want a watch with bookmarks from the list's resourceVersion answered 200, got:\n%s",
+					describe(requests))
+			}
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no watch within %v after the list:\n%s", eventTimeout, describe(requests))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // wantPartialObjectMetadata checks that wardle answers a list asking for PartialObjectMetadataList

@@ -23,12 +23,16 @@
 //	                  an update and a delete as events
 //	metadata-informer the same through k8s.io/client-go/metadata/metadatainformer, whose objects
 //	                  are PartialObjectMetadata
+//	dynamic-informer-list-watch, metadata-informer-list-watch
+//	                  the same two informers with WatchListClient off (client-go's default):
+//	                  a list from the watch cache, then a watch from its resourceVersion
 //	apply             server-side apply of unstructured objects: a create, a conflict of two
 //	                  field managers answered 409, a forced apply, list-map entries merged
 //
 // Both environment variables are required: the first is client-go's switch for watch lists in
-// its reflectors, the second makes each reflector compare what its watch list delivered with a
-// list at the same resourceVersion (and panic when they differ).
+// its reflectors (the list-watch checks turn it off for themselves), the second makes each
+// reflector compare what its watch list delivered with a list at the same resourceVersion (and
+// panic when they differ).
 package main
 
 import (
@@ -38,6 +42,7 @@ import (
 	"math/rand"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -65,6 +70,8 @@ type env struct {
 	namespace string
 	run       string
 	config    *rest.Config
+	// gates: client-go's feature gates, WatchListClient switchable off for a check.
+	gates *gates
 	// wardle: the server is wardle, whose Flunder has a status subresource, toppings and a
 	// spec.reference field selector; false for sample-apiserver.
 	wardle bool
@@ -104,8 +111,10 @@ type check struct {
 var checks = []check{
 	{"crud", checkCRUD},
 	{"paging", checkPaging},
-	{"dynamic-informer", checkDynamicInformer},
-	{"metadata-informer", checkMetadataInformer},
+	{"dynamic-informer", dynamicInformer("dynamic-informer", true)},
+	{"metadata-informer", metadataInformer("metadata-informer", true)},
+	{"dynamic-informer-list-watch", dynamicInformer("dynamic-informer-list-watch", false)},
+	{"metadata-informer-list-watch", metadataInformer("metadata-informer-list-watch", false)},
 	{"apply", checkApply},
 }
 
@@ -115,6 +124,10 @@ func main() {
 	timeout := flag.Duration("timeout", 5*time.Minute, "how long all checks together may take")
 	server := flag.String("server", "wardle", "the server driven: wardle or sample-apiserver")
 	flag.Parse()
+	// Before client-go reads its feature gates: the environment's, WatchListClient switchable
+	// off for the checks of informers that list and then watch.
+	gates := &gates{env: clientfeatures.FeatureGates()}
+	clientfeatures.ReplaceFeatureGates(gates)
 	if *kubeconfig == "" {
 		failf("setup", "-kubeconfig is required")
 	}
@@ -123,7 +136,7 @@ func main() {
 	}
 	// Without these the informers would list and watch the old way, or skip the comparison, and
 	// the informer checks would prove less than they say.
-	if !clientfeatures.FeatureGates().Enabled(clientfeatures.WatchListClient) {
+	if !gates.Enabled(clientfeatures.WatchListClient) {
 		failf("setup", "client-go's WatchListClient feature is off: set KUBE_FEATURE_WatchListClient=true")
 	}
 	if !consistencydetector.IsDataConsistencyDetectionForWatchListEnabled() {
@@ -142,6 +155,7 @@ func main() {
 		run:       strconv.FormatInt(rand.Int63n(1<<30), 36),
 		config:    config,
 		wardle:    *server == "wardle",
+		gates:     gates,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
@@ -162,4 +176,25 @@ func failf(name, format string, args ...any) {
 	fmt.Println(line)
 	fmt.Fprintln(os.Stderr, line)
 	os.Exit(1)
+}
+
+// gates is client-go's feature gates as the environment sets them (KUBE_FEATURE_<name>), but
+// with WatchListClient off while listWatch is set.
+type gates struct {
+	env       clientfeatures.Gates
+	listWatch atomic.Bool
+}
+
+func (g *gates) Enabled(feature clientfeatures.Feature) bool {
+	if feature == clientfeatures.WatchListClient && g.listWatch.Load() {
+		return false
+	}
+	return g.env.Enabled(feature)
+}
+
+// withWatchList turns WatchListClient off unless watchList (client-go's reflectors read it when
+// they are made); the function it returns restores it.
+func (g *gates) withWatchList(watchList bool) func() {
+	g.listWatch.Store(!watchList)
+	return func() { g.listWatch.Store(false) }
 }

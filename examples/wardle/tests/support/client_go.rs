@@ -7,11 +7,13 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 /// The checks the program runs, each of which must print its `ok` line.
-const CHECKS: [&str; 5] = [
+const CHECKS: [&str; 7] = [
     "crud",
     "paging",
     "dynamic-informer",
     "metadata-informer",
+    "dynamic-informer-list-watch",
+    "metadata-informer-list-watch",
     "apply",
 ];
 
