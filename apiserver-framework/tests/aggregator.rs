@@ -1,8 +1,11 @@
 //! The aggregator in front of a real backend server, both over HTTPS on loopback: APIService
 //! availability, proxying with front-proxy identity headers, watches through the proxy,
 //! merged discovery and OpenAPI, and recovery after the backend restarts; and ([`retry`])
-//! requests that failed on one backend of several going to another when that is safe.
+//! requests that failed on one backend of several going to another when that is safe; and
+//! ([`probes`]) the availability check's probes running to their end.
 
+#[path = "aggregator/probes.rs"]
+mod probes;
 #[path = "aggregator/retry.rs"]
 mod retry;
 

@@ -227,13 +227,21 @@ const PROBE_ATTEMPTS: usize = 5;
 
 /// Probes `path` on the backend with [`PROBE_ATTEMPTS`] parallel GETs: passes when any
 /// answers 2xx, else fails with the last error in upstream's words.
+///
+/// After the first success the other GETs still run to their end (each bounded by the fetch
+/// timeout), unwatched, as kube-aggregator's probe goroutines do
+/// (`remote_available_controller.go`): dropping them would cancel requests the backend is
+/// serving, which a Go backend logs as errors ("Timeout or abort while handling").
 async fn probe(client: &BackendClient, endpoint: &Endpoint, path: &str) -> Result<(), String> {
     let mut attempts: futures::stream::FuturesUnordered<_> = (0..PROBE_ATTEMPTS)
-        .map(|_| probe_once(client, endpoint, path))
+        .map(|_| probe_once(client.clone(), endpoint.clone(), path.to_owned()))
         .collect();
     let mut last = Ok(());
     while let Some(result) = attempts.next().await {
         if result.is_ok() {
+            if !attempts.is_empty() {
+                tokio::spawn(async move { while attempts.next().await.is_some() {} });
+            }
             return Ok(());
         }
         last = result;
@@ -241,8 +249,9 @@ async fn probe(client: &BackendClient, endpoint: &Endpoint, path: &str) -> Resul
     last
 }
 
-async fn probe_once(client: &BackendClient, endpoint: &Endpoint, path: &str) -> Result<(), String> {
-    let fetched = proxy::get(client, endpoint, path, &prober(), "*/*", None)
+async fn probe_once(client: BackendClient, endpoint: Endpoint, path: String) -> Result<(), String> {
+    let path = path.as_str();
+    let fetched = proxy::get(&client, &endpoint, path, &prober(), "*/*", None)
         .await
         .map_err(|e| e.to_string())?;
     if fetched.status.is_success() {

@@ -1,7 +1,7 @@
-//! A real etcd for tests and harnesses: `etcd` from `PATH`, one member ([`Etcd`]) or several
-//! ([`EtcdCluster`]), on free loopback ports with data directories of their own. Members can be
-//! killed, restarted on their data, paused (`SIGSTOP`, a hung etcd) and resumed; every member is
-//! killed when its owner is dropped.
+//! A real etcd for tests and harnesses: `etcd` from `PATH` (or a binary the test names), one
+//! member ([`Etcd`]) or several ([`EtcdCluster`]), on free loopback ports with data directories
+//! of their own. Members can be killed, restarted on their data, paused (`SIGSTOP`, a hung etcd)
+//! and resumed; every member is killed when its owner is dropped.
 //!
 //! A missing `etcd` is an error that says how to install it (`scripts/install-test-deps`); tests
 //! fail on it rather than skip.
@@ -137,6 +137,18 @@ impl EtcdCluster {
         let binary = which("etcd").ok_or_else(|| {
             EtcdError("etcd is not installed (not on PATH): run scripts/install-test-deps".into())
         })?;
+        EtcdCluster::start_binary_with(binary, dir, size, tls)
+    }
+
+    fn start_binary_with(
+        binary: PathBuf,
+        dir: Option<&Path>,
+        size: usize,
+        tls: Option<ServerTls>,
+    ) -> Result<EtcdCluster, EtcdError> {
+        if !binary.is_file() {
+            return Err(EtcdError(format!("{} is missing", binary.display())));
+        }
         // Free ports can be taken between probing and etcd binding them: try a few times.
         let mut last = String::new();
         for attempt in 0..3 {
@@ -354,6 +366,14 @@ impl Etcd {
     pub fn start() -> Result<Etcd, EtcdError> {
         Ok(Etcd {
             cluster: EtcdCluster::start(1)?,
+        })
+    }
+
+    /// Starts the etcd at `binary` (rather than the one on `PATH`: a release a test needs, such
+    /// as the one `scripts/build-upstream etcd` builds) like [`Etcd::start`].
+    pub fn start_binary(binary: &Path) -> Result<Etcd, EtcdError> {
+        Ok(Etcd {
+            cluster: EtcdCluster::start_binary_with(binary.to_path_buf(), None, 1, None)?,
         })
     }
 

@@ -43,49 +43,48 @@ impl Stack {
 
     /// Like [`Stack::start`], running the wardle binary at `binary` (a release build, say).
     pub async fn start_binary(binary: PathBuf, extra: &[&str]) -> Stack {
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let backend_port = apiserver_framework::testing::free_port().expect("a free port");
-        let opts = DevHostOptions {
-            secure_port: 0,
-            dir: dir.path().join("dev-host"),
-            backend_address: ([127, 0, 0, 1], backend_port).into(),
-            availability_check_interval: GoDuration(Duration::from_millis(500)),
-            ..Default::default()
-        };
-        let host = wardle::app()
-            .start_dev_host(&opts)
-            .await
-            .expect("the dev host starts");
-        let files = &host.files;
-        let identity = files
-            .kubeconfig_path(&apiserver_framework::devhost::files::server_identity(
-                "wardle",
-            ))
-            .display()
-            .to_string();
-        let mut args: Vec<String> = [
-            "serve",
-            "--bind-address",
-            "127.0.0.1",
-            "--secure-port",
-            &backend_port.to_string(),
-            "--tls-cert-file",
-            &files.backend_cert.cert_path.display().to_string(),
-            "--tls-private-key-file",
-            &files.backend_cert.key_path.display().to_string(),
-            "--authentication-kubeconfig",
-            &identity,
-            "--authorization-kubeconfig",
-            &identity,
-            "--kubeconfig",
-            &identity,
-            "--data-dir",
-            &dir.path().join("data").display().to_string(),
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+        let (host, dir, backend_port) = start_host().await;
+        let mut args = serving_args(&host, backend_port);
+        args.splice(0..0, ["serve".to_string()]);
+        args.extend([
+            "--data-dir".to_string(),
+            dir.path().join("data").display().to_string(),
+        ]);
         args.extend(extra.iter().map(|s| s.to_string()));
+        Self::launch(host, dir, backend_port, binary, args).await
+    }
+
+    /// The host with Kubernetes' sample-apiserver behind it in wardle's place (`binary`, built
+    /// by `scripts/build-upstream sample-apiserver`), storing in the etcd at `etcd_servers`:
+    /// the same serving certificate, identity and flags as wardle, and two more. The host
+    /// serves neither `flowcontrol.apiserver.k8s.io` nor admission policies, whose informers
+    /// sample-apiserver would wait for: priority and fairness is off, and the two admission
+    /// plugins of policies are disabled. (For `tests/client_go.rs`.)
+    #[allow(dead_code)]
+    pub async fn start_sample_apiserver(binary: PathBuf, etcd_servers: &str) -> Stack {
+        let (host, dir, backend_port) = start_host().await;
+        let mut args = serving_args(&host, backend_port);
+        args.extend(
+            [
+                "--etcd-servers",
+                etcd_servers,
+                "--enable-priority-and-fairness=false",
+                "--disable-admission-plugins=ValidatingAdmissionPolicy,MutatingAdmissionPolicy",
+            ]
+            .map(String::from),
+        );
+        Self::launch(host, dir, backend_port, binary, args).await
+    }
+
+    /// Starts `binary` with `args` behind `host` and waits until it is ready and its
+    /// APIService available.
+    async fn launch(
+        host: DevHost,
+        dir: tempfile::TempDir,
+        backend_port: u16,
+        binary: PathBuf,
+        args: Vec<String>,
+    ) -> Stack {
         let mut stack = Stack {
             host,
             dir,
@@ -328,6 +327,56 @@ impl Drop for Stack {
     fn drop(&mut self) {
         self.stop_wardle();
     }
+}
+
+/// A dev host in a new temporary directory, with the free port its backend will serve on.
+async fn start_host() -> (DevHost, tempfile::TempDir, u16) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let backend_port = apiserver_framework::testing::free_port().expect("a free port");
+    let opts = DevHostOptions {
+        secure_port: 0,
+        dir: dir.path().join("dev-host"),
+        backend_address: ([127, 0, 0, 1], backend_port).into(),
+        availability_check_interval: GoDuration(Duration::from_millis(500)),
+        ..Default::default()
+    };
+    let host = wardle::app()
+        .start_dev_host(&opts)
+        .await
+        .expect("the dev host starts");
+    (host, dir, backend_port)
+}
+
+/// The flags that serve a backend of `host` on `backend_port`, as upstream's extension servers
+/// spell them: its serving certificate, and its identity's kubeconfig for delegated
+/// authentication, authorization and the host's API.
+fn serving_args(host: &DevHost, backend_port: u16) -> Vec<String> {
+    let files = &host.files;
+    let identity = files
+        .kubeconfig_path(&apiserver_framework::devhost::files::server_identity(
+            "wardle",
+        ))
+        .display()
+        .to_string();
+    [
+        "--bind-address",
+        "127.0.0.1",
+        "--secure-port",
+        &backend_port.to_string(),
+        "--tls-cert-file",
+        &files.backend_cert.cert_path.display().to_string(),
+        "--tls-private-key-file",
+        &files.backend_cert.key_path.display().to_string(),
+        "--authentication-kubeconfig",
+        &identity,
+        "--authorization-kubeconfig",
+        &identity,
+        "--kubeconfig",
+        &identity,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
 }
 
 /// A client certificate for `cn` (organization `org`) from a CA nobody trusts.

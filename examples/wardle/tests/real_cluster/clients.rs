@@ -1,6 +1,7 @@
-//! kube-rs and the official Python client through the real kube-apiserver: typed requests, a
-//! watcher, server-side apply, and the `console` WebSocket subresource across the
-//! aggregator's upgrade proxy.
+//! kube-rs, the official Python client and client-go through the real kube-apiserver: typed
+//! requests, a watcher, server-side apply, and the `console` WebSocket subresource across the
+//! aggregator's upgrade proxy; client-go's dynamic client, paging, informers synced from watch
+//! lists, and server-side apply.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -197,4 +198,17 @@ pub fn python(cluster: &RealCluster) {
         }),
         "{answer}"
     );
+}
+
+/// The client-go program of `tests/client_go/` as alice, in her namespace, through
+/// kube-apiserver: the dynamic client's verbs, 2,000 Flunders in pages, dynamic and metadata
+/// informers synced from watch lists across the aggregator's proxy, server-side apply.
+pub fn client_go(cluster: &RealCluster) {
+    crate::support::client_go::program();
+    block_on(crate::support::client_go::run(
+        "wardle",
+        &cluster.kubeconfig("alice"),
+        "alice",
+        || cluster.logs(),
+    ));
 }

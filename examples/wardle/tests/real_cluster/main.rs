@@ -104,6 +104,7 @@ const CHECKS: &[Check] = &[
     ("websocket_console_across_the_proxy", clients::websocket),
     ("idle_watch_still_delivers", clients::long_watch),
     ("python_client_through_kube_apiserver", clients::python),
+    ("client_go_through_kube_apiserver", clients::client_go),
     ("kubectl_top_node_reads_metrics", matrix::top_node),
     (
         "namespace_deletion_removes_flunders",

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod checks;
+pub mod client_go;
 pub mod fixtures;
 pub mod in_process;
 pub mod kubectl_matrix;
