@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::AdmissionNotes;
+use super::{AdmissionNotes, Reinvocation};
 use crate::error::ApiError;
 use crate::resource::{ApiResource, ResourceInfo};
 use crate::user::UserInfo;
@@ -72,6 +72,8 @@ pub struct AdmissionAttributes<'a> {
     pub dry_run: bool,
     /// Where a plugin adds warnings for the response and annotations for the audit event.
     pub notes: &'a AdmissionNotes,
+    /// Whether the mutating plugins are running a second time (see [`Reinvocation`]).
+    pub reinvocation: Reinvocation,
     /// Every resource the server stores, to look up other objects: the registry's
     /// `Registry`, whose typed stores a plugin reaches with `attrs.registry.store::<T>()` (see
     /// [`ObjectInterfaces`]).

@@ -47,8 +47,19 @@ impl AdmissionChain {
             .any(|p| p.phases().mutates() && p.handles(resource, operation))
     }
 
-    /// Runs every mutating plugin (before the store's defaulting and validation, as upstream).
+    /// Runs every mutating plugin (before the store's defaulting and validation, as upstream),
+    /// and all of them a second time when one asks for it (see
+    /// [`Reinvocation`](super::Reinvocation)).
     pub async fn mutate(&self, attrs: &mut AdmissionAttributes<'_>) -> Result<(), ApiError> {
+        self.mutate_round(attrs).await?;
+        if attrs.reinvocation.should_reinvoke && !attrs.reinvocation.is_reinvoke {
+            attrs.reinvocation.is_reinvoke = true;
+            self.mutate_round(attrs).await?;
+        }
+        Ok(())
+    }
+
+    async fn mutate_round(&self, attrs: &mut AdmissionAttributes<'_>) -> Result<(), ApiError> {
         for p in &self.plugins {
             if p.phases().mutates() && p.handles(attrs.resource, attrs.operation) {
                 p.mutate(attrs).await?;

@@ -60,9 +60,11 @@ mod notes;
 pub(crate) mod options;
 mod plugin;
 pub(crate) mod production;
+mod reinvocation;
 pub(crate) mod webhook;
 
 pub use attributes::{AdmissionAttributes, ObjectInterfaces, Operation};
 pub use chain::AdmissionChain;
 pub use notes::AdmissionNotes;
 pub use plugin::{AdmissionPlugin, Phases};
+pub use reinvocation::Reinvocation;

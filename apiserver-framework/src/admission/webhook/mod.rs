@@ -7,8 +7,9 @@
 //! decides whether a rule naming another version of the resource matches, the webhook then
 //! getting the objects in that version ([`versions`]); its `failurePolicy` (default `Fail`)
 //! decides what a failed call means; `sideEffects` other than `None`/`NoneOnDryRun` refuse dry
-//! runs. Not supported yet: `matchConditions` (ignored) and `reinvocationPolicy` (never
-//! reinvoked).
+//! runs. A mutating webhook whose `reinvocationPolicy` is `IfNeeded` is called again when a
+//! later one changed the object (see [`Reinvocation`](crate::admission::Reinvocation)). Not
+//! supported yet: `matchConditions` (ignored).
 
 pub(crate) mod client;
 pub(crate) mod matching;
@@ -36,7 +37,11 @@ pub const VALIDATING_NAME: &str = "ValidatingAdmissionWebhook";
 
 /// The fields of a mutating or validating webhook that calling it needs.
 struct Hook {
+    /// The webhook's configuration, name and place in it, which tell it apart.
+    uid: String,
     name: String,
+    /// `reinvocationPolicy: IfNeeded` (mutating webhooks).
+    reinvoke_if_needed: bool,
     client_config: reg::WebhookClientConfig,
     rules: Vec<reg::RuleWithOperations>,
     match_policy: MatchPolicy,
@@ -61,7 +66,9 @@ impl Hook {
         failure_policy: Option<&str>,
     ) -> Self {
         Hook {
+            uid: String::new(),
             name: name.to_string(),
+            reinvoke_if_needed: false,
             client_config: client_config.clone(),
             rules: rules.clone().unwrap_or_default(),
             match_policy: MatchPolicy::of(match_policy),
@@ -77,14 +84,23 @@ impl Hook {
 /// The hooks of the host's configurations of one kind, by configuration name. Mutating and
 /// validating webhooks have these fields alike but are distinct types.
 macro_rules! hooks_of {
-    ($configs:expr) => {{
+    ($configs:expr, $reinvoke_if_needed:expr) => {{
         let mut configs = $configs;
         configs.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         configs
             .iter()
-            .flat_map(|c| c.webhooks.iter().flatten())
-            .map(|w| {
-                Hook::new(
+            .flat_map(|c| {
+                let config = c.metadata.name.as_deref().unwrap_or_default();
+                c.webhooks
+                    .iter()
+                    .flatten()
+                    .enumerate()
+                    .map(move |(i, w)| (config, i, w))
+            })
+            .map(|(config, i, w)| Hook {
+                uid: format!("{config}/{}/{i}", w.name),
+                reinvoke_if_needed: $reinvoke_if_needed(w),
+                ..Hook::new(
                     &w.name,
                     &w.client_config,
                     &w.rules,
@@ -101,11 +117,13 @@ macro_rules! hooks_of {
 }
 
 fn mutating_hooks(host: &HostObjects) -> Vec<Hook> {
-    hooks_of!(host.mutating.state())
+    hooks_of!(host.mutating.state(), |w: &reg::MutatingWebhook| {
+        w.reinvocation_policy.as_deref() == Some("IfNeeded")
+    })
 }
 
 fn validating_hooks(host: &HostObjects) -> Vec<Hook> {
-    hooks_of!(host.validating.state())
+    hooks_of!(host.validating.state(), |_: &reg::ValidatingWebhook| false)
 }
 
 /// What both plugins share: the host's objects and how services are reached.
@@ -241,14 +259,43 @@ impl AdmissionPlugin for MutatingAdmissionWebhook {
     async fn mutate(&self, attrs: &mut AdmissionAttributes<'_>) -> Result<(), ApiError> {
         let d = &self.0;
         wait_synced(&d.host.mutating, attrs).await?;
+        let hooks = mutating_hooks(&d.host);
+        if hooks.is_empty() {
+            return Ok(());
+        }
+        // Plugins that ran again changed the object since the webhooks last saw it.
+        let reinvoking = attrs.reinvocation.is_reinvoke;
+        if reinvoking && attrs.reinvocation.last_webhook_output.as_ref() != attrs.object.as_deref()
+        {
+            attrs.reinvocation.object_changed();
+        }
+        let result = self.call_hooks(hooks, attrs, reinvoking).await;
+        attrs.reinvocation.last_webhook_output = attrs.object.as_deref().cloned();
+        result
+    }
+}
+
+impl MutatingAdmissionWebhook {
+    /// Calls `hooks` in turn (in the second round only those to be called again), applying
+    /// their patches.
+    async fn call_hooks(
+        &self,
+        hooks: Vec<Hook>,
+        attrs: &mut AdmissionAttributes<'_>,
+        reinvoking: bool,
+    ) -> Result<(), ApiError> {
+        let d = &self.0;
         // The objects in the version of the webhook last called: the next webhook of that
         // version gets them as that one's patch left them, as upstream's `VersionedAttributes`;
         // the store's object is kept in step after every patch.
         let mut last: Option<Versioned<'_>> = None;
-        for hook in mutating_hooks(&d.host) {
+        for hook in hooks {
             let Some(version) = d.should_call(&hook, attrs).await? else {
                 continue;
             };
+            if reinvoking && !attrs.reinvocation.reinvoke_webhooks.contains(&hook.uid) {
+                continue;
+            }
             let mut versioned = match last.take() {
                 Some(v) if v.resource.version == version.version => v,
                 _ => Versioned::new(attrs, version)?,
@@ -261,10 +308,17 @@ impl AdmissionPlugin for MutatingAdmissionWebhook {
                 if let Some(patch) = verdict.patch.filter(|p| !p.0.is_empty()) {
                     apply_patch(&hook.name, &mut versioned, &patch)?;
                     let stored = versioned.stored_object(attrs)?;
-                    if let (Some(object), Some(stored)) = (attrs.object.as_deref_mut(), stored) {
+                    if let (Some(object), Some(stored)) = (attrs.object.as_deref_mut(), stored)
+                        && *object != stored
+                    {
                         *object = stored;
+                        attrs.reinvocation.object_changed();
+                        attrs.reinvocation.should_reinvoke = true;
                     }
                 }
+            }
+            if hook.reinvoke_if_needed {
+                attrs.reinvocation.invoked_since_change.insert(hook.uid);
             }
             last = Some(versioned);
         }

@@ -30,7 +30,8 @@ type Seen = Arc<Mutex<Vec<(String, Value)>>>;
 /// `mark: deny`, `/deny-all` every object; `/mutate-v1beta1` replaces the v1beta1-only field
 /// `spec.fischerReference` and labels the object with the version it was sent in; `/warn`
 /// denies objects named `rejected` and warns of every object, with an audit annotation
-/// `decision`.
+/// `decision`; `/saw-b` labels the object `a-saw-b` with whether it carries the label `b`
+/// `/add-b` adds.
 struct WebhookServer {
     addr: SocketAddr,
     ca_pem: String,
@@ -71,6 +72,21 @@ fn answer(path: &str, review: &Value) -> Value {
             "uid": uid, "allowed": false,
             "status": {"message": "marked flunder denied", "code": 403}
         }),
+        "/saw-b" | "/add-b" => {
+            let labels = &request["object"]["metadata"]["labels"];
+            let (key, value) = match path {
+                "/add-b" => ("b", "added".to_string()),
+                _ => ("a-saw-b", (labels["b"] == "added").to_string()),
+            };
+            let patch = match labels.is_object() {
+                true => {
+                    json!([{"op": "add", "path": format!("/metadata/labels/{key}"), "value": value}])
+                }
+                false => json!([{"op": "add", "path": "/metadata/labels", "value": {key: value}}]),
+            };
+            let patch = base64::engine::general_purpose::STANDARD.encode(patch.to_string());
+            json!({"uid": uid, "allowed": true, "patchType": "JSONPatch", "patch": patch})
+        }
         "/warn" => {
             let name = request["name"].as_str().unwrap_or_default();
             let allowed = name != "rejected";
@@ -863,4 +879,67 @@ async fn webhook_warnings_reach_kubectl_and_annotations_the_audit_log() {
         events[0]
     );
     assert_eq!(events[0]["responseStatus"]["code"], 403, "{}", events[0]);
+}
+
+/// A mutating webhook with `reinvocationPolicy: IfNeeded` is called again after a later one
+/// changed the object, and sees that change; one with the default policy (`Never`) is not, as
+/// upstream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_if_needed_webhook_is_reinvoked_and_sees_the_later_change() {
+    let server = start_webhook_server().await;
+    let stack = Stack::start(&[]).await;
+    let base = format!("https://{}", server.addr);
+    // Configurations run in name order: `a-` first.
+    configure(
+        &stack,
+        "mutatingwebhookconfigurations",
+        "a-saw-b",
+        vec![webhook(
+            "saw-b.wardle.test",
+            &format!("{base}/saw-b"),
+            &server.ca_pem,
+            json!({"reinvocationPolicy": "IfNeeded"}),
+        )],
+    )
+    .await;
+    configure(
+        &stack,
+        "mutatingwebhookconfigurations",
+        "b-add-b",
+        vec![webhook(
+            "add-b.wardle.test",
+            &format!("{base}/add-b"),
+            &server.ca_pem,
+            json!({}),
+        )],
+    )
+    .await;
+    let (code, body) = until(&stack, json!({}), |code, b| {
+        code == 201 && b["metadata"]["labels"]["b"] == "added"
+    })
+    .await;
+    assert_eq!(
+        body["metadata"]["labels"]["a-saw-b"], "true",
+        "{code} {body}"
+    );
+
+    let calls = |path: &str, name: &str| {
+        server
+            .seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(p, r)| p == path && r["request"]["name"] == name)
+            .map(|(_, r)| r["request"]["object"]["metadata"]["labels"].clone())
+            .collect::<Vec<_>>()
+    };
+    let name = body["metadata"]["name"]
+        .as_str()
+        .expect("a name")
+        .to_string();
+    let saw_b = calls("/saw-b", &name);
+    assert_eq!(saw_b.len(), 2, "called twice: {saw_b:?}");
+    assert_eq!(saw_b[0]["b"], Value::Null, "{saw_b:?}");
+    assert_eq!(saw_b[1]["b"], "added", "{saw_b:?}");
+    assert_eq!(calls("/add-b", &name).len(), 1, "Never: called once");
 }
