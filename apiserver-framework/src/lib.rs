@@ -64,9 +64,10 @@ pub mod aggregator;
 
 // Layer 8: command line, dev host and test kit
 // Wiring only: the App and its commands, the stand-in host cluster of local development, and
-// the kit that serves an App in a test with clients for it.
+// the kit that serves an App in a test with clients for it (the `testing` feature).
 pub mod cli;
 pub mod devhost;
+#[cfg(feature = "testing")]
 pub mod testing;
 
 pub use apiserver_derive::ApiResource;

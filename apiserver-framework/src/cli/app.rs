@@ -285,7 +285,7 @@ impl App {
     /// Selects the admission plugins as `serve` and `local` do: `host` plugins (production
     /// mode's NamespaceLifecycle and webhooks) before the app's own, then those `options`
     /// enable or leave enabled by default. For servers started piece by piece, as the test kit
-    /// ([`crate::testing`]) does.
+    /// (`testing`, with the `testing` feature) does.
     pub fn select_admission(
         mut self,
         host: Vec<Arc<dyn AdmissionPlugin>>,
