@@ -22,7 +22,7 @@ use apiserver_framework::registry::rest::{EventStream, ObjectList, RequestContex
 use apiserver_framework::registry::store::Store;
 use apiserver_framework::registry::store::strategy::DefaultStrategy;
 use apiserver_framework::server::GenericApiServer;
-use apiserver_framework::server::filters::filter::ChainInner;
+use apiserver_framework::server::filters::ChainInner;
 use apiserver_framework::server::filters::{ChainPosition, ChainService};
 use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
 use apiserver_framework::storage::memory::MemoryStorage;
