@@ -133,7 +133,7 @@ impl Aggregator {
     /// the request back.
     ///
     /// The path is read as the router and the authorizer read it
-    /// (read once on arrival, [`crate::authz::ParsedRequest::api_path`]), and a group-version is the APIService's only when both its
+    /// (read once on arrival, `ParsedRequest::api_path`), and a group-version is the APIService's only when both its
     /// group and its version are the path's: `/apis/example.com/v1alpha1.wardle/…` is not
     /// `v1alpha1.wardle.example.com`'s, though the names join alike.
     pub async fn handle(
