@@ -83,25 +83,42 @@ pub use resource::{ApiResource, PrinterColumn, ResourceInfo, ScaleSubresource, S
 /// dependency of its own), custom and computed subresources, errors, and the serde and schemars
 /// derives the resource types use.
 pub mod prelude {
+    #[doc(no_inline)]
     pub use crate::ApiResource;
+    #[doc(no_inline)]
     pub use crate::admission::{AdmissionAttributes, AdmissionPlugin, Operation, Phases};
+    #[doc(no_inline)]
     pub use crate::cli::App;
+    #[doc(no_inline)]
     pub use crate::error::{ApiError, FieldError, Result};
+    #[doc(no_inline)]
     pub use crate::registry::group::Group;
+    #[doc(no_inline)]
     pub use crate::registry::rest::RequestContext;
+    #[doc(no_inline)]
     pub use crate::registry::rest::computed::ResourceProvider;
+    #[doc(no_inline)]
     pub use crate::registry::rest::options::WriteOptions;
+    #[doc(no_inline)]
     pub use crate::registry::rest::subresource::{
         Action, Connecter, CustomSubresource, GetterWithOptions, Session, Subresource,
         SubresourceNames,
     };
+    #[doc(no_inline)]
     pub use crate::registry::store::strategy::Strategy;
+    #[doc(no_inline)]
     pub use crate::registry::versions::{Deprecation, Kind};
+    #[doc(no_inline)]
     pub use crate::resource::{ResourceInfo, Scope};
+    #[doc(no_inline)]
     pub use async_trait::async_trait;
+    #[doc(no_inline)]
     pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    #[doc(no_inline)]
     pub use kube_core::{Resource, ResourceExt};
+    #[doc(no_inline)]
     pub use schemars::JsonSchema;
+    #[doc(no_inline)]
     pub use serde::{Deserialize, Serialize};
 }
 
