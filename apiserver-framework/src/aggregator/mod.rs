@@ -7,17 +7,17 @@
 //! remote APIService registers are proxied to its backend ([`proxy`]), spread over the ready
 //! endpoints of its Service, a request that failed before any response byte going to the next
 //! endpoint when that is safe, by the rules of Go's HTTP clients;
-//! discovery and OpenAPI documents include the backends' groups ([`discovery`], [`openapi`]); the availability
-//! controller ([`available`]), started with [`Aggregator::start`], probes backends and keeps
+//! discovery and OpenAPI documents include the backends' groups (`discovery`, `openapi`); the availability
+//! controller (`available`), started with [`Aggregator::start`], probes backends and keeps
 //! the `Available` conditions (and the merged documents) up to date.
 
 pub mod apiservice;
-pub mod available;
-pub mod discovery;
+pub(crate) mod available;
+pub(crate) mod discovery;
 mod endpoints;
 mod long_running;
 mod lookup;
-pub mod openapi;
+pub(crate) mod openapi;
 mod pool;
 pub mod proxy;
 mod replay;
