@@ -399,7 +399,7 @@ impl App {
     /// Starts a development host prepared for this app (see [`DevHostOptions`]).
     pub async fn start_dev_host(&self, opts: &DevHostOptions) -> Result<DevHost, AppError> {
         self.check()?;
-        Ok(devhost::start(&self.extension(), opts).await?)
+        Ok(devhost::DevHost::start(&self.extension(), opts).await?)
     }
 
     /// Starts the server in local mode (see [`LocalOptions`]) on the storage its options

@@ -196,7 +196,7 @@ pub async fn start(
     if let Some(path) = &opts.write_kubeconfig {
         kubeconfig::write(path, &kubeconfig)?;
     }
-    let running = serve::start(listener, tls, Arc::new(chain))?;
+    let running = serve::RunningServer::start(listener, tls, Arc::new(chain))?;
     Ok(LocalServer {
         running,
         url,

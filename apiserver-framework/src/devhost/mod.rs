@@ -30,5 +30,5 @@ pub(crate) mod self_reviews;
 pub mod tokens;
 pub(crate) mod webhooks;
 
-pub use host::{DevHost, DevHostError, Extension, start};
+pub use host::{DevHost, DevHostError, Extension};
 pub use options::DevHostOptions;
