@@ -5,7 +5,7 @@
 //! Put `#[derive(ApiResource)]` on a spec struct, register the generated type with
 //! [`App::resource`], and [`App`] gives you a server with Kubernetes REST semantics, discovery, OpenAPI, health
 //! checks and a command line with a `local` development mode that `kubectl` can talk to.
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 // The modules in layer order, bottom first. A module may import modules of its own layer or
 // of lower ones, never of a higher one, and no two top-level modules import each other (within a
