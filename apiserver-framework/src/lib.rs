@@ -5,7 +5,7 @@
 //! Put `#[derive(ApiResource)]` on a spec struct, register the generated type with
 //! [`App::resource`], and [`App`] gives you a server with Kubernetes REST semantics, discovery, OpenAPI, health
 //! checks and a command line with a `local` development mode that `kubectl` can talk to.
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 // The modules in layer order, bottom first. A module may import modules of its own layer or
 // of lower ones, never of a higher one, and no two top-level modules import each other (within a
@@ -64,9 +64,10 @@ pub mod aggregator;
 
 // Layer 8: command line, dev host and test kit
 // Wiring only: the App and its commands, the stand-in host cluster of local development, and
-// the kit that serves an App in a test with clients for it.
+// the kit that serves an App in a test with clients for it (the `testing` feature).
 pub mod cli;
 pub mod devhost;
+#[cfg(feature = "testing")]
 pub mod testing;
 
 pub use apiserver_derive::ApiResource;
@@ -82,25 +83,42 @@ pub use resource::{ApiResource, PrinterColumn, ResourceInfo, ScaleSubresource, S
 /// dependency of its own), custom and computed subresources, errors, and the serde and schemars
 /// derives the resource types use.
 pub mod prelude {
+    #[doc(no_inline)]
     pub use crate::ApiResource;
+    #[doc(no_inline)]
     pub use crate::admission::{AdmissionAttributes, AdmissionPlugin, Operation, Phases};
+    #[doc(no_inline)]
     pub use crate::cli::App;
+    #[doc(no_inline)]
     pub use crate::error::{ApiError, FieldError, Result};
+    #[doc(no_inline)]
     pub use crate::registry::group::Group;
+    #[doc(no_inline)]
     pub use crate::registry::rest::RequestContext;
+    #[doc(no_inline)]
     pub use crate::registry::rest::computed::ResourceProvider;
+    #[doc(no_inline)]
     pub use crate::registry::rest::options::WriteOptions;
+    #[doc(no_inline)]
     pub use crate::registry::rest::subresource::{
         Action, Connecter, CustomSubresource, GetterWithOptions, Session, Subresource,
         SubresourceNames,
     };
+    #[doc(no_inline)]
     pub use crate::registry::store::strategy::Strategy;
+    #[doc(no_inline)]
     pub use crate::registry::versions::{Deprecation, Kind};
+    #[doc(no_inline)]
     pub use crate::resource::{ResourceInfo, Scope};
+    #[doc(no_inline)]
     pub use async_trait::async_trait;
+    #[doc(no_inline)]
     pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    #[doc(no_inline)]
     pub use kube_core::{Resource, ResourceExt};
+    #[doc(no_inline)]
     pub use schemars::JsonSchema;
+    #[doc(no_inline)]
     pub use serde::{Deserialize, Serialize};
 }
 

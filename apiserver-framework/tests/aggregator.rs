@@ -165,7 +165,7 @@ impl Backend {
         let listener = wait::poll(&what, Duration::from_secs(5), || TcpListener::bind(addr))
             .await
             .unwrap_or_else(|e| panic!("{e}"));
-        serve::start(listener, config, chain).unwrap()
+        serve::RunningServer::start(listener, config, chain).unwrap()
     }
 }
 
@@ -293,7 +293,7 @@ async fn front(
         )),
         Arc::new(apiserver_framework::authz::AllowAll),
     ));
-    let agg = serve::start(
+    let agg = serve::RunningServer::start(
         TcpListener::bind("127.0.0.1:0").await.unwrap(),
         agg_cert.server_config().unwrap(),
         chain,

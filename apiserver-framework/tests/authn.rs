@@ -134,7 +134,7 @@ async fn serve() -> Fixture {
         Arc::new(apiserver_framework::authz::AllowAll),
     ));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let server = serve::start(listener, tls_config, chain).unwrap();
+    let server = serve::RunningServer::start(listener, tls_config, chain).unwrap();
     Fixture {
         url: format!("https://{}", server.addr),
         client_ca,

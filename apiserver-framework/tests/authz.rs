@@ -102,7 +102,8 @@ impl Server {
             .with_anonymous_paths(config.anonymous_paths().unwrap());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let running =
-            serve::start(listener, cert.server_config().unwrap(), Arc::new(chain)).unwrap();
+            serve::RunningServer::start(listener, cert.server_config().unwrap(), Arc::new(chain))
+                .unwrap();
         let http = reqwest::Client::builder()
             .use_preconfigured_tls(apiserver_framework::testing::tls::http1_config(
                 &cert.ca_pem,

@@ -11,7 +11,7 @@ use apiserver_framework::endpoints::query::{Query, parse_resource_version};
 use apiserver_framework::endpoints::{jsonpath, request_info, strategic, warning};
 use apiserver_framework::registry::rest::continue_token;
 use apiserver_framework::selector::{FieldSelector, LabelSelector};
-use apiserver_framework::server::filters::timeout::deadline;
+use apiserver_framework::server::filters::deadline;
 use apiserver_framework::validation::{label_key_errors, label_value_errors};
 use apiserver_framework::yaml_body;
 use http::Method;

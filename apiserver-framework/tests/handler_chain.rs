@@ -22,7 +22,7 @@ use apiserver_framework::registry::rest::{EventStream, ObjectList, RequestContex
 use apiserver_framework::registry::store::Store;
 use apiserver_framework::registry::store::strategy::DefaultStrategy;
 use apiserver_framework::server::GenericApiServer;
-use apiserver_framework::server::filters::filter::ChainInner;
+use apiserver_framework::server::filters::ChainInner;
 use apiserver_framework::server::filters::{ChainPosition, ChainService};
 use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
 use apiserver_framework::storage::memory::MemoryStorage;
@@ -201,7 +201,9 @@ async fn serve() -> Served {
             recorder(seen.clone(), "after-authorization"),
         );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let running = serve::start(listener, cert.server_config().unwrap(), Arc::new(chain)).unwrap();
+    let running =
+        serve::RunningServer::start(listener, cert.server_config().unwrap(), Arc::new(chain))
+            .unwrap();
     let http = reqwest::Client::builder()
         .use_preconfigured_tls(apiserver_framework::testing::tls::http1_config(
             &cert.ca_pem,

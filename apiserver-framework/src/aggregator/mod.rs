@@ -7,17 +7,17 @@
 //! remote APIService registers are proxied to its backend ([`proxy`]), spread over the ready
 //! endpoints of its Service, a request that failed before any response byte going to the next
 //! endpoint when that is safe, by the rules of Go's HTTP clients;
-//! discovery and OpenAPI documents include the backends' groups ([`discovery`], [`openapi`]); the availability
-//! controller ([`available`]), started with [`Aggregator::start`], probes backends and keeps
+//! discovery and OpenAPI documents include the backends' groups (`discovery`, `openapi`); the availability
+//! controller (`available`), started with [`Aggregator::start`], probes backends and keeps
 //! the `Available` conditions (and the merged documents) up to date.
 
 pub mod apiservice;
-pub mod available;
-pub mod discovery;
+pub(crate) mod available;
+pub(crate) mod discovery;
 mod endpoints;
 mod long_running;
 mod lookup;
-pub mod openapi;
+pub(crate) mod openapi;
 mod pool;
 pub mod proxy;
 mod replay;
@@ -133,7 +133,7 @@ impl Aggregator {
     /// the request back.
     ///
     /// The path is read as the router and the authorizer read it
-    /// (read once on arrival, [`crate::authz::ParsedRequest::api_path`]), and a group-version is the APIService's only when both its
+    /// (read once on arrival, `ParsedRequest::api_path`), and a group-version is the APIService's only when both its
     /// group and its version are the path's: `/apis/example.com/v1alpha1.wardle/…` is not
     /// `v1alpha1.wardle.example.com`'s, though the names join alike.
     pub async fn handle(

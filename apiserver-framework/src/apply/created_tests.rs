@@ -158,19 +158,19 @@ fn others() -> ManagedFields {
     let mut m = ManagedFields::new();
     m.insert(entry(
         "applier",
-        Operation::Apply,
+        ManagedFieldsOperation::Apply,
         "",
         json!({"f:metadata": {"f:labels": {"f:a": {}}}, "f:spec": {"f:size": {}, "f:color": {}}}),
     ));
     m.insert(entry(
         "creator",
-        Operation::Update,
+        ManagedFieldsOperation::Update,
         "",
         json!({"f:spec": {"f:tags": {}, "f:elsewhere": {}}}),
     ));
     m.insert(entry(
         "controller",
-        Operation::Update,
+        ManagedFieldsOperation::Update,
         "status",
         json!({"f:status": {"f:phase": {}}}),
     ));
@@ -427,14 +427,14 @@ impl Gen {
     }
 
     /// A value shaped by `node`, now and then of another shape or with keys of its own.
-    fn value(&mut self, node: crate::schema::Node<'_>, depth: u32) -> Value {
-        use crate::schema::Kind;
+    fn value(&mut self, node: crate::schema::SchemaNode<'_>, depth: u32) -> Value {
+        use crate::schema::NodeKind;
         if depth > 5 || self.below(12) == 0 {
             return self.any(depth + 1);
         }
         match node.kind() {
-            Kind::Scalar(_) => self.scalar(),
-            Kind::Object { .. } => {
+            NodeKind::Scalar(_) => self.scalar(),
+            NodeKind::Object { .. } => {
                 let mut map = serde_json::Map::new();
                 for (name, child) in node.fields() {
                     if self.below(3) != 0 {
@@ -448,11 +448,11 @@ impl Gen {
                 }
                 Value::Object(map)
             }
-            Kind::List { items, .. } => {
+            NodeKind::List { items, .. } => {
                 let n = self.below(4);
                 Value::Array((0..n).map(|_| self.value(items, depth + 1)).collect())
             }
-            Kind::Deduced => self.any(depth + 1),
+            NodeKind::Deduced => self.any(depth + 1),
         }
     }
 

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 use super::typed::field;
 use super::value::{compare_values, to_compact_json};
-use crate::schema::Node;
+use crate::schema::SchemaNode;
 
 /// One step of a [`Path`]: a field, an associative-list key, a set value or a list index.
 #[derive(Debug, Clone)]
@@ -425,7 +425,7 @@ impl Set {
 
     /// This set plus, as members, the declared struct fields that have paths below them
     /// (upstream's `EnsureNamedFieldsAreMembers`, used when pruning).
-    pub(crate) fn ensure_named_fields_are_members(&self, node: Node<'_>) -> Set {
+    pub(crate) fn ensure_named_fields_are_members(&self, node: SchemaNode<'_>) -> Set {
         let mut out = Set {
             members: self.members.clone(),
             children: BTreeMap::new(),

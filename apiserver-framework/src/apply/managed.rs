@@ -9,21 +9,21 @@ use serde_json::{Map, Value, json};
 use super::fieldpath::Set;
 use super::value::{metadata_field, push_json_string};
 
-/// The kind of write that gave a manager its fields.
+/// The kind of write that gave a manager its fields (upstream's `ManagedFieldsOperationType`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Operation {
+pub enum ManagedFieldsOperation {
     /// Server-side apply.
     Apply,
     /// Any other write (create, update, patch).
     Update,
 }
 
-impl Operation {
+impl ManagedFieldsOperation {
     /// `Apply` or `Update`.
     pub fn as_str(self) -> &'static str {
         match self {
-            Operation::Apply => "Apply",
-            Operation::Update => "Update",
+            ManagedFieldsOperation::Apply => "Apply",
+            ManagedFieldsOperation::Update => "Update",
         }
     }
 }
@@ -34,7 +34,7 @@ pub struct Entry {
     /// The field manager, e.g. `kubectl`.
     pub manager: String,
     /// Apply or Update.
-    pub operation: Operation,
+    pub operation: ManagedFieldsOperation,
     /// The API version the fields were written with.
     pub api_version: String,
     /// When the entry last changed (whole seconds).
@@ -55,7 +55,7 @@ impl Entry {
         out.push_str(",\"operation\":\"");
         out.push_str(self.operation.as_str());
         out.push('"');
-        if self.operation == Operation::Update && !self.api_version.is_empty() {
+        if self.operation == ManagedFieldsOperation::Update && !self.api_version.is_empty() {
             out.push_str(",\"apiVersion\":");
             push_json_string(&mut out, &self.api_version);
         }
@@ -105,7 +105,7 @@ impl Entry {
 /// [`Entry::to_typed`] of an entry with these fields, whose `FieldsV1` form is `fields_v1`.
 pub(crate) fn typed_entry(
     manager: &str,
-    operation: Operation,
+    operation: ManagedFieldsOperation,
     api_version: &str,
     subresource: &str,
     time: Option<Timestamp>,
@@ -237,8 +237,8 @@ impl ManagedFields {
             };
             let s = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("").to_string();
             let operation = match s("operation").as_str() {
-                "Apply" => Operation::Apply,
-                "Update" => Operation::Update,
+                "Apply" => ManagedFieldsOperation::Apply,
+                "Update" => ManagedFieldsOperation::Update,
                 _ => return Err(ManagedFieldsError::Operation),
             };
             let api_version = s("apiVersion");

@@ -10,16 +10,16 @@ use super::fieldpath::{PathElement, Set};
 use super::typed::{
     Shape, as_map, field, index_items, is_empty_container, list_item_pe, positions, shape_pair,
 };
-use crate::schema::Node;
+use crate::schema::SchemaNode;
 
 /// `config` merged into `live`: struct fields and granular maps merge key by key, `set` and
 /// `map` lists item by item, anything else (scalars, atomic lists and maps) is replaced.
-pub fn merge(live: &Value, config: &Value, node: Node<'_>) -> Result<Value, ApplyError> {
+pub fn merge(live: &Value, config: &Value, node: SchemaNode<'_>) -> Result<Value, ApplyError> {
     Ok(merge_node(node, Some(live), Some(config))?.unwrap_or_else(|| Value::Object(Map::new())))
 }
 
 fn merge_node(
-    node: Node<'_>,
+    node: SchemaNode<'_>,
     l: Option<&Value>,
     r: Option<&Value>,
 ) -> Result<Option<Value>, ApplyError> {
@@ -82,7 +82,7 @@ fn find<'a>(
 /// inserted where the configuration puts them relative to shared items, and shared items follow
 /// the configuration's order.
 fn merge_list_items(
-    items: Node<'_>,
+    items: SchemaNode<'_>,
     lhs: &[(PathElement, &Value)],
     rhs: &[(PathElement, &Value)],
 ) -> Result<Vec<Value>, ApplyError> {
@@ -143,11 +143,11 @@ fn merge_list_items(
 /// `value` without the paths that are members of `to_remove` (a removed map key or list item
 /// goes with everything below it). Containers emptied by the removal are dropped, as the
 /// apiserver prunes the `null` structured-merge-diff leaves there.
-pub fn remove_items(value: &Value, to_remove: &Set, node: Node<'_>) -> Value {
+pub fn remove_items(value: &Value, to_remove: &Set, node: SchemaNode<'_>) -> Value {
     remove_node(node, value, to_remove).unwrap_or_else(|| Value::Object(Map::new()))
 }
 
-fn remove_node(node: Node<'_>, v: &Value, to_remove: &Set) -> Option<Value> {
+fn remove_node(node: SchemaNode<'_>, v: &Value, to_remove: &Set) -> Option<Value> {
     match shape_pair(node, Some(v), None) {
         Shape::Leaf => Some(v.clone()),
         Shape::Map { atomic: true, .. } | Shape::List { atomic: true, .. } => None,

@@ -36,7 +36,7 @@ pub use conflict::{Conflict, ConflictCause, Conflicts};
 pub(crate) use error::ApplyError;
 use fieldpath::FieldsV1Builder;
 pub use fieldpath::{Path, PathElement, Set};
-pub use managed::{Entry, ManagedFields, ManagedFieldsError, Operation};
+pub use managed::{Entry, ManagedFields, ManagedFieldsError, ManagedFieldsOperation};
 pub use typed::fields_of;
 
 use merge::{merge, remove_items};
@@ -68,7 +68,7 @@ pub struct Context<'a> {
 }
 
 impl Context<'_> {
-    fn entry(&self, manager: &str, operation: Operation, fields: Set) -> Entry {
+    fn entry(&self, manager: &str, operation: ManagedFieldsOperation, fields: Set) -> Entry {
         Entry {
             manager: manager.to_string(),
             operation,
@@ -253,7 +253,7 @@ pub(crate) fn update_typed(
             return Ok((!fields.is_empty()).then(|| {
                 vec![managed::typed_entry(
                     ctx.manager,
-                    Operation::Update,
+                    ManagedFieldsOperation::Update,
                     ctx.api_version,
                     ctx.subresource.unwrap_or(""),
                     Some(ctx.now),
@@ -345,7 +345,7 @@ fn record_update(ctx: &Context<'_>, manager: &str, current: Set, managed: &mut M
     if current.is_empty() {
         return;
     }
-    let mut entry = ctx.entry(manager, Operation::Update, current);
+    let mut entry = ctx.entry(manager, ManagedFieldsOperation::Update, current);
     let id = entry.identifier();
     if let Some(previous) = managed.get(&id) {
         entry.fields = entry.fields.union(&previous.fields);
@@ -360,7 +360,7 @@ fn cap_update_managers(managed: &mut ManagedFields) {
     let mut updaters: Vec<(i64, String)> = managed
         .map()
         .iter()
-        .filter(|(_, e)| e.operation == Operation::Update)
+        .filter(|(_, e)| e.operation == ManagedFieldsOperation::Update)
         .map(|(id, e)| (e.time.map(|t| t.as_second()).unwrap_or(0), id.clone()))
         .collect();
     if updaters.len() <= MAX_UPDATE_MANAGERS {
@@ -378,7 +378,7 @@ fn cap_update_managers(managed: &mut ManagedFields) {
         };
         let bucket = Entry {
             manager: ANCIENT_CHANGES.to_string(),
-            operation: Operation::Update,
+            operation: ManagedFieldsOperation::Update,
             api_version: entry.api_version.clone(),
             time: entry.time,
             subresource: String::new(),
@@ -455,7 +455,7 @@ pub(crate) fn apply_across(
     }
     let root = ctx.schema.root();
     let merged = merge(&live, config, root)?;
-    let applier = ctx.entry(ctx.manager, Operation::Apply, Set::new());
+    let applier = ctx.entry(ctx.manager, ManagedFieldsOperation::Apply, Set::new());
     let applier_id = applier.identifier();
     // Upstream means to drop the reset fields from the last applied set too, but discards the
     // result; so does this.

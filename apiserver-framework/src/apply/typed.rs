@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use super::error::ApplyError;
 use super::fieldpath::{FieldsV1Builder, Path, PathElement, Set};
 use super::value::values_equal;
-use crate::schema::{Field, Kind, ListType, Node, StructuralSchema};
+use crate::schema::{Field, ListType, NodeKind, SchemaNode, StructuralSchema};
 
 static NO_KEYS: [String; 0] = [];
 
@@ -17,10 +17,10 @@ pub(crate) enum Shape<'a> {
     /// A scalar, or a value that does not match its schema: owned and replaced as a whole.
     Leaf,
     /// An object; `node` answers the field types (see [`field`]).
-    Map { node: Node<'a>, atomic: bool },
+    Map { node: SchemaNode<'a>, atomic: bool },
     /// An array.
     List {
-        items: Node<'a>,
+        items: SchemaNode<'a>,
         atomic: bool,
         keys: Option<&'a [String]>,
     },
@@ -29,7 +29,7 @@ pub(crate) enum Shape<'a> {
 /// The type of field or key `name` of an object at `node`, and whether it is a declared field
 /// (declared fields are not members of field sets themselves). Keys the schema does not type
 /// are deduced from their values.
-pub(crate) fn field<'a>(node: Node<'a>, name: &str) -> (Node<'a>, bool) {
+pub(crate) fn field<'a>(node: SchemaNode<'a>, name: &str) -> (SchemaNode<'a>, bool) {
     match node.field(name) {
         Field::Declared(child) => (child, true),
         Field::Entry(child) => (child, false),
@@ -40,11 +40,11 @@ pub(crate) fn field<'a>(node: Node<'a>, name: &str) -> (Node<'a>, bool) {
 /// As structured-merge-diff types a value: objects are structs and maps (granular unless
 /// atomic), lists follow their list type, and deduced nodes (`x-kubernetes-preserve-unknown-fields`,
 /// no schema) are typed by the value: objects granular maps, arrays atomic lists.
-fn shape_of<'a>(node: Node<'a>, v: &Value) -> Shape<'a> {
+fn shape_of<'a>(node: SchemaNode<'a>, v: &Value) -> Shape<'a> {
     match node.kind() {
-        Kind::Scalar(_) => Shape::Leaf,
-        Kind::Object { atomic } if v.is_object() || v.is_null() => Shape::Map { node, atomic },
-        Kind::List { items, list_type } if v.is_array() || v.is_null() => Shape::List {
+        NodeKind::Scalar(_) => Shape::Leaf,
+        NodeKind::Object { atomic } if v.is_object() || v.is_null() => Shape::Map { node, atomic },
+        NodeKind::List { items, list_type } if v.is_array() || v.is_null() => Shape::List {
             items,
             atomic: *list_type == ListType::Atomic,
             keys: match list_type {
@@ -53,11 +53,11 @@ fn shape_of<'a>(node: Node<'a>, v: &Value) -> Shape<'a> {
                 ListType::Atomic => None,
             },
         },
-        Kind::Deduced if v.is_object() => Shape::Map {
+        NodeKind::Deduced if v.is_object() => Shape::Map {
             node,
             atomic: false,
         },
-        Kind::Deduced if v.is_array() => Shape::List {
+        NodeKind::Deduced if v.is_array() => Shape::List {
             items: node.absent(),
             atomic: true,
             keys: None,
@@ -67,7 +67,11 @@ fn shape_of<'a>(node: Node<'a>, v: &Value) -> Shape<'a> {
 }
 
 /// The shape of a node seen with up to two values; values of different kinds make a leaf.
-pub(crate) fn shape_pair<'a>(node: Node<'a>, l: Option<&Value>, r: Option<&Value>) -> Shape<'a> {
+pub(crate) fn shape_pair<'a>(
+    node: SchemaNode<'a>,
+    l: Option<&Value>,
+    r: Option<&Value>,
+) -> Shape<'a> {
     match (l, r) {
         (Some(l), Some(r)) => match (shape_of(node, l), shape_of(node, r)) {
             (a @ Shape::Map { .. }, Shape::Map { .. }) => a,
@@ -168,7 +172,7 @@ pub fn fields_of(obj: &Value, schema: &StructuralSchema) -> Result<Set, ApplyErr
 }
 
 /// [`fields_of`] for a value of type `node`.
-pub fn fields_of_node(obj: &Value, node: Node<'_>) -> Result<Set, ApplyError> {
+pub fn fields_of_node(obj: &Value, node: SchemaNode<'_>) -> Result<Set, ApplyError> {
     let mut set = Set::new();
     walk_fields(&mut Vec::new(), node, obj, &mut set)?;
     Ok(set)
@@ -176,7 +180,7 @@ pub fn fields_of_node(obj: &Value, node: Node<'_>) -> Result<Set, ApplyError> {
 
 fn walk_fields(
     path: &mut Vec<PathElement>,
-    node: Node<'_>,
+    node: SchemaNode<'_>,
     v: &Value,
     set: &mut Set,
 ) -> Result<(), ApplyError> {
@@ -242,7 +246,7 @@ impl Comparison {
 }
 
 /// Compares an old and a new object along the schema.
-pub fn compare(old: &Value, new: &Value, node: Node<'_>) -> Result<Comparison, ApplyError> {
+pub fn compare(old: &Value, new: &Value, node: SchemaNode<'_>) -> Result<Comparison, ApplyError> {
     let mut c = Comparison::default();
     walk_compare(&mut Vec::new(), node, Some(old), Some(new), &mut c)?;
     Ok(c)
@@ -252,7 +256,7 @@ pub fn compare(old: &Value, new: &Value, node: Node<'_>) -> Result<Comparison, A
 /// node of `new` is added but `apiVersion` and `kind`, which the empty object shares. One walk
 /// over `new` builds the added set tree by tree, without a second object to look up; it meets
 /// lists and reports their errors in the order [`compare`] does.
-pub fn compare_created(new: &Value, node: Node<'_>) -> Result<Comparison, ApplyError> {
+pub fn compare_created(new: &Value, node: SchemaNode<'_>) -> Result<Comparison, ApplyError> {
     match created(new, node, Mask::default())? {
         Some(added) => Ok(Comparison {
             added,
@@ -269,7 +273,7 @@ pub fn compare_created(new: &Value, node: Node<'_>) -> Result<Comparison, ApplyE
 /// [`compare_created`] hands to the general comparison.
 pub(crate) fn created_fields<A: Added>(
     new: &Value,
-    node: Node<'_>,
+    node: SchemaNode<'_>,
     reset: &Set,
     strip: &Set,
 ) -> Result<Option<A>, ApplyError> {
@@ -304,7 +308,11 @@ impl Added for FieldsV1Builder {
 
 /// The walk of [`compare_created`] and [`created_fields`]: the added paths less what `mask`
 /// leaves out, or `None` when the root is not a granular object.
-fn created<A: Added>(new: &Value, node: Node<'_>, mask: Mask<'_>) -> Result<Option<A>, ApplyError> {
+fn created<A: Added>(
+    new: &Value,
+    node: SchemaNode<'_>,
+    mask: Mask<'_>,
+) -> Result<Option<A>, ApplyError> {
     let (
         Value::Object(map),
         Shape::Map {
@@ -375,7 +383,7 @@ fn add_step<A: Added>(
     out: &mut A,
     parent: &Trail<'_>,
     pe: PathElement,
-    node: Node<'_>,
+    node: SchemaNode<'_>,
     v: &Value,
     mask: Mask<'_>,
 ) -> Result<(), ApplyError> {
@@ -400,7 +408,7 @@ fn add_step<A: Added>(
 /// value, visited in its order.
 fn added_below<A: Added>(
     trail: &Trail<'_>,
-    node: Node<'_>,
+    node: SchemaNode<'_>,
     v: &Value,
     mask: Mask<'_>,
 ) -> Result<A, ApplyError> {
@@ -439,7 +447,7 @@ fn leaf_rule(path: &[PathElement], l: Option<&Value>, r: Option<&Value>, c: &mut
 
 fn walk_compare(
     path: &mut Vec<PathElement>,
-    node: Node<'_>,
+    node: SchemaNode<'_>,
     l: Option<&Value>,
     r: Option<&Value>,
     c: &mut Comparison,

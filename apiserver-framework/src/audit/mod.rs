@@ -12,6 +12,7 @@ pub(crate) mod policy;
 pub(crate) mod rotation;
 
 pub use event::{Event, EventUser, Level, ObjectReference, ResponseStatus, Stage};
-pub use filter::{AUDIT_ID_HEADER, AuditContext, AuditId, Auditor, annotate_authorization};
+pub(crate) use filter::annotate_authorization;
+pub use filter::{AUDIT_ID_HEADER, AuditContext, AuditId, Auditor};
 pub use options::{AuditError, AuditOptions};
 pub use policy::{GroupResources, Policy, PolicyError, PolicyRule, RequestAuditConfig};

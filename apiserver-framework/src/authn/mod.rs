@@ -27,7 +27,7 @@ pub(crate) mod x509;
 
 pub use authenticator::{Authenticated, Authenticator, StaticTokenAuthenticator, StaticTokens};
 pub use ca_bundle::CaBundle;
-pub use configmap::{DelegatedAuthSetup, parse_configmap_data, start_delegated_config};
+pub use configmap::{DelegatedAuthSetup, start_delegated_config};
 pub use delegated::{AuthSnapshot, DelegatedAuthConfig, RequestHeaderConfig};
 pub use delegating::{DelegatingAuthenticator, DelegatingOptions, client_cert_verifier};
 pub use options::{AuthConfigError, AuthenticationOptions};

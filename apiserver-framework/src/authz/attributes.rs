@@ -41,7 +41,7 @@ impl Attributes {
 ///
 /// It also keeps the request's method, which the verb alone does not tell (a `watch` read
 /// from the legacy `/watch/` prefix may come with any method, and only a GET is served), and
-/// what the router serves the path as ([`ApiPath`]).
+/// what the router serves the path as (`endpoints::request_info::ApiPath`).
 #[derive(Clone, Debug)]
 pub struct ParsedRequest(pub Arc<Request>, Method, Arc<Option<ApiPath>>);
 
@@ -94,7 +94,7 @@ impl ParsedRequest {
     }
 
     /// What the router serves the path as: `None` for a path outside `/apis` and `/api`.
-    pub fn api_path(&self) -> Option<&ApiPath> {
+    pub(crate) fn api_path(&self) -> Option<&ApiPath> {
         self.2.as_ref().as_ref()
     }
 

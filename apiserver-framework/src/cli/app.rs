@@ -285,7 +285,7 @@ impl App {
     /// Selects the admission plugins as `serve` and `local` do: `host` plugins (production
     /// mode's NamespaceLifecycle and webhooks) before the app's own, then those `options`
     /// enable or leave enabled by default. For servers started piece by piece, as the test kit
-    /// ([`crate::testing`]) does.
+    /// (`testing`, with the `testing` feature) does.
     pub fn select_admission(
         mut self,
         host: Vec<Arc<dyn AdmissionPlugin>>,
@@ -399,7 +399,7 @@ impl App {
     /// Starts a development host prepared for this app (see [`DevHostOptions`]).
     pub async fn start_dev_host(&self, opts: &DevHostOptions) -> Result<DevHost, AppError> {
         self.check()?;
-        Ok(devhost::start(&self.extension(), opts).await?)
+        Ok(devhost::DevHost::start(&self.extension(), opts).await?)
     }
 
     /// Starts the server in local mode (see [`LocalOptions`]) on the storage its options

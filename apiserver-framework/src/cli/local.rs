@@ -153,7 +153,7 @@ pub async fn host(storage: Arc<dyn Storage>) -> Result<GenericApiServer, LocalEr
 /// [`crate::App`] does in `local` mode, subject to `--enable/--disable-admission-plugins`):
 /// `NamespaceLifecycle` over the namespaces of the local host on `storage`, so that objects are
 /// created only in namespaces that exist and are not terminating, as in a cluster.
-pub fn host_plugins(storage: Arc<dyn Storage>) -> Vec<Arc<dyn AdmissionPlugin>> {
+pub(crate) fn host_plugins(storage: Arc<dyn Storage>) -> Vec<Arc<dyn AdmissionPlugin>> {
     local_host::lifecycle_plugins(storage)
 }
 
@@ -196,7 +196,7 @@ pub async fn start(
     if let Some(path) = &opts.write_kubeconfig {
         kubeconfig::write(path, &kubeconfig)?;
     }
-    let running = serve::start(listener, tls, Arc::new(chain))?;
+    let running = serve::RunningServer::start(listener, tls, Arc::new(chain))?;
     Ok(LocalServer {
         running,
         url,

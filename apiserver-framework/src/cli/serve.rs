@@ -133,7 +133,7 @@ pub async fn start(
     if let Some(auditor) = opts.audit.build()? {
         chain = chain.with_audit(Arc::new(auditor));
     }
-    let running = serve::start(listener, tls, Arc::new(chain))?;
+    let running = serve::RunningServer::start(listener, tls, Arc::new(chain))?;
     let url = running.url();
     Ok(ProductionServer {
         running,

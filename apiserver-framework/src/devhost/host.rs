@@ -101,6 +101,11 @@ pub struct DevHost {
 }
 
 impl DevHost {
+    /// Starts the development host for `extension`.
+    pub async fn start(extension: &Extension, opts: &DevHostOptions) -> Result<Self, DevHostError> {
+        start_host(extension, opts).await
+    }
+
     /// Stops the availability controller and the listener.
     pub async fn shutdown(self) {
         self.controller.abort();
@@ -204,8 +209,8 @@ pub async fn write_authentication_configmap(
     .await
 }
 
-/// Starts the development host for `extension`.
-pub async fn start(extension: &Extension, opts: &DevHostOptions) -> Result<DevHost, DevHostError> {
+/// Starts the development host for `extension` ([`DevHost::start`]).
+async fn start_host(extension: &Extension, opts: &DevHostOptions) -> Result<DevHost, DevHostError> {
     install_crypto_provider();
     let group_names: Vec<String> = extension.groups.iter().map(|(g, _)| g.clone()).collect();
     let files = HostFiles::prepare(&opts.dir, &extension.name, &group_names)?;
@@ -345,7 +350,7 @@ pub async fn start(extension: &Extension, opts: &DevHostOptions) -> Result<DevHo
             kubeconfig::write(&files.kubeconfig_path(&user), &text)?;
         }
     }
-    let running = serve::start(listener, tls, chain)?;
+    let running = serve::RunningServer::start(listener, tls, chain)?;
     Ok(DevHost {
         running,
         url,

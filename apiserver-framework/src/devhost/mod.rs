@@ -19,12 +19,16 @@ pub(crate) mod local_host;
 pub mod node;
 pub(crate) mod options;
 pub mod pki;
+// Public with the `testing` feature, for the fuzz targets of client input.
+#[cfg(feature = "testing")]
 pub mod protobuf;
+#[cfg(not(feature = "testing"))]
+pub(crate) mod protobuf;
 pub(crate) mod reviews;
 pub mod rules;
 pub(crate) mod self_reviews;
 pub mod tokens;
 pub(crate) mod webhooks;
 
-pub use host::{DevHost, DevHostError, Extension, start};
+pub use host::{DevHost, DevHostError, Extension};
 pub use options::DevHostOptions;

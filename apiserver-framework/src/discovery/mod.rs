@@ -3,8 +3,16 @@
 //! The functions here are pure: they turn the description of what a server (or a chain of
 //! servers) serves into the JSON documents that clients read.
 
+// The documents' builders serve the server's routes; public with the `testing` feature, for
+// the workspace's tests of the documents.
+#[cfg(feature = "testing")]
 pub mod aggregated;
+#[cfg(not(feature = "testing"))]
+pub(crate) mod aggregated;
+#[cfg(feature = "testing")]
 pub mod legacy;
+#[cfg(not(feature = "testing"))]
+pub(crate) mod legacy;
 
 use crate::registry::rest::subresource::SubresourceInfo;
 use crate::registry::scheme::Registry;

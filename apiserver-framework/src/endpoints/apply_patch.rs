@@ -18,7 +18,7 @@ use crate::registry::rest::options::{FieldValidation, WriteOptions};
 use crate::registry::rest::{RequestContext, RestStorage};
 use crate::registry::versions::VersionedStorage;
 use crate::resource::{ResourceInfo, ScaleSubresource};
-use crate::schema::{Field, Node, StructuralSchema};
+use crate::schema::{Field, SchemaNode, StructuralSchema};
 use crate::yaml_body;
 
 /// How many times an apply goes round when the object appears (or disappears again) between
@@ -83,7 +83,7 @@ fn read_config(
 
 /// Removes the fields the schema does not keep: keys that are neither declared fields, map
 /// entries nor preserved (`metadata` is left to the store).
-fn prune(value: &mut Value, node: Node<'_>, top: bool) {
+fn prune(value: &mut Value, node: SchemaNode<'_>, top: bool) {
     match value {
         Value::Object(map) => {
             map.retain(|k, _| {

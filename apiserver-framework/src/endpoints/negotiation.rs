@@ -65,6 +65,7 @@ impl IncludeObject {
     }
 
     /// The query-parameter spelling: `None`, `Metadata` or `Object`.
+    #[cfg(any(test, feature = "testing"))]
     pub fn as_str(self) -> &'static str {
         match self {
             IncludeObject::None => "None",
@@ -116,6 +117,7 @@ pub(crate) fn partial_metadata_mismatch(
 }
 
 /// The `Content-Type` of a response in the given representation.
+#[cfg(any(test, feature = "testing"))]
 pub fn content_type(output: Output) -> &'static str {
     match output {
         Output::Yaml => YAML,
@@ -150,6 +152,7 @@ impl MediaRange {
     }
 
     /// `type/subtype`.
+    #[cfg(any(test, feature = "testing"))]
     pub fn essence(&self) -> String {
         format!("{}/{}", self.type_, self.subtype)
     }
@@ -370,6 +373,7 @@ pub fn negotiate(
 /// Like [`negotiate`], for a watch: the chosen representation must be streamable, which YAML
 /// is not. A watch whose preferred clause is YAML gets the `406` upstream gives:
 /// `only the following media types are accepted: application/json;stream=watch`.
+#[cfg(any(test, feature = "testing"))]
 pub fn negotiate_watch(
     accept: Option<&str>,
     include_object_query: Option<&str>,

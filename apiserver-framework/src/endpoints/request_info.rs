@@ -99,6 +99,7 @@ pub(crate) fn trace_reading(what: &'static str) {
 /// The handler chain reads each request once on arrival (see
 /// [`crate::authz::ParsedRequest::read`], which keeps this reading with the authorizer's), so
 /// that the router takes it from there rather than calling this again.
+#[cfg(any(test, feature = "testing"))]
 pub fn parse(path: &str) -> Option<ApiPath> {
     trace_reading("request_info");
     parse_segments(path, &segments(path))

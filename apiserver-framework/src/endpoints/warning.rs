@@ -54,7 +54,7 @@ pub(crate) fn header_values(texts: &[String]) -> Vec<HeaderValue> {
 
 /// The warnings of one response, collected as a request is served.
 ///
-/// Add texts with [`Warnings::add`]; send [`Warnings::header_values`] as `Warning` headers.
+/// Add texts with [`Warnings::add`]; send [`Warnings::into_header_values`] as `Warning` headers.
 #[derive(Clone, Debug, Default)]
 pub struct Warnings {
     /// Every distinct text added, for de-duplication.
@@ -114,11 +114,13 @@ impl Warnings {
     }
 
     /// Whether there is nothing to send.
+    #[cfg(any(test, feature = "testing"))]
     pub fn is_empty(&self) -> bool {
         self.headers.is_empty()
     }
 
     /// The `Warning` header values to send, in order.
+    #[cfg(any(test, feature = "testing"))]
     pub fn header_values(&self) -> &[HeaderValue] {
         &self.headers
     }

@@ -21,7 +21,8 @@ mod v3;
 
 pub(crate) use protobuf::{V2_PROTOBUF, v2_protobuf, wants_v2_protobuf};
 pub use v2::v2_document;
-pub use v3::{v3_group_version, v3_key, v3_root};
+pub(crate) use v3::v3_key;
+pub use v3::{v3_group_version, v3_root};
 
 use sha2::{Digest, Sha512};
 

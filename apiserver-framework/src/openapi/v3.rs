@@ -12,7 +12,7 @@ use super::routes::{Operation, PathItem, consumes, group_version_paths, produces
 const DIALECT: Dialect = Dialect::OpenApi3;
 
 /// The OpenAPI 3.0 document of one group-version, served at `/openapi/v3/apis/<g>/<v>` (or
-/// `/openapi/v3/api/<v>` for the core group, see [`v3_key`]).
+/// `/openapi/v3/api/<v>` for the core group, as `v3_key` names it).
 ///
 /// `paths` holds the `/apis/<g>/<v>/` `APIResourceList` document and every resource's paths,
 /// exactly as in [`v2_document`](super::v2_document); parameters are inline with `schema`

@@ -9,7 +9,8 @@ pub(crate) mod structural;
 mod tests;
 
 pub use structural::{
-    Field, Kind, ListType, Node, NodeId, PatchStrategy, Rest, ScalarType, StructuralSchema,
+    Field, ListType, NodeId, NodeKind, PatchStrategy, Rest, ScalarType, SchemaNode,
+    StructuralSchema,
 };
 
 use schemars::{JsonSchema, generate::SchemaSettings};

@@ -2,8 +2,8 @@
 //! OpenAPI v3 schema, that strategic merge patch, server-side apply and field validation walk
 //! instead of the JSON.
 //!
-//! A [`StructuralSchema`] is an arena of nodes; a [`Node`] is a cheap cursor into it. Every
-//! node has a [`Kind`]:
+//! A [`StructuralSchema`] is an arena of nodes; a [`SchemaNode`] is a cheap cursor into it. Every
+//! node has a [`NodeKind`]:
 //!
 //! - an **object** with declared fields, and a [`Rest`] saying what other keys are: unknown,
 //!   left unspecified, preserved, or the entries of a map whose values follow one schema;
@@ -19,7 +19,7 @@
 //! The model of a resource ([`StructuralSchema::from_openapi`]) has `apiVersion` and `kind`
 //! strings and `metadata` as ObjectMeta ([`super::object_meta`]) at its root and in every
 //! embedded resource. Where the schema says nothing, a walk reaches the *absent* node
-//! ([`Node::is_absent`]), a deduced node without facts.
+//! ([`SchemaNode::is_absent`]), a deduced node without facts.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -160,7 +160,7 @@ pub(super) struct Model {
 /// cheap clones, walked through [`StructuralSchema::root`].
 ///
 /// ```
-/// use apiserver_framework::schema::{Field, Kind, ListType, StructuralSchema};
+/// use apiserver_framework::schema::{Field, NodeKind, ListType, StructuralSchema};
 /// use serde_json::json;
 ///
 /// let model = StructuralSchema::from_openapi(&json!({"type": "object", "properties": {
@@ -170,10 +170,10 @@ pub(super) struct Model {
 ///     }}
 /// }}));
 /// let ports = model.root().field_node("spec").field_node("ports");
-/// assert!(matches!(ports.kind(), Kind::List { list_type: ListType::Map(keys), .. } if keys == &["name"]));
+/// assert!(matches!(ports.kind(), NodeKind::List { list_type: ListType::Map(keys), .. } if keys == &["name"]));
 /// // `metadata` is ObjectMeta in every resource: finalizers are a set.
 /// let finalizers = model.root().field_node("metadata").field_node("finalizers");
-/// assert!(matches!(finalizers.kind(), Kind::List { list_type: ListType::Set, .. }));
+/// assert!(matches!(finalizers.kind(), NodeKind::List { list_type: ListType::Set, .. }));
 /// assert!(matches!(model.root().field("bogus"), Field::Unknown));
 /// ```
 #[derive(Clone, PartialEq)]
@@ -222,8 +222,8 @@ impl StructuralSchema {
     }
 
     /// The node of the whole document.
-    pub fn root(&self) -> Node<'_> {
-        Node {
+    pub fn root(&self) -> SchemaNode<'_> {
+        SchemaNode {
             model: &self.0,
             id: self.0.root,
         }
@@ -257,8 +257,8 @@ impl fmt::Debug for StructuralSchema {
 
 /// The kind of a node, with its list's items at hand.
 #[derive(Clone, Copy, Debug)]
-pub enum Kind<'a> {
-    /// A JSON object: declared fields (see [`Node::field`]) and the rest.
+pub enum NodeKind<'a> {
+    /// A JSON object: declared fields (see [`SchemaNode::field`]) and the rest.
     Object {
         /// `x-kubernetes-map-type: atomic` (or an atomic struct): owned and replaced whole.
         atomic: bool,
@@ -266,7 +266,7 @@ pub enum Kind<'a> {
     /// A JSON array.
     List {
         /// The items' node (the absent node when the schema has no `items`).
-        items: Node<'a>,
+        items: SchemaNode<'a>,
         /// How items are identified.
         list_type: &'a ListType,
     },
@@ -276,13 +276,13 @@ pub enum Kind<'a> {
     Deduced,
 }
 
-/// Where a key of an object leads (see [`Node::field`]).
+/// Where a key of an object leads (see [`SchemaNode::field`]).
 #[derive(Clone, Copy, Debug)]
 pub enum Field<'a> {
     /// A declared field.
-    Declared(Node<'a>),
+    Declared(SchemaNode<'a>),
     /// An entry of a map.
-    Entry(Node<'a>),
+    Entry(SchemaNode<'a>),
     /// Not declared, and kept (preserve-unknown-fields, `additionalProperties: true`).
     Preserved,
     /// Not declared, and nothing said about such keys (a schema without fields or map).
@@ -293,7 +293,7 @@ pub enum Field<'a> {
 
 impl<'a> Field<'a> {
     /// The node of a declared field or map entry.
-    pub fn node(self) -> Option<Node<'a>> {
+    pub fn node(self) -> Option<SchemaNode<'a>> {
         match self {
             Field::Declared(node) | Field::Entry(node) => Some(node),
             _ => None,
@@ -303,25 +303,25 @@ impl<'a> Field<'a> {
 
 /// A place in a [`StructuralSchema`]: one node, read through its methods.
 #[derive(Clone, Copy)]
-pub struct Node<'a> {
+pub struct SchemaNode<'a> {
     model: &'a Model,
     id: NodeId,
 }
 
-impl<'a> Node<'a> {
+impl<'a> SchemaNode<'a> {
     fn data(&self) -> &'a NodeData {
         &self.model.nodes[self.id.0 as usize]
     }
 
-    fn at(&self, id: NodeId) -> Node<'a> {
-        Node {
+    fn at(&self, id: NodeId) -> SchemaNode<'a> {
+        SchemaNode {
             model: self.model,
             id,
         }
     }
 
     /// The absent node of the same model: where the schema says nothing.
-    pub fn absent(&self) -> Node<'a> {
+    pub fn absent(&self) -> SchemaNode<'a> {
         self.at(NodeId::ABSENT)
     }
 
@@ -336,15 +336,15 @@ impl<'a> Node<'a> {
     }
 
     /// The kind of the node.
-    pub fn kind(&self) -> Kind<'a> {
+    pub fn kind(&self) -> NodeKind<'a> {
         match &self.data().shape {
-            Shape::Object { atomic, .. } => Kind::Object { atomic: *atomic },
-            Shape::List { items, list_type } => Kind::List {
+            Shape::Object { atomic, .. } => NodeKind::Object { atomic: *atomic },
+            Shape::List { items, list_type } => NodeKind::List {
                 items: self.at(items.unwrap_or(NodeId::ABSENT)),
                 list_type,
             },
-            Shape::Scalar(t) => Kind::Scalar(*t),
-            Shape::Deduced => Kind::Deduced,
+            Shape::Scalar(t) => NodeKind::Scalar(*t),
+            Shape::Deduced => NodeKind::Deduced,
         }
     }
 
@@ -369,12 +369,12 @@ impl<'a> Node<'a> {
     }
 
     /// The node of key `name`: a declared field or map entry, else the absent node.
-    pub fn field_node(&self, name: &str) -> Node<'a> {
+    pub fn field_node(&self, name: &str) -> SchemaNode<'a> {
         self.field(name).node().unwrap_or_else(|| self.absent())
     }
 
     /// The declared fields of an object node, by name.
-    pub fn fields(&self) -> impl Iterator<Item = (&'a str, Node<'a>)> + 'a {
+    pub fn fields(&self) -> impl Iterator<Item = (&'a str, SchemaNode<'a>)> + 'a {
         let node = *self;
         let fields = match &self.data().shape {
             Shape::Object { fields, .. } => Some(fields),
@@ -395,7 +395,7 @@ impl<'a> Node<'a> {
     }
 
     /// The items of a list node whose schema has `items`.
-    pub fn items(&self) -> Option<Node<'a>> {
+    pub fn items(&self) -> Option<SchemaNode<'a>> {
         match &self.data().shape {
             Shape::List {
                 items: Some(items), ..
@@ -405,7 +405,7 @@ impl<'a> Node<'a> {
     }
 
     /// The items of a list node, else the absent node.
-    pub fn item_node(&self) -> Node<'a> {
+    pub fn item_node(&self) -> SchemaNode<'a> {
         self.items().unwrap_or_else(|| self.absent())
     }
 
@@ -445,7 +445,7 @@ impl<'a> Node<'a> {
     }
 }
 
-impl fmt::Debug for Node<'_> {
+impl fmt::Debug for SchemaNode<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Node")
             .field("id", &self.id.0)
@@ -454,7 +454,7 @@ impl fmt::Debug for Node<'_> {
     }
 }
 
-impl PartialEq for Node<'_> {
+impl PartialEq for SchemaNode<'_> {
     /// The same node of the same model.
     fn eq(&self, other: &Self) -> bool {
         std::ptr::eq(self.model, other.model) && self.id == other.id

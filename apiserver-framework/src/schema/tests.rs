@@ -10,16 +10,16 @@ use serde_json::{Value, json};
 use super::object_meta::OBJECT_META;
 use super::*;
 
-fn is_list<'a>(node: Node<'a>, expected: &ListType) -> bool {
-    matches!(node.kind(), Kind::List { list_type, .. } if list_type == expected)
+fn is_list<'a>(node: SchemaNode<'a>, expected: &ListType) -> bool {
+    matches!(node.kind(), NodeKind::List { list_type, .. } if list_type == expected)
 }
 
-fn is_scalar(node: Node<'_>, expected: ScalarType) -> bool {
-    matches!(node.kind(), Kind::Scalar(t) if t == expected)
+fn is_scalar(node: SchemaNode<'_>, expected: ScalarType) -> bool {
+    matches!(node.kind(), NodeKind::Scalar(t) if t == expected)
 }
 
-fn is_object(node: Node<'_>, atomic: bool) -> bool {
-    matches!(node.kind(), Kind::Object { atomic: a } if a == atomic)
+fn is_object(node: SchemaNode<'_>, atomic: bool) -> bool {
+    matches!(node.kind(), NodeKind::Object { atomic: a } if a == atomic)
 }
 
 /// A spec with every flavour a derived schema has.
@@ -100,7 +100,7 @@ fn built_from_a_schemars_derived_schema() {
     // `serde_json::Value` says nothing: deduced, any key goes.
     let anything = spec.field_node("anything");
     assert!(!anything.is_absent());
-    assert!(matches!(anything.kind(), Kind::Deduced));
+    assert!(matches!(anything.kind(), NodeKind::Deduced));
     assert!(matches!(
         anything.field("x"),
         Field::Preserved | Field::Unspecified
@@ -221,7 +221,7 @@ fn built_from_a_hand_written_schema() {
     assert!(matches!(config.field("known"), Field::Declared(_)));
     assert!(matches!(config.field("other"), Field::Preserved));
     let free = spec.field_node("free");
-    assert!(matches!(free.kind(), Kind::Deduced));
+    assert!(matches!(free.kind(), NodeKind::Deduced));
     assert!(matches!(free.field("x"), Field::Preserved));
     assert!(matches!(
         spec.field_node("opaque").rest(),
@@ -363,7 +363,7 @@ fn absent_places_and_schemas_that_say_nothing_differ() {
     assert!(root.field_node("bare").item_node().is_absent());
     let empty = root.field_node("empty").items().unwrap();
     assert!(!empty.is_absent());
-    assert!(matches!(empty.kind(), Kind::Deduced));
+    assert!(matches!(empty.kind(), NodeKind::Deduced));
     assert!(matches!(root.field_node("map").field("k"), Field::Entry(v) if !v.is_absent()));
 }
 

@@ -249,6 +249,40 @@ pub struct RunningServer {
 }
 
 impl RunningServer {
+    /// Serves `chain` on `listener` with TLS `tls` in a background task, within the connection
+    /// limits of the chain's [`RequestLimits`] (HTTP/2 is
+    /// not offered when they disable it).
+    pub fn start(
+        listener: TcpListener,
+        tls: Arc<rustls::ServerConfig>,
+        chain: Arc<HandlerChain>,
+    ) -> std::io::Result<Self> {
+        let addr = listener.local_addr()?;
+        let limits = chain.limits.connections;
+        let tls = match limits.disable_http2 {
+            true => crate::tls::without_http2(tls),
+            false => tls,
+        };
+        let (stop, stopped) = watch::channel(false);
+        let server = Arc::new(ConnectionServer::new(
+            TlsAcceptor::from(tls),
+            chain.clone(),
+            limits,
+            chain.shutdown.drain_timeout,
+        ));
+        // The chain is assembled before the first request.
+        let _ = chain.service();
+        let open = OpenConnections::new(limits.open_connections_bound());
+        let task = tokio::spawn(listener::run(listener, server, open, stopped));
+        chain.server.start_post_start_hooks();
+        Ok(RunningServer {
+            addr,
+            stop,
+            task,
+            chain,
+        })
+    }
+
     /// `https://<address>:<port>` of the listener (IPv6 addresses in brackets).
     pub fn url(&self) -> String {
         https_url(self.addr)
@@ -275,40 +309,6 @@ impl RunningServer {
     pub async fn wait(self) {
         let _ = self.task.await;
     }
-}
-
-/// Serves `chain` on `listener` with TLS `tls` in a background task, within the connection
-/// limits of the chain's [`RequestLimits`] (HTTP/2 is
-/// not offered when they disable it).
-pub fn start(
-    listener: TcpListener,
-    tls: Arc<rustls::ServerConfig>,
-    chain: Arc<HandlerChain>,
-) -> std::io::Result<RunningServer> {
-    let addr = listener.local_addr()?;
-    let limits = chain.limits.connections;
-    let tls = match limits.disable_http2 {
-        true => crate::tls::without_http2(tls),
-        false => tls,
-    };
-    let (stop, stopped) = watch::channel(false);
-    let server = Arc::new(ConnectionServer::new(
-        TlsAcceptor::from(tls),
-        chain.clone(),
-        limits,
-        chain.shutdown.drain_timeout,
-    ));
-    // The chain is assembled before the first request.
-    let _ = chain.service();
-    let open = OpenConnections::new(limits.open_connections_bound());
-    let task = tokio::spawn(listener::run(listener, server, open, stopped));
-    chain.server.start_post_start_hooks();
-    Ok(RunningServer {
-        addr,
-        stop,
-        task,
-        chain,
-    })
 }
 
 impl ServeRequest for HandlerChain {

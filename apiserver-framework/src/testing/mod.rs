@@ -1,6 +1,9 @@
 //! A test kit for servers built with the framework: start an [`App`](crate::App) in the test
 //! process and drive it with real clients over HTTPS on loopback.
 //!
+//! Built with the crate's `testing` feature, which a server's tests turn on in its
+//! `[dev-dependencies]` (`apiserver-framework = { …, features = ["testing"] }`).
+//!
 //! - [`TestServer::start`] serves the app as `local` mode does (self-signed TLS, a bearer token,
 //!   every request allowed), on a free loopback port with the memory store, and hands out a ready
 //!   `kube::Client`, the base URL, a kubeconfig file for `kubectl`, and the app's registry;

@@ -192,7 +192,7 @@ impl TestServer {
             availability_check_interval: crate::duration::GoDuration(Duration::from_millis(200)),
             ..DevHostOptions::default()
         };
-        let host = crate::devhost::start(&extension, &host_opts)
+        let host = crate::devhost::DevHost::start(&extension, &host_opts)
             .await
             .map_err(crate::cli::app::AppError::from)?;
         let files = &host.files;

@@ -225,7 +225,9 @@ pub async fn serve_chain(chain: HandlerChain) -> Served {
     let ca_path = dir.path().join("ca.pem");
     std::fs::write(&ca_path, &cert.ca_pem).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let running = serve::start(listener, cert.server_config().unwrap(), Arc::new(chain)).unwrap();
+    let running =
+        serve::RunningServer::start(listener, cert.server_config().unwrap(), Arc::new(chain))
+            .unwrap();
     let addr = running.addr;
     let http = reqwest::Client::builder()
         .use_preconfigured_tls(tls::http1_config(&cert.ca_pem))

@@ -13,7 +13,7 @@ fn update_entries_are_capped_into_ancient_changes() {
     for i in 0..11 {
         managed.insert(Entry {
             manager: format!("m{i:02}"),
-            operation: Operation::Update,
+            operation: ManagedFieldsOperation::Update,
             api_version: GV.into(),
             time: Some(t(&format!("2026-07-01T09:00:{i:02}Z"))),
             subresource: String::new(),

@@ -16,7 +16,7 @@ use super::identity::{Identity, OwnedIdentity};
 use super::merge::{Directive, directive, merge_map, new_map};
 use super::render::{go_lists, go_type, go_value};
 use super::semantics::type_name;
-use crate::schema::Node;
+use crate::schema::SchemaNode;
 
 /// The one JSON type of a list's elements.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,7 +86,7 @@ pub(super) fn merge_list(
     original: Vec<Value>,
     patch: &[Value],
     key: Option<&str>,
-    schema: Node<'_>,
+    schema: SchemaNode<'_>,
 ) -> Result<MergedList, StrategicPatchError> {
     if original.is_empty() && patch.is_empty() {
         return Ok(MergedList {

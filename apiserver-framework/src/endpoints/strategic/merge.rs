@@ -10,7 +10,7 @@ use super::identity::Identity;
 use super::list::{ElementKind, apply_order, element_kind, merge_list, validate_order};
 use super::render::{go_type, go_value};
 use super::semantics::{ListStrategy, expect_array, expect_object, list_strategy, replaces_map};
-use crate::schema::Node;
+use crate::schema::SchemaNode;
 
 /// The key of the `$patch` directive.
 const PATCH: &str = "$patch";
@@ -52,7 +52,7 @@ pub(super) fn directive(
 pub(super) fn merge_map(
     original: Map<String, Value>,
     patch: &Map<String, Value>,
-    schema: Node<'_>,
+    schema: SchemaNode<'_>,
 ) -> Result<Map<String, Value>, StrategicPatchError> {
     match directive(patch)? {
         Some(Directive::Replace) => merge_fields(Map::new(), patch, schema),
@@ -65,7 +65,7 @@ pub(super) fn merge_map(
 /// `None` for `$patch: delete`.
 pub(super) fn new_map(
     patch: &Map<String, Value>,
-    schema: Node<'_>,
+    schema: SchemaNode<'_>,
 ) -> Result<Option<Value>, StrategicPatchError> {
     match directive(patch)? {
         Some(Directive::Delete) => Ok(None),
@@ -74,7 +74,7 @@ pub(super) fn new_map(
 }
 
 /// A patch value where the object has none, or one of another type.
-fn new_value(value: &Value, schema: Node<'_>) -> Result<Option<Value>, StrategicPatchError> {
+fn new_value(value: &Value, schema: SchemaNode<'_>) -> Result<Option<Value>, StrategicPatchError> {
     match value {
         Value::Object(map) => new_map(map, schema),
         Value::Array(items) => new_list(items, schema.item_node()).map(|l| Some(Value::Array(l))),
@@ -84,7 +84,7 @@ fn new_value(value: &Value, schema: Node<'_>) -> Result<Option<Value>, Strategic
 
 /// A patch list that replaces the object's (or is new to it): maps carrying `$patch` are
 /// dropped, maps lose their directives and `null` values; `null` elements stay.
-fn new_list(items: &[Value], schema: Node<'_>) -> Result<Vec<Value>, StrategicPatchError> {
+fn new_list(items: &[Value], schema: SchemaNode<'_>) -> Result<Vec<Value>, StrategicPatchError> {
     let mut out = Vec::with_capacity(items.len());
     for item in items {
         match item {
@@ -104,7 +104,7 @@ fn new_list(items: &[Value], schema: Node<'_>) -> Result<Vec<Value>, StrategicPa
 fn merge_fields(
     mut original: Map<String, Value>,
     patch: &Map<String, Value>,
-    schema: Node<'_>,
+    schema: SchemaNode<'_>,
 ) -> Result<Map<String, Value>, StrategicPatchError> {
     if let Some(keys) = patch.get(RETAIN_KEYS) {
         retain_keys(&mut original, keys, patch)?;
@@ -159,7 +159,7 @@ fn merge_field(
     original: &mut Map<String, Value>,
     key: &str,
     value: &Value,
-    schema: Node<'_>,
+    schema: SchemaNode<'_>,
 ) -> Result<(), StrategicPatchError> {
     if value.is_null() {
         original.remove(key);
@@ -251,7 +251,7 @@ fn set_element_order(
     field: &str,
     order: &Value,
     patch_list: Option<&Value>,
-    schema: Node<'_>,
+    schema: SchemaNode<'_>,
 ) -> Result<(), StrategicPatchError> {
     let not_a_list = |value: &Value, in_patch| StrategicPatchError::TypeMismatch {
         expected: "[]interface {}",

@@ -8,7 +8,7 @@
 //!   set, and any other list is replaced.
 //! - Where the schema says nothing (the absent node), maps merge and lists are replaced.
 
-use crate::schema::{ListType, Node};
+use crate::schema::{ListType, SchemaNode};
 
 use super::error::StrategicPatchError;
 
@@ -35,7 +35,7 @@ impl<'a> ListStrategy<'a> {
 }
 
 /// How the list at `node` is patched.
-pub(super) fn list_strategy(node: Node<'_>) -> ListStrategy<'_> {
+pub(super) fn list_strategy(node: SchemaNode<'_>) -> ListStrategy<'_> {
     let single_map_key = || match node.list_type() {
         Some(ListType::Map(keys)) if keys.len() == 1 => Some(keys[0].as_str()),
         _ => None,
@@ -59,17 +59,17 @@ pub(super) fn list_strategy(node: Node<'_>) -> ListStrategy<'_> {
 
 /// Whether the map at `node` is replaced whole by a patch (`x-kubernetes-patch-strategy:
 /// replace`).
-pub(super) fn replaces_map(node: Node<'_>) -> bool {
+pub(super) fn replaces_map(node: SchemaNode<'_>) -> bool {
     node.patch_strategy().is_some_and(|s| s.replace)
 }
 
 /// How error messages name the type of `node`.
-pub(super) fn type_name(node: Node<'_>) -> String {
+pub(super) fn type_name(node: SchemaNode<'_>) -> String {
     node.declared_type().unwrap_or("Struct").to_string()
 }
 
 /// Checks that maps may merge at `node`: its schema declares no other type.
-pub(super) fn expect_object(node: Node<'_>) -> Result<(), StrategicPatchError> {
+pub(super) fn expect_object(node: SchemaNode<'_>) -> Result<(), StrategicPatchError> {
     match node.declared_type() {
         Some(t) if t != "object" => Err(StrategicPatchError::NotAnObjectField {
             schema_type: t.to_string(),
@@ -79,7 +79,7 @@ pub(super) fn expect_object(node: Node<'_>) -> Result<(), StrategicPatchError> {
 }
 
 /// Checks that lists may merge at `node`: its schema declares no other type.
-pub(super) fn expect_array(node: Node<'_>) -> Result<(), StrategicPatchError> {
+pub(super) fn expect_array(node: SchemaNode<'_>) -> Result<(), StrategicPatchError> {
     match node.declared_type() {
         Some(t) if t != "array" => Err(StrategicPatchError::NotAListField {
             schema_type: t.to_string(),

@@ -9,7 +9,7 @@ use serde_json::{Map, Number, Value};
 use super::FieldIssue;
 use super::collect::{Found, push_index, push_key};
 use super::unknown::{Slot, slot};
-use crate::schema::Node;
+use crate::schema::SchemaNode;
 
 struct JsonWalk {
     path: String,
@@ -18,7 +18,7 @@ struct JsonWalk {
 
 /// The unknown and duplicate fields of a JSON document whose top level is at `node`; `None`
 /// for malformed JSON.
-pub(super) fn walk_json(body: &[u8], node: Node<'_>) -> Option<Found> {
+pub(super) fn walk_json(body: &[u8], node: SchemaNode<'_>) -> Option<Found> {
     decode_json(body, node).ok().map(|(_, found)| found)
 }
 
@@ -27,7 +27,7 @@ pub(super) fn walk_json(body: &[u8], node: Node<'_>) -> Option<Found> {
 /// over the bytes instead of one to decode and one to check.
 pub(super) fn decode_json(
     body: &[u8],
-    node: Node<'_>,
+    node: SchemaNode<'_>,
 ) -> Result<(Value, Found), serde_json::Error> {
     let mut walk = JsonWalk {
         path: String::new(),
@@ -46,7 +46,7 @@ pub(super) fn decode_json(
 /// One value of a JSON document, with its node of the model.
 struct JsonNode<'w, 's> {
     walk: &'w mut JsonWalk,
-    node: Node<'s>,
+    node: SchemaNode<'s>,
 }
 
 impl<'de> DeserializeSeed<'de> for JsonNode<'_, '_> {

@@ -3,7 +3,7 @@
 //!
 //! This module only finds the problems and words them; handlers decide what to do with them:
 //! with `Warn` (also the default when the parameter is absent) each [`FieldIssue`] becomes one
-//! `Warning` header (see [`crate::endpoints::warning`]), with `Strict` the request fails, with
+//! `Warning` header (see `endpoints::warning`), with `Strict` the request fails, with
 //! `Ignore` nothing is checked.
 //!
 //! # Wording

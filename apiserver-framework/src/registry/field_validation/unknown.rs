@@ -5,13 +5,13 @@ use serde_json::Value;
 
 use super::FieldIssue;
 use super::collect::{Found, push_index, push_key};
-use crate::schema::{Field, Node};
+use crate::schema::{Field, SchemaNode};
 
 /// Where a key of an object leads.
 pub(super) enum Slot<'s> {
     /// A declared field, a map entry or a key of a free-form object: check for repeats and
     /// descend with this node.
-    Known(Node<'s>),
+    Known(SchemaNode<'s>),
     /// Not declared: report, do not descend.
     Unknown,
 }
@@ -19,7 +19,7 @@ pub(super) enum Slot<'s> {
 /// Where `key` of an object at `node` leads: declared fields and map entries to their nodes,
 /// keys the schema keeps or says nothing about to the absent node (anything goes below), other
 /// keys of an object that declares its fields nowhere.
-pub(super) fn slot<'s>(node: Node<'s>, key: &str) -> Slot<'s> {
+pub(super) fn slot<'s>(node: SchemaNode<'s>, key: &str) -> Slot<'s> {
     match node.field(key) {
         Field::Declared(child) | Field::Entry(child) => Slot::Known(child),
         Field::Preserved | Field::Unspecified => Slot::Known(node.absent()),
@@ -30,7 +30,7 @@ pub(super) fn slot<'s>(node: Node<'s>, key: &str) -> Slot<'s> {
 /// Reports the unknown fields of `value` (at `node`) under `path`; keys in sorted order.
 pub(super) fn unknown_in_value(
     value: &Value,
-    node: Node<'_>,
+    node: SchemaNode<'_>,
     path: &mut String,
     found: &mut Found,
 ) {

@@ -2,14 +2,18 @@
 //! ([`RestStorage`]), with what its methods take and give.
 //!
 //! Beside the trait: the request options its methods take ([`options`]) and the continue
-//! tokens of paged lists ([`continue_token`]); custom subresources ([`subresource`], with the
+//! tokens of paged lists (`continue_token`); custom subresources ([`subresource`], with the
 //! streams of connect subresources in [`connect`]); computed resources ([`computed`]); and
 //! storages that serve another one with changes ([`delegating`], of which
 //! `with_subresources` is one).
 
 pub mod computed;
 pub mod connect;
+// Public with the `testing` feature, for the workspace's tests and fuzz targets of client input.
+#[cfg(feature = "testing")]
 pub mod continue_token;
+#[cfg(not(feature = "testing"))]
+pub(crate) mod continue_token;
 pub mod delegating;
 pub mod options;
 pub mod subresource;

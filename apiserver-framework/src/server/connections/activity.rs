@@ -251,11 +251,6 @@ impl OpenConnections {
         self.open.lock().connections.len()
     }
 
-    /// Whether no connection is open.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// A place for a new connection. At the bound, the connection idle longest is told to
     /// close first; when none is idle, there is no place (`None`).
     pub fn admit(self: &Arc<Self>) -> Option<Registered> {

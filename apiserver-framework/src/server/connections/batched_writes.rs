@@ -56,6 +56,7 @@ impl<T> BatchedWrites<T> {
     }
 
     /// The wrapped stream.
+    #[cfg(any(test, feature = "testing"))]
     pub fn get_ref(&self) -> &T {
         &self.inner
     }

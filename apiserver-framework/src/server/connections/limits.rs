@@ -35,7 +35,7 @@ pub struct ConnectionLimits {
     /// Serve HTTP/1.1 only: TLS offers no `h2` (`--disable-http2-serving`).
     pub disable_http2: bool,
     /// The bound on open connections. `None`: derived from the process's open-files limit
-    /// (see [`crate::server::connections::descriptors`]); `Some(0)`: no bound. At the bound, a
+    /// (see `server::connections::descriptors`); `Some(0)`: no bound. At the bound, a
     /// new connection closes the connection that has been idle longest (no request in flight:
     /// idle keep-alive connections, and those still in the TLS handshake or sending headers);
     /// when every connection has a request in flight, the new one is closed instead.

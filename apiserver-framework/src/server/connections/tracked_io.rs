@@ -34,11 +34,6 @@ impl<T> TrackedIo<T> {
         }
     }
 
-    /// The wrapped stream.
-    pub fn get_ref(&self) -> &T {
-        &self.inner
-    }
-
     /// The result of a read or write of an upgraded connection's stream, noted: bytes moved
     /// count as activity, and a side that must wait keeps its waker.
     fn upgraded<R>(

@@ -80,7 +80,7 @@ impl ChainLayers {
     }
 
     /// The layers at `position`, as one layer.
-    pub fn at(&self, position: ChainPosition) -> UserLayers {
+    pub(crate) fn at(&self, position: ChainPosition) -> UserLayers {
         UserLayers(
             self.layers
                 .iter()

@@ -4,9 +4,9 @@
 //!
 //! The HTTP layer upgrades the connection, speaks the protocol and hands the handler a
 //! [`ConnectStream`]; the handler only sees frames. The frames wait between the two in queues
-//! bounded in bytes as well as in messages ([`queue`]).
+//! bounded in bytes as well as in messages (`queue`).
 
-pub mod queue;
+pub(crate) mod queue;
 
 use bytes::Bytes;
 
@@ -99,8 +99,8 @@ impl ConnectStream {
     /// handler, [`Outgoing`] messages to the client), each within `bounds`: a slow reader
     /// slows the writer rather than filling memory. An incoming frame stops counting against
     /// its queue once the handler has received it; an outgoing one once the HTTP layer has
-    /// let go of its [`queue::Charge`] (when it has written the frame).
-    pub fn pair(
+    /// let go of its `queue::Charge` (when it has written the frame).
+    pub(crate) fn pair(
         protocol: StreamProtocol,
         bounds: QueueBounds,
     ) -> (Self, QueueSender<Frame>, QueueReceiver<Outgoing>) {
