@@ -96,11 +96,29 @@ async fn pass(agg: &Aggregator, storage: &Arc<dyn RestStorage>, ctx: &RequestCon
     let results = futures::future::join_all(checks).await;
     let mut state = State::default();
     let mut observed = Vec::new();
+    let metrics = crate::metrics::global();
     for (service, result) in services.into_iter().zip(results) {
         let mut service = service;
+        let name = service.metadata.name.clone().unwrap_or_default();
+        // As kube-aggregator: the gauge follows every check, the counter each change to
+        // unavailable that was written.
+        let available = result.condition.status == "True";
+        metrics
+            .unavailable_apiservices
+            .with_label_values(&[name.as_str()])
+            .set(i64::from(!available));
+        let reason = result.condition.reason.clone();
         if let Some(updated) = with_condition(&service, result.condition) {
             match write_status(storage, ctx, &updated).await {
-                Ok(()) => service = updated,
+                Ok(()) => {
+                    if service.is_available() && !available {
+                        metrics
+                            .apiservices_marked_unavailable
+                            .with_label_values(&[name.as_str(), reason.as_str()])
+                            .inc();
+                    }
+                    service = updated;
+                }
                 Err(e) => tracing::warn!(error = %e, "updating APIService status"),
             }
         }
@@ -114,6 +132,15 @@ async fn pass(agg: &Aggregator, storage: &Arc<dyn RestStorage>, ctx: &RequestCon
             .iter()
             .any(|s| s.metadata.name.as_deref() == Some(name))
     };
+    for gone in previous
+        .services
+        .iter()
+        .filter_map(|s| s.metadata.name.as_deref())
+    {
+        if !kept(gone) {
+            let _ = metrics.unavailable_apiservices.remove_label_values(&[gone]);
+        }
+    }
     agg.backends.retain(kept);
     agg.lookup.retain(kept);
     state.services = observed;

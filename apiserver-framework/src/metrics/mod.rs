@@ -80,6 +80,13 @@ pub struct Metrics {
     pub storage_errors: IntCounterVec,
     /// `apiserver_storage_objects{resource}`: stored objects by `<resource>.<group>`.
     pub storage_objects: IntGaugeVec,
+    /// `aggregator_unavailable_apiservice{name}`: 1 for each APIService the aggregator's
+    /// last check found unavailable, 0 for each it found available (the series of the
+    /// kubernetes-mixin's `AggregatedAPIDown` alert).
+    pub unavailable_apiservices: IntGaugeVec,
+    /// `aggregator_unavailable_apiservice_total{name,reason}`: the times an APIService was
+    /// marked unavailable, by the reason of its `Available` condition.
+    pub apiservices_marked_unavailable: IntCounterVec,
 }
 
 /// The process's metrics.
@@ -170,6 +177,16 @@ impl Metrics {
                 "apiserver_storage_objects",
                 "Number of stored objects at the time of last check split by kind.",
                 &["resource"],
+            ),
+            unavailable_apiservices: gauge(
+                "aggregator_unavailable_apiservice",
+                "Gauge of APIServices which are marked as unavailable broken down by APIService name.",
+                &["name"],
+            ),
+            apiservices_marked_unavailable: counter(
+                "aggregator_unavailable_apiservice_total",
+                "Counter of APIServices which are marked as unavailable broken down by APIService name and reason.",
+                &["name", "reason"],
             ),
             registry,
         }
