@@ -2,9 +2,12 @@
 //! tracing subscriber they install.
 //!
 //! Verbosity maps to tracing levels: 0–2 `info`, 3–5 `debug` (request logs, as upstream's
-//! `httplog` logs at `V(3)`), 6 and up `trace`. `RUST_LOG`, when set, decides instead.
+//! `httplog` logs at `V(3)`), 6 and up `trace`. `RUST_LOG`, when set, decides instead, until
+//! `PUT /debug/flags/v` sets a verbosity.
 
 use tracing_subscriber::EnvFilter;
+
+use crate::server::debug_flags::set_verbosity_setter;
 
 /// Crates logging connection-level detail, kept at `info` below verbosity 6.
 const WIRE_CRATES: &[&str] = &[
@@ -72,14 +75,44 @@ impl LoggingOptions {
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(self.directives()))
     }
 
-    /// Installs a subscriber logging as these options say, unless one is installed already.
+    /// Installs a subscriber logging as these options say, unless one is installed already;
+    /// `PUT /debug/flags/v` then changes its verbosity (see `server::debug_flags`).
     pub fn init(&self) {
-        let builder = tracing_subscriber::fmt().with_env_filter(self.filter());
-        let _ = match self.logging_format {
-            LoggingFormat::Text => builder.try_init(),
-            LoggingFormat::Json => builder.json().try_init(),
-        };
+        match self.logging_format {
+            LoggingFormat::Text => {
+                let builder = tracing_subscriber::fmt()
+                    .with_env_filter(self.filter())
+                    .with_filter_reloading();
+                let handle = builder.reload_handle();
+                if builder.try_init().is_ok() {
+                    set_verbosity_setter(move |v| {
+                        let _ = handle.reload(verbosity_filter(v));
+                    });
+                }
+            }
+            LoggingFormat::Json => {
+                let builder = tracing_subscriber::fmt()
+                    .json()
+                    .with_env_filter(self.filter())
+                    .with_filter_reloading();
+                let handle = builder.reload_handle();
+                if builder.try_init().is_ok() {
+                    set_verbosity_setter(move |v| {
+                        let _ = handle.reload(verbosity_filter(v));
+                    });
+                }
+            }
+        }
     }
+}
+
+/// The filter of klog verbosity `verbosity` (past 10, as 10).
+fn verbosity_filter(verbosity: u32) -> EnvFilter {
+    let options = LoggingOptions {
+        verbosity: verbosity.min(10) as u8,
+        ..LoggingOptions::default()
+    };
+    EnvFilter::new(options.directives())
 }
 
 #[cfg(test)]

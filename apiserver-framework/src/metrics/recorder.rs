@@ -252,7 +252,7 @@ fn chain_serves(server: &dyn ServingChain, group: &str, version: Option<&str>) -
 }
 
 /// Whether `path` is a non-resource path the server answers: the fixed ones (health,
-/// version, metrics, OpenAPI, the discovery roots), the discovery and OpenAPI v3 documents of
+/// version, metrics, OpenAPI, the discovery roots, the debug flags), the discovery and OpenAPI v3 documents of
 /// served groups and versions, and a health check that answered as a check does (`200` or
 /// `500`; an unknown check is `404`).
 fn served_path(server: &dyn ServingChain, path: &str, status: StatusCode) -> bool {
@@ -267,6 +267,8 @@ fn served_path(server: &dyn ServingChain, path: &str, status: StatusCode) -> boo
         "/metrics",
         "/openapi/v2",
         "/openapi/v3",
+        "/debug/flags",
+        "/debug/flags/v",
     ];
     let trimmed = match path.strip_suffix('/') {
         Some(p) if !p.is_empty() => p,

@@ -27,6 +27,7 @@ use crate::openapi;
 use crate::registry::group::{Group, RegistrationError};
 use crate::registry::rest::RequestContext;
 use crate::registry::scheme::Registry;
+use crate::server::debug_flags;
 use crate::server::filters::filter::ChainInner;
 use crate::server::filters::{ChainLayers, ChainPosition, ChainService};
 use crate::server::front::FrontHandler;
@@ -182,6 +183,9 @@ impl GenericApiServer {
             },
             None => req,
         };
+        if debug_flags::serves(req.uri().path()) {
+            return debug_flags::respond(req).await;
+        }
         let path = req.uri().path();
         let query = req.uri().query();
         match path {

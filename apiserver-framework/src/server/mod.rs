@@ -3,6 +3,7 @@
 
 pub(crate) mod cert_reload;
 pub mod connections;
+pub mod debug_flags;
 pub mod filters;
 pub(crate) mod front;
 pub mod generic;

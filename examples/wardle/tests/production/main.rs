@@ -734,3 +734,73 @@ fn rustls_pemfile_first(pem: &str) -> Vec<u8> {
         .decode(body)
         .unwrap()
 }
+
+/// `PUT /debug/flags/v` changes wardle's log verbosity while it runs, as upstream's: at 0
+/// requests are not logged, at 3 they are. The host decides who may (`put` on the non-resource
+/// URL `/debug/flags/v`): bob may not, anonymous callers neither.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_log_verbosity_changes_at_run_time() {
+    let stack = Stack::start(&[]).await;
+    let client = stack.client();
+    let flags = format!("{}/debug/flags/v", stack.wardle_url());
+    let admin = stack.token("admin");
+    let set = |v: u32| {
+        let (client, flags, admin) = (&client, &flags, &admin);
+        let stack = &stack;
+        async move {
+            stack
+                .call(client, Method::PUT, flags, Some(admin), Some(json!(v)))
+                .await
+        }
+    };
+    let list = |marker: &'static str| {
+        let url = format!("{}{FLUNDERS}?labelSelector={marker}", stack.wardle_url());
+        let (client, alice) = (&client, stack.token("alice"));
+        let stack = &stack;
+        async move {
+            let (code, body) = stack.as_bearer(client, Method::GET, &url, &alice).await;
+            assert_eq!(code, 200, "{body}");
+        }
+    };
+
+    assert_eq!(
+        set(0).await,
+        (200, "successfully set klog.logging.verbosity to 0\n".into())
+    );
+    list("quiet").await;
+    assert_eq!(
+        set(3).await,
+        (200, "successfully set klog.logging.verbosity to 3\n".into())
+    );
+    list("loud").await;
+    wait::eventually("wardle to log the request", TIMEOUT, || async {
+        stack.log().contains("labelSelector=loud")
+    })
+    .await;
+    assert!(
+        !stack.log().contains("labelSelector=quiet"),
+        "logged at verbosity 0"
+    );
+
+    let bad = stack
+        .call(&client, Method::PUT, &flags, Some(&admin), Some(json!("x")))
+        .await;
+    assert_eq!(bad.0, 400, "{}", bad.1);
+    let (code, body) = stack.as_bearer(&client, Method::GET, &flags, &admin).await;
+    assert_eq!((code, body.as_str()), (406, "unsupported http method\n"));
+    let (code, body) = stack
+        .call(
+            &client,
+            Method::PUT,
+            &flags,
+            Some(&stack.token("bob")),
+            Some(json!(9)),
+        )
+        .await;
+    assert_eq!(code, 403, "{body}");
+    let (code, body) = stack
+        .call(&client, Method::PUT, &flags, None, Some(json!(9)))
+        .await;
+    assert_eq!(code, 403, "{body}");
+    assert!(!stack.log().contains("TRACE"), "bob changed the verbosity");
+}
