@@ -85,9 +85,7 @@ impl LoggingOptions {
                     .with_filter_reloading();
                 let handle = builder.reload_handle();
                 if builder.try_init().is_ok() {
-                    set_verbosity_setter(move |v| {
-                        let _ = handle.reload(verbosity_filter(v));
-                    });
+                    install_setter(handle);
                 }
             }
             LoggingFormat::Json => {
@@ -97,13 +95,18 @@ impl LoggingOptions {
                     .with_filter_reloading();
                 let handle = builder.reload_handle();
                 if builder.try_init().is_ok() {
-                    set_verbosity_setter(move |v| {
-                        let _ = handle.reload(verbosity_filter(v));
-                    });
+                    install_setter(handle);
                 }
             }
         }
     }
+}
+
+/// Lets `PUT /debug/flags/v` replace the installed subscriber's filter through `handle`.
+fn install_setter<S: 'static>(handle: tracing_subscriber::reload::Handle<EnvFilter, S>) {
+    set_verbosity_setter(move |v| {
+        let _ = handle.reload(verbosity_filter(v));
+    });
 }
 
 /// The filter of klog verbosity `verbosity` (past 10, as 10).
