@@ -14,8 +14,10 @@ pub mod compactor;
 #[cfg(any(test, feature = "testing"))]
 pub mod conformance;
 pub mod embedded;
+pub mod encryption;
 #[cfg(feature = "etcd")]
 pub mod etcd;
+pub mod keys;
 pub mod memory;
 pub(crate) mod page_counts;
 

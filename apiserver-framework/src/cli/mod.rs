@@ -5,6 +5,7 @@
 //! ```
 
 pub(crate) mod app;
+pub(crate) mod encryption_config;
 pub mod local;
 pub(crate) mod logging;
 pub(crate) mod manifests;

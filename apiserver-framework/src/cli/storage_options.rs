@@ -6,11 +6,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::cli::encryption_config;
 use crate::duration::GoDuration;
 use crate::metrics::storage::InstrumentedStorage;
 use crate::server::health::{FnCheck, HealthCheck};
 use crate::storage::cache::{CacheOptions, CachedStorage};
 use crate::storage::embedded::EmbeddedStorage;
+use crate::storage::encryption::EncryptedStorage;
 use crate::storage::memory::MemoryStorage;
 use crate::storage::{Storage, StorageError, compactor};
 
@@ -68,6 +70,10 @@ pub struct StorageOptions {
     /// `migrate-storage` rewrites them.
     #[arg(long = "storage-version", value_delimiter = ',')]
     pub storage_versions: Vec<String>,
+    /// An `EncryptionConfiguration` file (`apiserver.config.k8s.io/v1`): the resources it
+    /// names are stored encrypted by its providers (`aesgcm`, `aescbc`, `identity`).
+    #[arg(long)]
+    pub encryption_provider_config: Option<PathBuf>,
 }
 
 impl Default for StorageOptions {
@@ -84,6 +90,7 @@ impl Default for StorageOptions {
             etcd_healthcheck_timeout: GoDuration(Duration::from_secs(2)),
             watch_cache: true,
             storage_versions: Vec::new(),
+            encryption_provider_config: None,
         }
     }
 }
@@ -158,6 +165,15 @@ impl StorageOptions {
             }
             StorageBackend::Etcd3 => self.open_etcd().await?,
         };
+        if let Some(path) = &self.encryption_provider_config {
+            let config = encryption_config::load(path).map_err(|e| {
+                StorageError::Internal(format!(
+                    "--encryption-provider-config {}: {e}",
+                    path.display()
+                ))
+            })?;
+            opened.storage = EncryptedStorage::wrap(opened.storage, config);
+        }
         opened.storage = InstrumentedStorage::wrap(opened.storage);
         // etcd is compacted by the servers on it taking turns (started by `open_etcd`).
         if !self.compaction_interval.0.is_zero() && self.backend() != StorageBackend::Etcd3 {

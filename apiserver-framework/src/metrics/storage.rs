@@ -188,15 +188,7 @@ fn is_failure(e: &StorageError) -> bool {
 }
 
 /// The API group and resource a key or key prefix belongs to (see the module docs).
-pub fn group_resource(key: &str) -> (&str, &str) {
-    let mut parts = key.split('/').filter(|p| !p.is_empty());
-    match (parts.next(), parts.next()) {
-        (Some(first), Some(second)) if first.contains('.') => (first, second),
-        (Some(first), _) if first.contains('.') => (first, ""),
-        (Some(first), _) => ("", first),
-        (None, _) => ("", ""),
-    }
-}
+pub use crate::storage::keys::group_resource;
 
 #[async_trait::async_trait]
 impl Storage for InstrumentedStorage {

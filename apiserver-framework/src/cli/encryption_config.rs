@@ -1,0 +1,307 @@
+//! `--encryption-provider-config`: upstream's `EncryptionConfiguration` file
+//! (`apiserver.config.k8s.io/v1`), checked as upstream checks it, into the storage's
+//! [`EncryptionConfig`].
+//!
+//! Providers `identity`, `aescbc` and `aesgcm` are served; a provider of several keys writes
+//! with its first and reads with each. `secretbox` and `kms` are refused with an error naming
+//! the field, rather than ignored. Errors name the field as upstream's do
+//! (`resources[0].providers[0].aesgcm.keys[0].secret: Invalid value: "REDACTED": secret is not
+//! of the expected length, got 10, expected one of [16 24 32]`) and never show a secret. A
+//! file others may read is logged as a warning: it holds the keys.
+
+use std::path::Path;
+
+use base64::Engine as _;
+use serde::Deserialize;
+
+use crate::storage::encryption::provider::AES_KEY_SIZES;
+use crate::storage::encryption::{EncryptionConfig, Provider, Providers, Rule};
+
+const API_VERSION: &str = "apiserver.config.k8s.io/v1";
+const KIND: &str = "EncryptionConfiguration";
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct File {
+    api_version: String,
+    kind: String,
+    #[serde(default)]
+    resources: Vec<ResourceConfiguration>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResourceConfiguration {
+    #[serde(default)]
+    resources: Vec<String>,
+    #[serde(default)]
+    providers: Vec<ProviderConfiguration>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProviderConfiguration {
+    aescbc: Option<Keys>,
+    aesgcm: Option<Keys>,
+    secretbox: Option<Keys>,
+    identity: Option<serde_json::Value>,
+    kms: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Keys {
+    #[serde(default)]
+    keys: Vec<Key>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Key {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    secret: String,
+}
+
+/// The configuration in the file at `path`, or every error found in it.
+pub fn load(path: &Path) -> Result<EncryptionConfig, String> {
+    warn_if_readable_by_others(path);
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    parse(&text)
+}
+
+/// The configuration `text` describes, or every error found in it.
+pub fn parse(text: &str) -> Result<EncryptionConfig, String> {
+    let file: File = serde_yaml_ng::from_str(text).map_err(|e| e.to_string())?;
+    if file.api_version != API_VERSION || file.kind != KIND {
+        return Err(format!(
+            "expected apiVersion {API_VERSION:?} and kind {KIND:?}, got {:?} and {:?}",
+            file.api_version, file.kind
+        ));
+    }
+    let mut errors = Vec::new();
+    if file.resources.is_empty() {
+        errors.push(required("resources", "at least one resources is required"));
+    }
+    let mut rules = Vec::new();
+    for (i, conf) in file.resources.into_iter().enumerate() {
+        let at = format!("resources[{i}]");
+        if conf.resources.is_empty() {
+            errors.push(required(
+                &format!("{at}.resources"),
+                &format!("at least one {at}.resources is required"),
+            ));
+        }
+        if conf.providers.is_empty() {
+            errors.push(required(
+                &format!("{at}.providers"),
+                &format!("at least one {at}.providers is required"),
+            ));
+        }
+        let mut providers = Vec::new();
+        for (j, provider) in conf.providers.iter().enumerate() {
+            let path = format!("{at}.providers[{j}]");
+            match providers_of(provider, &path) {
+                Ok(found) => providers.extend(found),
+                Err(found) => errors.extend(found),
+            }
+        }
+        rules.push(Rule {
+            resources: conf.resources,
+            providers: Providers::new(providers),
+        });
+    }
+    match errors.is_empty() {
+        true => Ok(EncryptionConfig { rules }),
+        false => Err(errors.join("; ")),
+    }
+}
+
+/// The providers one element of `providers` stands for (one per key), or its errors.
+fn providers_of(
+    provider: &ProviderConfiguration,
+    path: &str,
+) -> Result<Vec<Provider>, Vec<String>> {
+    let named = [
+        ("kms", provider.kms.is_some()),
+        ("aesgcm", provider.aesgcm.is_some()),
+        ("aescbc", provider.aescbc.is_some()),
+        ("secretbox", provider.secretbox.is_some()),
+        ("identity", provider.identity.is_some()),
+    ];
+    let found: Vec<&str> = named
+        .iter()
+        .filter(|(_, on)| *on)
+        .map(|(n, _)| *n)
+        .collect();
+    match found.as_slice() {
+        [] => Err(vec![invalid(
+            path,
+            "{}",
+            "provider does not contain any of the expected providers: KMS, AESGCM, AESCBC, Secretbox, Identity",
+        )]),
+        [_] => match (&provider.aesgcm, &provider.aescbc) {
+            (Some(keys), _) => keyed(keys, &format!("{path}.aesgcm.keys"), |name, key| {
+                Provider::AesGcm { name, key }
+            }),
+            (_, Some(keys)) => keyed(keys, &format!("{path}.aescbc.keys"), |name, key| {
+                Provider::AesCbc { name, key }
+            }),
+            _ if provider.identity.is_some() => Ok(vec![Provider::Identity]),
+            _ => Err(vec![format!(
+                "{path}.{}: Unsupported value: this server does not implement the {} provider",
+                found[0], found[0]
+            )]),
+        },
+        _ => Err(vec![invalid(
+            path,
+            &found.join(", "),
+            "more than one provider specified in a single element, should split into different list elements",
+        )]),
+    }
+}
+
+/// One provider per key of `keys` (at `path`), made by `make`, or the keys' errors.
+fn keyed(
+    keys: &Keys,
+    path: &str,
+    make: impl Fn(String, Vec<u8>) -> Provider,
+) -> Result<Vec<Provider>, Vec<String>> {
+    if keys.keys.is_empty() {
+        return Err(vec![required(path, "at least one keys is required")]);
+    }
+    let mut providers = Vec::new();
+    let mut errors = Vec::new();
+    for (i, key) in keys.keys.iter().enumerate() {
+        let at = format!("{path}[{i}]");
+        if key.name.is_empty() {
+            errors.push(required(
+                &format!("{at}.name"),
+                "name is a mandatory field for a key",
+            ));
+        }
+        if key.secret.is_empty() {
+            errors.push(required(
+                &format!("{at}.secret"),
+                "secret is a mandatory field for a key",
+            ));
+            continue;
+        }
+        let Ok(secret) = base64::engine::general_purpose::STANDARD.decode(&key.secret) else {
+            errors.push(invalid(
+                &format!("{at}.secret"),
+                "REDACTED",
+                "secrets must be base64 encoded",
+            ));
+            continue;
+        };
+        if !AES_KEY_SIZES.contains(&secret.len()) {
+            errors.push(invalid(
+                &format!("{at}.secret"),
+                "REDACTED",
+                &format!(
+                    "secret is not of the expected length, got {}, expected one of [16 24 32]",
+                    secret.len()
+                ),
+            ));
+            continue;
+        }
+        providers.push(make(key.name.clone(), secret));
+    }
+    match errors.is_empty() {
+        true => Ok(providers),
+        false => Err(errors),
+    }
+}
+
+fn required(path: &str, detail: &str) -> String {
+    format!("{path}: Required value: {detail}")
+}
+
+fn invalid(path: &str, value: &str, detail: &str) -> String {
+    format!("{path}: Invalid value: {value:?}: {detail}")
+}
+
+#[cfg(unix)]
+fn warn_if_readable_by_others(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    if let Ok(meta) = std::fs::metadata(path)
+        && meta.permissions().mode() & 0o077 != 0
+    {
+        tracing::warn!(
+            path = %path.display(),
+            mode = format!("{:o}", meta.permissions().mode() & 0o777),
+            "the encryption provider configuration holds keys and can be read by others: make it 0600"
+        );
+    }
+}
+
+#[cfg(not(unix))]
+fn warn_if_readable_by_others(_path: &Path) {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(providers: &str) -> String {
+        format!(
+            "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n\
+             - resources: [flunders.wardle.example.com]\n  providers:\n{providers}"
+        )
+    }
+
+    const KEY_32: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+
+    #[test]
+    fn keys_and_providers_are_read_in_order() {
+        let text = config(&format!(
+            "  - aesgcm:\n      keys:\n      - name: new\n        secret: {KEY_32}\n      \
+             - name: old\n        secret: {KEY_32}\n  - identity: {{}}\n"
+        ));
+        let parsed = parse(&text).unwrap();
+        let rule = &parsed.rules[0];
+        assert_eq!(rule.resources, ["flunders.wardle.example.com"]);
+        assert_eq!(
+            format!("{:?}", rule.providers),
+            r#"Providers([aesgcm key "new", aesgcm key "old", identity])"#
+        );
+    }
+
+    #[test]
+    fn errors_name_the_field_and_hide_the_secret() {
+        let err = parse(&config(
+            "  - aescbc:\n      keys:\n      - name: k\n        secret: c2hvcnQ=\n",
+        ))
+        .unwrap_err();
+        assert_eq!(
+            err,
+            "resources[0].providers[0].aescbc.keys[0].secret: Invalid value: \"REDACTED\": \
+             secret is not of the expected length, got 5, expected one of [16 24 32]"
+        );
+        let err = parse(&config("  - rot13: {}\n")).unwrap_err();
+        assert!(err.contains("unknown field `rot13`"), "{err}");
+        let err = parse(&config("  - secretbox:\n      keys: []\n")).unwrap_err();
+        assert!(
+            err.starts_with("resources[0].providers[0].secretbox: Unsupported value"),
+            "{err}"
+        );
+        let err = parse(&config("  - {}\n")).unwrap_err();
+        assert!(
+            err.contains("provider does not contain any of the expected providers"),
+            "{err}"
+        );
+        let err = parse(&config(&format!(
+            "  - identity: {{}}\n    aesgcm:\n      keys:\n      - name: k\n        secret: {KEY_32}\n"
+        )))
+        .unwrap_err();
+        assert!(err.contains("more than one provider specified"), "{err}");
+        let err = parse(&config(
+            "  - aesgcm:\n      keys:\n      - name: k\n        secret: '%%'\n",
+        ))
+        .unwrap_err();
+        assert!(err.ends_with("secrets must be base64 encoded"), "{err}");
+        assert!(!err.contains("%%"), "{err}");
+    }
+}

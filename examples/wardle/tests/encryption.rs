@@ -1,0 +1,130 @@
+//! Issue 49: encryption at rest. `wardle local --encryption-provider-config` with upstream's
+//! `EncryptionConfiguration`: a Flunder created through the API is absent as plain text from
+//! the embedded store's file, which holds it under the provider's prefix instead, and it reads
+//! back intact, after a restart too; Fischers, which the configuration does not name, stay
+//! plain. A key of the wrong size refuses to start, naming the field.
+
+mod support;
+
+use std::path::Path;
+
+use support::Wardle;
+use support::fixtures::flunder_to;
+
+const KEY_32: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+
+/// An `EncryptionConfiguration` for Flunders with `provider` (its one key `key1` holding
+/// `secret`), written in `dir`.
+fn config(dir: &Path, provider: &str, secret: &str) -> String {
+    let path = dir.join("encryption.yaml");
+    let text = format!(
+        "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n\
+         - resources: [flunders.wardle.example.com]\n  providers:\n  - {provider}:\n      \
+         keys:\n      - name: key1\n        secret: {secret}\n  - identity: {{}}\n"
+    );
+    std::fs::write(&path, text).expect("the configuration");
+    path.display().to_string()
+}
+
+/// Every byte of the embedded store's files under `dir`.
+fn stored_bytes(dir: &Path) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    let mut pending = vec![dir.join("apiserver.local.config")];
+    while let Some(at) = pending.pop() {
+        for entry in std::fs::read_dir(&at).expect("the data directory") {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                bytes.extend(std::fs::read(&path).expect("a data file"));
+            }
+        }
+    }
+    bytes
+}
+
+fn contains(haystack: &[u8], needle: &str) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|w| w == needle.as_bytes())
+}
+
+#[test]
+fn flunders_are_stored_encrypted_by_each_provider() {
+    for provider in ["aesgcm", "aescbc"] {
+        let keys = tempfile::tempdir().unwrap();
+        let path = config(keys.path(), provider, KEY_32);
+        let wardle = Wardle::start_with_args(&["--encryption-provider-config", &path]);
+        let marker = format!("flunder-secret-{provider}");
+        let file = wardle.write_file(
+            "flunder.json",
+            &flunder_to("hidden", &marker, "Flunder").to_string(),
+        );
+        wardle.kubectl_ok(&["create", "-f", &file.display().to_string()]);
+        let fischer = wardle.write_file(
+            "fischer.yaml",
+            "apiVersion: wardle.example.com/v1alpha1\nkind: Fischer\nmetadata:\n  name: open\n\
+             disallowedFlunders: [fischer-plain-marker]\n",
+        );
+        wardle.kubectl_ok(&["create", "-f", &fischer.display().to_string()]);
+        let reference = |w: &Wardle| {
+            w.kubectl_ok(&[
+                "get",
+                "flunders.v1alpha1.wardle.example.com",
+                "hidden",
+                "-o",
+                "jsonpath={.spec.reference}",
+            ])
+        };
+        assert_eq!(reference(&wardle), marker);
+
+        let stored = stored_bytes(wardle.dir());
+        assert!(
+            !contains(&stored, &marker),
+            "{provider}: the Flunder is stored in plain text"
+        );
+        assert!(
+            contains(&stored, &format!("k8s:enc:{provider}:v1:key1:")),
+            "{provider}: no value under the provider's prefix"
+        );
+        assert!(
+            contains(&stored, "fischer-plain-marker"),
+            "{provider}: Fischers are not named by the configuration, and stay plain"
+        );
+
+        let wardle = wardle.kill_and_restart();
+        assert_eq!(reference(&wardle), marker, "{provider}: after a restart");
+    }
+}
+
+#[test]
+fn a_key_of_the_wrong_size_refuses_to_start() {
+    let keys = tempfile::tempdir().unwrap();
+    let path = config(keys.path(), "aesgcm", "c2hvcnQ=");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_wardle"))
+        .args([
+            "local",
+            "--secure-port",
+            "0",
+            "--encryption-provider-config",
+            &path,
+        ])
+        .current_dir(keys.path())
+        .env_remove("APISERVER_LOCAL_TOKEN")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run wardle");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "resources[0].providers[0].aesgcm.keys[0].secret: Invalid value: \"REDACTED\": \
+             secret is not of the expected length, got 5, expected one of [16 24 32]"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("c2hvcnQ="),
+        "the secret is shown: {stderr}"
+    );
+}
