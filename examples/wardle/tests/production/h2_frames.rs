@@ -36,6 +36,8 @@ pub const CONTINUATION: u8 = 0x9;
 pub const END_STREAM: u8 = 0x1;
 pub const ACK: u8 = 0x1;
 pub const END_HEADERS: u8 = 0x4;
+/// The most of an answer's body kept to read its `Status` code.
+const MAX_BODY: usize = 4096;
 /// The streams between two `PING`s of [`flood`].
 pub const CHUNK: usize = 20;
 /// The attacker's flow-control windows: answers it never reads do not stall the server.
@@ -49,6 +51,8 @@ pub struct Outcome {
     pub read: Option<Duration>,
     /// The `code` of the answer's `Status` body (0: none read).
     pub status: u16,
+    /// The bytes of the answer's body.
+    pub body_bytes: usize,
     /// When the answer's HEADERS arrived.
     pub answered: Option<Duration>,
     /// When the stream's `RST_STREAM` arrived, and its error code.
@@ -200,6 +204,7 @@ pub async fn flood(
     let mut streams = vec![Outcome::default(); count];
     let mut goaway = None;
     let mut open = count;
+    let mut bodies: HashMap<u32, Vec<u8>> = HashMap::new();
     let mut unanswered_pings = count.div_ceil(CHUNK);
     let mut acks = Vec::new();
     let reading = async {
@@ -214,7 +219,17 @@ pub async fn flood(
                 .flatten();
             match (kind, stream) {
                 (HEADERS, Some(s)) => s.answered = s.answered.or(Some(at)),
-                (DATA, Some(s)) if s.status == 0 => s.status = status_code(&payload),
+                // The body may come in several DATA frames: kept until its code is read.
+                (DATA, Some(s)) if s.status != 0 => s.body_bytes += payload.len(),
+                (DATA, Some(s)) => {
+                    s.body_bytes += payload.len();
+                    let body = bodies.entry(id).or_default();
+                    body.extend_from_slice(&payload[..payload.len().min(MAX_BODY)]);
+                    s.status = status_code(body);
+                    if s.status != 0 || body.len() >= MAX_BODY {
+                        bodies.remove(&id);
+                    }
+                }
                 (RST_STREAM, Some(s)) if s.reset.is_none() => {
                     let code = u32::from_be_bytes(payload[..4].try_into().expect("4 bytes"));
                     s.reset = Some((at, code));
