@@ -7,6 +7,18 @@
 //! checks and a command line with a `local` development mode that `kubectl` can talk to.
 #![deny(missing_docs)]
 
+/// Declares internal modules: public with the `testing` feature, for the fuzz targets, the
+/// benchmark's baseline and the tests that drive a module directly, and crate-private without
+/// it, so a server's build exposes none of them.
+macro_rules! internal_modules {
+    ($($name:ident),+ $(,)?) => {$(
+        #[cfg(feature = "testing")]
+        pub mod $name;
+        #[cfg(not(feature = "testing"))]
+        pub(crate) mod $name;
+    )+};
+}
+
 // The modules in layer order, bottom first. A module may import modules of its own layer or
 // of lower ones, never of a higher one, and no two top-level modules import each other (within a
 // layer, imports go one way). `tests/layers.rs` reads the `// Layer N: name` lines below as its

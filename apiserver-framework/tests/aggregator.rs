@@ -213,6 +213,21 @@ impl Client {
             .unwrap()
     }
 
+    /// Registers the APIService of `widgets.example.com` at `version`, served by service
+    /// `test/backend` whose serving certificate is `ca` (PEM).
+    async fn register_widgets(&self, version: &str, ca: &str) {
+        let res = self
+            .req(
+                reqwest::Method::POST,
+                "/apis/apiregistration.k8s.io/v1/apiservices",
+            )
+            .json(&apiservice_body(version, ca))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+    }
+
     /// Waits until APIService `name` reports Available `status` with `reason`.
     async fn wait_condition(&self, name: &str, status: &str, reason: &str) -> Value {
         let path = format!("/apis/apiregistration.k8s.io/v1/apiservices/{name}");

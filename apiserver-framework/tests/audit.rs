@@ -14,7 +14,7 @@ use apiserver_framework::authn::StaticTokens;
 use apiserver_framework::authz::{Attributes, AuthorizationError, Authorizer, Decision, Request};
 use apiserver_framework::prelude::*;
 use apiserver_framework::server::GenericApiServer;
-use apiserver_framework::testing::wait;
+use apiserver_framework::testing::{TestServer, wait};
 use apiserver_framework::tls::install_crypto_provider;
 use apiserver_framework::user::UserInfo;
 use reqwest::Method;
@@ -482,17 +482,15 @@ async fn local_mode_takes_the_audit_flags() {
     let server = GenericApiServer::builder("local-audit")
         .group(Group::new("wardle.example.com").resource::<Flunder>())
         .build();
-    let local = start_local("local-audit", server, |opts, dir| {
-        let policy = dir.join("policy.yaml");
-        std::fs::write(&policy, POLICY).unwrap();
-        opts.audit = AuditOptions {
-            audit_policy_file: Some(policy),
-            audit_log_path: Some(dir.join("audit.log").display().to_string()),
-            ..Default::default()
-        };
-    })
-    .await;
-    let log = local.dir.path().join("audit.log");
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(&policy, POLICY).unwrap();
+    let log = dir.path().join("audit.log");
+    let flags = [
+        format!("--audit-policy-file={}", policy.display()),
+        format!("--audit-log-path={}", log.display()),
+    ];
+    let local = start_local("local-audit", server, &flags).await;
     let client = &local.client;
     let res = client
         .http
@@ -514,11 +512,11 @@ async fn local_mode_takes_the_audit_flags() {
     assert_eq!(events[1]["verb"], "list");
 
     // A policy that does not parse stops the start.
-    std::fs::write(local.dir.path().join("policy.yaml"), "kind: Policy\n").unwrap();
+    std::fs::write(&policy, "kind: Policy\n").unwrap();
     let server = GenericApiServer::builder("local-audit").build();
+    let refused = TestServer::serve_local("local-audit", server, &flags).await;
     assert!(
-        apiserver_framework::cli::local::start("local-audit", Arc::new(server), &local.opts)
-            .await
-            .is_err()
+        refused.is_err(),
+        "a policy that does not parse must stop the start"
     );
 }

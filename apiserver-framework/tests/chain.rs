@@ -23,7 +23,7 @@ async fn two_servers_with_different_groups() {
         .group(Group::new("one.example.com").resource::<Widget>())
         .build()
         .delegate_to(second);
-    let local = start_local("chain", first, |_, _| {}).await;
+    let local = start_local("chain", first, &[]).await;
     let c = &local.client;
     let get = reqwest::Method::GET;
 
@@ -178,5 +178,5 @@ async fn two_servers_with_different_groups() {
         (code, status["reason"].as_str()),
         (406, Some("NotAcceptable"))
     );
-    local.server.running.shutdown().await;
+    local.test.shutdown().await;
 }

@@ -7,18 +7,17 @@ mod support_local;
 
 use std::collections::BTreeMap;
 use std::process::Command;
-use std::sync::Arc;
 use std::time::Duration;
 
-use apiserver_framework::cli::{LocalOptions, LocalServer, local};
 use apiserver_framework::prelude::*;
 use apiserver_framework::server::GenericApiServer;
+use apiserver_framework::testing::TestServer;
 use futures::{StreamExt, TryStreamExt};
 use kube::api::{Api, PostParams};
 use kube::runtime::watcher;
 use serde_json::{Value, json};
 use support_kinds::kind;
-use support_local::LocalClient;
+use support_local::{Local, LocalClient, start_local};
 
 /// A ConfigMap: string data at the top level of the object, as upstream's.
 #[derive(ApiResource, Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
@@ -67,9 +66,8 @@ const AGGREGATED: &str =
 const KUBECTL_TIMEOUT: Duration = Duration::from_secs(60);
 
 struct Fixture {
-    server: LocalServer,
+    test: TestServer,
     client: LocalClient,
-    dir: tempfile::TempDir,
 }
 
 impl Fixture {
@@ -86,20 +84,8 @@ impl Fixture {
     }
 
     async fn start_server(server: GenericApiServer) -> Fixture {
-        let dir = tempfile::tempdir().unwrap();
-        let opts = LocalOptions {
-            secure_port: 0,
-            cert_dir: dir.path().join("certs"),
-            write_kubeconfig: Some(dir.path().join("kubeconfig")),
-            ..Default::default()
-        };
-        let server = local::start("core", Arc::new(server), &opts).await.unwrap();
-        let client = LocalClient::of(&server);
-        Fixture {
-            server,
-            client,
-            dir,
-        }
+        let Local { test, client } = start_local("core", server, &[]).await;
+        Fixture { test, client }
     }
 
     async fn get(&self, path: &str) -> (u16, Value) {
@@ -111,20 +97,16 @@ impl Fixture {
     }
 
     async fn kube_client(&self) -> kube::Client {
-        let kubeconfig = kube::config::Kubeconfig::from_yaml(&self.server.kubeconfig).unwrap();
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-            .await
-            .unwrap();
-        kube::Client::try_from(config).unwrap()
+        self.test.client()
     }
 
     /// Runs kubectl with the server's kubeconfig and a cache directory of this test's own.
     async fn kubectl(&self, args: &[&str]) -> std::process::Output {
         let mut cmd = Command::new("kubectl");
         cmd.arg("--kubeconfig")
-            .arg(self.dir.path().join("kubeconfig"))
+            .arg(self.test.kubeconfig())
             .arg("--cache-dir")
-            .arg(self.dir.path().join("kube-cache"))
+            .arg(self.test.dir().join("kube-cache"))
             .args(args);
         let run = tokio::task::spawn_blocking(move || cmd.output());
         tokio::time::timeout(KUBECTL_TIMEOUT, run)
@@ -169,7 +151,7 @@ async fn discovery_of_the_core_group() {
     // `/api`: the legacy APIVersions.
     let (code, api) = f.get("/api").await;
     assert_eq!(code, 200, "{api}");
-    let authority = f.server.url.trim_start_matches("https://");
+    let authority = f.client.url.trim_start_matches("https://");
     assert_eq!(
         api,
         json!({
@@ -275,7 +257,7 @@ async fn discovery_of_the_core_group() {
             .all(|p| !p.starts_with("/apis/"))
     );
 
-    f.server.running.shutdown().await;
+    f.test.shutdown().await;
 }
 
 #[tokio::test]
@@ -304,7 +286,7 @@ async fn without_core_resources_api_is_not_served() {
             .unwrap()
             .contains(&json!("/api/v1"))
     );
-    f.server.running.shutdown().await;
+    f.test.shutdown().await;
 }
 
 // A named-group resource, to check that a core-group server delegates to a named-group one.
@@ -346,7 +328,7 @@ async fn core_group_along_a_delegation_chain() {
         .map(|g| &g["name"])
         .collect();
     assert_eq!(names, [&json!("two.example.com")]);
-    f.server.running.shutdown().await;
+    f.test.shutdown().await;
 }
 
 #[tokio::test]
@@ -411,8 +393,8 @@ async fn config_maps_and_namespaces_at_upstream_paths() {
         let mut res = f
             .client
             .http
-            .get(format!("{}{path}{rv}", f.server.url))
-            .bearer_auth(&f.server.token)
+            .get(format!("{}{path}{rv}", f.client.url))
+            .bearer_auth(&f.client.token)
             .send()
             .await
             .unwrap();
@@ -478,7 +460,7 @@ async fn config_maps_and_namespaces_at_upstream_paths() {
     assert_eq!(code, 404);
     assert_eq!(status["message"], "namespaces \"nope\" not found");
 
-    f.server.running.shutdown().await;
+    f.test.shutdown().await;
 }
 
 /// The next watch event of a streamed watch response (one JSON object a line).
@@ -560,7 +542,7 @@ async fn kube_rs_reads_and_watches_config_maps() {
             _ => {}
         }
     }
-    f.server.running.shutdown().await;
+    f.test.shutdown().await;
 }
 
 #[tokio::test]
@@ -637,7 +619,7 @@ async fn kubectl_gets_config_maps() {
         "{stderr}"
     );
     // (`kubectl create namespace` would send protobuf, which this server does not read.)
-    let manifest = f.dir.path().join("namespace.json");
+    let manifest = f.test.dir().join("namespace.json");
     let namespace =
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kube-system"}});
     std::fs::write(&manifest, namespace.to_string()).unwrap();
@@ -667,5 +649,5 @@ async fn kubectl_gets_config_maps() {
         stdout.contains("configmaps") && stdout.contains("namespaces"),
         "{stdout}"
     );
-    f.server.running.shutdown().await;
+    f.test.shutdown().await;
 }

@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use apiserver_framework::cli::local;
 use apiserver_framework::prelude::*;
 use apiserver_framework::storage::etcd::EtcdStorage;
 use apiserver_framework::testing::wait;
@@ -107,7 +106,7 @@ async fn writer(client: Client, id: usize, start: Instant) -> Outcome {
 struct Setup {
     client: Client,
     storage: Arc<EtcdStorage>,
-    _server: local::LocalServer,
+    _server: apiserver_framework::testing::TestServer,
 }
 
 async fn serve(cluster: &EtcdCluster) -> Setup {

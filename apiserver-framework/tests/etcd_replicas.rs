@@ -9,16 +9,16 @@ mod support_local;
 
 use std::time::Duration;
 
-use apiserver_framework::cli::local;
 use apiserver_framework::cli::storage_options::StorageOptions;
 use apiserver_framework::duration::GoDuration;
 use apiserver_framework::prelude::*;
 use apiserver_framework::server::GenericApiServer;
+use apiserver_framework::testing::TestServer;
 use futures::StreamExt as _;
 use serde_json::{Value, json};
 use support_etcd::Etcd;
 use support_kinds::sized_kind;
-use support_local::{Local, LocalClient, start_local};
+use support_local::{Local, LocalClient, local_server, start_local};
 
 sized_kind!(GadgetSpec, "replicas.example.com", "v1", "Gadget");
 
@@ -32,8 +32,7 @@ struct Replica {
     http: reqwest::Client,
     url: String,
     token: String,
-    _server: local::LocalServer,
-    _dir: tempfile::TempDir,
+    _server: TestServer,
 }
 
 impl Replica {
@@ -55,14 +54,13 @@ impl Replica {
         for check in opened.health_checks {
             builder = builder.health_check(check);
         }
-        let Local { server, dir, .. } = start_local("replicas", builder.build(), |_, _| {}).await;
-        let client = LocalClient::with_timeout(&server, Duration::from_secs(10));
+        let Local { test, .. } = start_local("replicas", builder.build(), &[]).await;
+        let client = LocalClient::with_timeout(local_server(&test), Duration::from_secs(10));
         Replica {
             http: client.http,
             url: client.url,
             token: client.token,
-            _server: server,
-            _dir: dir,
+            _server: test,
         }
     }
 

@@ -505,7 +505,7 @@ impl Server {
         let app = GenericApiServer::builder("selectors")
             .group(Group::new("sel.example.com").resource::<Widget>())
             .build();
-        start_local("selectors", app, |_, _| {}).await
+        start_local("selectors", app, &[]).await
     }
 
     async fn create(&self, name: &str, labels: &BTreeMap<String, String>) {

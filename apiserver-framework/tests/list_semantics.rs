@@ -58,7 +58,7 @@ impl Server {
             .group(Group::new("list.example.com").resource::<Widget>())
             .storage(storage.clone())
             .build();
-        let local = start_local("lists", app, |_, _| {}).await;
+        let local = start_local("lists", app, &[]).await;
         Server { local, storage }
     }
 

@@ -18,13 +18,13 @@ mod support_local;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use apiserver_framework::cli::local;
 use apiserver_framework::prelude::*;
 use apiserver_framework::server::GenericApiServer;
 use apiserver_framework::storage::memory::MemoryStorage;
 use apiserver_framework::storage::{
     KeyValue, ListPage, ListRequest, Storage, StorageError, WatchStream,
 };
+use apiserver_framework::testing::TestServer;
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use parking_lot::Mutex;
@@ -206,24 +206,19 @@ impl Client {
 }
 
 /// A local server of racers on a [`Racing`] store, and a client.
-async fn serve() -> (local::LocalServer, Arc<Racing>, Client, tempfile::TempDir) {
+async fn serve() -> (TestServer, Arc<Racing>, Client) {
     let racing = Arc::new(Racing::default());
     let server = GenericApiServer::builder("races")
         .storage(racing.clone())
         .group(Group::new("race.example.com").resource::<Racer>())
         .build();
-    let Local {
-        server,
-        client,
-        dir,
-        ..
-    } = start_local("races", server, |_, _| {}).await;
+    let Local { test, client } = start_local("races", server, &[]).await;
     let client = Client {
         http: client.http,
         url: client.url,
         token: client.token,
     };
-    (server, racing, client, dir)
+    (test, racing, client)
 }
 
 /// A hook: `f` with the other client, whose answer (a status code) goes to `answers`.
@@ -243,7 +238,7 @@ where
 
 #[tokio::test]
 async fn a_delete_retries_a_concurrent_change_unless_a_resource_version_precondition_fails() {
-    let (_server, racing, c, _dir) = serve().await;
+    let (_server, racing, c) = serve().await;
     let answers = Arc::new(Mutex::new(Vec::new()));
     for name in ["plain", "by-uid", "by-rv"] {
         c.create(name, json!({"pace": "slow"}), &[], "poster").await;
@@ -310,7 +305,7 @@ async fn a_delete_retries_a_concurrent_change_unless_a_resource_version_precondi
 
 #[tokio::test]
 async fn marking_an_object_with_finalizers_deleting_retries_and_keeps_the_concurrent_change() {
-    let (_server, racing, c, _dir) = serve().await;
+    let (_server, racing, c) = serve().await;
     let answers = Arc::new(Mutex::new(Vec::new()));
     c.create(
         "held",
@@ -341,7 +336,7 @@ async fn marking_an_object_with_finalizers_deleting_retries_and_keeps_the_concur
 
 #[tokio::test]
 async fn a_collection_delete_goes_on_past_concurrent_changes_and_deletions() {
-    let (_server, racing, c, _dir) = serve().await;
+    let (_server, racing, c) = serve().await;
     let answers = Arc::new(Mutex::new(Vec::new()));
     for i in 0..5 {
         c.create(&format!("r{i}"), json!({"pace": "slow"}), &[], "poster")
@@ -373,7 +368,7 @@ async fn a_collection_delete_goes_on_past_concurrent_changes_and_deletions() {
 
 #[tokio::test]
 async fn an_apply_that_creates_racing_a_create_applies_to_the_object_that_now_exists() {
-    let (_server, racing, c, _dir) = serve().await;
+    let (_server, racing, c) = serve().await;
     let answers = Arc::new(Mutex::new(Vec::new()));
     let post = |name: &'static str| {
         other(&c, &answers, move |o| async move {

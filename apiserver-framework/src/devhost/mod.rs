@@ -20,10 +20,7 @@ pub mod node;
 pub(crate) mod options;
 pub mod pki;
 // Public with the `testing` feature, for the fuzz targets of client input.
-#[cfg(feature = "testing")]
-pub mod protobuf;
-#[cfg(not(feature = "testing"))]
-pub(crate) mod protobuf;
+internal_modules!(protobuf);
 pub(crate) mod reviews;
 pub mod rules;
 pub(crate) mod self_reviews;

@@ -5,14 +5,7 @@
 
 // The documents' builders serve the server's routes; public with the `testing` feature, for
 // the workspace's tests of the documents.
-#[cfg(feature = "testing")]
-pub mod aggregated;
-#[cfg(not(feature = "testing"))]
-pub(crate) mod aggregated;
-#[cfg(feature = "testing")]
-pub mod legacy;
-#[cfg(not(feature = "testing"))]
-pub(crate) mod legacy;
+internal_modules!(aggregated, legacy);
 
 use crate::registry::rest::subresource::SubresourceInfo;
 use crate::registry::scheme::Registry;

@@ -97,6 +97,27 @@ fn path_arg(path: &Path) -> String {
     path.display().to_string()
 }
 
+/// `local` mode's options for a test server of `name` in `dir`: a free port of 127.0.0.1, the
+/// certificates and the kubeconfig in `dir`, the memory store, then `flags`.
+fn local_options(
+    name: &str,
+    dir: &Path,
+    flags: &[String],
+) -> Result<LocalOptions, TestServerError> {
+    let mut args = vec![
+        "--secure-port=0".into(),
+        "--bind-address=127.0.0.1".into(),
+        format!("--cert-dir={}", path_arg(&dir.join("certificates"))),
+        format!(
+            "--write-kubeconfig={}",
+            path_arg(&dir.join(format!("{name}.kubeconfig")))
+        ),
+        "--storage-backend=memory".into(),
+    ];
+    args.extend(flags.iter().cloned());
+    Ok(parse::<LocalCli>(&args)?.local)
+}
+
 /// A kube-rs client configured from the kubeconfig file at `path`.
 async fn client_from(user: &str, path: &Path) -> Result<kube::Client, TestServerError> {
     let failed = |message: String| TestServerError::Client {
@@ -129,18 +150,9 @@ impl TestServer {
     /// [`TestServer::client`] is a ready kube-rs client; [`TestServer::kubeconfig`] is a file
     /// for `kubectl --kubeconfig`.
     pub async fn start(app: App) -> Result<TestServer, TestServerError> {
-        let extension = app.extension();
-        let name = extension.name;
+        let name = app.extension().name;
         let dir = tempfile::tempdir()?;
-        let kubeconfig = dir.path().join(format!("{name}.kubeconfig"));
-        let opts = parse::<LocalCli>(&[
-            "--secure-port=0".into(),
-            "--bind-address=127.0.0.1".into(),
-            format!("--cert-dir={}", path_arg(&dir.path().join("certificates"))),
-            format!("--write-kubeconfig={}", path_arg(&kubeconfig)),
-            "--storage-backend=memory".into(),
-        ])?
-        .local;
+        let opts = local_options(&name, dir.path(), &[])?;
         let opened = opts
             .storage
             .open()
@@ -149,24 +161,51 @@ impl TestServer {
         let host = local::host(opened.storage.clone())
             .await
             .map_err(crate::cli::app::AppError::from)?;
-        let server = Arc::new(
-            app.select_admission(local::host_plugins(opened.storage.clone()), &opts.admission)?
-                .server_builder()
-                .storage(opened.storage)
-                .delegate_to(host)
-                .try_build()
-                .map_err(crate::cli::app::AppError::from)?,
-        );
-        let running = local::start(&name, server.clone(), &opts)
+        let server = app
+            .select_admission(local::host_plugins(opened.storage.clone()), &opts.admission)?
+            .server_builder()
+            .storage(opened.storage)
+            .delegate_to(host)
+            .try_build()
+            .map_err(crate::cli::app::AppError::from)?;
+        Self::local(&name, Arc::new(server), dir, &opts).await
+    }
+
+    /// Serves `server`, assembled by the test itself (a delegation chain built by hand, a
+    /// store on storage the test holds), as `local` mode serves an app: self-signed TLS, a
+    /// random bearer token, every request allowed, on a free port of 127.0.0.1. `flags` are
+    /// more of `local` mode's flags (an audit policy, limits), after the kit's own. Unlike
+    /// [`TestServer::start`], nothing is added to the chain: `server` is served as given.
+    ///
+    /// [`TestServer::local_server`] gives the token and the CA for clients of the test's own.
+    pub async fn serve_local(
+        name: &str,
+        server: impl Into<Arc<GenericApiServer>>,
+        flags: &[String],
+    ) -> Result<TestServer, TestServerError> {
+        let dir = tempfile::tempdir()?;
+        let opts = local_options(name, dir.path(), flags)?;
+        Self::local(name, server.into(), dir, &opts).await
+    }
+
+    /// Serves `server` with `opts` as `local` mode does, with a client of its kubeconfig.
+    async fn local(
+        name: &str,
+        server: Arc<GenericApiServer>,
+        dir: tempfile::TempDir,
+        opts: &LocalOptions,
+    ) -> Result<TestServer, TestServerError> {
+        let running = local::start(name, server.clone(), opts)
             .await
             .map_err(crate::cli::app::AppError::from)?;
-        let client = client_from(&name, &kubeconfig).await?;
+        let kubeconfig = dir.path().join(format!("{name}.kubeconfig"));
+        let client = client_from(name, &kubeconfig).await?;
         Ok(TestServer {
             url: running.url.clone(),
             serving: Serving::Local(running),
             server,
-            clients: BTreeMap::from([(name.clone(), client)]),
-            kubeconfigs: BTreeMap::from([(name, kubeconfig)]),
+            clients: BTreeMap::from([(name.to_string(), client)]),
+            kubeconfigs: BTreeMap::from([(name.to_string(), kubeconfig)]),
             dir,
         })
     }
@@ -365,6 +404,15 @@ impl TestServer {
         match &self.serving {
             Serving::Local(_) => None,
             Serving::Production { host, .. } => Some(host),
+        }
+    }
+
+    /// The server of [`TestServer::start`] and [`TestServer::serve_local`] (its bearer token
+    /// and CA, for clients of the test's own); `None` in [`TestServer::production`].
+    pub fn local_server(&self) -> Option<&LocalServer> {
+        match &self.serving {
+            Serving::Local(local) => Some(local),
+            Serving::Production { .. } => None,
         }
     }
 

@@ -11,10 +11,9 @@ use std::time::Duration;
 use apiserver_framework::host_cluster::resolver::StaticServiceResolver;
 use apiserver_framework::testing::wait;
 use apiserver_framework::tls;
-use base64::Engine as _;
 use bytes::Bytes;
 use parking_lot::Mutex;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::net::TcpListener;
 
 /// The group-version the APIService names, which every probe GETs.
@@ -145,49 +144,13 @@ async fn probes_after_the_first_success_run_to_their_end() {
         Some(Duration::from_secs(20)),
     )
     .await;
-    let res = client
-        .req(
-            reqwest::Method::POST,
-            "/apis/apiregistration.k8s.io/v1/apiservices",
-        )
-        .json(&json!({
-            "apiVersion": "apiregistration.k8s.io/v1",
-            "kind": "APIService",
-            "metadata": {"name": "v1.widgets.example.com"},
-            "spec": {
-                "service": {"namespace": "test", "name": "backend"},
-                "group": "widgets.example.com",
-                "version": "v1",
-                "caBundle": base64::engine::general_purpose::STANDARD
-                    .encode(backend_cert.cert.pem()),
-                "groupPriorityMinimum": 1000,
-                "versionPriority": 15,
-            },
-        }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
+    client
+        .register_widgets("v1", &backend_cert.cert.pem())
+        .await;
     // Available on the first probe's answer, while the others of its round are held.
-    wait::eventually(
-        "the APIService to become available",
-        Duration::from_secs(10),
-        || async {
-            let s: Value = client
-                .req(
-                    reqwest::Method::GET,
-                    "/apis/apiregistration.k8s.io/v1/apiservices/v1.widgets.example.com",
-                )
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
-            s["status"]["conditions"][0]["status"] == "True"
-        },
-    )
-    .await;
+    client
+        .wait_condition("v1.widgets.example.com", "True", "Passed")
+        .await;
     assert!(
         probes.lock().received > 1,
         "the availability check sent one probe"

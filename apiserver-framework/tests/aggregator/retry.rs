@@ -15,9 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use apiserver_framework::host_cluster::resolver::StaticServiceResolver;
-use apiserver_framework::testing::wait;
 use apiserver_framework::tls;
-use base64::Engine as _;
 use bytes::Bytes;
 use parking_lot::Mutex;
 use rcgen::KeyPair;
@@ -225,48 +223,12 @@ async fn requests_that_failed_before_any_response_go_to_another_backend_when_saf
         Some(Duration::from_secs(20)),
     )
     .await;
-    let res = client
-        .req(
-            reqwest::Method::POST,
-            "/apis/apiregistration.k8s.io/v1/apiservices",
-        )
-        .json(&json!({
-            "apiVersion": "apiregistration.k8s.io/v1",
-            "kind": "APIService",
-            "metadata": {"name": "v1.widgets.example.com"},
-            "spec": {
-                "service": {"namespace": "test", "name": "backend"},
-                "group": "widgets.example.com",
-                "version": "v1",
-                "caBundle": base64::engine::general_purpose::STANDARD
-                    .encode(backend_cert.cert.pem()),
-                "groupPriorityMinimum": 1000,
-                "versionPriority": 15,
-            },
-        }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
-    wait::eventually(
-        "the APIService to become available",
-        Duration::from_secs(10),
-        || async {
-            let s: Value = client
-                .req(
-                    reqwest::Method::GET,
-                    "/apis/apiregistration.k8s.io/v1/apiservices/v1.widgets.example.com",
-                )
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
-            s["status"]["conditions"][0]["status"] == "True"
-        },
-    )
-    .await;
+    client
+        .register_widgets("v1", &backend_cert.cert.pem())
+        .await;
+    client
+        .wait_condition("v1.widgets.example.com", "True", "Passed")
+        .await;
     // Every backend answers: the aggregator holds a connection to each.
     for _ in 0..100 {
         let answered: std::collections::BTreeSet<usize> =

@@ -259,6 +259,8 @@ pub fn read_table(lib: &str) -> Result<Vec<Layer>, String> {
             .strip_prefix("pub mod ")
             .or_else(|| line.strip_prefix("pub(crate) mod "))
             .or_else(|| line.strip_prefix("mod "));
+        // A `$name` is a macro's metavariable (`internal_modules!`), not a module.
+        let decl = decl.filter(|d| !d.starts_with('$'));
         if let Some(name) = decl.and_then(|d| d.strip_suffix(';')) {
             let layer = layers.last_mut().ok_or_else(|| {
                 format!(

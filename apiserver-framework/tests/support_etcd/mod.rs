@@ -15,21 +15,27 @@ pub const CLUSTER_SIZE: usize = 3;
 /// with the `etcd` and `etcd-readiness` checks.
 pub struct Served {
     /// The running server (stops when dropped).
-    pub server: apiserver_framework::cli::LocalServer,
+    pub server: apiserver_framework::testing::TestServer,
     /// Its storage.
     pub storage: std::sync::Arc<EtcdStorage>,
     /// An HTTPS client trusting the server's CA, with `timeout`.
     pub http: reqwest::Client,
-    _dir: tempfile::TempDir,
 }
 
 impl Served {
+    /// The local server (its token and CA).
+    fn local(&self) -> &apiserver_framework::cli::LocalServer {
+        self.server
+            .local_server()
+            .expect("served as local mode serves")
+    }
+
     /// A client of the server, with its token.
     pub fn client(&self) -> Client {
         Client {
             http: self.http.clone(),
-            url: self.server.url.clone(),
-            token: self.server.token.clone(),
+            url: self.server.url().to_string(),
+            token: self.local().token.clone(),
         }
     }
 }
@@ -87,8 +93,8 @@ pub async fn serve<T: apiserver_framework::ApiResource>(
 ) -> Served {
     use apiserver_framework::Group;
     use apiserver_framework::cli::storage_options::EtcdHealthCheck;
-    use apiserver_framework::cli::{LocalOptions, local};
     use apiserver_framework::server::GenericApiServer;
+    use apiserver_framework::testing::TestServer;
     use std::sync::Arc;
 
     let storage = Arc::new(EtcdStorage::connect(options).await.unwrap());
@@ -101,17 +107,10 @@ pub async fn serve<T: apiserver_framework::ApiResource>(
             storage.clone(),
         )))
         .build();
-    let dir = tempfile::tempdir().unwrap();
-    let opts = LocalOptions {
-        secure_port: 0,
-        cert_dir: dir.path().join("certs"),
-        ..Default::default()
-    };
-    let server = local::start(name, Arc::new(app), &opts).await.unwrap();
+    let server = TestServer::serve_local(name, app, &[]).await.unwrap();
+    let ca_pem = &server.local_server().expect("a local server").ca_pem;
     let http = reqwest::Client::builder()
-        .use_preconfigured_tls(apiserver_framework::testing::tls::http1_config(
-            &server.ca_pem,
-        ))
+        .use_preconfigured_tls(apiserver_framework::testing::tls::http1_config(ca_pem))
         .timeout(timeout)
         .build()
         .unwrap();
@@ -119,6 +118,5 @@ pub async fn serve<T: apiserver_framework::ApiResource>(
         server,
         storage,
         http,
-        _dir: dir,
     }
 }

@@ -1,26 +1,22 @@
-//! A server started by [`apiserver_framework::cli::local`] in a temporary directory of its
-//! own, and a client of it: it trusts the server's CA and sends the server's bearer token.
+//! A server assembled by a test, served by the kit's [`TestServer::serve_local`] as `local`
+//! mode serves an app, and a client of it: it trusts the server's CA and sends the server's
+//! bearer token.
 
 #![allow(dead_code)]
 
-use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
-use apiserver_framework::cli::{LocalOptions, LocalServer, local};
+use apiserver_framework::cli::LocalServer;
 use apiserver_framework::server::GenericApiServer;
+use apiserver_framework::testing::TestServer;
 use serde_json::Value;
 
-/// A server started as `local` mode starts it, with a client of it.
+/// A server served as `local` mode serves it, with a client of it.
 pub struct Local {
-    /// The server.
-    pub server: LocalServer,
+    /// The server (its temporary directory, its kube-rs client, its shutdown).
+    pub test: TestServer,
     /// A client of it.
     pub client: LocalClient,
-    /// Its temporary directory (certificates, files the options name).
-    pub dir: tempfile::TempDir,
-    /// The options it was started with.
-    pub opts: LocalOptions,
 }
 
 /// A test's server reaches its client's fields (`http`, `url`, `token`) directly.
@@ -32,28 +28,17 @@ impl std::ops::Deref for Local {
     }
 }
 
-/// Starts `app` as `<name> local` on a free port of 127.0.0.1 with its certificates in a new
-/// temporary directory; `edit` changes the other options (given that directory).
-pub async fn start_local(
-    name: &str,
-    app: GenericApiServer,
-    edit: impl FnOnce(&mut LocalOptions, &Path),
-) -> Local {
-    let dir = tempfile::tempdir().unwrap();
-    let mut opts = LocalOptions {
-        secure_port: 0,
-        cert_dir: dir.path().join("certs"),
-        ..Default::default()
-    };
-    edit(&mut opts, dir.path());
-    let server = local::start(name, Arc::new(app), &opts).await.unwrap();
-    let client = LocalClient::of(&server);
-    Local {
-        server,
-        client,
-        dir,
-        opts,
-    }
+/// Serves `app` as `<name> local` on a free port of 127.0.0.1 with its certificates in a new
+/// temporary directory, with `local` mode's `flags` added to the kit's own.
+pub async fn start_local(name: &str, app: GenericApiServer, flags: &[String]) -> Local {
+    let test = TestServer::serve_local(name, app, flags).await.unwrap();
+    let client = LocalClient::of(local_server(&test));
+    Local { test, client }
+}
+
+/// The local server of a [`TestServer`] of this module.
+pub fn local_server(test: &TestServer) -> &LocalServer {
+    test.local_server().expect("served as local mode serves")
 }
 
 /// An HTTPS client builder trusting `server`'s CA: the one the clients here are built from.

@@ -15,7 +15,7 @@ use wardle::{Fischer, FischerSpec, Flunder, ReferenceType};
 
 #[tokio::test]
 async fn crud_with_the_generated_type() {
-    let (server, client, _dir) = start().await;
+    let (server, client) = start().await;
     let api: Api<Flunder> = Api::namespaced(client.clone(), "default");
 
     let created = create(&api, &typed_flunder("f1", "a", ReferenceType::Fischer)).await;
@@ -97,12 +97,12 @@ async fn crud_with_the_generated_type() {
     let created = create(&fischers, &fi).await;
     assert_eq!(created.spec.disallowed_flunders, ["x"]);
     assert_eq!(created.metadata.namespace, None);
-    server.running.shutdown().await;
+    server.shutdown().await;
 }
 
 #[tokio::test]
 async fn watcher_sees_every_change() {
-    let (server, client, _dir) = start().await;
+    let (server, client) = start().await;
     let api: Api<Flunder> = Api::namespaced(client.clone(), "default");
     create(&api, &typed_flunder("before", "a", ReferenceType::Fischer)).await;
 
@@ -162,12 +162,12 @@ async fn watcher_sees_every_change() {
             "delete:during"
         ]
     );
-    server.running.shutdown().await;
+    server.shutdown().await;
 }
 
 #[tokio::test]
 async fn raw_watch_resumes_from_a_resource_version() {
-    let (server, client, _dir) = start().await;
+    let (server, client) = start().await;
     let api: Api<Flunder> = Api::namespaced(client, "default");
     let a = create(&api, &typed_flunder("a", "1", ReferenceType::Fischer)).await;
     create(&api, &typed_flunder("b", "2", ReferenceType::Fischer)).await;
@@ -194,5 +194,5 @@ async fn raw_watch_resumes_from_a_resource_version() {
         })
         .collect();
     assert_eq!(kinds, ["ADDED b", "DELETED a"]);
-    server.running.shutdown().await;
+    server.shutdown().await;
 }

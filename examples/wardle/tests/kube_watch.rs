@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use apiserver_framework::storage::memory::MemoryStorage;
+use apiserver_framework::testing::TestServer;
 use futures::{StreamExt, TryStreamExt};
 use kube::api::{Patch, PatchParams, WatchEvent, WatchParams};
 use kube::runtime::watcher;
@@ -19,20 +20,15 @@ use support::fixtures::typed_flunder;
 use wardle::{Flunder, ReferenceType, Topping};
 
 /// Starts wardle in-process on `storage` (the default memory storage when `None`).
-async fn start(
-    storage: Option<Arc<MemoryStorage>>,
-) -> (
-    apiserver_framework::cli::LocalServer,
-    Client,
-    tempfile::TempDir,
-) {
+async fn start(storage: Option<Arc<MemoryStorage>>) -> (TestServer, Client) {
     let s = support::in_process::start_with(storage).await;
-    (s.server, s.client, s.dir)
+    let client = s.client();
+    (s, client)
 }
 
 #[tokio::test]
 async fn streaming_list_watcher_gets_initial_events_then_changes() {
-    let (_server, client, _dir) = start(None).await;
+    let (_server, client) = start(None).await;
     let api: Api<Flunder> = Api::namespaced(client, "default");
     for name in ["a", "b", "c"] {
         create(&api, &typed_flunder(name, "r", ReferenceType::Flunder)).await;
@@ -54,7 +50,7 @@ async fn streaming_list_watcher_gets_initial_events_then_changes() {
 
 #[tokio::test]
 async fn bookmarks_carry_the_latest_resource_version() {
-    let (_server, client, _dir) = start(None).await;
+    let (_server, client) = start(None).await;
     let api: Api<Flunder> = Api::namespaced(client, "default");
     let created = create(&api, &typed_flunder("a", "r", ReferenceType::Flunder)).await;
     let rv = created.metadata.resource_version.clone().unwrap();
@@ -93,7 +89,7 @@ async fn bookmarks_carry_the_latest_resource_version() {
 
 #[tokio::test]
 async fn a_watch_from_before_the_kept_history_gets_a_410_error_event() {
-    let (_server, client, _dir) = start(Some(Arc::new(MemoryStorage::with_history(3)))).await;
+    let (_server, client) = start(Some(Arc::new(MemoryStorage::with_history(3)))).await;
     let api: Api<Flunder> = Api::namespaced(client, "default");
     let first = create(&api, &typed_flunder("a", "r", ReferenceType::Flunder)).await;
     for name in ["b", "c", "d", "e", "f"] {
@@ -126,7 +122,7 @@ async fn a_watch_from_before_the_kept_history_gets_a_410_error_event() {
 
 #[tokio::test]
 async fn patch_types_through_kube() {
-    let (_server, client, _dir) = start(None).await;
+    let (_server, client) = start(None).await;
     let api: Api<Flunder> = Api::namespaced(client, "default");
     let mut f = typed_flunder("p", "r", ReferenceType::Flunder);
     f.spec.toppings = vec![
@@ -192,7 +188,8 @@ async fn patch_types_through_kube() {
 
 #[tokio::test]
 async fn metadata_only_clients() {
-    let (server, client, _dir) = start(None).await;
+    let (server, client) = start(None).await;
+    let local = server.local_server().expect("served as local mode serves");
     let api: Api<Flunder> = Api::namespaced(client, "default");
     let mut f = typed_flunder("m", "r", ReferenceType::Flunder);
     f.metadata.labels = Some([("app".to_string(), "m".to_string())].into());
@@ -245,16 +242,16 @@ async fn metadata_only_clients() {
     // Asking for the wrong cardinality is refused with 406, as upstream.
     let http = reqwest::Client::builder()
         .use_preconfigured_tls(apiserver_framework::testing::tls::http1_config(
-            &server.ca_pem,
+            &local.ca_pem,
         ))
         .build()
         .unwrap();
     let res = http
         .get(format!(
             "{}/apis/wardle.example.com/v1alpha1/namespaces/default/flunders",
-            server.url
+            local.url
         ))
-        .bearer_auth(&server.token)
+        .bearer_auth(&local.token)
         .header(
             "Accept",
             "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io",

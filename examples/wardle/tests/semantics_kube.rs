@@ -22,7 +22,7 @@ fn api_error(err: kube::Error) -> Box<kube::core::Status> {
 
 #[tokio::test]
 async fn list_pages_through_seven_flunders() {
-    let (_server, client, _dir) = start().await;
+    let (_server, client) = start().await;
     let api: Api<Flunder> = Api::namespaced(client.clone(), "default");
     let all: Vec<String> = (0..7).map(|i| format!("f{i}")).collect();
     for (i, name) in all.iter().enumerate() {
@@ -102,7 +102,7 @@ async fn list_pages_through_seven_flunders() {
 
 #[tokio::test]
 async fn json_and_merge_patches() {
-    let (_server, client, _dir) = start().await;
+    let (_server, client) = start().await;
     let api: Api<Flunder> = Api::namespaced(client, "default");
     let created = create(
         &api,
@@ -247,7 +247,7 @@ async fn json_and_merge_patches() {
 
 #[tokio::test]
 async fn delete_with_preconditions() {
-    let (_server, client, _dir) = start().await;
+    let (_server, client) = start().await;
     let api: Api<Flunder> = Api::namespaced(client, "default");
     let created = create(
         &api,

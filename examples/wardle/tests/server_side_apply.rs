@@ -211,7 +211,7 @@ fn writes_other_than_apply_are_recorded_as_updates() {
 #[tokio::test]
 async fn spec_and_status_appliers_do_not_clobber_each_other() {
     let s = support::in_process::start().await;
-    let api: Api<Flunder> = Api::namespaced(s.client.clone(), "default");
+    let api: Api<Flunder> = Api::namespaced(s.client(), "default");
     let spec_pp = PatchParams::apply("spec-owner");
     let status_pp = PatchParams::apply("status-controller");
     for round in 0..3 {

@@ -9,11 +9,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use apiserver_framework::cli::LocalServer;
 use apiserver_framework::registry::versions::VersionedStorage;
 use apiserver_framework::server::generic::GenericApiServer;
 use apiserver_framework::storage::memory::MemoryStorage;
 use apiserver_framework::storage::{ListRequest, Storage};
+use apiserver_framework::testing::TestServer;
 use futures::{StreamExt, TryStreamExt};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
@@ -26,17 +26,14 @@ use wardle::{ReferenceType, v1alpha1, v1beta1};
 const PREFIX: &str = "/wardle.example.com/flunders/";
 
 struct Served {
-    server: LocalServer,
+    server: TestServer,
     generic: Arc<GenericApiServer>,
     client: Client,
-    dir: tempfile::TempDir,
 }
 
 impl Served {
-    fn kubeconfig(&self) -> std::path::PathBuf {
-        let path = self.dir.path().join("kubeconfig");
-        std::fs::write(&path, &self.server.kubeconfig).expect("write the kubeconfig");
-        path
+    fn kubeconfig(&self) -> &std::path::Path {
+        self.server.kubeconfig()
     }
 
     fn kubectl(&self, args: &[&str]) -> std::process::Output {
@@ -44,7 +41,7 @@ impl Served {
             .arg("--kubeconfig")
             .arg(self.kubeconfig())
             .arg("--cache-dir")
-            .arg(self.dir.path().join("cache"))
+            .arg(self.server.dir().join("cache"))
             .args(args)
             .env_remove("KUBECONFIG")
             .stdin(Stdio::null())
@@ -89,16 +86,12 @@ impl Served {
 
 async fn serve(app: apiserver_framework::App, storage: Arc<MemoryStorage>) -> Served {
     let generic = Arc::new(app.server_builder().storage(storage).build());
-    let support::in_process::InProcess {
-        server,
-        client,
-        dir,
-    } = support::in_process::serve(generic.clone()).await;
+    let server = support::in_process::serve(generic.clone()).await;
+    let client = server.client();
     Served {
         server,
         generic,
         client,
-        dir,
     }
 }
 
@@ -427,7 +420,7 @@ async fn storage_version_migration_under_load() {
             .iter()
             .all(|o| o["apiVersion"] == "wardle.example.com/v1alpha1")
     );
-    first.server.running.shutdown().await;
+    first.server.shutdown().await;
 
     // The next server stores v1beta1; old objects are read converted meanwhile.
     let app = wardle::app().storage_version("flunders.wardle.example.com", "v1beta1");

@@ -10,10 +10,7 @@
 pub mod computed;
 pub mod connect;
 // Public with the `testing` feature, for the workspace's tests and fuzz targets of client input.
-#[cfg(feature = "testing")]
-pub mod continue_token;
-#[cfg(not(feature = "testing"))]
-pub(crate) mod continue_token;
+internal_modules!(continue_token);
 pub mod delegating;
 pub mod options;
 pub mod subresource;

@@ -23,10 +23,7 @@ pub(crate) mod accept;
 pub(crate) mod activity;
 pub(crate) mod backlog;
 // The benchmark's baseline server writes HTTP/2 frames as the framework does.
-#[cfg(feature = "testing")]
-pub mod batched_writes;
-#[cfg(not(feature = "testing"))]
-pub(crate) mod batched_writes;
+internal_modules!(batched_writes);
 pub(crate) mod compression;
 pub(crate) mod connection;
 pub(crate) mod descriptors;

@@ -1,36 +1,27 @@
-//! wardle served in-process (no child process), with a kube-rs client for it.
+//! wardle served in-process (no child process) by the kit's [`TestServer`], which holds a
+//! kube-rs client for it.
 
 use std::sync::Arc;
 
-use apiserver_framework::cli::{LocalOptions, LocalServer, local};
 use apiserver_framework::server::generic::GenericApiServer;
 use apiserver_framework::storage::memory::MemoryStorage;
-use kube::{Client, Config};
-
-/// A running in-process wardle and a kube-rs client for it; the temporary directory holds its
-/// certificates and goes away with it.
-pub struct InProcess {
-    /// The server; it stops when dropped.
-    pub server: LocalServer,
-    /// A client configured from the server's kubeconfig.
-    pub client: Client,
-    /// The certificates' directory.
-    pub dir: tempfile::TempDir,
-}
+use apiserver_framework::testing::TestServer;
+use kube::Client;
 
 /// Starts wardle in-process on a free port with its default memory storage.
-pub async fn start() -> InProcess {
+pub async fn start() -> TestServer {
     start_with(None).await
 }
 
-/// [`start`], as the tuple (server, client, directory).
-pub async fn start_parts() -> (LocalServer, Client, tempfile::TempDir) {
+/// [`start`], as the pair (server, client).
+pub async fn start_parts() -> (TestServer, Client) {
     let s = start().await;
-    (s.server, s.client, s.dir)
+    let client = s.client();
+    (s, client)
 }
 
 /// Starts wardle in-process on `storage` (the default memory storage when `None`).
-pub async fn start_with(storage: Option<Arc<MemoryStorage>>) -> InProcess {
+pub async fn start_with(storage: Option<Arc<MemoryStorage>>) -> TestServer {
     let mut builder = wardle::app().server_builder();
     if let Some(storage) = storage {
         builder = builder.storage(storage);
@@ -39,25 +30,8 @@ pub async fn start_with(storage: Option<Arc<MemoryStorage>>) -> InProcess {
 }
 
 /// Serves `server` in-process as wardle, on a free port.
-pub async fn serve(server: Arc<GenericApiServer>) -> InProcess {
-    let dir = tempfile::tempdir().expect("create a temporary directory");
-    let opts = LocalOptions {
-        secure_port: 0,
-        cert_dir: dir.path().join("certs"),
-        ..Default::default()
-    };
-    let server = local::start("wardle", server, &opts)
+pub async fn serve(server: Arc<GenericApiServer>) -> TestServer {
+    TestServer::serve_local("wardle", server, &[])
         .await
-        .expect("start wardle in-process");
-    let kubeconfig =
-        kube::config::Kubeconfig::from_yaml(&server.kubeconfig).expect("parse the kubeconfig");
-    let config = Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .expect("configure the client");
-    let client = Client::try_from(config).expect("build the client");
-    InProcess {
-        server,
-        client,
-        dir,
-    }
+        .expect("start wardle in-process")
 }
