@@ -269,6 +269,56 @@ struct Fronted {
     client: Client,
 }
 
+/// A TLS listener on a free loopback port serving `cert` and offering only HTTP/2 (ALPN
+/// `h2`), for a backend written by the test: its acceptor, listener and address.
+async fn h2_listener(
+    cert: &rcgen::CertifiedKey<rcgen::KeyPair>,
+) -> (
+    tokio_rustls::TlsAcceptor,
+    tokio::net::TcpListener,
+    std::net::SocketAddr,
+) {
+    let key = rustls::pki_types::PrivateKeyDer::try_from(cert.signing_key.serialize_der()).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![cert.cert.der().clone()], key)
+        .unwrap();
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    (acceptor, listener, addr)
+}
+
+/// [`front`] with the tests' usual settings (probes every 300 ms, alice authenticated only,
+/// requests timing out after 20 s), with `v1.widgets.example.com` registered for the backends
+/// `resolver` finds, whose serving certificate is `backend_ca` (PEM), and available.
+async fn front_widgets(
+    dir: &std::path::Path,
+    resolver: StaticServiceResolver,
+    backend_ca: &str,
+) -> Fronted {
+    let (_, fp_cert, fp_key) = front_proxy_pki();
+    let fronted = front(
+        dir,
+        (fp_cert, fp_key),
+        resolver,
+        Duration::from_millis(300),
+        &["system:authenticated"],
+        Some(Duration::from_secs(20)),
+    )
+    .await;
+    fronted.client.register_widgets("v1", backend_ca).await;
+    fronted
+        .client
+        .wait_condition("v1.widgets.example.com", "True", "Passed")
+        .await;
+    fronted
+}
+
 /// Serves an aggregator (it also serves APIServices; everything allowed) that finds backends
 /// through `resolver`, checks them every `check_interval`, and proxies with `front_proxy`
 /// (client certificate PEM, key PEM); its token `admin-token` is user alice in `groups`. Its

@@ -3,6 +3,7 @@
 //! a rules-based test double of the authorizer.
 
 mod support_audit;
+mod support_chain;
 mod support_kinds;
 mod support_local;
 

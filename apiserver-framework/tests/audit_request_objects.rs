@@ -4,6 +4,7 @@
 //! configurations included, are recorded as JSON; refused requests record no body at all.
 
 mod support_audit;
+mod support_chain;
 mod support_kinds;
 
 use std::sync::Arc;

@@ -4,6 +4,7 @@
 //! The host cluster is replaced by a rules-based reviewer test double; everything between the
 //! HTTPS client and it is the real thing.
 
+mod support_chain;
 mod support_kinds;
 
 use std::sync::Arc;
@@ -16,10 +17,10 @@ use apiserver_framework::authz::{
 };
 use apiserver_framework::prelude::*;
 use apiserver_framework::server::GenericApiServer;
-use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
-use apiserver_framework::tls::{ServingCert, install_crypto_provider};
+use apiserver_framework::server::serve::HandlerChain;
 use apiserver_framework::user::UserInfo;
 use serde_json::{Value, json};
+use support_chain::{ServedChain, serve_chain};
 use support_kinds::Flunder;
 
 const FLUNDERS: &str = "/apis/wardle.example.com/v1alpha1/namespaces/default/flunders";
@@ -77,19 +78,14 @@ impl SubjectAccessReviewer for RulesReviewer {
 }
 
 struct Server {
-    running: RunningServer,
+    served: ServedChain,
     http: reqwest::Client,
     url: String,
     reviewer: Arc<RulesReviewer>,
-    _dir: tempfile::TempDir,
 }
 
 impl Server {
     async fn start() -> Self {
-        install_crypto_provider();
-        let dir = tempfile::tempdir().unwrap();
-        let cert =
-            ServingCert::self_signed(&dir.path().join("certs"), &["127.0.0.1".into()]).unwrap();
         let server = GenericApiServer::builder("authz")
             .group(Group::new("wardle.example.com").resource::<Flunder>())
             .build();
@@ -100,23 +96,14 @@ impl Server {
         let authorizer = config.build(Some(reviewer.clone())).unwrap();
         let chain = HandlerChain::new(Arc::new(server), Arc::new(users()), Arc::new(authorizer))
             .with_anonymous_paths(config.anonymous_paths().unwrap());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let running =
-            serve::RunningServer::start(listener, cert.server_config().unwrap(), Arc::new(chain))
-                .unwrap();
-        let http = reqwest::Client::builder()
-            .use_preconfigured_tls(apiserver_framework::testing::tls::http1_config(
-                &cert.ca_pem,
-            ))
-            .build()
-            .unwrap();
-        let url = format!("https://127.0.0.1:{}", running.addr.port());
+        let served = serve_chain(chain).await;
+        let http = served.https().build().unwrap();
+        let url = served.url.clone();
         Server {
-            running,
+            served,
             http,
             url,
             reviewer,
-            _dir: dir,
         }
     }
 
@@ -235,7 +222,7 @@ async fn allowed_users_are_served_and_others_forbidden() {
         .map(|i| i["metadata"]["name"].clone())
         .collect();
     assert_eq!(names, [json!("f1")]);
-    s.running.shutdown().await;
+    s.served.running.shutdown().await;
 }
 
 #[tokio::test]
@@ -258,7 +245,7 @@ async fn non_resource_requests_are_authorized_by_path() {
         .send(Some("alice-token"), reqwest::Method::GET, "/apis", None)
         .await;
     assert_eq!(code, 200, "{text}");
-    s.running.shutdown().await;
+    s.served.running.shutdown().await;
 }
 
 #[tokio::test]
@@ -287,7 +274,7 @@ async fn health_is_reachable_without_credentials_and_nothing_else() {
         assert_eq!(json(&text)["reason"], "Unauthorized");
     }
     assert_eq!(s.reviews(), 0);
-    s.running.shutdown().await;
+    s.served.running.shutdown().await;
 }
 
 #[tokio::test]
@@ -302,7 +289,7 @@ async fn masters_are_always_allowed() {
         assert_eq!(code, 200, "{path}: {text}");
     }
     assert_eq!(s.reviews(), 0, "system:masters needs no review");
-    s.running.shutdown().await;
+    s.served.running.shutdown().await;
 }
 
 #[tokio::test]
@@ -321,7 +308,7 @@ async fn reviews_are_cached() {
         assert_eq!(code, 403);
     }
     assert_eq!(s.reviews(), 2);
-    s.running.shutdown().await;
+    s.served.running.shutdown().await;
 }
 
 #[tokio::test]
@@ -344,7 +331,7 @@ async fn an_authorizer_error_is_a_plain_text_500() {
         // Failures are not cached: every request asks again.
         assert_eq!(s.reviews(), round);
     }
-    s.running.shutdown().await;
+    s.served.running.shutdown().await;
 }
 
 /// A test double of the host cluster's API, over plain HTTP on loopback: answers

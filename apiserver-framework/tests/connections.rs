@@ -5,6 +5,7 @@
 //! (a watch) is in flight; at the bound, the longest-idle connection makes room for a new one;
 //! `--disable-http2-serving` leaves HTTP/1.1 alone in ALPN.
 
+mod support_chain;
 mod support_serving;
 
 use std::time::{Duration, Instant};

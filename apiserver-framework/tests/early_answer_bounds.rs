@@ -6,6 +6,7 @@
 //! closed to make room no more than an idle one does. The client is the `h2` crate's: it can
 //! announce a body and send none, or only part of it.
 
+mod support_chain;
 mod support_serving;
 
 use std::time::{Duration, Instant};

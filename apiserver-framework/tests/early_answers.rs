@@ -12,6 +12,7 @@
 //! `EARLY_ANSWERS_STRESS=<tries> cargo test --test early_answers -- --ignored` runs every case
 //! that many times with curl, body sizes varied.
 
+mod support_chain;
 mod support_serving;
 
 use std::process::Stdio;

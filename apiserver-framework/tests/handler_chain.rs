@@ -7,6 +7,7 @@
 //! `trace` events (target `apiserver_framework::reading`) by a subscriber global to the
 //! process, so nothing else may send requests while they are compared.
 
+mod support_chain;
 mod support_kinds;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -24,13 +25,13 @@ use apiserver_framework::registry::store::strategy::DefaultStrategy;
 use apiserver_framework::server::GenericApiServer;
 use apiserver_framework::server::filters::ChainInner;
 use apiserver_framework::server::filters::{ChainPosition, ChainService};
-use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
+use apiserver_framework::server::serve::HandlerChain;
 use apiserver_framework::storage::memory::MemoryStorage;
-use apiserver_framework::tls::{ServingCert, install_crypto_provider};
 use apiserver_framework::user::UserInfo;
 use axum::middleware::{self, Next};
 use bytes::Bytes;
 use serde_json::{Value, json};
+use support_chain::{ServedChain, serve_chain};
 use support_kinds::sized_kind;
 
 sized_kind!(GizmoSpec, "chain.example.com", "v1", "Gizmo");
@@ -153,7 +154,7 @@ fn recorder(
 }
 
 struct Served {
-    running: RunningServer,
+    served: ServedChain,
     url: String,
     http: reqwest::Client,
     seen: Seen,
@@ -161,9 +162,6 @@ struct Served {
 }
 
 async fn serve() -> Served {
-    install_crypto_provider();
-    let dir = tempfile::tempdir().unwrap();
-    let cert = ServingCert::self_signed(&dir.path().join("certs"), &["127.0.0.1".into()]).unwrap();
     let store = Store::<Gizmo>::new(Arc::new(MemoryStorage::new()), Arc::new(DefaultStrategy));
     let seen: Seen = Arc::default();
     let peers: Arc<Mutex<Vec<SocketAddr>>> = Arc::default();
@@ -200,23 +198,18 @@ async fn serve() -> Served {
             ChainPosition::AfterAuthorization,
             recorder(seen.clone(), "after-authorization"),
         );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let running =
-        serve::RunningServer::start(listener, cert.server_config().unwrap(), Arc::new(chain))
-            .unwrap();
-    let http = reqwest::Client::builder()
-        .use_preconfigured_tls(apiserver_framework::testing::tls::http1_config(
-            &cert.ca_pem,
-        ))
+    let served = serve_chain(chain).await;
+    let http = served
+        .https()
         .http1_only()
         .pool_max_idle_per_host(1)
         .redirect(reqwest::redirect::Policy::none())
         .timeout(Duration::from_secs(60))
         .build()
         .unwrap();
-    let url = running.url();
+    let url = served.url.clone();
     Served {
-        running,
+        served,
         url,
         http,
         seen,
@@ -283,7 +276,7 @@ async fn handler_chain() {
     user_layers_run_at_their_positions(&s).await;
     each_request_is_read_once(&s).await;
     panics_answer_500_and_the_server_goes_on(&s).await;
-    s.running.shutdown().await;
+    s.served.running.shutdown().await;
 }
 
 async fn user_layers_run_at_their_positions(s: &Served) {

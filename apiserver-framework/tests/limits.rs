@@ -3,6 +3,7 @@
 //! flight (watches not counted); a 4 MiB body is `413`; post-start hooks gate `/readyz`,
 //! which fails as soon as shutdown begins.
 
+mod support_chain;
 mod support_serving;
 
 use std::sync::Arc;

@@ -4,6 +4,7 @@
 //! still all be served when those bounds are tiny: a connection's reading waits only on tasks
 //! that start without it, never on a handler waiting for its body.
 
+mod support_chain;
 mod support_serving;
 
 use std::time::Duration;

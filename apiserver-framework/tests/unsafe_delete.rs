@@ -3,6 +3,7 @@
 //! asks: a user without it gets 403 naming the verb and the object stays; with it, the delete
 //! goes on to the storage. Over real HTTPS, through the handler chain.
 
+mod support_chain;
 mod support_serving;
 
 use std::time::Duration;

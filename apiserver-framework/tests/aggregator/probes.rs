@@ -14,7 +14,6 @@ use apiserver_framework::tls;
 use bytes::Bytes;
 use parking_lot::Mutex;
 use serde_json::json;
-use tokio::net::TcpListener;
 
 /// The group-version the APIService names, which every probe GETs.
 const PROBED: &str = "/apis/widgets.example.com/v1";
@@ -33,18 +32,7 @@ async fn start_backend(
     probes: Arc<Mutex<Probes>>,
     release: tokio::sync::watch::Receiver<bool>,
 ) -> std::net::SocketAddr {
-    let key = rustls::pki_types::PrivateKeyDer::try_from(cert.signing_key.serialize_der()).unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(vec![cert.cert.der().clone()], key)
-        .unwrap();
-    config.alpn_protocols = vec![b"h2".to_vec()];
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
+    let (acceptor, listener, addr) = super::h2_listener(cert).await;
     tokio::spawn(async move {
         loop {
             let (tcp, _) = listener.accept().await.unwrap();
@@ -128,29 +116,11 @@ async fn probes_after_the_first_success_run_to_their_end() {
     let probes = Arc::new(Mutex::new(Probes::default()));
     let (release, released) = tokio::sync::watch::channel(false);
     let addr = start_backend(&backend_cert, probes.clone(), released).await;
-    let (_, fp_cert, fp_key) = super::front_proxy_pki();
     let resolver = StaticServiceResolver::new().with("test", "backend", addr.to_string());
-    let super::Fronted {
-        controller,
-        agg,
-        client,
-        ..
-    } = super::front(
-        dir.path(),
-        (fp_cert, fp_key),
-        resolver,
-        Duration::from_millis(300),
-        &["system:authenticated"],
-        Some(Duration::from_secs(20)),
-    )
-    .await;
-    client
-        .register_widgets("v1", &backend_cert.cert.pem())
-        .await;
     // Available on the first probe's answer, while the others of its round are held.
-    client
-        .wait_condition("v1.widgets.example.com", "True", "Passed")
-        .await;
+    let super::Fronted {
+        controller, agg, ..
+    } = super::front_widgets(dir.path(), resolver, &backend_cert.cert.pem()).await;
     assert!(
         probes.lock().received > 1,
         "the availability check sent one probe"

@@ -20,7 +20,6 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use rcgen::KeyPair;
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
 
 const WIDGETS: &str = "/apis/widgets.example.com/v1/namespaces/default/widgets";
 const BACKENDS: usize = 4;
@@ -63,18 +62,7 @@ async fn start_backend(
     cert: &rcgen::CertifiedKey<KeyPair>,
     script: Arc<Script>,
 ) -> SocketAddr {
-    let key = rustls::pki_types::PrivateKeyDer::try_from(cert.signing_key.serialize_der()).unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(vec![cert.cert.der().clone()], key)
-        .unwrap();
-    config.alpn_protocols = vec![b"h2".to_vec()];
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
+    let (acceptor, listener, addr) = super::h2_listener(cert).await;
     let (dead, _) = tokio::sync::watch::channel(false);
     let dead = Arc::new(dead);
     tokio::spawn(async move {
@@ -202,33 +190,18 @@ async fn requests_that_failed_before_any_response_go_to_another_backend_when_saf
     for id in 0..BACKENDS {
         addrs.push(start_backend(id, &backend_cert, script.clone()).await);
     }
-    let (_, fp_cert, fp_key) = super::front_proxy_pki();
     let resolver = StaticServiceResolver::new().with_endpoints(
         "test",
         "backend",
         addrs.iter().map(|a| a.to_string()),
     );
+    // Probes (every 300 ms) never put a dead backend back, nor take one out, during the test.
     let super::Fronted {
         controller,
         agg,
         client,
         ..
-    } = super::front(
-        dir.path(),
-        (fp_cert, fp_key),
-        resolver,
-        // Probes never put a dead backend back, nor take one out, during the test.
-        Duration::from_millis(300),
-        &["system:authenticated"],
-        Some(Duration::from_secs(20)),
-    )
-    .await;
-    client
-        .register_widgets("v1", &backend_cert.cert.pem())
-        .await;
-    client
-        .wait_condition("v1.widgets.example.com", "True", "Passed")
-        .await;
+    } = super::front_widgets(dir.path(), resolver, &backend_cert.cert.pem()).await;
     // Every backend answers: the aggregator holds a connection to each.
     for _ in 0..100 {
         let answered: std::collections::BTreeSet<usize> =

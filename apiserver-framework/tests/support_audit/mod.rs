@@ -11,9 +11,9 @@ use apiserver_framework::authn::StaticTokens;
 use apiserver_framework::authz::Authorizer;
 use apiserver_framework::prelude::*;
 use apiserver_framework::server::GenericApiServer;
-use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
-use apiserver_framework::tls::{ServingCert, install_crypto_provider};
+use apiserver_framework::server::serve::{HandlerChain, RunningServer};
 
+use crate::support_chain::serve_chain_in;
 pub use crate::support_kinds::Flunder;
 
 /// The flunders of namespace `ns`.
@@ -56,43 +56,38 @@ pub struct Setup<'a> {
 impl Audited {
     /// Serves flunders as `setup` says.
     pub async fn start_with(setup: Setup<'_>) -> Audited {
-        install_crypto_provider();
-        let dir = tempfile::tempdir().unwrap();
-        let cert =
-            ServingCert::self_signed(&dir.path().join("certs"), &["127.0.0.1".into()]).unwrap();
-        let server = GenericApiServer::builder(setup.name)
-            .group(Group::new("wardle.example.com").resource::<Flunder>())
-            .build();
-        let policy = dir.path().join("policy.yaml");
-        std::fs::write(&policy, setup.policy).unwrap();
-        let log = dir.path().join(setup.log);
-        let auditor: Auditor = AuditOptions {
-            audit_policy_file: Some(policy),
-            audit_log_path: Some(log.display().to_string()),
-            ..setup.options
-        }
-        .build()
-        .unwrap()
-        .unwrap();
-        let chain = HandlerChain::new(Arc::new(server), Arc::new(setup.users), setup.authorizer)
-            .with_audit(Arc::new(auditor));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let running =
-            serve::RunningServer::start(listener, cert.server_config().unwrap(), Arc::new(chain))
-                .unwrap();
+        let log_name = setup.log;
+        let served = serve_chain_in(tempfile::tempdir().unwrap(), |dir| {
+            let server = GenericApiServer::builder(setup.name)
+                .group(Group::new("wardle.example.com").resource::<Flunder>())
+                .build();
+            let policy = dir.join("policy.yaml");
+            std::fs::write(&policy, setup.policy).unwrap();
+            let auditor: Auditor = AuditOptions {
+                audit_policy_file: Some(policy),
+                audit_log_path: Some(dir.join(log_name).display().to_string()),
+                ..setup.options
+            }
+            .build()
+            .unwrap()
+            .unwrap();
+            HandlerChain::new(Arc::new(server), Arc::new(setup.users), setup.authorizer)
+                .with_audit(Arc::new(auditor))
+        })
+        .await;
         let http = setup
             .client
             .use_preconfigured_tls(apiserver_framework::testing::tls::http1_config(
-                &cert.ca_pem,
+                &served.ca_pem,
             ))
             .build()
             .unwrap();
         Audited {
-            url: format!("https://127.0.0.1:{}", running.addr.port()),
-            running,
+            url: served.url,
+            running: served.running,
             http,
-            log,
-            dir,
+            log: served.dir.path().join(log_name),
+            dir: served.dir,
         }
     }
 }

@@ -18,11 +18,10 @@ use apiserver_framework::registry::rest::{EventStream, ObjectList, RequestContex
 use apiserver_framework::registry::store::Store;
 use apiserver_framework::registry::store::strategy::DefaultStrategy;
 use apiserver_framework::server::filters::RequestLimits;
-use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
+use apiserver_framework::server::serve::{HandlerChain, RunningServer};
 use apiserver_framework::server::{GenericApiServer, GenericApiServerBuilder};
 use apiserver_framework::storage::memory::MemoryStorage;
 use apiserver_framework::testing::tls;
-use apiserver_framework::tls::{ServingCert, install_crypto_provider};
 use apiserver_framework::user::UserInfo;
 use bytes::Bytes;
 use http_body_util::Full;
@@ -219,29 +218,22 @@ pub async fn serve(limits: RequestLimits, create_delay: Duration) -> Served {
 
 /// Serves `chain` over HTTPS on a free loopback port, with a fresh self-signed certificate.
 pub async fn serve_chain(chain: HandlerChain) -> Served {
-    install_crypto_provider();
-    let dir = tempfile::tempdir().unwrap();
-    let cert = ServingCert::self_signed(&dir.path().join("certs"), &["127.0.0.1".into()]).unwrap();
-    let ca_path = dir.path().join("ca.pem");
-    std::fs::write(&ca_path, &cert.ca_pem).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let running =
-        serve::RunningServer::start(listener, cert.server_config().unwrap(), Arc::new(chain))
-            .unwrap();
-    let addr = running.addr;
-    let http = reqwest::Client::builder()
-        .use_preconfigured_tls(tls::http1_config(&cert.ca_pem))
+    let served = crate::support_chain::serve_chain(chain).await;
+    let ca_path = served.dir.path().join("ca.pem");
+    std::fs::write(&ca_path, &served.ca_pem).unwrap();
+    let http = served
+        .https()
         .timeout(Duration::from_secs(60))
         .build()
         .unwrap();
     Served {
-        running,
-        addr,
-        url: format!("https://127.0.0.1:{}", addr.port()),
-        ca_pem: cert.ca_pem,
+        addr: served.running.addr,
+        running: served.running,
+        url: served.url,
+        ca_pem: served.ca_pem,
         ca_path,
         http,
-        dir,
+        dir: served.dir,
         in_store: Arc::default(),
     }
 }

@@ -12,6 +12,9 @@ use serde_json::{Value, json};
 use support::fixtures::{flunder_in, flunder_yaml};
 use support::{Wardle, kubectl_binary, stderr, stdout};
 
+/// The resource kubectl names in these tests: Flunders of wardle's v1alpha1.
+const FLUNDERS: &str = "flunders.v1alpha1.wardle.example.com";
+
 const F1_YAML: &str = "\
 apiVersion: wardle.example.com/v1alpha1
 kind: Flunder
@@ -132,14 +135,14 @@ fn api_resources_again_with_a_warm_discovery_cache() {
 #[test]
 fn create_from_a_yaml_file_then_get_as_a_table() {
     let w = with_f1();
-    let out = w.kubectl_ok(&["get", "flunders.v1alpha1.wardle.example.com"]);
+    let out = w.kubectl_ok(&["get", FLUNDERS]);
     let rows = table(&out);
     assert_eq!(rows.len(), 2, "get output: {out}");
     assert_eq!(rows[0], ["NAME", "REFERENCE", "AGE"], "get output: {out}");
     assert_eq!(rows[1][..2], ["f1", "fisch"], "get output: {out}");
     assert_eq!(rows[1].len(), 3, "get output: {out}");
     // The short name works too, and the single-object form prints the same table.
-    let out = w.kubectl_ok(&["get", "flunders.v1alpha1.wardle.example.com", "f1"]);
+    let out = w.kubectl_ok(&["get", FLUNDERS, "f1"]);
     let rows = table(&out);
     assert_eq!(rows[0], ["NAME", "REFERENCE", "AGE"]);
     assert_eq!(rows[1][..2], ["f1", "fisch"]);
@@ -148,7 +151,7 @@ fn create_from_a_yaml_file_then_get_as_a_table() {
 #[test]
 fn get_wide_adds_the_type_column() {
     let w = with_f1();
-    let out = w.kubectl_ok(&["get", "flunders.v1alpha1.wardle.example.com", "-o", "wide"]);
+    let out = w.kubectl_ok(&["get", FLUNDERS, "-o", "wide"]);
     let rows = table(&out);
     assert_eq!(rows.len(), 2, "get -o wide output: {out}");
     assert_eq!(
@@ -166,13 +169,7 @@ fn get_wide_adds_the_type_column() {
 #[test]
 fn get_as_json() {
     let w = with_f1();
-    let obj = json(&w.kubectl_ok(&[
-        "get",
-        "flunders.v1alpha1.wardle.example.com",
-        "f1",
-        "-o",
-        "json",
-    ]));
+    let obj = json(&w.kubectl_ok(&["get", FLUNDERS, "f1", "-o", "json"]));
     assert_eq!(obj["apiVersion"], "wardle.example.com/v1alpha1");
     assert_eq!(obj["kind"], "Flunder");
     assert_eq!(obj["metadata"]["name"], "f1");
@@ -193,7 +190,7 @@ fn get_as_json() {
     assert_eq!(obj["spec"]["reference"], "fisch");
     assert_eq!(obj["spec"]["referenceType"], "Fischer");
 
-    let list = json(&w.kubectl_ok(&["get", "flunders.v1alpha1.wardle.example.com", "-o", "json"]));
+    let list = json(&w.kubectl_ok(&["get", FLUNDERS, "-o", "json"]));
     assert_eq!(list["kind"], "List");
     let items = list["items"].as_array().expect("items");
     assert_eq!(items.len(), 1, "{list}");
@@ -204,13 +201,7 @@ fn get_as_json() {
 #[test]
 fn get_as_yaml() {
     let w = with_f1();
-    let text = w.kubectl_ok(&[
-        "get",
-        "flunders.v1alpha1.wardle.example.com",
-        "f1",
-        "-o",
-        "yaml",
-    ]);
+    let text = w.kubectl_ok(&["get", FLUNDERS, "f1", "-o", "yaml"]);
     let obj: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).expect("YAML");
     assert_eq!(
         obj["apiVersion"].as_str(),
@@ -233,17 +224,11 @@ fn get_as_names() {
     let file = w.write_file("f2.yaml", &flunder_yaml("f2", None, "f1", Some("Flunder")));
     w.kubectl_ok(&["create", "-f", file.to_str().unwrap()]);
     assert_eq!(
-        w.kubectl_ok(&["get", "flunders.v1alpha1.wardle.example.com", "-o", "name"]),
+        w.kubectl_ok(&["get", FLUNDERS, "-o", "name"]),
         "flunder.wardle.example.com/f1\nflunder.wardle.example.com/f2\n"
     );
     assert_eq!(
-        w.kubectl_ok(&[
-            "get",
-            "flunders.v1alpha1.wardle.example.com",
-            "f2",
-            "-o",
-            "name"
-        ]),
+        w.kubectl_ok(&["get", FLUNDERS, "f2", "-o", "name"]),
         "flunder.wardle.example.com/f2\n"
     );
 }
@@ -251,7 +236,7 @@ fn get_as_names() {
 #[test]
 fn get_of_a_missing_flunder_prints_the_not_found_error() {
     let w = Wardle::start();
-    let out = w.kubectl(&["get", "flunders.v1alpha1.wardle.example.com", "missing"]);
+    let out = w.kubectl(&["get", FLUNDERS, "missing"]);
     assert_eq!(out.status.code(), Some(1), "stderr: {}", stderr(&out));
     assert_eq!(stdout(&out), "");
     assert_eq!(
@@ -286,14 +271,7 @@ fn get_watch_reports_added_modified_deleted_as_json() {
     let w = with_f1();
     let mut watch = w.kubectl_background(
         "watch",
-        &[
-            "get",
-            "flunders.v1alpha1.wardle.example.com",
-            "-w",
-            "--output-watch-events",
-            "-o",
-            "json",
-        ],
+        &["get", FLUNDERS, "-w", "--output-watch-events", "-o", "json"],
     );
     let wait = Duration::from_secs(20);
     // The initial list arrives as ADDED; once it is there the watch is established.
@@ -304,12 +282,7 @@ fn get_watch_reports_added_modified_deleted_as_json() {
         watch.stderr()
     );
     assert_eq!(
-        w.kubectl_ok(&[
-            "label",
-            "flunders.v1alpha1.wardle.example.com",
-            "f1",
-            "color=blue"
-        ]),
+        w.kubectl_ok(&["label", FLUNDERS, "f1", "color=blue"]),
         "flunder.wardle.example.com/f1 labeled\n"
     );
     assert!(
@@ -318,7 +291,7 @@ fn get_watch_reports_added_modified_deleted_as_json() {
         watch.stdout(),
         watch.stderr()
     );
-    w.kubectl_ok(&["delete", "flunders.v1alpha1.wardle.example.com", "f1"]);
+    w.kubectl_ok(&["delete", FLUNDERS, "f1"]);
     assert!(
         watch.wait_for(wait, |s| event_types(s).len() >= 3),
         "no event after the delete; stdout:\n{}\nstderr:\n{}",
@@ -371,12 +344,7 @@ fn get_watch_prints_table_rows_with_event_types() {
     let w = with_f1();
     let mut watch = w.kubectl_background(
         "watch-table",
-        &[
-            "get",
-            "flunders.v1alpha1.wardle.example.com",
-            "-w",
-            "--output-watch-events",
-        ],
+        &["get", FLUNDERS, "-w", "--output-watch-events"],
     );
     let wait = Duration::from_secs(20);
     let rows = |s: &str| {
@@ -392,18 +360,13 @@ fn get_watch_prints_table_rows_with_event_types() {
         watch.stdout(),
         watch.stderr()
     );
-    w.kubectl_ok(&[
-        "label",
-        "flunders.v1alpha1.wardle.example.com",
-        "f1",
-        "color=blue",
-    ]);
+    w.kubectl_ok(&["label", FLUNDERS, "f1", "color=blue"]);
     assert!(
         watch.wait_for(wait, |s| rows(s).len() >= 2),
         "no MODIFIED row: {}",
         watch.stdout()
     );
-    w.kubectl_ok(&["delete", "flunders.v1alpha1.wardle.example.com", "f1"]);
+    w.kubectl_ok(&["delete", FLUNDERS, "f1"]);
     assert!(
         watch.wait_for(wait, |s| rows(s).len() >= 3),
         "no DELETED row: {}",
@@ -433,14 +396,7 @@ fn get_watch_with_names() {
     let w = with_f1();
     let mut watch = w.kubectl_background(
         "watch-names",
-        &[
-            "get",
-            "flunders.v1alpha1.wardle.example.com",
-            "-w",
-            "--output-watch-events",
-            "-o",
-            "name",
-        ],
+        &["get", FLUNDERS, "-w", "--output-watch-events", "-o", "name"],
     );
     let wait = Duration::from_secs(20);
     let lines = |s: &str| s.lines().count();
@@ -449,18 +405,13 @@ fn get_watch_with_names() {
         "no initial event: {}",
         watch.stderr()
     );
-    w.kubectl_ok(&[
-        "label",
-        "flunders.v1alpha1.wardle.example.com",
-        "f1",
-        "color=blue",
-    ]);
+    w.kubectl_ok(&["label", FLUNDERS, "f1", "color=blue"]);
     assert!(
         watch.wait_for(wait, |s| lines(s) >= 2),
         "no MODIFIED event: {}",
         watch.stdout()
     );
-    w.kubectl_ok(&["delete", "flunders.v1alpha1.wardle.example.com", "f1"]);
+    w.kubectl_ok(&["delete", FLUNDERS, "f1"]);
     assert!(
         watch.wait_for(wait, |s| lines(s) >= 3),
         "no DELETED event: {}",
@@ -482,18 +433,13 @@ fn get_watch_with_names() {
 fn label_adds_and_removes_a_label() {
     let w = with_f1();
     assert_eq!(
-        w.kubectl_ok(&[
-            "label",
-            "flunders.v1alpha1.wardle.example.com",
-            "f1",
-            "env=prod"
-        ]),
+        w.kubectl_ok(&["label", FLUNDERS, "f1", "env=prod"]),
         "flunder.wardle.example.com/f1 labeled\n"
     );
     assert_eq!(
         w.kubectl_ok(&[
             "get",
-            "flunders.v1alpha1.wardle.example.com",
+            FLUNDERS,
             "f1",
             "-o",
             "jsonpath={.metadata.labels.env}"
@@ -502,34 +448,15 @@ fn label_adds_and_removes_a_label() {
     );
     // Selecting by the label finds it; another value does not.
     assert_eq!(
-        w.kubectl_ok(&[
-            "get",
-            "flunders.v1alpha1.wardle.example.com",
-            "-l",
-            "env=prod",
-            "-o",
-            "name"
-        ]),
+        w.kubectl_ok(&["get", FLUNDERS, "-l", "env=prod", "-o", "name"]),
         "flunder.wardle.example.com/f1\n"
     );
     assert_eq!(
-        w.kubectl_ok(&[
-            "get",
-            "flunders.v1alpha1.wardle.example.com",
-            "-l",
-            "env=dev",
-            "-o",
-            "name"
-        ]),
+        w.kubectl_ok(&["get", FLUNDERS, "-l", "env=dev", "-o", "name"]),
         ""
     );
     // Changing a label needs --overwrite.
-    let out = w.kubectl(&[
-        "label",
-        "flunders.v1alpha1.wardle.example.com",
-        "f1",
-        "env=dev",
-    ]);
+    let out = w.kubectl(&["label", FLUNDERS, "f1", "env=dev"]);
     assert!(
         !out.status.success(),
         "relabel without --overwrite succeeded"
@@ -539,16 +466,11 @@ fn label_adds_and_removes_a_label() {
         "stderr: {}",
         stderr(&out)
     );
-    w.kubectl_ok(&[
-        "label",
-        "flunders.v1alpha1.wardle.example.com",
-        "f1",
-        "env-",
-    ]);
+    w.kubectl_ok(&["label", FLUNDERS, "f1", "env-"]);
     assert_eq!(
         w.kubectl_ok(&[
             "get",
-            "flunders.v1alpha1.wardle.example.com",
+            FLUNDERS,
             "f1",
             "-o",
             "jsonpath={.metadata.labels.env}"
@@ -556,14 +478,7 @@ fn label_adds_and_removes_a_label() {
         ""
     );
     assert_eq!(
-        w.kubectl_ok(&[
-            "get",
-            "flunders.v1alpha1.wardle.example.com",
-            "-l",
-            "env",
-            "-o",
-            "name"
-        ]),
+        w.kubectl_ok(&["get", FLUNDERS, "-l", "env", "-o", "name"]),
         ""
     );
 }
@@ -573,26 +488,10 @@ fn label_adds_and_removes_a_label() {
 #[test]
 fn removing_the_last_label_leaves_no_labels_map() {
     let w = with_f1();
-    w.kubectl_ok(&[
-        "label",
-        "flunders.v1alpha1.wardle.example.com",
-        "f1",
-        "env=prod",
-    ]);
-    w.kubectl_ok(&[
-        "label",
-        "flunders.v1alpha1.wardle.example.com",
-        "f1",
-        "env-",
-    ]);
+    w.kubectl_ok(&["label", FLUNDERS, "f1", "env=prod"]);
+    w.kubectl_ok(&["label", FLUNDERS, "f1", "env-"]);
     assert_eq!(
-        w.kubectl_ok(&[
-            "get",
-            "flunders.v1alpha1.wardle.example.com",
-            "f1",
-            "-o",
-            "jsonpath={.metadata.labels}"
-        ]),
+        w.kubectl_ok(&["get", FLUNDERS, "f1", "-o", "jsonpath={.metadata.labels}"]),
         ""
     );
 }
@@ -600,13 +499,7 @@ fn removing_the_last_label_leaves_no_labels_map() {
 #[test]
 fn replace_with_the_object_read_back() {
     let w = with_f1();
-    let text = w.kubectl_ok(&[
-        "get",
-        "flunders.v1alpha1.wardle.example.com",
-        "f1",
-        "-o",
-        "yaml",
-    ]);
+    let text = w.kubectl_ok(&["get", FLUNDERS, "f1", "-o", "yaml"]);
     let mut obj: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).expect("YAML");
     let old_rv = obj["metadata"]["resourceVersion"]
         .as_str()
@@ -618,13 +511,7 @@ fn replace_with_the_object_read_back() {
         w.kubectl_ok(&["replace", "-f", file.to_str().unwrap()]),
         "flunder.wardle.example.com/f1 replaced\n"
     );
-    let after = json(&w.kubectl_ok(&[
-        "get",
-        "flunders.v1alpha1.wardle.example.com",
-        "f1",
-        "-o",
-        "json",
-    ]));
+    let after = json(&w.kubectl_ok(&["get", FLUNDERS, "f1", "-o", "json"]));
     assert_eq!(after["spec"]["reference"], "other");
     assert_eq!(after["spec"]["referenceType"], "Fischer");
     assert_ne!(after["metadata"]["resourceVersion"], old_rv.as_str());
@@ -652,17 +539,17 @@ fn delete_one_flunder() {
     let file = w.write_file("f2.yaml", &flunder_yaml("f2", None, "f1", Some("Flunder")));
     w.kubectl_ok(&["create", "-f", file.to_str().unwrap()]);
     assert_eq!(
-        w.kubectl_ok(&["delete", "flunders.v1alpha1.wardle.example.com", "f1"]),
+        w.kubectl_ok(&["delete", FLUNDERS, "f1"]),
         "flunder.wardle.example.com \"f1\" deleted\n"
     );
-    let err = w.kubectl_err(&["get", "flunders.v1alpha1.wardle.example.com", "f1"]);
+    let err = w.kubectl_err(&["get", FLUNDERS, "f1"]);
     assert!(err.contains("(NotFound)"), "stderr: {}", err);
     assert_eq!(
-        w.kubectl_ok(&["get", "flunders.v1alpha1.wardle.example.com", "-o", "name"]),
+        w.kubectl_ok(&["get", FLUNDERS, "-o", "name"]),
         "flunder.wardle.example.com/f2\n"
     );
     // Deleting it again is NotFound.
-    let err = w.kubectl_err(&["delete", "flunders.v1alpha1.wardle.example.com", "f1"]);
+    let err = w.kubectl_err(&["delete", FLUNDERS, "f1"]);
     assert_eq!(
         err,
         "Error from server (NotFound): flunders.wardle.example.com \"f1\" not found\n"
@@ -674,7 +561,7 @@ fn delete_all_empties_the_namespace() {
     let w = with_f1();
     let file = w.write_file("f2.yaml", &flunder_yaml("f2", None, "f1", Some("Flunder")));
     w.kubectl_ok(&["create", "-f", file.to_str().unwrap()]);
-    let out = w.kubectl_ok(&["delete", "flunders.v1alpha1.wardle.example.com", "--all"]);
+    let out = w.kubectl_ok(&["delete", FLUNDERS, "--all"]);
     let mut lines: Vec<_> = out.lines().collect();
     lines.sort();
     assert_eq!(
@@ -684,7 +571,7 @@ fn delete_all_empties_the_namespace() {
             "flunder.wardle.example.com \"f2\" deleted"
         ]
     );
-    let out = w.kubectl(&["get", "flunders.v1alpha1.wardle.example.com"]);
+    let out = w.kubectl(&["get", FLUNDERS]);
     assert!(out.status.success(), "stderr: {}", stderr(&out));
     assert_eq!(stdout(&out), "");
     assert_eq!(stderr(&out), "No resources found in default namespace.\n");
@@ -719,7 +606,7 @@ fn ban_flunder_refuses_a_name_a_fischer_lists() {
         ),
         "stderr: {err}"
     );
-    let out = w.kubectl(&["get", "flunders.v1alpha1.wardle.example.com", "banned"]);
+    let out = w.kubectl(&["get", FLUNDERS, "banned"]);
     assert!(
         stderr(&out).contains("(NotFound)"),
         "the banned flunder was stored: {}",

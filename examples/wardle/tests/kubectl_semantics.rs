@@ -8,6 +8,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::{Wardle, stderr, stdout};
 
+/// The resource kubectl names in these tests: Flunders of wardle's v1alpha1.
+const FLUNDERS: &str = "flunders.v1alpha1.wardle.example.com";
+
 fn json(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }
@@ -52,7 +55,7 @@ fn label_and_field_selectors() {
     create_flunder(&w, "c", &[("app", "db")], "r1");
 
     let get = |args: &[&str]| {
-        let mut all = vec!["get", "flunders.v1alpha1.wardle.example.com"];
+        let mut all = vec!["get", FLUNDERS];
         all.extend_from_slice(args);
         names(&w.kubectl_ok(&all))
     };
@@ -71,31 +74,16 @@ fn label_and_field_selectors() {
         ["c"]
     );
 
-    let err = w.kubectl_err(&[
-        "get",
-        "flunders.v1alpha1.wardle.example.com",
-        "--field-selector",
-        "spec.referenceType=x",
-    ]);
+    let err = w.kubectl_err(&["get", FLUNDERS, "--field-selector", "spec.referenceType=x"]);
     assert!(
         err.contains("field label not supported: spec.referenceType"),
         "{}",
         err
     );
-    let err = w.kubectl_err(&[
-        "get",
-        "flunders.v1alpha1.wardle.example.com",
-        "-l",
-        "app in (x",
-    ]);
+    let err = w.kubectl_err(&["get", FLUNDERS, "-l", "app in (x"]);
     assert!(err.contains("unable to parse requirement"), "{}", err);
     // Selectors apply to deletecollection too.
-    let out = w.kubectl_ok(&[
-        "delete",
-        "flunders.v1alpha1.wardle.example.com",
-        "-l",
-        "app=web",
-    ]);
+    let out = w.kubectl_ok(&["delete", FLUNDERS, "-l", "app=web"]);
     assert!(
         out.contains("\"a\" deleted") && out.contains("\"b\" deleted"),
         "{out}"
@@ -109,12 +97,7 @@ fn chunked_get_returns_every_object() {
     for i in 0..7 {
         create_flunder(&w, &format!("f{i}"), &[], "r");
     }
-    let out = w.kubectl(&[
-        "get",
-        "flunders.v1alpha1.wardle.example.com",
-        "--chunk-size=2",
-        "-v=6",
-    ]);
+    let out = w.kubectl(&["get", FLUNDERS, "--chunk-size=2", "-v=6"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(
         names(&stdout(&out)),
@@ -138,25 +121,25 @@ fn patch_types() {
     create_flunder(&w, "p", &[("a", "1")], "r");
     w.kubectl_ok(&[
         "patch",
-        "flunders.v1alpha1.wardle.example.com",
+        FLUNDERS,
         "p",
         "--type=json",
         "-p",
         r#"[{"op":"replace","path":"/spec/reference","value":"json"},{"op":"add","path":"/metadata/labels/b","value":"2"}]"#,
     ]);
-    let obj = get_json(&w, &["flunders.v1alpha1.wardle.example.com", "p"]);
+    let obj = get_json(&w, &[FLUNDERS, "p"]);
     assert_eq!(obj["spec"]["reference"], "json");
     assert_eq!(obj["metadata"]["labels"], json!({"a": "1", "b": "2"}));
 
     w.kubectl_ok(&[
         "patch",
-        "flunders.v1alpha1.wardle.example.com",
+        FLUNDERS,
         "p",
         "--type=merge",
         "-p",
         r#"{"metadata":{"labels":{"a":null}},"spec":{"toppings":[{"name":"x","amount":1},{"name":"y"}]}}"#,
     ]);
-    let obj = get_json(&w, &["flunders.v1alpha1.wardle.example.com", "p"]);
+    let obj = get_json(&w, &[FLUNDERS, "p"]);
     assert_eq!(obj["metadata"]["labels"], json!({"b": "2"}));
     assert_eq!(obj["spec"]["toppings"].as_array().unwrap().len(), 2);
 
@@ -164,26 +147,26 @@ fn patch_types() {
     // Kubernetes API servers, the patch's items come in its order, before the untouched ones.
     w.kubectl_ok(&[
         "patch",
-        "flunders.v1alpha1.wardle.example.com",
+        FLUNDERS,
         "p",
         "--type=strategic",
         "-p",
         r#"{"spec":{"toppings":[{"name":"x","amount":5},{"name":"z"}]}}"#,
     ]);
-    let obj = get_json(&w, &["flunders.v1alpha1.wardle.example.com", "p"]);
+    let obj = get_json(&w, &[FLUNDERS, "p"]);
     assert_eq!(
         obj["spec"]["toppings"],
         json!([{"name": "x", "amount": 5}, {"name": "z"}, {"name": "y"}])
     );
     w.kubectl_ok(&[
         "patch",
-        "flunders.v1alpha1.wardle.example.com",
+        FLUNDERS,
         "p",
         "--type=strategic",
         "-p",
         r#"{"spec":{"toppings":[{"name":"y","$patch":"delete"}]}}"#,
     ]);
-    let obj = get_json(&w, &["flunders.v1alpha1.wardle.example.com", "p"]);
+    let obj = get_json(&w, &[FLUNDERS, "p"]);
     assert_eq!(
         obj["spec"]["toppings"],
         json!([{"name": "x", "amount": 5}, {"name": "z"}])
@@ -192,7 +175,7 @@ fn patch_types() {
     // A JSON patch whose test fails is refused with 422 and changes nothing.
     let out = w.kubectl(&[
         "patch",
-        "flunders.v1alpha1.wardle.example.com",
+        FLUNDERS,
         "p",
         "--type=json",
         "-p",
@@ -207,7 +190,7 @@ fn patch_types() {
     // A patch producing an invalid object is refused by validation.
     let err = w.kubectl_err(&[
         "patch",
-        "flunders.v1alpha1.wardle.example.com",
+        FLUNDERS,
         "p",
         "--type=merge",
         "-p",
@@ -218,10 +201,7 @@ fn patch_types() {
         "{}",
         err
     );
-    assert_eq!(
-        get_json(&w, &["flunders.v1alpha1.wardle.example.com", "p"])["spec"]["reference"],
-        "json"
-    );
+    assert_eq!(get_json(&w, &[FLUNDERS, "p"])["spec"]["reference"], "json");
 }
 
 const APPLY_1: &str = "\
@@ -285,14 +265,9 @@ fn client_side_apply_adds_changes_and_removes() {
     };
     assert_eq!(apply(APPLY_1), "flunder.wardle.example.com/ap created\n");
     // Someone else adds a label; apply must keep it (three-way merge).
-    w.kubectl_ok(&[
-        "label",
-        "flunders.v1alpha1.wardle.example.com",
-        "ap",
-        "other=kept",
-    ]);
+    w.kubectl_ok(&["label", FLUNDERS, "ap", "other=kept"]);
     assert_eq!(apply(APPLY_2), "flunder.wardle.example.com/ap configured\n");
-    let obj = get_json(&w, &["flunders.v1alpha1.wardle.example.com", "ap"]);
+    let obj = get_json(&w, &[FLUNDERS, "ap"]);
     assert_eq!(obj["spec"]["reference"], "two");
     assert_eq!(
         obj["spec"]["toppings"][0],
@@ -306,7 +281,7 @@ fn client_side_apply_adds_changes_and_removes() {
     );
 
     assert_eq!(apply(APPLY_3), "flunder.wardle.example.com/ap configured\n");
-    let obj = get_json(&w, &["flunders.v1alpha1.wardle.example.com", "ap"]);
+    let obj = get_json(&w, &[FLUNDERS, "ap"]);
     assert_eq!(
         obj["metadata"]["labels"],
         json!({"keep": "yes", "other": "kept"}),
@@ -358,7 +333,7 @@ fn server_side_dry_run_and_diff() {
         obj["metadata"]["uid"].is_string(),
         "defaulted like a real create"
     );
-    let err = w.kubectl_err(&["get", "flunders.v1alpha1.wardle.example.com", "d"]);
+    let err = w.kubectl_err(&["get", FLUNDERS, "d"]);
     assert!(err.contains("NotFound"), "{}", err);
 
     // diff against nothing: the whole object is new (exit code 1 = differences found).
@@ -389,10 +364,7 @@ fn server_side_dry_run_and_diff() {
         "{diff}"
     );
     // diff is a dry run: nothing changed.
-    assert_eq!(
-        get_json(&w, &["flunders.v1alpha1.wardle.example.com", "d"])["spec"]["reference"],
-        "first"
-    );
+    assert_eq!(get_json(&w, &[FLUNDERS, "d"])["spec"]["reference"], "first");
 }
 
 #[test]
@@ -404,26 +376,16 @@ fn finalizers_hold_deletion_until_removed() {
          \x20 finalizers:\n  - example.com/hold\nspec: {}\n",
     );
     w.kubectl_ok(&["create", "-f", file.to_str().unwrap()]);
-    let out = w.kubectl_ok(&[
-        "delete",
-        "flunders.v1alpha1.wardle.example.com",
-        "fin",
-        "--wait=false",
-    ]);
+    let out = w.kubectl_ok(&["delete", FLUNDERS, "fin", "--wait=false"]);
     assert_eq!(out, "flunder.wardle.example.com \"fin\" deleted\n");
-    let obj = get_json(&w, &["flunders.v1alpha1.wardle.example.com", "fin"]);
+    let obj = get_json(&w, &[FLUNDERS, "fin"]);
     assert!(obj["metadata"]["deletionTimestamp"].is_string(), "{obj}");
     assert_eq!(obj["metadata"]["deletionGracePeriodSeconds"], 0);
 
     // A watcher sees the DELETED event once the finalizer goes.
     let mut watch = w.kubectl_background(
         "watch",
-        &[
-            "get",
-            "flunders.v1alpha1.wardle.example.com",
-            "--watch-only",
-            "--output-watch-events",
-        ],
+        &["get", FLUNDERS, "--watch-only", "--output-watch-events"],
     );
     w.wait_for_watchers(1);
     let mut wait = w.kubectl_background(
@@ -443,7 +405,7 @@ fn finalizers_hold_deletion_until_removed() {
     );
     w.kubectl_ok(&[
         "patch",
-        "flunders.v1alpha1.wardle.example.com",
+        FLUNDERS,
         "fin",
         "--type=json",
         "-p",
@@ -459,7 +421,7 @@ fn finalizers_hold_deletion_until_removed() {
         "watch: {}",
         watch.stdout()
     );
-    let out = w.kubectl(&["get", "flunders.v1alpha1.wardle.example.com", "fin"]);
+    let out = w.kubectl(&["get", FLUNDERS, "fin"]);
     assert!(stderr(&out).contains("NotFound"), "{}", stderr(&out));
 }
 
@@ -467,21 +429,13 @@ fn finalizers_hold_deletion_until_removed() {
 fn scale_subresource() {
     let w = Wardle::start();
     create_flunder(&w, "s", &[], "r");
-    let out = w.kubectl_ok(&[
-        "scale",
-        "flunders.v1alpha1.wardle.example.com",
-        "s",
-        "--replicas=3",
-    ]);
+    let out = w.kubectl_ok(&["scale", FLUNDERS, "s", "--replicas=3"]);
     assert_eq!(out, "flunder.wardle.example.com/s scaled\n");
-    assert_eq!(
-        get_json(&w, &["flunders.v1alpha1.wardle.example.com", "s"])["spec"]["replicas"],
-        3
-    );
+    assert_eq!(get_json(&w, &[FLUNDERS, "s"])["spec"]["replicas"], 3);
     // With a precondition kubectl sends an update that must match the current replicas.
     let out = w.kubectl(&[
         "scale",
-        "flunders.v1alpha1.wardle.example.com",
+        FLUNDERS,
         "s",
         "--current-replicas=2",
         "--replicas=4",
@@ -489,7 +443,7 @@ fn scale_subresource() {
     assert!(!out.status.success(), "{}", stdout(&out));
     w.kubectl_ok(&[
         "scale",
-        "flunders.v1alpha1.wardle.example.com",
+        FLUNDERS,
         "s",
         "--current-replicas=3",
         "--replicas=4",
@@ -503,12 +457,7 @@ fn scale_subresource() {
     assert_eq!(scale["apiVersion"], "autoscaling/v1");
     assert_eq!(scale["spec"]["replicas"], 4);
     assert_eq!(scale["status"]["replicas"], 0);
-    let out = w.kubectl(&[
-        "scale",
-        "flunders.v1alpha1.wardle.example.com",
-        "s",
-        "--replicas=-1",
-    ]);
+    let out = w.kubectl(&["scale", FLUNDERS, "s", "--replicas=-1"]);
     assert!(!out.status.success());
     // Fischers have no scale subresource.
     let err = w.kubectl_err(&[
@@ -549,11 +498,7 @@ fn field_validation_strict_warn_and_ignore() {
         "{}",
         err
     );
-    assert!(
-        !w.kubectl(&["get", "flunders.v1alpha1.wardle.example.com", "u"])
-            .status
-            .success()
-    );
+    assert!(!w.kubectl(&["get", FLUNDERS, "u"]).status.success());
 
     let out = w.kubectl(&["create", "-f", path, "--validate=warn"]);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -568,11 +513,11 @@ fn field_validation_strict_warn_and_ignore() {
         ]
     );
     // Unknown fields are never stored.
-    let obj = get_json(&w, &["flunders.v1alpha1.wardle.example.com", "u"]);
+    let obj = get_json(&w, &[FLUNDERS, "u"]);
     assert!(obj["spec"].get("extra").is_none(), "{obj}");
     assert_eq!(obj["spec"]["toppings"], json!([{"name": "a"}]));
 
-    w.kubectl_ok(&["delete", "flunders.v1alpha1.wardle.example.com", "u"]);
+    w.kubectl_ok(&["delete", FLUNDERS, "u"]);
     let out = w.kubectl(&["create", "-f", path, "--validate=ignore"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(!stderr(&out).contains("Warning"), "{}", stderr(&out));
@@ -580,7 +525,7 @@ fn field_validation_strict_warn_and_ignore() {
     // Patches are checked too (kubectl patch sends no fieldValidation: Warn).
     let out = w.kubectl(&[
         "patch",
-        "flunders.v1alpha1.wardle.example.com",
+        FLUNDERS,
         "u",
         "--type=merge",
         "-p",
@@ -592,10 +537,7 @@ fn field_validation_strict_warn_and_ignore() {
         "{}",
         stderr(&out)
     );
-    assert_eq!(
-        get_json(&w, &["flunders.v1alpha1.wardle.example.com", "u"])["spec"]["reference"],
-        "y"
-    );
+    assert_eq!(get_json(&w, &[FLUNDERS, "u"])["spec"]["reference"], "y");
 }
 
 #[test]
@@ -603,11 +545,11 @@ fn dry_run_writes_store_nothing() {
     let w = Wardle::start();
     create_flunder(&w, "a", &[("app", "x")], "r");
     create_flunder(&w, "b", &[("app", "x")], "r");
-    let snapshot = || get_json(&w, &["flunders.v1alpha1.wardle.example.com"])["items"].clone();
+    let snapshot = || get_json(&w, &[FLUNDERS])["items"].clone();
     let before = snapshot();
 
     // update
-    let mut changed = get_json(&w, &["flunders.v1alpha1.wardle.example.com", "a"]);
+    let mut changed = get_json(&w, &[FLUNDERS, "a"]);
     changed["spec"]["reference"] = json!("changed");
     let file = w.write_file("a.json", &changed.to_string());
     let out = w.kubectl_ok(&[
@@ -622,7 +564,7 @@ fn dry_run_writes_store_nothing() {
     // patch
     let out = w.kubectl_ok(&[
         "patch",
-        "flunders.v1alpha1.wardle.example.com",
+        FLUNDERS,
         "a",
         "--dry-run=server",
         "--type=merge",
@@ -633,12 +575,7 @@ fn dry_run_writes_store_nothing() {
     ]);
     assert_eq!(json(&out)["metadata"]["labels"]["new"], "1");
     // delete, and deletecollection through the raw API
-    w.kubectl_ok(&[
-        "delete",
-        "flunders.v1alpha1.wardle.example.com",
-        "a",
-        "--dry-run=server",
-    ]);
+    w.kubectl_ok(&["delete", FLUNDERS, "a", "--dry-run=server"]);
     let out = w.kubectl_ok(&[
         "delete",
         "--raw",

@@ -34,12 +34,7 @@ async fn start_answers_kube_rs_kubectl_and_shows_the_registry() {
         .await
         .expect("kube-rs creates a Flunder");
 
-    let out = server
-        .kubectl()
-        .args(["get", "flunders", "-o", "name"])
-        .output()
-        .await
-        .expect("run kubectl");
+    let out = get_flunder_names(&server).await;
     assert!(
         out.status.success(),
         "kubectl get flunders: {}",
@@ -225,12 +220,7 @@ async fn production_refuses_bob_a_create_and_lets_alice() {
         assert!(reviews.iter().any(|r| r == asked), "{asked}: {reviews:?}");
     }
 
-    let out = server
-        .kubectl()
-        .args(["get", "flunders", "-o", "name"])
-        .output()
-        .await
-        .expect("run kubectl");
+    let out = get_flunder_names(&server).await;
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
         "flunder.wardle.example.com/by-alice",
@@ -284,4 +274,14 @@ async fn the_conformance_check_names_a_printer_column_of_a_missing_field() {
         message.starts_with("conformance: 1 of 7 checks failed:\n- Gadget.broken.example.com/v1 openapi: printer column \"Colour\""),
         "{message}"
     );
+}
+
+/// `kubectl get flunders -o name` against `server`.
+async fn get_flunder_names(server: &TestServer) -> std::process::Output {
+    server
+        .kubectl()
+        .args(["get", "flunders", "-o", "name"])
+        .output()
+        .await
+        .expect("run kubectl")
 }

@@ -36,6 +36,15 @@ impl Served {
         self.server.kubeconfig()
     }
 
+    /// `kubectl explain flunders.spec` of wardle's `version`, which must succeed.
+    fn explain_spec(&self, version: &str) -> String {
+        let api_version = format!("--api-version=wardle.example.com/{version}");
+        let out = self.kubectl(&["explain", "flunders.spec", &api_version]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
     fn kubectl(&self, args: &[&str]) -> std::process::Output {
         Command::new("kubectl")
             .arg("--kubeconfig")
@@ -330,26 +339,11 @@ async fn kubectl_reads_each_version_and_explains_v1beta1() {
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(table.contains("FLUNDER"), "{table}");
 
-    let out = s.kubectl(&[
-        "explain",
-        "flunders.spec",
-        "--api-version=wardle.example.com/v1beta1",
-    ]);
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = s.explain_spec("v1beta1");
     assert!(text.contains("VERSION:    v1beta1"), "{text}");
     assert!(text.contains("flunderReference"), "{text}");
     assert!(text.contains("fischerReference"), "{text}");
-    let out = s.kubectl(&[
-        "explain",
-        "flunders.spec",
-        "--api-version=wardle.example.com/v1alpha1",
-    ]);
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = s.explain_spec("v1alpha1");
     assert!(text.contains("reference"), "{text}");
     assert!(!text.contains("flunderReference"), "{text}");
 }

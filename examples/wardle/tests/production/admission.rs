@@ -220,16 +220,26 @@ async fn configure(stack: &Stack, plural: &str, name: &str, webhooks: Vec<Value>
         "{}/apis/admissionregistration.k8s.io/v1/{plural}",
         stack.host_url()
     );
-    let (code, text) = stack
-        .call(
-            &stack.client(),
-            Method::POST,
-            &url,
-            Some(&stack.token("admin")),
-            Some(body),
-        )
-        .await;
+    let (code, text) = stack.send_as("admin", Method::POST, &url, Some(body)).await;
     assert_eq!(code, 201, "{text}");
+}
+
+/// Creates a MutatingWebhookConfiguration on the host as its admin.
+async fn mutating(stack: &Stack, name: &str, webhooks: Vec<Value>) {
+    configure(stack, "mutatingwebhookconfigurations", name, webhooks).await
+}
+
+/// Creates a ValidatingWebhookConfiguration on the host as its admin.
+async fn validating(stack: &Stack, name: &str, webhooks: Vec<Value>) {
+    configure(stack, "validatingwebhookconfigurations", name, webhooks).await
+}
+
+/// The webhook server, a stack with no flags, and the webhook server's base URL.
+async fn webhook_stack() -> (WebhookServer, Stack, String) {
+    let server = start_webhook_server().await;
+    let stack = Stack::start(&[]).await;
+    let base = format!("https://{}", server.addr);
+    (server, stack, base)
 }
 
 /// Creates a Flunder in `namespace` through the host as alice.
@@ -243,15 +253,7 @@ async fn create_in(stack: &Stack, version: &str, namespace: &str, body: Value) -
         "{}/apis/wardle.example.com/{version}/namespaces/{namespace}/flunders",
         stack.host_url()
     );
-    let (code, text) = stack
-        .call(
-            &stack.client(),
-            Method::POST,
-            &url,
-            Some(&stack.token("alice")),
-            Some(body),
-        )
-        .await;
+    let (code, text) = stack.send_as("alice", Method::POST, &url, Some(body)).await;
     let value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
     (code, value)
 }
@@ -281,12 +283,9 @@ async fn until(stack: &Stack, labels: Value, done: impl Fn(u16, &Value) -> bool)
 /// by name with upstream's message; both see the caller and the request as upstream sends it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn webhooks_of_the_host_mutate_and_reject_flunders() {
-    let server = start_webhook_server().await;
-    let stack = Stack::start(&[]).await;
-    let base = format!("https://{}", server.addr);
-    configure(
+    let (server, stack, base) = webhook_stack().await;
+    mutating(
         &stack,
-        "mutatingwebhookconfigurations",
         "label-flunders",
         vec![webhook(
             "label.wardle.test",
@@ -296,9 +295,8 @@ async fn webhooks_of_the_host_mutate_and_reject_flunders() {
         )],
     )
     .await;
-    configure(
+    validating(
         &stack,
-        "validatingwebhookconfigurations",
         "deny-flunders",
         vec![webhook(
             "deny.wardle.test",
@@ -345,9 +343,8 @@ async fn webhooks_of_the_host_mutate_and_reject_flunders() {
     assert_eq!(code, 403, "a rejected Flunder is not stored");
 
     // A webhook with side effects refuses dry runs it would be called for.
-    configure(
+    validating(
         &stack,
-        "validatingwebhookconfigurations",
         "side-effects",
         vec![webhook(
             "effects.wardle.test",
@@ -363,11 +360,10 @@ async fn webhooks_of_the_host_mutate_and_reject_flunders() {
     );
     let (code, text) = wait::poll("the dry run to be refused", TIMEOUT, || async {
         let (code, text) = stack
-            .call(
-                &stack.client(),
+            .send_as(
+                "alice",
                 Method::POST,
                 &url,
-                Some(&stack.token("alice")),
                 Some(with_metadata(
                     flunder("dry"),
                     "labels",
@@ -459,12 +455,9 @@ fn review_of(server: &WebhookServer, path: &str, name: &str) -> Value {
 /// `matchPolicy: Exact` is called only for creates sent to `v1beta1`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_webhook_for_v1beta1_sees_creates_sent_to_v1alpha1_unless_exact() {
-    let server = start_webhook_server().await;
-    let stack = Stack::start(&[]).await;
-    let base = format!("https://{}", server.addr);
-    configure(
+    let (server, stack, base) = webhook_stack().await;
+    validating(
         &stack,
-        "validatingwebhookconfigurations",
         "v1beta1-validators",
         vec![
             webhook(
@@ -568,12 +561,9 @@ async fn a_webhook_for_v1beta1_sees_creates_sent_to_v1alpha1_unless_exact() {
 /// stored object, read in v1alpha1, shows the change converted back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mutating_webhook_for_v1beta1_mutates_creates_sent_to_v1alpha1() {
-    let server = start_webhook_server().await;
-    let stack = Stack::start(&[]).await;
-    let base = format!("https://{}", server.addr);
-    configure(
+    let (server, stack, base) = webhook_stack().await;
+    mutating(
         &stack,
-        "mutatingwebhookconfigurations",
         "v1beta1-mutators",
         vec![webhook(
             "beta.wardle.test",
@@ -626,9 +616,8 @@ async fn failure_policy_decides_when_the_webhook_is_down() {
     let url = format!("https://{}/validate", down.local_addr().expect("address"));
     drop(down);
     let ca = &stack.host.files.ca_pem;
-    configure(
+    validating(
         &stack,
-        "validatingwebhookconfigurations",
         "down",
         vec![
             webhook("fail.wardle.test", &url, ca, json!({
@@ -690,11 +679,10 @@ async fn namespace_lifecycle_follows_the_host() {
     // The host runs the plugin over its own objects as a cluster does: no ConfigMap in a
     // namespace it lacks, no deleting `default`.
     let (code, text) = stack
-        .call(
-            &client,
+        .send_as(
+            "admin",
             Method::POST,
             &format!("{namespaces}/nowhere/configmaps"),
-            Some(&admin),
             Some(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}})),
         )
         .await;
@@ -721,11 +709,10 @@ async fn namespace_lifecycle_follows_the_host() {
     );
     for ns in ["nowhere", "ending"] {
         let (code, text) = stack
-            .call(
-                &client,
+            .send_as(
+                "admin",
                 Method::POST,
                 &namespaces,
-                Some(&admin),
                 Some(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})),
             )
             .await;
@@ -751,11 +738,10 @@ async fn namespace_lifecycle_follows_the_host() {
     let mut ns: Value = serde_json::from_str(&text).expect("JSON");
     ns["status"] = json!({"phase": "Terminating"});
     let (code, text) = stack
-        .call(
-            &client,
+        .send_as(
+            "admin",
             Method::PUT,
             &format!("{namespaces}/ending/status"),
-            Some(&admin),
             Some(ns),
         )
         .await;
@@ -822,9 +808,8 @@ async fn webhook_warnings_reach_kubectl_and_annotations_the_audit_log() {
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     let stack = Stack::start(&flags).await;
     let url = format!("https://{}/warn", server.addr);
-    configure(
+    validating(
         &stack,
-        "validatingwebhookconfigurations",
         "warn-flunders",
         vec![webhook("warn.wardle.test", &url, &server.ca_pem, json!({}))],
     )
@@ -886,13 +871,10 @@ async fn webhook_warnings_reach_kubectl_and_annotations_the_audit_log() {
 /// upstream.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_if_needed_webhook_is_reinvoked_and_sees_the_later_change() {
-    let server = start_webhook_server().await;
-    let stack = Stack::start(&[]).await;
-    let base = format!("https://{}", server.addr);
+    let (server, stack, base) = webhook_stack().await;
     // Configurations run in name order: `a-` first.
-    configure(
+    mutating(
         &stack,
-        "mutatingwebhookconfigurations",
         "a-saw-b",
         vec![webhook(
             "saw-b.wardle.test",
@@ -902,9 +884,8 @@ async fn an_if_needed_webhook_is_reinvoked_and_sees_the_later_change() {
         )],
     )
     .await;
-    configure(
+    mutating(
         &stack,
-        "mutatingwebhookconfigurations",
         "b-add-b",
         vec![webhook(
             "add-b.wardle.test",

@@ -2,6 +2,7 @@
 //! on arrival. wardle's audit log shows what reached it, as whom.
 
 use reqwest::Method;
+use reqwest::header::HeaderValue;
 
 use crate::stack::{FLUNDERS, Stack};
 use crate::status;
@@ -67,7 +68,7 @@ async fn proxied_identities_arrive_exactly() {
     let flags = audit_flags(audit.path());
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     let stack = Stack::start(&flags).await;
-    let utf8 = |s: &str| reqwest::header::HeaderValue::from_bytes(s.as_bytes()).unwrap();
+    let utf8 = |s: &str| HeaderValue::from_bytes(s.as_bytes()).unwrap();
     let res = stack
         .client()
         .get(format!("{}{FLUNDERS}", stack.host_url()))
@@ -102,34 +103,25 @@ async fn proxied_identities_arrive_exactly() {
     // Straight to wardle with the front proxy's certificate, names in ISO 8859-1 bytes.
     let fp = &stack.host.files.front_proxy_client;
     let proxy = stack.client_with_identity(&fp.cert_pem, &fp.key_pem);
-    let latin1 = |bytes: &[u8]| reqwest::header::HeaderValue::from_bytes(bytes).unwrap();
+    let latin1 = |bytes: &[u8]| HeaderValue::from_bytes(bytes).unwrap();
     let url = format!("{}{FLUNDERS}", stack.wardle_url());
-    let res = answer(
-        proxy
+    // A GET of the flunders as `user` of "editors" and `group`, if any, in the proxy's headers.
+    let as_remote = |user: HeaderValue, group: Option<HeaderValue>| {
+        let mut req = proxy
             .get(&url)
-            .header("x-remote-user", latin1(b"j\xfcrgen"))
-            .header("x-remote-group", "editors"),
-    )
-    .await;
+            .header("x-remote-user", user)
+            .header("x-remote-group", "editors");
+        if let Some(group) = group {
+            req = req.header("x-remote-group", group);
+        }
+        answer(req)
+    };
+    let res = as_remote(latin1(b"j\xfcrgen"), None).await;
     assert_eq!(res.status(), 401, "{}", res.text().await.unwrap());
-    let res = answer(
-        proxy
-            .get(&url)
-            .header("x-remote-user", "alice")
-            .header("x-remote-group", "editors")
-            .header("x-remote-group", latin1(b"\xe9quipe")),
-    )
-    .await;
+    let res = as_remote(utf8("alice"), Some(latin1(b"\xe9quipe"))).await;
     assert_eq!(res.status(), 401, "{}", res.text().await.unwrap());
     // The same, in UTF-8: alice of editors and équipe.
-    let res = answer(
-        proxy
-            .get(&url)
-            .header("x-remote-user", "alice")
-            .header("x-remote-group", "editors")
-            .header("x-remote-group", utf8("équipe")),
-    )
-    .await;
+    let res = as_remote(utf8("alice"), Some(utf8("équipe"))).await;
     assert_eq!(res.status(), 200, "{}", res.text().await.unwrap());
 }
 

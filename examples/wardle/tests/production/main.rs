@@ -46,13 +46,7 @@ async fn token_users_through_the_host() {
     assert_eq!(watch.status(), 200);
 
     let (code, body) = stack
-        .call(
-            &client,
-            Method::POST,
-            &url,
-            Some(&alice),
-            Some(flunder("one")),
-        )
+        .send_as("alice", Method::POST, &url, Some(flunder("one")))
         .await;
     assert_eq!(code, 201, "{body}");
     let event = tokio::time::timeout(TIMEOUT, watch.chunk())
@@ -74,13 +68,7 @@ async fn token_users_through_the_host() {
 
     // bob may not write: upstream's Forbidden, word for word.
     let (code, body) = stack
-        .call(
-            &client,
-            Method::POST,
-            &url,
-            Some(&bob),
-            Some(flunder("two")),
-        )
+        .send_as("bob", Method::POST, &url, Some(flunder("two")))
         .await;
     assert_eq!(code, 403, "{body}");
     let s = status(&body);
@@ -496,7 +484,6 @@ async fn reviews_are_cached_for_their_ttl() {
     .await;
     let client = stack.client();
     let alice = stack.token("alice");
-    let bob = stack.token("bob");
     let flunders = format!("{}{FLUNDERS}", stack.wardle_url());
     let fischers = format!(
         "{}/apis/wardle.example.com/v1alpha1/fischers",
@@ -523,13 +510,7 @@ async fn reviews_are_cached_for_their_ttl() {
     }
     for _ in 0..3 {
         let (code, _) = stack
-            .call(
-                &client,
-                Method::POST,
-                &flunders,
-                Some(&bob),
-                Some(flunder("b")),
-            )
+            .send_as("bob", Method::POST, &flunders, Some(flunder("b")))
             .await;
         assert_eq!(code, 403);
     }
@@ -560,13 +541,7 @@ async fn reviews_are_cached_for_their_ttl() {
             .await;
         assert_eq!(code, 200);
         let (code, _) = stack
-            .call(
-                &client,
-                Method::POST,
-                &flunders,
-                Some(&bob),
-                Some(flunder("b")),
-            )
+            .send_as("bob", Method::POST, &flunders, Some(flunder("b")))
             .await;
         assert_eq!(code, 403);
     }
@@ -783,19 +758,13 @@ async fn the_log_verbosity_changes_at_run_time() {
     );
 
     let bad = stack
-        .call(&client, Method::PUT, &flags, Some(&admin), Some(json!("x")))
+        .send_as("admin", Method::PUT, &flags, Some(json!("x")))
         .await;
     assert_eq!(bad.0, 400, "{}", bad.1);
     let (code, body) = stack.as_bearer(&client, Method::GET, &flags, &admin).await;
     assert_eq!((code, body.as_str()), (406, "unsupported http method\n"));
     let (code, body) = stack
-        .call(
-            &client,
-            Method::PUT,
-            &flags,
-            Some(&stack.token("bob")),
-            Some(json!(9)),
-        )
+        .send_as("bob", Method::PUT, &flags, Some(json!(9)))
         .await;
     assert_eq!(code, 403, "{body}");
     let (code, body) = stack

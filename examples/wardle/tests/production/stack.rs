@@ -222,6 +222,19 @@ impl Stack {
         (status, res.text().await.unwrap_or_default())
     }
 
+    /// Sends `method url` as the host's user `user` (with its bearer token), with `body` as
+    /// JSON if any; the status and the body.
+    pub async fn send_as(
+        &self,
+        user: &str,
+        method: reqwest::Method,
+        url: &str,
+        body: Option<Value>,
+    ) -> (u16, String) {
+        self.call(&self.client(), method, url, Some(&self.token(user)), body)
+            .await
+    }
+
     /// Sends `method url` with no body as the bearer of `token`; the status and the body.
     pub async fn as_bearer(
         &self,
