@@ -11,31 +11,23 @@
 //! and writes succeed.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use apiserver_framework::testing::wait;
 use apiserver_robustness::api::{COLLECTION, Target, flunder};
 use apiserver_robustness::disk::Tmpfs;
 use apiserver_robustness::server::WardleProcess;
 use serde_json::Value;
 
-/// Calls `f` until it answers `Ok`, for at most `limit`; panics with the last answer.
-async fn eventually<F, Fut>(what: &str, limit: Duration, log: impl Fn() -> String, mut f: F)
+/// Calls `f` until it answers `Ok` (the kit's `wait::poll`), for at most `limit`; panics with
+/// the last answer and the server's log.
+async fn eventually<F, Fut>(what: &str, limit: Duration, log: impl Fn() -> String, f: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<(), String>>,
 {
-    let deadline = Instant::now() + limit;
-    loop {
-        match f().await {
-            Ok(()) => return,
-            Err(last) if Instant::now() > deadline => {
-                panic!(
-                    "{what}: not within {limit:?}; the last answer: {last}\nserver log:\n{}",
-                    log()
-                )
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-        }
+    if let Err(e) = wait::poll(what, limit, f).await {
+        panic!("{e}\nserver log:\n{}", log());
     }
 }
 

@@ -91,6 +91,7 @@ impl Storage for Planted {
         expected: Option<u64>,
     ) -> Result<(u64, KeyValue), StorageError> {
         if self.bug == Bug::IgnorePrecondition {
+            // The planted bug widens its own race window: the delay is the bug, not a wait.
             tokio::time::sleep(Duration::from_millis(5)).await;
             return self.inner.delete(key, None).await;
         }
