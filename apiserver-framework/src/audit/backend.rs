@@ -1,5 +1,6 @@
-//! Where audit events go: the [`AuditBackend`] trait and the JSON-lines [`LogBackend`]
-//! (`--audit-log-path`, upstream's `plugin/pkg/audit/log` in `json` format, blocking mode).
+//! Where audit events go: the [`AuditBackend`] trait, the JSON-lines [`LogBackend`]
+//! (`--audit-log-path`, upstream's `plugin/pkg/audit/log` in `json` format, blocking mode) and
+//! the [`Union`] of several backends (the log and the webhook).
 
 use std::io::Write;
 use std::path::Path;
@@ -64,6 +65,17 @@ impl AuditBackend for LogBackend {
         let mut out = self.out.lock();
         if let Err(e) = out.write_all(&line).and_then(|_| out.flush()) {
             tracing::error!(error = %e, "could not write an audit event");
+        }
+    }
+}
+
+/// Every event to each of several backends, in order (upstream's union backend).
+pub(crate) struct Union(pub Vec<std::sync::Arc<dyn AuditBackend>>);
+
+impl AuditBackend for Union {
+    fn process(&self, event: &Event) {
+        for backend in &self.0 {
+            backend.process(event);
         }
     }
 }

@@ -122,6 +122,10 @@ impl AuditContext {
             r.event.stage_timestamp = micro_time(jiff::Timestamp::now());
             r.event.clone()
         };
+        crate::metrics::global()
+            .audit_events
+            .with_label_values(&[] as &[&str])
+            .inc();
         self.backend.process(&event);
     }
 }

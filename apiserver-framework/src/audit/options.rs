@@ -1,12 +1,13 @@
 //! The audit flags, with upstream's names and defaults (`k8s.io/apiserver`'s
-//! `AuditOptions`: policy file and log backend).
+//! `AuditOptions`: policy file, log backend and webhook backend).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::backend::LogBackend;
+use super::backend::{AuditBackend, LogBackend, Union};
 use super::filter::Auditor;
 use super::policy::{Policy, PolicyError};
+use super::webhook_options::AuditWebhookOptions;
 
 /// Flags of auditing.
 #[derive(Clone, Debug, Default, clap::Args)]
@@ -29,6 +30,9 @@ pub struct AuditOptions {
     /// encoded in their filename (0: no limit).
     #[arg(long, default_value_t = 0)]
     pub audit_log_maxage: u64,
+    /// The webhook backend's flags (`--audit-webhook-*`).
+    #[command(flatten)]
+    pub webhook: AuditWebhookOptions,
 }
 
 /// Auditing could not be set up.
@@ -45,30 +49,43 @@ pub enum AuditError {
         /// Why.
         source: std::io::Error,
     },
+    /// The webhook backend's flags or its kubeconfig are not valid.
+    #[error("audit webhook: {0}")]
+    Webhook(String),
 }
 
 impl AuditOptions {
-    /// The auditor these flags ask for: `None` without both a policy file and a log path
-    /// (as upstream, nothing is recorded then).
+    /// The auditor these flags ask for: `None` without a policy file, or without a backend
+    /// (a log path or a webhook config file; as upstream, nothing is recorded then). With a
+    /// webhook, it starts the webhook's batching task, so it is called on a tokio runtime.
     pub fn build(&self) -> Result<Option<Auditor>, AuditError> {
         let Some(policy_file) = &self.audit_policy_file else {
             return Ok(None);
         };
         let policy = Policy::from_file(policy_file)?;
-        let Some(path) = self.audit_log_path.as_deref().filter(|p| !p.is_empty()) else {
-            return Ok(None);
+        let mut backends: Vec<Arc<dyn AuditBackend>> = Vec::new();
+        if let Some(path) = self.audit_log_path.as_deref().filter(|p| !p.is_empty()) {
+            let backend = LogBackend::open(
+                path,
+                self.audit_log_maxsize,
+                self.audit_log_maxbackup,
+                self.audit_log_maxage,
+            )
+            .map_err(|source| AuditError::Log {
+                path: path.to_string(),
+                source,
+            })?;
+            backends.push(Arc::new(backend));
+        }
+        if let Some(webhook) = self.webhook.build()? {
+            backends.push(Arc::new(webhook));
+        }
+        let backend: Arc<dyn AuditBackend> = match backends.len() {
+            0 => return Ok(None),
+            1 => backends.remove(0),
+            _ => Arc::new(Union(backends)),
         };
-        let backend = LogBackend::open(
-            path,
-            self.audit_log_maxsize,
-            self.audit_log_maxbackup,
-            self.audit_log_maxage,
-        )
-        .map_err(|source| AuditError::Log {
-            path: path.to_string(),
-            source,
-        })?;
-        Ok(Some(Auditor::new(policy, Arc::new(backend))))
+        Ok(Some(Auditor::new(policy, backend)))
     }
 }
 

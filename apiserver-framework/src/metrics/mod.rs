@@ -87,6 +87,11 @@ pub struct Metrics {
     /// `aggregator_unavailable_apiservice_total{name,reason}`: the times an APIService was
     /// marked unavailable, by the reason of its `Available` condition.
     pub apiservices_marked_unavailable: IntCounterVec,
+    /// `apiserver_audit_event_total`: audit events generated and sent to the audit backend.
+    pub audit_events: IntCounterVec,
+    /// `apiserver_audit_error_total{plugin}`: audit events that failed to be audited, by the
+    /// plugin affected (`buffered`, `truncate`, `webhook`).
+    pub audit_errors: IntCounterVec,
 }
 
 /// The process's metrics.
@@ -187,6 +192,16 @@ impl Metrics {
                 "aggregator_unavailable_apiservice_total",
                 "Counter of APIServices which are marked as unavailable broken down by APIService name and reason.",
                 &["name", "reason"],
+            ),
+            audit_events: counter(
+                "apiserver_audit_event_total",
+                "Counter of audit events generated and sent to the audit backend.",
+                &[],
+            ),
+            audit_errors: counter(
+                "apiserver_audit_error_total",
+                "Counter of audit events that failed to be audited properly. Plugin identifies the plugin affected by the error.",
+                &["plugin"],
             ),
             registry,
         }
