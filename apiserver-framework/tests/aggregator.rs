@@ -8,6 +8,7 @@
 mod probes;
 #[path = "aggregator/retry.rs"]
 mod retry;
+mod support_chain;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -278,19 +279,23 @@ async fn h2_listener(
     tokio::net::TcpListener,
     std::net::SocketAddr,
 ) {
-    let key = rustls::pki_types::PrivateKeyDer::try_from(cert.signing_key.serialize_der()).unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(vec![cert.cert.der().clone()], key)
-        .unwrap();
-    config.alpn_protocols = vec![b"h2".to_vec()];
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let acceptor =
+        tokio_rustls::TlsAcceptor::from(support_chain::rcgen_server_config(cert, &[b"h2"]));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     (acceptor, listener, addr)
+}
+
+/// Answers an HTTP/2 stream of a test's backend with `status` and the JSON `text`.
+fn h2_answer(respond: &mut h2::server::SendResponse<bytes::Bytes>, status: u16, text: String) {
+    let res = http::Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .body(())
+        .unwrap();
+    if let Ok(mut stream) = respond.send_response(res, false) {
+        let _ = stream.send_data(bytes::Bytes::from(text), true);
+    }
 }
 
 /// [`front`] with the tests' usual settings (probes every 300 ms, alice authenticated only,

@@ -4,6 +4,7 @@
 //! every request's ResponseComplete event arrives, the refused batches were sent again, and
 //! `apiserver_audit_error_total` counts no lost event.
 
+mod support_chain;
 mod support_kinds;
 mod support_local;
 
@@ -23,6 +24,7 @@ use axum::routing::post;
 use base64::Engine as _;
 use parking_lot::Mutex;
 use serde_json::Value;
+use support_chain::rcgen_server_config;
 use support_kinds::Flunder;
 use support_local::start_local;
 
@@ -69,16 +71,8 @@ fn serve_receiver(
     cert: &rcgen::CertifiedKey<rcgen::KeyPair>,
     seen: Shared,
 ) -> tokio::task::JoinHandle<()> {
-    let key = rustls::pki_types::PrivateKeyDer::try_from(cert.signing_key.serialize_der()).unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(vec![cert.cert.der().clone()], key)
-        .unwrap();
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let acceptor =
+        tokio_rustls::TlsAcceptor::from(rcgen_server_config(cert, &[b"h2", b"http/1.1"]));
     let app = Router::new()
         .route("/audit", post(receive))
         .with_state(seen);
@@ -160,7 +154,10 @@ async fn every_event_of_a_burst_reaches_a_receiver_that_refuses_and_restarts() {
         .group(Group::new("wardle.example.com").resource::<Flunder>())
         .build();
     let local = start_local("audited", server, &flags).await;
-    let path = "/apis/wardle.example.com/v1alpha1/namespaces/default/flunders";
+    let url = format!(
+        "{}/apis/wardle.example.com/v1alpha1/namespaces/default/flunders",
+        local.url
+    );
 
     let mut ids = Vec::new();
     for n in 0..REQUESTS {
@@ -178,13 +175,8 @@ async fn every_event_of_a_burst_reaches_a_receiver_that_refuses_and_restarts() {
             }
             _ => {}
         }
-        let res = local
-            .http
-            .get(format!("{}{path}", local.url))
-            .bearer_auth(&local.token)
-            .send()
-            .await
-            .unwrap();
+        let res = local.http.get(&url).bearer_auth(&local.token).send();
+        let res = res.await.unwrap();
         assert_eq!(res.status(), 200);
         ids.push(res.headers()["audit-id"].to_str().unwrap().to_string());
     }

@@ -59,16 +59,6 @@ async fn handle(
     probes: Arc<Mutex<Probes>>,
     mut release: tokio::sync::watch::Receiver<bool>,
 ) {
-    let answer = |respond: &mut h2::server::SendResponse<Bytes>, status: u16, text: String| {
-        let res = http::Response::builder()
-            .status(status)
-            .header("content-type", "application/json")
-            .body(())
-            .unwrap();
-        if let Ok(mut stream) = respond.send_response(res, false) {
-            let _ = stream.send_data(Bytes::from(text), true);
-        }
-    };
     let path = req.uri().path().to_owned();
     // A probe asks for anything; the discovery fetch of the same path asks for JSON.
     let probe = path == PROBED
@@ -96,16 +86,16 @@ async fn handle(
                     }
                 }
             }
-            answer(&mut respond, 200, doc.to_string());
+            super::h2_answer(&mut respond, 200, doc.to_string());
             probes.lock().answered += 1;
             return;
         }
-        return answer(&mut respond, 200, doc.to_string());
+        return super::h2_answer(&mut respond, 200, doc.to_string());
     }
     if path == "/readyz" {
-        return answer(&mut respond, 200, "ok".into());
+        return super::h2_answer(&mut respond, 200, "ok".into());
     }
-    answer(&mut respond, 404, "{}".into());
+    super::h2_answer(&mut respond, 404, "{}".into());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -107,28 +107,18 @@ async fn handle(
 ) {
     let (parts, mut body) = req.into_parts();
     let path = parts.uri.path().to_owned();
-    let answer = |respond: &mut h2::server::SendResponse<Bytes>, status: u16, text: String| {
-        let res = http::Response::builder()
-            .status(status)
-            .header("content-type", "application/json")
-            .body(())
-            .unwrap();
-        if let Ok(mut stream) = respond.send_response(res, false) {
-            let _ = stream.send_data(Bytes::from(text), true);
-        }
-    };
     if path == "/readyz" {
-        return answer(&mut respond, 200, "ok".into());
+        return super::h2_answer(&mut respond, 200, "ok".into());
     }
     if path == "/apis/widgets.example.com/v1" {
         let doc = json!({"kind": "APIResourceList", "apiVersion": "v1",
             "groupVersion": "widgets.example.com/v1",
             "resources": [{"name": "widgets", "singularName": "widget", "namespaced": true,
                 "kind": "Widget", "verbs": ["get", "list", "create"]}]});
-        return answer(&mut respond, 200, doc.to_string());
+        return super::h2_answer(&mut respond, 200, doc.to_string());
     }
     if !path.starts_with(WIDGETS) {
-        return answer(&mut respond, 404, "{}".into());
+        return super::h2_answer(&mut respond, 404, "{}".into());
     }
     let act = script.next.lock().take();
     let record = |body: String, what| {
@@ -166,7 +156,7 @@ async fn handle(
             } else {
                 200
             };
-            answer(
+            super::h2_answer(
                 &mut respond,
                 status,
                 json!({"backend": id, "body": text}).to_string(),

@@ -54,3 +54,21 @@ pub async fn serve_chain_in(
 pub async fn serve_chain(chain: HandlerChain) -> ServedChain {
     serve_chain_in(tempfile::tempdir().unwrap(), |_| chain).await
 }
+
+/// A TLS server configuration serving `cert` (a test's own rcgen certificate) and offering
+/// the ALPN protocols `alpn`, for a backend or receiver written by the test.
+pub fn rcgen_server_config(
+    cert: &rcgen::CertifiedKey<rcgen::KeyPair>,
+    alpn: &[&[u8]],
+) -> Arc<rustls::ServerConfig> {
+    let key = rustls::pki_types::PrivateKeyDer::try_from(cert.signing_key.serialize_der()).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![cert.cert.der().clone()], key)
+        .unwrap();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Arc::new(config)
+}

@@ -23,9 +23,13 @@
 #[path = "production/stack.rs"]
 mod stack;
 
+#[path = "support/proc_status.rs"]
+mod proc_status;
+
 #[path = "production/h2_frames.rs"]
 mod h2_frames;
 
+use proc_status::status_mib;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -59,17 +63,6 @@ const HELD_BOUND: Duration = Duration::from_secs(1);
 /// How long an attacking connection waits for a frame before giving up on its streams.
 const PATIENCE: Duration = Duration::from_secs(30);
 
-/// A field of `/proc/<pid>/status`, in MiB.
-fn status_mib(pid: u32, field: &str) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
-    let kib: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or_else(|| panic!("{field} in /proc/{pid}/status"));
-    kib / 1024.0
-}
-
 /// One attacking connection: `count` streams announcing [`ANNOUNCED`] bytes and sending none.
 async fn attack(ca_pem: Arc<str>, addr: SocketAddr, count: usize) -> h2_frames::Connection {
     let block = h2_frames::header_block("POST", FLUNDERS, &addr.to_string(), ANNOUNCED);
@@ -82,10 +75,10 @@ fn sample_peak(pid: u32, done: Arc<AtomicBool>) -> tokio::task::JoinHandle<f64> 
     tokio::spawn(async move {
         let mut peak: f64 = 0.0;
         while !done.load(Ordering::Acquire) {
-            peak = peak.max(status_mib(pid, "RssAnon:"));
+            peak = peak.max(status_mib(Some(pid), "RssAnon:"));
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        peak.max(status_mib(pid, "RssAnon:"))
+        peak.max(status_mib(Some(pid), "RssAnon:"))
     })
 }
 
@@ -104,8 +97,8 @@ async fn refused_http2_streams_are_answered_and_reset_at_once() {
         "warm-up streams left open: {:?}",
         warm.goaway
     );
-    let before = status_mib(pid, "RssAnon:");
-    let rss_before = status_mib(pid, "VmRSS:");
+    let before = status_mib(Some(pid), "RssAnon:");
+    let rss_before = status_mib(Some(pid), "VmRSS:");
 
     let done = Arc::new(AtomicBool::new(false));
     let peak = sample_peak(pid, done.clone());
@@ -123,7 +116,7 @@ async fn refused_http2_streams_are_answered_and_reset_at_once() {
     let took = started.elapsed();
     done.store(true, Ordering::Release);
     let peak = peak.await.expect("the sampler");
-    let rss_after = status_mib(pid, "VmRSS:");
+    let rss_after = status_mib(Some(pid), "VmRSS:");
 
     let statuses = h2_frames::tally(outcomes.iter().map(|o| o.status));
     let reasons = h2_frames::tally(outcomes.iter().map(|o| o.reset.map(|(_, code)| code)));

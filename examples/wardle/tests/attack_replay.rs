@@ -21,9 +21,13 @@
 #[path = "production/stack.rs"]
 mod stack;
 
+#[path = "support/proc_status.rs"]
+mod proc_status;
+
 #[path = "production/raw_h2.rs"]
 mod raw_h2;
 
+use proc_status::status_mib;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -47,17 +51,6 @@ const ATTACK_DEADLINE: Duration = Duration::from_secs(30);
 
 /// The bytes every body is cut from: slices of it share it, so the client copies nothing.
 static FILLER: [u8; 64 * 1024] = [b'x'; 64 * 1024];
-
-/// A field of `/proc/self/status`, in MiB.
-fn status_mib(field: &str) -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
-    let kib: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or_else(|| panic!("{field} in /proc/self/status"));
-    kib / 1024.0
-}
 
 /// An HTTP/2 connection to the host (the `h2` crate's client: it can leave a body unfinished).
 async fn connect(stack: &Stack) -> h2::client::SendRequest<Bytes> {
@@ -184,7 +177,7 @@ async fn watches_with_unfinished_bodies_pin_no_host_memory() {
         statuses(&warm)
     );
     drop(warm);
-    let before = status_mib("RssAnon:");
+    let before = status_mib(None, "RssAnon:");
 
     let started = Instant::now();
     let sent = Arc::new(AtomicUsize::new(0));
@@ -205,7 +198,7 @@ async fn watches_with_unfinished_bodies_pin_no_host_memory() {
     }
     let sending = started.elapsed();
     // Every byte went through the aggregator (the host granted the window for it).
-    let holding = status_mib("RssAnon:");
+    let holding = status_mib(None, "RssAnon:");
     let kept_holding = budget.used();
     let times_holding = timed_gets(&stack, &client, &alice).await;
     let answered = watches.is_finished();
@@ -221,7 +214,7 @@ async fn watches_with_unfinished_bodies_pin_no_host_memory() {
         "every watch is served: {:?}",
         statuses(&watches)
     );
-    let open = status_mib("RssAnon:");
+    let open = status_mib(None, "RssAnon:");
     let kept_open = budget.used();
     let times_open = timed_gets(&stack, &client, &alice).await;
     eprintln!(

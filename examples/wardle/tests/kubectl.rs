@@ -630,11 +630,7 @@ fn ban_flunder_refuses_a_name_a_fischer_lists() {
 #[test]
 fn explain_flunders_spec() {
     let w = Wardle::start();
-    let out = w.kubectl_ok(&[
-        "explain",
-        "flunders.spec",
-        "--api-version=wardle.example.com/v1alpha1",
-    ]);
+    let out = w.kubectl_ok(&support::kubectl_matrix::EXPLAIN_FLUNDERS_SPEC);
     assert!(
         out.contains("KIND:") && out.contains("Flunder"),
         "explain output: {out}"
@@ -841,11 +837,12 @@ async fn a_terminating_namespace_takes_no_new_objects() {
         &flunder_in("ending", "late"),
     )
     .await;
-    assert_eq!(code, 403, "{status}");
-    assert_eq!(status["reason"], "Forbidden");
-    assert_eq!(
-        status["message"],
-        "flunders.wardle.example.com \"late\" is forbidden: unable to create new content in namespace ending because it is being terminated"
+    support::checks::assert_status(
+        code,
+        &status,
+        403,
+        "Forbidden",
+        "flunders.wardle.example.com \"late\" is forbidden: unable to create new content in namespace ending because it is being terminated",
     );
     assert_eq!(
         status["details"]["causes"],

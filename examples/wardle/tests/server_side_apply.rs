@@ -374,11 +374,12 @@ async fn apply_edge_cases_over_http() {
         config("b"),
     )
     .await;
-    assert_eq!(code, 409, "{v}");
-    assert_eq!(v["reason"], "Conflict");
-    assert_eq!(
-        v["message"],
-        "Apply failed with 1 conflict: conflict with \"m1\": .spec.reference"
+    support::checks::assert_status(
+        code,
+        &v,
+        409,
+        "Conflict",
+        "Apply failed with 1 conflict: conflict with \"m1\": .spec.reference",
     );
     assert_eq!(
         v["details"],

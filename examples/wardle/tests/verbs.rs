@@ -100,9 +100,7 @@ impl Server {
         let auditor = AuditOptions {
             audit_policy_file: Some(policy),
             audit_log_path: Some(audit_log.display().to_string()),
-            audit_log_maxsize: 0,
-            audit_log_maxbackup: 0,
-            audit_log_maxage: 0,
+            ..Default::default()
         }
         .build()
         .unwrap()

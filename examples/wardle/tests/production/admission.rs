@@ -20,7 +20,7 @@ use apiserver_framework::testing::wait;
 
 use crate::stack::{Stack, TIMEOUT};
 use crate::support::fixtures::{flunder, with_metadata};
-use crate::watch_prefix::{audit_events, audit_flags};
+use crate::watch_prefix::{audit_events, audited_stack};
 
 /// The reviews a webhook server received: `(path, review)`.
 type Seen = Arc<Mutex<Vec<(String, Value)>>>;
@@ -803,10 +803,7 @@ fn kubectl_create(stack: &Stack, name: &str) -> std::process::Output {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn webhook_warnings_reach_kubectl_and_annotations_the_audit_log() {
     let server = start_webhook_server().await;
-    let audit = tempfile::tempdir().unwrap();
-    let flags = audit_flags(audit.path());
-    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let stack = Stack::start(&flags).await;
+    let (stack, audit) = audited_stack().await;
     let url = format!("https://{}/warn", server.addr);
     validating(
         &stack,

@@ -8,7 +8,7 @@ use crate::stack::{FLUNDERS, Stack};
 use crate::status;
 use crate::support::checks::answer;
 use crate::support::checks::assert_jurgen_groups_and_extra;
-use crate::watch_prefix::{audit_events, audit_flags};
+use crate::watch_prefix::{audit_events, audited_stack};
 
 /// A path whose group and version, joined as `<version>.<group>`, spell the name of wardle's
 /// APIService (`v1alpha1.wardle.example.com`) is not wardle's: the host answers it as for
@@ -17,10 +17,7 @@ use crate::watch_prefix::{audit_events, audit_flags};
 /// shows), and it never reaches wardle.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_group_version_is_matched_by_group_and_version() {
-    let audit = tempfile::tempdir().unwrap();
-    let flags = audit_flags(audit.path());
-    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let stack = Stack::start(&flags).await;
+    let (stack, audit) = audited_stack().await;
     let client = stack.client();
     let admin = stack.token("admin");
     let host = stack.host_url();
@@ -64,10 +61,7 @@ async fn a_group_version_is_matched_by_group_and_version() {
 /// the caller anonymous, or drop one of its groups).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn proxied_identities_arrive_exactly() {
-    let audit = tempfile::tempdir().unwrap();
-    let flags = audit_flags(audit.path());
-    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let stack = Stack::start(&flags).await;
+    let (stack, audit) = audited_stack().await;
     let utf8 = |s: &str| HeaderValue::from_bytes(s.as_bytes()).unwrap();
     let res = stack
         .client()

@@ -29,6 +29,15 @@ pub fn audit_flags(dir: &Path) -> Vec<String> {
     ]
 }
 
+/// A stack whose wardle writes its audit log (every request at `Metadata`) in a new temporary
+/// directory, returned beside it for [`audit_events`].
+pub async fn audited_stack() -> (Stack, tempfile::TempDir) {
+    let audit = tempfile::tempdir().unwrap();
+    let flags = audit_flags(audit.path());
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    (Stack::start(&flags).await, audit)
+}
+
 /// The events of wardle's audit log (in `dir`) that `keep` selects, once there are `want` of
 /// them (the log is written as requests complete).
 pub async fn audit_events(dir: &Path, want: usize, keep: impl Fn(&Value) -> bool) -> Vec<Value> {
@@ -85,10 +94,7 @@ async fn send(
 /// `MethodNotAllowed`), nothing changes, and wardle's audit log has no write as a `watch`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_under_the_watch_prefix_are_refused() {
-    let audit = tempfile::tempdir().unwrap();
-    let flags = audit_flags(audit.path());
-    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let stack = Stack::start(&flags).await;
+    let (stack, audit) = audited_stack().await;
     let client = stack.client();
     let alice = format!("Bearer {}", stack.token("alice"));
     let bob = format!("Bearer {}", stack.token("bob"));

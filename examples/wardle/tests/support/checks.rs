@@ -154,3 +154,11 @@ pub fn assert_refused_scrape_counted(metrics: &str) {
         "a refused scrape is counted: {metrics}"
     );
 }
+
+/// Asserts that an answer `code` with the Status `status` is `want` with `reason` and
+/// `message`, as upstream answers.
+pub fn assert_status(code: u16, status: &Value, want: u16, reason: &str, message: &str) {
+    assert_eq!(code, want, "{status}");
+    assert_eq!(status["reason"], reason, "{status}");
+    assert_eq!(status["message"], message, "{status}");
+}

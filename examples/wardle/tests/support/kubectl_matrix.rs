@@ -9,6 +9,13 @@ use serde_json::{Value, json};
 
 use super::{KUBECTL_TIMEOUT, kubectl_binary, wait_with_deadline};
 
+/// `kubectl explain` of v1alpha1 Flunders' spec.
+pub const EXPLAIN_FLUNDERS_SPEC: [&str; 3] = [
+    "explain",
+    "flunders.spec",
+    "--api-version=wardle.example.com/v1alpha1",
+];
+
 /// The kubectl minor versions every test drives the server with.
 pub const KUBECTL_MINORS: std::ops::RangeInclusive<u32> = 27..=33;
 
@@ -173,11 +180,7 @@ pub fn resource_commands_work(k: &Kubectl, scratch: &Path) {
         "kubectl 1.{minor}: the stored Flunder"
     );
 
-    let explained = k.ok(&[
-        "explain",
-        "flunders.spec",
-        "--api-version=wardle.example.com/v1alpha1",
-    ]);
+    let explained = k.ok(&EXPLAIN_FLUNDERS_SPEC);
     assert!(
         explained.contains("referenceType") && explained.contains("Defaults to `Flunder`"),
         "kubectl 1.{minor} explain:\n{explained}"
