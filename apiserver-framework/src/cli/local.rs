@@ -185,6 +185,7 @@ pub async fn start(
         Arc::new(AllowAll),
     )
     .with_limits(opts.run.limits())
+    .with_profiling(opts.run.profiling)
     .with_shutdown(opts.run.shutdown());
     if let Some(auditor) = opts.audit.build()? {
         chain = chain.with_audit(Arc::new(auditor));

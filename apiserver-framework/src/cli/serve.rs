@@ -129,6 +129,7 @@ pub async fn start(
         .with_anonymous_paths(anonymous_paths)
         .with_request_header_config(setup.config)
         .with_limits(opts.run.limits())
+        .with_profiling(opts.run.profiling)
         .with_shutdown(opts.run.shutdown());
     if let Some(auditor) = opts.audit.build()? {
         chain = chain.with_audit(Arc::new(auditor));

@@ -45,6 +45,10 @@ pub struct ServerRunOptions {
     /// If true, HTTP2 serving will be disabled.
     #[arg(long)]
     pub disable_http2_serving: bool,
+    /// Enable profiling via web interface host:port/debug/pprof/ (CPU profiles, for callers
+    /// authorized to get the path).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub profiling: bool,
     /// How long a client may take to complete the TLS handshake ("0" for no limit).
     #[arg(long, default_value = "32s")]
     pub tls_handshake_timeout: GoDuration,
@@ -86,6 +90,7 @@ impl Default for ServerRunOptions {
             shutdown_delay_duration: GoDuration(Duration::ZERO),
             http2_max_streams_per_connection: 1000,
             disable_http2_serving: false,
+            profiling: true,
             tls_handshake_timeout: GoDuration(Duration::from_secs(32)),
             read_header_timeout: GoDuration(Duration::from_secs(32)),
             idle_connection_timeout: GoDuration(Duration::from_secs(90)),

@@ -9,6 +9,7 @@ pub(crate) mod front;
 pub mod generic;
 pub(crate) mod health;
 pub mod lifecycle;
+pub(crate) mod profiling;
 pub mod serve;
 pub(crate) mod until_stopped;
 pub(crate) mod version;

@@ -27,6 +27,7 @@ use crate::server::filters::{
 };
 use crate::server::generic::GenericApiServer;
 use crate::server::lifecycle::ShutdownOptions;
+use crate::server::profiling;
 use crate::user::UserInfo;
 
 /// The filters in front of the first server of a chain, and the users' layers among them.
@@ -39,6 +40,7 @@ pub struct HandlerChain {
     auditor: Option<Arc<Auditor>>,
     limits: RequestLimits,
     shutdown: ShutdownOptions,
+    profiling: bool,
     layers: ChainLayers,
     /// The assembled chain, built on the first request.
     service: OnceLock<Arc<dyn Assembled>>,
@@ -64,6 +66,7 @@ impl HandlerChain {
             auditor: None,
             limits: RequestLimits::default(),
             shutdown: ShutdownOptions::default(),
+            profiling: false,
             layers,
             service: OnceLock::new(),
         }
@@ -72,6 +75,13 @@ impl HandlerChain {
     /// Bounds requests as `limits` say (default: [`RequestLimits::default`]).
     pub fn with_limits(mut self, limits: RequestLimits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// Serves CPU profiles at `/debug/pprof/` to callers authorized for them (`--profiling`;
+    /// off unless set).
+    pub fn with_profiling(mut self, enabled: bool) -> Self {
+        self.profiling = enabled;
         self
     }
 
@@ -160,7 +170,10 @@ impl HandlerChain {
             .layer(at(ChainPosition::BeforeAuthorization))
             .layer(filters::authorization::layer(self.authorizer.clone()))
             .layer(at(ChainPosition::AfterAuthorization))
-            .service(ServerService(self.server.clone()));
+            .service(ServerService {
+                server: self.server.clone(),
+                profiling: self.profiling,
+            });
         Arc::new(service)
     }
 
@@ -202,10 +215,13 @@ impl<S: filters::filter::ChainInner> Assembled for S {
     }
 }
 
-/// The end of the chain: the first server, serving the request as the user the filters
-/// left in its extensions.
+/// The end of the chain: the profiles when enabled, else the first server, serving the
+/// request as the user the filters left in its extensions.
 #[derive(Clone)]
-struct ServerService(Arc<GenericApiServer>);
+struct ServerService {
+    server: Arc<GenericApiServer>,
+    profiling: bool,
+}
 
 impl Service<Request<Body>> for ServerService {
     type Response = Response<Body>;
@@ -217,7 +233,10 @@ impl Service<Request<Body>> for ServerService {
     }
 
     fn call(&mut self, req: Request<Body>) -> Self::Future {
-        let server = self.0.clone();
+        let server = self.server.clone();
+        if self.profiling && profiling::serves(req.uri().path()) {
+            return Box::pin(async move { Ok(profiling::respond(req).await) });
+        }
         Box::pin(async move {
             // Moved to the request's context, not copied: a handler that asks its further
             // authorization (`AlsoAuthorize`) hands the context's user back.

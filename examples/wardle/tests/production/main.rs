@@ -4,6 +4,7 @@
 
 mod admission;
 mod aggregator_routing;
+mod profiling;
 mod stack;
 #[path = "../support/mod.rs"]
 mod support;
