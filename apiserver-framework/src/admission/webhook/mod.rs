@@ -8,10 +8,11 @@
 //! getting the objects in that version ([`versions`]); its `failurePolicy` (default `Fail`)
 //! decides what a failed call means; `sideEffects` other than `None`/`NoneOnDryRun` refuse dry
 //! runs. A mutating webhook whose `reinvocationPolicy` is `IfNeeded` is called again when a
-//! later one changed the object (see [`Reinvocation`](crate::admission::Reinvocation)). Not
-//! supported yet: `matchConditions` (ignored).
+//! later one changed the object (see [`Reinvocation`](crate::admission::Reinvocation)). Its
+//! `matchConditions` (CEL) must all hold for it to be called ([`conditions`]).
 
 pub(crate) mod client;
+pub(crate) mod conditions;
 pub(crate) mod matching;
 pub(crate) mod review;
 pub(crate) mod versions;
@@ -28,6 +29,7 @@ use crate::admission::{AdmissionAttributes, AdmissionPlugin, Phases};
 use crate::error::ApiError;
 use crate::host_cluster::resolver::ServiceResolver;
 use crate::resource::ResourceInfo;
+use conditions::Matched;
 use versions::{MatchPolicy, Versioned};
 
 /// The name of the mutating webhook plugin.
@@ -47,6 +49,8 @@ struct Hook {
     match_policy: MatchPolicy,
     namespace_selector: Option<LabelSelector>,
     object_selector: Option<LabelSelector>,
+    /// `matchConditions`: (name, CEL expression).
+    match_conditions: Vec<(String, String)>,
     side_effects: String,
     timeout: Duration,
     ignore_failures: bool,
@@ -74,6 +78,7 @@ impl Hook {
             match_policy: MatchPolicy::of(match_policy),
             namespace_selector: namespace_selector.clone(),
             object_selector: object_selector.clone(),
+            match_conditions: Vec::new(),
             side_effects: side_effects.to_string(),
             timeout: Duration::from_secs(timeout_seconds.unwrap_or(10).clamp(1, 30) as u64),
             ignore_failures: failure_policy == Some("Ignore"),
@@ -100,6 +105,12 @@ macro_rules! hooks_of {
             .map(|(config, i, w)| Hook {
                 uid: format!("{config}/{}/{i}", w.name),
                 reinvoke_if_needed: $reinvoke_if_needed(w),
+                match_conditions: w
+                    .match_conditions
+                    .iter()
+                    .flatten()
+                    .map(|c| (c.name.clone(), c.expression.clone()))
+                    .collect(),
                 ..Hook::new(
                     &w.name,
                     &w.client_config,
@@ -171,8 +182,9 @@ impl Dispatcher {
         Ok(Some(version))
     }
 
-    /// Calls `hook` with the request's objects in the version it is called in; `Ok(None)` when
-    /// the call failed and the hook's failures are ignored.
+    /// Calls `hook` with the request's objects in the version it is called in, unless its
+    /// match conditions skip it; `Ok(None)` when skipped, or when the call failed and the
+    /// hook's failures are ignored.
     async fn call(
         &self,
         hook: &Hook,
@@ -181,9 +193,26 @@ impl Dispatcher {
         mutating: bool,
     ) -> Result<Option<review::Verdict>, ApiError> {
         let uid = uuid::Uuid::new_v4().to_string();
-        let body = review::request(attrs, versioned, &uid)
-            .to_string()
-            .into_bytes();
+        let review = review::request(attrs, versioned, &uid);
+        match conditions::evaluate(&hook.match_conditions, &review) {
+            Matched::Yes => {}
+            Matched::No { .. } => return Ok(None),
+            Matched::Error(e) if hook.ignore_failures => {
+                tracing::warn!(
+                    "admission: failed evaluating match conditions of webhook {:?}, skipping it (failurePolicy Ignore): {e}",
+                    hook.name
+                );
+                return Ok(None);
+            }
+            Matched::Error(e) => {
+                tracing::warn!(
+                    "Failed evaluating match conditions, failing closed {}: {e}",
+                    hook.name
+                );
+                return Err(attrs.forbidden(&e));
+            }
+        }
+        let body = review.to_string().into_bytes();
         let result = client::post(&hook.client_config, &*self.resolver, hook.timeout, body)
             .await
             .and_then(|body| {

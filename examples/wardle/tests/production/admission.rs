@@ -921,3 +921,65 @@ async fn an_if_needed_webhook_is_reinvoked_and_sees_the_later_change() {
     assert_eq!(saw_b[1]["b"], "added", "{saw_b:?}");
     assert_eq!(calls("/add-b", &name).len(), 1, "Never: called once");
 }
+
+/// A webhook's `matchConditions` decide whether it is called, as upstream's: one that is false
+/// skips it (the webhook server never sees the request), and one that fails to evaluate
+/// refuses the write with 403 under `failurePolicy: Fail`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn match_conditions_decide_whether_a_webhook_is_called() {
+    let (server, stack, base) = webhook_stack().await;
+    let gated = "has(object.metadata.labels) && 'gated' in object.metadata.labels";
+    let broken = "!has(object.metadata.labels) || !('broken' in object.metadata.labels) \
+                  || object.spec.missing == 'x'";
+    validating(
+        &stack,
+        "conditions",
+        vec![webhook(
+            "gated.wardle.test",
+            &format!("{base}/deny-all"),
+            &server.ca_pem,
+            json!({"matchConditions": [
+                {"name": "gated-only", "expression": gated},
+                {"name": "broken-when-asked", "expression": broken},
+            ]}),
+        )],
+    )
+    .await;
+    // Once wardle sees the configuration, a gated Flunder reaches the webhook, which denies it.
+    let (_, denied) = until(&stack, json!({"gated": "yes"}), |code, _| code == 403).await;
+    assert_eq!(
+        denied["message"],
+        "admission webhook \"gated.wardle.test\" denied the request: every flunder denied",
+        "{denied}"
+    );
+    // One without the label is created, and the webhook never heard of it.
+    let (code, body) = create(&stack, "default", flunder("ungated")).await;
+    assert_eq!(code, 201, "{body}");
+    let calls = |name: &str| {
+        server
+            .seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, r)| r["request"]["name"] == name)
+            .count()
+    };
+    assert_eq!(calls("ungated"), 0, "a false condition skips the webhook");
+    // A condition that cannot be evaluated (no `spec.missing`) fails closed.
+    let labels = json!({"gated": "yes", "broken": "yes"});
+    let labelled = with_metadata(flunder("broken"), "labels", labels);
+    let (code, body) = create(&stack, "default", labelled).await;
+    assert_eq!(code, 403, "{body}");
+    assert_eq!(body["reason"], "Forbidden");
+    let message = body["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("flunders.wardle.example.com \"broken\" is forbidden: expression ")
+            && message.contains("resulted in error"),
+        "{message}"
+    );
+    assert_eq!(
+        calls("broken"),
+        0,
+        "the webhook is not called when its conditions fail"
+    );
+}

@@ -1,0 +1,159 @@
+//! A webhook's `matchConditions` (upstream's `matchconditions` matcher): CEL expressions over
+//! the request, every one of which must be true for the webhook to be called. They see
+//! `object` and `oldObject` (in the version the webhook is called in; `null` where the
+//! operation has none) and `request` (the `AdmissionRequest` without its objects), and
+//! Kubernetes' CEL libraries (lists, sets, strings, regex, URLs, IP and CIDR, quantity,
+//! semver, format) from the `kube-cel` crate over the `cel` crate.
+//!
+//! As upstream: the first condition that is `false` skips the webhook; otherwise an error in
+//! any (an expression that does not compile or evaluate, or is not a bool) fails the request
+//! with `403 Forbidden` under `failurePolicy: Fail` and skips the webhook under `Ignore`.
+//! Not there yet: the `authorizer` variable (an expression naming it fails to evaluate) and
+//! upstream's cost limits (the evaluation is bounded only by the request's size limits).
+
+use kube_cel::KubeCelExt as _;
+use kube_cel::cel::{Context, Program, Value as CelValue};
+use serde_json::Value;
+
+/// What a webhook's conditions decided.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Matched {
+    /// Every condition is true (or there is none): the webhook is called.
+    Yes,
+    /// Condition `name` is false: the webhook is not called.
+    No { name: String },
+    /// No condition is false but some failed to evaluate: why, upstream's aggregate.
+    Error(String),
+}
+
+/// Evaluates `conditions` (name, expression) against a request's `review` (its
+/// `AdmissionReview`, as the webhook would receive it).
+pub(crate) fn evaluate(conditions: &[(String, String)], review: &Value) -> Matched {
+    if conditions.is_empty() {
+        return Matched::Yes;
+    }
+    let request = &review["request"];
+    let mut bare = request.clone();
+    if let Some(map) = bare.as_object_mut() {
+        map.remove("object");
+        map.remove("oldObject");
+        map.remove("uid");
+    }
+    let mut context = Context::default().with_all();
+    let variables = [
+        ("object", request.get("object").unwrap_or(&Value::Null)),
+        (
+            "oldObject",
+            request.get("oldObject").unwrap_or(&Value::Null),
+        ),
+        ("request", &bare),
+    ];
+    for (name, value) in variables {
+        if let Err(e) = context.add_variable(name, value) {
+            return Matched::Error(format!("variable {name}: {e}"));
+        }
+    }
+    let mut errors = Vec::new();
+    for (name, expression) in conditions {
+        let result = Program::compile(expression)
+            .map_err(|e| format!("compilation failed: {e}"))
+            .and_then(|program| program.execute(&context).map_err(|e| e.to_string()));
+        match result {
+            Ok(CelValue::Bool(false)) => return Matched::No { name: name.clone() },
+            Ok(CelValue::Bool(true)) => {}
+            Ok(other) => errors.push(format!(
+                "expression '{expression}' resulted in a {:?}, not a bool",
+                other.type_of()
+            )),
+            Err(e) => errors.push(format!("expression '{expression}' resulted in error: {e}")),
+        }
+    }
+    match errors.len() {
+        0 => Matched::Yes,
+        1 => Matched::Error(errors.remove(0)),
+        _ => Matched::Error(format!("[{}]", errors.join(", "))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn review() -> Value {
+        json!({"request": {
+            "uid": "u", "operation": "CREATE", "namespace": "default", "name": "f",
+            "userInfo": {"username": "alice", "groups": ["editors"]},
+            "object": {"metadata": {"name": "f", "labels": {"tier": "gold"}},
+                       "spec": {"reference": "x", "items": [1, 2, 3]}},
+        }})
+    }
+
+    fn conditions(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter()
+            .map(|(n, e)| (n.to_string(), e.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn every_condition_must_hold() {
+        let all = conditions(&[
+            ("label", "object.metadata.labels.tier == 'gold'"),
+            ("user", "request.userInfo.username == 'alice'"),
+            (
+                "create",
+                "request.operation == 'CREATE' && oldObject == null",
+            ),
+            (
+                "lists",
+                "object.spec.items.all(i, i > 0) && object.spec.items.size() == 3",
+            ),
+        ]);
+        assert_eq!(evaluate(&all, &review()), Matched::Yes);
+        let one_false = conditions(&[
+            ("label", "object.metadata.labels.tier == 'gold'"),
+            ("not-bob", "request.userInfo.username == 'bob'"),
+        ]);
+        assert_eq!(
+            evaluate(&one_false, &review()),
+            Matched::No {
+                name: "not-bob".into()
+            }
+        );
+    }
+
+    #[test]
+    fn false_wins_over_errors_and_errors_are_reported() {
+        let both = conditions(&[
+            ("broken", "object.metadata.missing == 'x'"),
+            ("false", "false"),
+        ]);
+        assert_eq!(
+            evaluate(&both, &review()),
+            Matched::No {
+                name: "false".into()
+            }
+        );
+        let broken = conditions(&[("broken", "object.metadata.missing == 'x'")]);
+        assert!(
+            matches!(evaluate(&broken, &review()), Matched::Error(e) if e.contains("object.metadata.missing"))
+        );
+        let not_bool = conditions(&[("int", "1 + 1")]);
+        assert!(
+            matches!(evaluate(&not_bool, &review()), Matched::Error(e) if e.contains("not a bool"))
+        );
+        let syntax = conditions(&[("syntax", "object.(")]);
+        assert!(
+            matches!(evaluate(&syntax, &review()), Matched::Error(e) if e.contains("compilation failed"))
+        );
+    }
+
+    #[test]
+    fn kubernetes_libraries_are_there() {
+        let k8s = conditions(&[
+            ("regex", "object.spec.reference.matches('^[a-z]$')"),
+            ("quantity", "quantity('1Gi').isGreaterThan(quantity('1Mi'))"),
+        ]);
+        assert_eq!(evaluate(&k8s, &review()), Matched::Yes);
+    }
+}
