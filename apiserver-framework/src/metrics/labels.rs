@@ -212,7 +212,7 @@ impl RequestLabels {
         ]
     }
 
-    /// The values of `apiserver_longrunning_requests`'s labels, in order.
+    /// The values of `apiserver_longrunning_requests`'s labels, in order (`apiserver_response_sizes`' too).
     pub fn longrunning_values<'a>(&self, path: &PathLabels<&'a str>) -> [&'a str; 7] {
         [
             self.verb,

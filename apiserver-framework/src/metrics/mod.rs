@@ -6,6 +6,7 @@
 //! handler chain (`RequestRecorder`) and the storage wrapper (`storage::InstrumentedStorage`)
 //! record into them, and every chain of the process serves them.
 
+pub(crate) mod go_float;
 pub(crate) mod labels;
 pub(crate) mod recorder;
 pub mod storage;
@@ -28,6 +29,17 @@ pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 const DURATION_BUCKETS: &[f64] = &[
     0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0,
     10.0, 15.0, 20.0, 30.0, 45.0, 60.0,
+];
+
+/// The labels of `apiserver_response_sizes`.
+const SIZE_LABELS: [&str; 7] = [
+    "verb",
+    "group",
+    "version",
+    "resource",
+    "subresource",
+    "scope",
+    "component",
 ];
 
 /// The labels of `apiserver_request_total`.
@@ -87,6 +99,9 @@ pub struct Metrics {
     /// `aggregator_unavailable_apiservice_total{name,reason}`: the times an APIService was
     /// marked unavailable, by the reason of its `Available` condition.
     pub apiservices_marked_unavailable: IntCounterVec,
+    /// `apiserver_response_sizes{verb,group,version,resource,subresource,scope,component}`:
+    /// the bytes of the responses to GET and LIST requests.
+    pub response_sizes: HistogramVec,
     /// `apiserver_audit_event_total`: audit events generated and sent to the audit backend.
     pub audit_events: IntCounterVec,
     /// `apiserver_audit_error_total{plugin}`: audit events that failed to be audited, by the
@@ -193,6 +208,18 @@ impl Metrics {
                 "Counter of APIServices which are marked as unavailable broken down by APIService name and reason.",
                 &["name", "reason"],
             ),
+            response_sizes: {
+                let opts = HistogramOpts::new(
+                    "apiserver_response_sizes",
+                    "Response size distribution in bytes for each group, version, verb, resource, subresource, scope and component.",
+                )
+                .buckets(prometheus::exponential_buckets(1000.0, 10.0, 7).expect("valid buckets"));
+                let h = HistogramVec::new(opts, &SIZE_LABELS).expect("valid histogram");
+                registry
+                    .register(Box::new(h.clone()))
+                    .expect("unique metric");
+                h
+            },
             audit_events: counter(
                 "apiserver_audit_event_total",
                 "Counter of audit events generated and sent to the audit backend.",
@@ -222,7 +249,7 @@ impl Metrics {
         {
             tracing::error!(error = %e, "encoding metrics failed");
         }
-        out
+        go_float::go_bounds(out)
     }
 
     /// The metrics as a response to `req` (`GET`/`HEAD` only; others answer 405).

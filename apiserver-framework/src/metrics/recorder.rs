@@ -158,6 +158,26 @@ impl RequestRecorder {
             resp = status.as_u16(),
             "HTTP"
         );
+        if !labels.long_running && matches!(labels.verb, "GET" | "LIST") {
+            let sizes = self
+                .metrics
+                .response_sizes
+                .with_label_values(&labels.longrunning_values(&path));
+            // A body of a known size is observed at once; a streamed one once it is written.
+            return match http_body::Body::size_hint(res.body()).exact() {
+                Some(bytes) => {
+                    sizes.observe(bytes as f64);
+                    res
+                }
+                None => res.map(|body| {
+                    Body::new(CountedBody {
+                        inner: body,
+                        bytes: 0,
+                        sizes,
+                    })
+                }),
+            };
+        }
         if !labels.long_running || !status.is_success() {
             return res;
         }
@@ -301,6 +321,47 @@ impl Drop for GaugeGuard {
         for g in &self.0 {
             g.dec();
         }
+    }
+}
+
+/// A response body whose bytes are observed in `apiserver_response_sizes` once it is done
+/// (written, or abandoned by its client).
+struct CountedBody {
+    inner: Body,
+    bytes: u64,
+    sizes: prometheus::Histogram,
+}
+
+impl Drop for CountedBody {
+    fn drop(&mut self) {
+        self.sizes.observe(self.bytes as f64);
+    }
+}
+
+impl http_body::Body for CountedBody {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        let this = self.get_mut();
+        let frame = Pin::new(&mut this.inner).poll_frame(cx);
+        if let Poll::Ready(Some(Ok(frame))) = &frame
+            && let Some(data) = frame.data_ref()
+        {
+            this.bytes += data.len() as u64;
+        }
+        frame
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
     }
 }
 

@@ -188,6 +188,7 @@ async fn metrics_move_with_requests_and_watches() {
     }
     let listed = client.get(w.at(FLUNDERS)).send().await.unwrap();
     assert_eq!(listed.status(), 200);
+    let listed = listed.bytes().await.unwrap();
     let dry = client
         .post(w.at(&format!("{FLUNDERS}?dryRun=All")))
         .json(&json!({
@@ -294,6 +295,26 @@ async fn metrics_move_with_requests_and_watches() {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect()
         ))
+    );
+
+    // Response sizes of reads: one observation per GET above, in bytes, in upstream's buckets
+    // written as Go writes them.
+    let reads: Vec<(&str, &str)> = flunders("GET", "resource")
+        .into_iter()
+        .filter(|(k, _)| *k != "dry_run")
+        .collect();
+    assert_eq!(moved("apiserver_response_sizes_count", &reads), 3.0);
+    assert!(moved("apiserver_response_sizes_sum", &reads) > 100.0);
+    let largest = with(reads.clone(), &[("le", "1e+09")]);
+    assert_eq!(moved("apiserver_response_sizes_bucket", &largest), 3.0);
+    let lists: Vec<(&str, &str)> = flunders("LIST", "namespace")
+        .into_iter()
+        .filter(|(k, _)| *k != "dry_run")
+        .collect();
+    assert_eq!(moved("apiserver_response_sizes_count", &lists), 1.0);
+    assert_eq!(
+        moved("apiserver_response_sizes_sum", &lists),
+        listed.len() as f64
     );
 
     // Gauges while the watch is open; the scrape itself is the one read-only request in
