@@ -31,17 +31,6 @@ const DURATION_BUCKETS: &[f64] = &[
     10.0, 15.0, 20.0, 30.0, 45.0, 60.0,
 ];
 
-/// The labels of `apiserver_response_sizes`.
-const SIZE_LABELS: [&str; 7] = [
-    "verb",
-    "group",
-    "version",
-    "resource",
-    "subresource",
-    "scope",
-    "component",
-];
-
 /// The labels of `apiserver_request_total`.
 const REQUEST_LABELS: &[&str] = &[
     "verb",
@@ -55,7 +44,7 @@ const REQUEST_LABELS: &[&str] = &[
     "code",
 ];
 
-/// The labels of `apiserver_longrunning_requests`.
+/// The labels of `apiserver_longrunning_requests` and of `apiserver_response_sizes`.
 const LONGRUNNING_LABELS: &[&str] = &[
     "verb",
     "group",
@@ -214,7 +203,7 @@ impl Metrics {
                     "Response size distribution in bytes for each group, version, verb, resource, subresource, scope and component.",
                 )
                 .buckets(prometheus::exponential_buckets(1000.0, 10.0, 7).expect("valid buckets"));
-                let h = HistogramVec::new(opts, &SIZE_LABELS).expect("valid histogram");
+                let h = HistogramVec::new(opts, LONGRUNNING_LABELS).expect("valid histogram");
                 registry
                     .register(Box::new(h.clone()))
                     .expect("unique metric");

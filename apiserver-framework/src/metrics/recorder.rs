@@ -170,10 +170,10 @@ impl RequestRecorder {
                     res
                 }
                 None => res.map(|body| {
-                    Body::new(CountedBody {
+                    Body::new(TrackedBody {
                         inner: body,
-                        bytes: 0,
-                        sizes,
+                        _guard: GaugeGuard(Vec::new()),
+                        size: Some((0, sizes)),
                     })
                 }),
             };
@@ -201,6 +201,7 @@ impl RequestRecorder {
             Body::new(TrackedBody {
                 inner: body,
                 _guard: GaugeGuard(gauges),
+                size: None,
             })
         })
     }
@@ -324,51 +325,21 @@ impl Drop for GaugeGuard {
     }
 }
 
-/// A response body whose bytes are observed in `apiserver_response_sizes` once it is done
-/// (written, or abandoned by its client).
-struct CountedBody {
-    inner: Body,
-    bytes: u64,
-    sizes: prometheus::Histogram,
-}
-
-impl Drop for CountedBody {
-    fn drop(&mut self) {
-        self.sizes.observe(self.bytes as f64);
-    }
-}
-
-impl http_body::Body for CountedBody {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
-        let this = self.get_mut();
-        let frame = Pin::new(&mut this.inner).poll_frame(cx);
-        if let Poll::Ready(Some(Ok(frame))) = &frame
-            && let Some(data) = frame.data_ref()
-        {
-            this.bytes += data.len() as u64;
-        }
-        frame
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
-    }
-}
-
-/// A response body that holds gauges up while it is alive.
+/// A response body that holds gauges up while it is alive, and, given a histogram of
+/// `apiserver_response_sizes`, counts its bytes into it once it is done (written, or abandoned
+/// by its client).
 struct TrackedBody {
     inner: Body,
     _guard: GaugeGuard,
+    size: Option<(u64, prometheus::Histogram)>,
+}
+
+impl Drop for TrackedBody {
+    fn drop(&mut self) {
+        if let Some((bytes, sizes)) = &self.size {
+            sizes.observe(*bytes as f64);
+        }
+    }
 }
 
 impl http_body::Body for TrackedBody {
@@ -379,7 +350,14 @@ impl http_body::Body for TrackedBody {
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
-        Pin::new(&mut self.get_mut().inner).poll_frame(cx)
+        let this = self.get_mut();
+        let frame = Pin::new(&mut this.inner).poll_frame(cx);
+        if let (Poll::Ready(Some(Ok(frame))), Some((bytes, _))) = (&frame, &mut this.size)
+            && let Some(data) = frame.data_ref()
+        {
+            *bytes += data.len() as u64;
+        }
+        frame
     }
 
     fn is_end_stream(&self) -> bool {
