@@ -20,7 +20,7 @@ use apiserver_framework::server::GenericApiServer;
 use apiserver_framework::server::serve::HandlerChain;
 use apiserver_framework::user::UserInfo;
 use serde_json::{Value, json};
-use support_chain::{ServedChain, serve_chain};
+use support_chain::{ServedChain, https, serve_chain};
 use support_kinds::Flunder;
 
 const FLUNDERS: &str = "/apis/wardle.example.com/v1alpha1/namespaces/default/flunders";
@@ -96,8 +96,8 @@ impl Server {
         let authorizer = config.build(Some(reviewer.clone())).unwrap();
         let chain = HandlerChain::new(Arc::new(server), Arc::new(users()), Arc::new(authorizer))
             .with_anonymous_paths(config.anonymous_paths().unwrap());
-        let served = serve_chain(chain).await;
-        let http = served.https().build().unwrap();
+        let served = serve_chain(chain).await.unwrap();
+        let http = https(&served).build().unwrap();
         let url = served.url.clone();
         Server {
             served,

@@ -31,7 +31,7 @@ use apiserver_framework::user::UserInfo;
 use axum::middleware::{self, Next};
 use bytes::Bytes;
 use serde_json::{Value, json};
-use support_chain::{ServedChain, serve_chain};
+use support_chain::{ServedChain, https, serve_chain};
 use support_kinds::sized_kind;
 
 sized_kind!(GizmoSpec, "chain.example.com", "v1", "Gizmo");
@@ -198,9 +198,8 @@ async fn serve() -> Served {
             ChainPosition::AfterAuthorization,
             recorder(seen.clone(), "after-authorization"),
         );
-    let served = serve_chain(chain).await;
-    let http = served
-        .https()
+    let served = serve_chain(chain).await.unwrap();
+    let http = https(&served)
         .http1_only()
         .pool_max_idle_per_host(1)
         .redirect(reqwest::redirect::Policy::none())

@@ -11,6 +11,8 @@
 //!   ([`crate::devhost`]): authentication and authorization delegated to the host, the host's
 //!   admission plugins, and the host's users `admin`, `alice` (editor) and `bob` (viewer) as
 //!   ready clients, so authorization rules and admission plugins run as in a cluster;
+//! - [`serve_chain`] serves a handler chain the test assembled itself (its own authenticator,
+//!   authorizer, audit or layers), for tests of the chain rather than of an app;
 //! - [`tls`] builds TLS clients trusting a test server's CA (for reqwest, hyper, h2, raw
 //!   streams);
 //! - [`wait`] waits for objects and conditions, [`WatchEvents`] collects watch events, and
@@ -34,6 +36,7 @@
 //! Storage backends have a conformance suite of their own: `storage::conformance` (the `testing`
 //! feature).
 
+mod chain;
 pub mod conformance;
 pub mod etcd;
 mod fake_host;
@@ -44,6 +47,7 @@ pub mod tls;
 pub mod wait;
 mod watch_events;
 
+pub use chain::{ServedChain, serve_chain, serve_chain_in};
 pub use fake_host::serve_http;
 /// The kube-rs crate the kit's clients come from (`Api`, `Client`, `Status`, `WatchEvent`), for
 /// tests that do not depend on kube-rs themselves.

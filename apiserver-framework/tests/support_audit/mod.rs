@@ -57,7 +57,7 @@ impl Audited {
     /// Serves flunders as `setup` says.
     pub async fn start_with(setup: Setup<'_>) -> Audited {
         let log_name = setup.log;
-        let served = serve_chain_in(tempfile::tempdir().unwrap(), |dir| {
+        let served = serve_chain_in(|dir| {
             let server = GenericApiServer::builder(setup.name)
                 .group(Group::new("wardle.example.com").resource::<Flunder>())
                 .build();
@@ -74,7 +74,8 @@ impl Audited {
             HandlerChain::new(Arc::new(server), Arc::new(setup.users), setup.authorizer)
                 .with_audit(Arc::new(auditor))
         })
-        .await;
+        .await
+        .unwrap();
         let http = setup
             .client
             .use_preconfigured_tls(apiserver_framework::testing::tls::http1_config(

@@ -218,11 +218,10 @@ pub async fn serve(limits: RequestLimits, create_delay: Duration) -> Served {
 
 /// Serves `chain` over HTTPS on a free loopback port, with a fresh self-signed certificate.
 pub async fn serve_chain(chain: HandlerChain) -> Served {
-    let served = crate::support_chain::serve_chain(chain).await;
+    let served = crate::support_chain::serve_chain(chain).await.unwrap();
     let ca_path = served.dir.path().join("ca.pem");
     std::fs::write(&ca_path, &served.ca_pem).unwrap();
-    let http = served
-        .https()
+    let http = crate::support_chain::https(&served)
         .timeout(Duration::from_secs(60))
         .build()
         .unwrap();

@@ -18,8 +18,8 @@ use apiserver_framework::audit::AuditOptions;
 use apiserver_framework::devhost::rules::RulesFile;
 use apiserver_framework::devhost::tokens::TokenFile;
 use apiserver_framework::error::ApiError;
-use apiserver_framework::server::serve::{self, HandlerChain, RunningServer};
-use apiserver_framework::tls::{ServingCert, install_crypto_provider};
+use apiserver_framework::server::serve::HandlerChain;
+use apiserver_framework::testing::{ServedChain, serve_chain_in};
 use checks::message;
 use fixtures::flunder;
 use reqwest::Method;
@@ -75,59 +75,51 @@ impl AdmissionPlugin for Recorder {
 }
 
 struct Server {
-    _running: RunningServer,
+    _served: ServedChain,
     http: reqwest::Client,
     url: String,
     audit_log: std::path::PathBuf,
     admitted: Seen,
-    _dir: tempfile::TempDir,
 }
 
 impl Server {
     async fn start() -> Server {
-        install_crypto_provider();
-        let dir = tempfile::tempdir().unwrap();
-        let cert =
-            ServingCert::self_signed(&dir.path().join("certs"), &["127.0.0.1".into()]).unwrap();
         let admitted = Seen::default();
         let server = wardle::app()
             .server_builder()
             .admission(Recorder(admitted.clone()))
             .build();
-        let policy = dir.path().join("policy.yaml");
-        std::fs::write(&policy, POLICY).unwrap();
-        let audit_log = dir.path().join("audit.log");
-        let auditor = AuditOptions {
-            audit_policy_file: Some(policy),
-            audit_log_path: Some(audit_log.display().to_string()),
-            ..Default::default()
-        }
-        .build()
-        .unwrap()
+        let served = serve_chain_in(|dir| {
+            let policy = dir.join("policy.yaml");
+            std::fs::write(&policy, POLICY).unwrap();
+            let auditor = AuditOptions {
+                audit_policy_file: Some(policy),
+                audit_log_path: Some(dir.join("audit.log").display().to_string()),
+                ..Default::default()
+            }
+            .build()
+            .unwrap()
+            .unwrap();
+            let tokens = TokenFile::parse("tokens.csv", TOKENS).unwrap();
+            let rules = RulesFile::parse("rules.yaml", RULES).unwrap();
+            HandlerChain::new(Arc::new(server), Arc::new(tokens), Arc::new(rules))
+                .with_audit(Arc::new(auditor))
+        })
+        .await
         .unwrap();
-        let tokens = TokenFile::parse("tokens.csv", TOKENS).unwrap();
-        let rules = RulesFile::parse("rules.yaml", RULES).unwrap();
-        let chain = HandlerChain::new(Arc::new(server), Arc::new(tokens), Arc::new(rules))
-            .with_audit(Arc::new(auditor));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let running =
-            serve::RunningServer::start(listener, cert.server_config().unwrap(), Arc::new(chain))
-                .unwrap();
         let http = reqwest::Client::builder()
             .use_preconfigured_tls(apiserver_framework::testing::tls::http1_config(
-                &cert.ca_pem,
+                &served.ca_pem,
             ))
             .timeout(Duration::from_secs(30))
             .build()
             .unwrap();
-        let url = format!("https://127.0.0.1:{}", running.addr.port());
         Server {
-            _running: running,
+            url: served.url.clone(),
+            audit_log: served.dir.path().join("audit.log"),
             http,
-            url,
-            audit_log,
             admitted,
-            _dir: dir,
+            _served: served,
         }
     }
 
