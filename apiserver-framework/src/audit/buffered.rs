@@ -6,10 +6,12 @@
 //! A full buffer drops the event, counts it in `apiserver_audit_error_total{plugin="buffered"}`
 //! and logs it, as upstream. Unlike upstream, which starts a sender per batch without a bound,
 //! at most [`MAX_BATCHES_IN_FLIGHT`] batches are being sent at once: while a slow receiver holds
-//! them, the buffer fills instead, so the events held stay within `buffer_size` plus the batches
-//! in flight.
+//! them, the buffer fills instead. And besides upstream's count of events, the events held
+//! (buffered or in flight) are bounded in bytes of JSON ([`MAX_HELD_BYTES`]): an event at
+//! `RequestResponse` level carries whole objects, so a count alone does not bound memory.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{Semaphore, mpsc};
@@ -23,6 +25,35 @@ use crate::metrics;
 
 /// How many batches may be on their way to the receiver at once (each with its retries).
 pub(crate) const MAX_BATCHES_IN_FLIGHT: usize = 8;
+
+/// The most bytes (of the events' JSON) held at once, buffered or in flight.
+pub(crate) const MAX_HELD_BYTES: usize = 256 * 1024 * 1024;
+
+/// The bytes of one held event, given back when it is dropped (sent, or given up).
+struct Held {
+    bytes: usize,
+    total: Arc<AtomicUsize>,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.total.fetch_sub(self.bytes, Ordering::AcqRel);
+    }
+}
+
+/// A writer that only counts: an event's size as JSON without building the JSON.
+struct Counter(usize);
+
+impl std::io::Write for Counter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
 
 /// Upstream's `BatchConfig` for the webhook.
 #[derive(Clone, Debug)]
@@ -39,7 +70,9 @@ pub(crate) struct BatchConfig {
 
 /// The audit backend of batch mode: a bounded buffer in front of the batching task.
 pub(crate) struct BufferedBackend {
-    buffer: mpsc::Sender<Event>,
+    buffer: mpsc::Sender<(Event, Held)>,
+    held: Arc<AtomicUsize>,
+    max_held: usize,
 }
 
 impl BufferedBackend {
@@ -48,19 +81,37 @@ impl BufferedBackend {
     pub(crate) fn start(config: BatchConfig, truncate: Truncate, client: WebhookClient) -> Self {
         let (buffer, events) = mpsc::channel(config.buffer_size.max(1));
         tokio::spawn(run(events, config, truncate, Arc::new(client)));
-        BufferedBackend { buffer }
+        BufferedBackend {
+            buffer,
+            held: Arc::default(),
+            max_held: MAX_HELD_BYTES,
+        }
     }
 }
 
 impl AuditBackend for BufferedBackend {
     fn process(&self, event: &Event) {
-        if self.buffer.try_send(event.clone()).is_err() {
-            plugin_error(
-                "buffered",
-                "audit buffer queue blocked",
-                std::slice::from_ref(event),
-            );
-        }
+        let mut size = Counter(0);
+        let bytes = match serde_json::to_writer(&mut size, event) {
+            Ok(()) => size.0,
+            Err(e) => {
+                plugin_error("buffered", &e.to_string(), std::slice::from_ref(event));
+                return;
+            }
+        };
+        let before = self.held.fetch_add(bytes, Ordering::AcqRel);
+        let held = Held {
+            bytes,
+            total: self.held.clone(),
+        };
+        let refused = if before + bytes > self.max_held {
+            "audit buffer holds its most bytes"
+        } else if self.buffer.try_send((event.clone(), held)).is_err() {
+            "audit buffer queue blocked"
+        } else {
+            return;
+        };
+        plugin_error("buffered", refused, std::slice::from_ref(event));
     }
 }
 
@@ -85,7 +136,7 @@ pub(crate) fn plugin_error(plugin: &str, error: &str, events: &[Event]) {
 /// Collects batches from `events` and sends each on a task of its own, until the buffer's
 /// sender is gone and every event taken has been handed on.
 async fn run(
-    mut events: mpsc::Receiver<Event>,
+    mut events: mpsc::Receiver<(Event, Held)>,
     config: BatchConfig,
     truncate: Truncate,
     client: Arc<WebhookClient>,
@@ -108,6 +159,8 @@ async fn run(
                 .expect("the semaphore is never closed");
             let (client, truncate) = (client.clone(), truncate.clone());
             tokio::spawn(async move {
+                // The bytes stay counted until the batch is sent or given up.
+                let (batch, _held): (Vec<Event>, Vec<Held>) = batch.into_iter().unzip();
                 for part in truncate.split(batch) {
                     if let Err(e) = client.send(&part).await {
                         plugin_error("webhook", &e.to_string(), &part);
@@ -124,11 +177,7 @@ async fn run(
 
 /// Up to `max` events, waiting at most `wait` for them after the first call; whether the
 /// buffer is still open.
-async fn collect(
-    events: &mut mpsc::Receiver<Event>,
-    max: usize,
-    wait: Duration,
-) -> (Vec<Event>, bool) {
+async fn collect<T>(events: &mut mpsc::Receiver<T>, max: usize, wait: Duration) -> (Vec<T>, bool) {
     let mut batch = Vec::new();
     let deadline = tokio::time::sleep(wait);
     tokio::pin!(deadline);
@@ -197,6 +246,41 @@ mod tests {
         bucket.take().await;
         let waited = start.elapsed().as_secs_f64();
         assert!((0.19..0.21).contains(&waited), "two more at 10/s: {waited}");
+    }
+
+    #[test]
+    fn the_buffer_is_bounded_in_events_and_in_bytes() {
+        let dropped = || {
+            metrics::global()
+                .audit_errors
+                .with_label_values(&["buffered"])
+                .get()
+        };
+        let event = super::super::truncate::tests::event("big", 400);
+        let (buffer, mut events) = mpsc::channel(10);
+        let backend = BufferedBackend {
+            buffer,
+            held: Arc::default(),
+            max_held: 1500,
+        };
+        let before = dropped();
+        for _ in 0..3 {
+            backend.process(&event);
+        }
+        assert_eq!(dropped() - before, 1, "the third event is over 1,500 bytes");
+        // Bytes are given back once an event is done with.
+        drop(events.try_recv().unwrap());
+        backend.process(&event);
+        assert_eq!(dropped() - before, 1);
+        let (small, _receiver) = mpsc::channel(1);
+        let backend = BufferedBackend {
+            buffer: small,
+            held: Arc::default(),
+            max_held: MAX_HELD_BYTES,
+        };
+        backend.process(&event);
+        backend.process(&event);
+        assert_eq!(dropped() - before, 2, "a full buffer drops the event");
     }
 
     #[tokio::test(start_paused = true)]
