@@ -71,7 +71,7 @@ pub struct StorageOptions {
     #[arg(long = "storage-version", value_delimiter = ',')]
     pub storage_versions: Vec<String>,
     /// An `EncryptionConfiguration` file (`apiserver.config.k8s.io/v1`): the resources it
-    /// names are stored encrypted by its providers (`aesgcm`, `aescbc`, `identity`).
+    /// names are stored encrypted by its providers (`aesgcm`, `aescbc`, `secretbox`, `identity`).
     #[arg(long)]
     pub encryption_provider_config: Option<PathBuf>,
 }

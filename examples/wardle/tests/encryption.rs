@@ -1,8 +1,9 @@
 //! Issue 49: encryption at rest. `wardle local --encryption-provider-config` with upstream's
-//! `EncryptionConfiguration`: a Flunder created through the API is absent as plain text from
-//! the embedded store's file, which holds it under the provider's prefix instead, and it reads
-//! back intact, after a restart too; Fischers, which the configuration does not name, stay
-//! plain. A key of the wrong size refuses to start, naming the field.
+//! `EncryptionConfiguration` (providers `aesgcm`, `aescbc`, `secretbox`): a Flunder created
+//! through the API is absent as plain text from the embedded store's file, which holds it under
+//! the provider's prefix instead, and it reads back intact, after a restart too; Fischers, which
+//! the configuration does not name, stay plain. A key of the wrong size, or an unknown provider,
+//! refuses to start, naming the field.
 
 mod support;
 
@@ -51,7 +52,7 @@ fn contains(haystack: &[u8], needle: &str) -> bool {
 
 #[test]
 fn flunders_are_stored_encrypted_by_each_provider() {
-    for provider in ["aesgcm", "aescbc"] {
+    for provider in ["aesgcm", "aescbc", "secretbox"] {
         let keys = tempfile::tempdir().unwrap();
         let path = config(keys.path(), provider, KEY_32);
         let wardle = Wardle::start_with_args(&["--encryption-provider-config", &path]);
@@ -97,25 +98,31 @@ fn flunders_are_stored_encrypted_by_each_provider() {
     }
 }
 
-#[test]
-fn a_key_of_the_wrong_size_refuses_to_start() {
-    let keys = tempfile::tempdir().unwrap();
-    let path = config(keys.path(), "aesgcm", "c2hvcnQ=");
+/// `wardle local` with the configuration at `path`, expected to refuse to start: its stderr.
+fn refused(dir: &Path, path: &str) -> String {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_wardle"))
         .args([
             "local",
             "--secure-port",
             "0",
             "--encryption-provider-config",
-            &path,
+            path,
         ])
-        .current_dir(keys.path())
+        .current_dir(dir)
         .env_remove("APISERVER_LOCAL_TOKEN")
         .stdin(std::process::Stdio::null())
         .output()
         .expect("run wardle");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(!out.status.success(), "{stderr}");
+    stderr
+}
+
+#[test]
+fn a_key_of_the_wrong_size_refuses_to_start() {
+    let keys = tempfile::tempdir().unwrap();
+    let path = config(keys.path(), "aesgcm", "c2hvcnQ=");
+    let stderr = refused(keys.path(), &path);
     assert!(
         stderr.contains(
             "resources[0].providers[0].aesgcm.keys[0].secret: Invalid value: \"REDACTED\": \
@@ -127,4 +134,30 @@ fn a_key_of_the_wrong_size_refuses_to_start() {
         !stderr.contains("c2hvcnQ="),
         "the secret is shown: {stderr}"
     );
+}
+
+#[test]
+fn a_secretbox_key_of_an_aes_size_refuses_to_start() {
+    let keys = tempfile::tempdir().unwrap();
+    let path = config(keys.path(), "secretbox", "AAECAwQFBgcICQoLDA0ODw==");
+    let stderr = refused(keys.path(), &path);
+    assert!(
+        stderr.contains(
+            "resources[0].providers[0].secretbox.keys[0].secret: Invalid value: \"REDACTED\": \
+             secret is not of the expected length, got 16, expected one of [32]"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn an_unknown_provider_refuses_to_start() {
+    let keys = tempfile::tempdir().unwrap();
+    let path = config(keys.path(), "rot13", KEY_32);
+    let stderr = refused(keys.path(), &path);
+    assert!(
+        stderr.contains("resources[0].providers[0]: unknown field `rot13`"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(KEY_32), "the secret is shown: {stderr}");
 }
