@@ -1,16 +1,23 @@
 //! Issue 49: encryption at rest. `wardle local --encryption-provider-config` with upstream's
-//! `EncryptionConfiguration` (providers `aesgcm`, `aescbc`, `secretbox`): a Flunder created
-//! through the API is absent as plain text from the embedded store's file, which holds it under
-//! the provider's prefix instead, and it reads back intact, after a restart too; Fischers, which
-//! the configuration does not name, stay plain. A key of the wrong size, or an unknown provider,
-//! refuses to start, naming the field.
+//! `EncryptionConfiguration`, with each provider (`aesgcm`, `aescbc`, `secretbox`) and each
+//! durable backend: a Flunder created through the API is absent as plain text from what the
+//! backend holds, which is read as an operator would read it (the embedded store's files byte
+//! by byte, etcd with upstream's `etcdctl`) and holds it under the provider's prefix instead; it
+//! reads back intact, after a restart too; Fischers, which the configuration does not name,
+//! stay plain. A key of the wrong size, or an unknown provider, refuses to start, naming the
+//! field.
 
 mod support;
 
 use std::path::Path;
 
+use apiserver_framework::testing::etcd::Etcd;
 use support::Wardle;
+use support::client_go::build_upstream;
 use support::fixtures::flunder_to;
+
+/// The providers that take keys.
+const PROVIDERS: [&str; 3] = ["aesgcm", "aescbc", "secretbox"];
 
 const KEY_32: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
 
@@ -50,48 +57,105 @@ fn contains(haystack: &[u8], needle: &str) -> bool {
         .any(|w| w == needle.as_bytes())
 }
 
+/// Creates a Flunder (its reference `marker`) and a Fischer through kubectl.
+fn create_objects(wardle: &Wardle, marker: &str) {
+    let file = wardle.write_file(
+        "flunder.json",
+        &flunder_to("hidden", marker, "Flunder").to_string(),
+    );
+    wardle.kubectl_ok(&["create", "-f", &file.display().to_string()]);
+    let fischer = wardle.write_file(
+        "fischer.yaml",
+        "apiVersion: wardle.example.com/v1alpha1\nkind: Fischer\nmetadata:\n  name: open\n\
+         disallowedFlunders: [fischer-plain-marker]\n",
+    );
+    wardle.kubectl_ok(&["create", "-f", &fischer.display().to_string()]);
+}
+
+/// The Flunder's reference, read through kubectl.
+fn reference(wardle: &Wardle) -> String {
+    wardle.kubectl_ok(&[
+        "get",
+        "flunders.v1alpha1.wardle.example.com",
+        "hidden",
+        "-o",
+        "jsonpath={.spec.reference}",
+    ])
+}
+
+/// What the backend holds (`stored`) has the Flunder under `provider`'s prefix and not its
+/// `marker`, and the Fischer in plain text.
+fn assert_encrypted(stored: &[u8], provider: &str, marker: &str, backend: &str) {
+    assert!(
+        !contains(stored, marker),
+        "{backend}, {provider}: the Flunder is stored in plain text"
+    );
+    assert!(
+        contains(stored, &format!("k8s:enc:{provider}:v1:key1:")),
+        "{backend}, {provider}: no value under the provider's prefix"
+    );
+    assert!(
+        contains(stored, "fischer-plain-marker"),
+        "{backend}, {provider}: Fischers are not named by the configuration, and stay plain"
+    );
+}
+
 #[test]
-fn flunders_are_stored_encrypted_by_each_provider() {
-    for provider in ["aesgcm", "aescbc", "secretbox"] {
+fn flunders_are_stored_encrypted_by_each_provider_in_the_embedded_store() {
+    for provider in PROVIDERS {
         let keys = tempfile::tempdir().unwrap();
         let path = config(keys.path(), provider, KEY_32);
         let wardle = Wardle::start_with_args(&["--encryption-provider-config", &path]);
         let marker = format!("flunder-secret-{provider}");
-        let file = wardle.write_file(
-            "flunder.json",
-            &flunder_to("hidden", &marker, "Flunder").to_string(),
-        );
-        wardle.kubectl_ok(&["create", "-f", &file.display().to_string()]);
-        let fischer = wardle.write_file(
-            "fischer.yaml",
-            "apiVersion: wardle.example.com/v1alpha1\nkind: Fischer\nmetadata:\n  name: open\n\
-             disallowedFlunders: [fischer-plain-marker]\n",
-        );
-        wardle.kubectl_ok(&["create", "-f", &fischer.display().to_string()]);
-        let reference = |w: &Wardle| {
-            w.kubectl_ok(&[
-                "get",
-                "flunders.v1alpha1.wardle.example.com",
-                "hidden",
-                "-o",
-                "jsonpath={.spec.reference}",
-            ])
-        };
+        create_objects(&wardle, &marker);
         assert_eq!(reference(&wardle), marker);
+        assert_encrypted(&stored_bytes(wardle.dir()), provider, &marker, "embedded");
 
-        let stored = stored_bytes(wardle.dir());
+        let wardle = wardle.kill_and_restart();
+        assert_eq!(reference(&wardle), marker, "{provider}: after a restart");
+    }
+}
+
+/// Every key and value under `prefix` in the etcd at `url`, as `etcdctl get --prefix` prints
+/// them (values as their bytes).
+fn etcdctl_get_prefix(url: &str, prefix: &str) -> Vec<u8> {
+    let out = std::process::Command::new(build_upstream("etcdctl", "etcdctl"))
+        .args(["--endpoints", url, "get", "--prefix", prefix])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run etcdctl");
+    assert!(
+        out.status.success(),
+        "etcdctl: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+#[test]
+fn flunders_are_stored_encrypted_by_each_provider_in_etcd() {
+    let etcd = Etcd::start_binary(&build_upstream("etcd", "etcd")).expect("etcd 3.6 starts");
+    for provider in PROVIDERS {
+        let keys = tempfile::tempdir().unwrap();
+        let path = config(keys.path(), provider, KEY_32);
+        let prefix = format!("/registry-{provider}");
+        let wardle = Wardle::start_with_args(&[
+            "--etcd-servers",
+            &etcd.url(),
+            "--etcd-prefix",
+            &prefix,
+            "--encryption-provider-config",
+            &path,
+        ]);
+        let marker = format!("flunder-secret-{provider}");
+        create_objects(&wardle, &marker);
+        assert_eq!(reference(&wardle), marker);
+        let stored = etcdctl_get_prefix(&etcd.url(), &prefix);
         assert!(
-            !contains(&stored, &marker),
-            "{provider}: the Flunder is stored in plain text"
+            contains(&stored, &format!("{prefix}/wardle.example.com/flunders/")),
+            "{provider}: etcdctl lists no Flunder under {prefix}"
         );
-        assert!(
-            contains(&stored, &format!("k8s:enc:{provider}:v1:key1:")),
-            "{provider}: no value under the provider's prefix"
-        );
-        assert!(
-            contains(&stored, "fischer-plain-marker"),
-            "{provider}: Fischers are not named by the configuration, and stay plain"
-        );
+        assert_encrypted(&stored, provider, &marker, "etcd");
 
         let wardle = wardle.kill_and_restart();
         assert_eq!(reference(&wardle), marker, "{provider}: after a restart");
