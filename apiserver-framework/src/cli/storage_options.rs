@@ -103,6 +103,9 @@ pub struct OpenedStorage {
     pub health_checks: Vec<Arc<dyn HealthCheck>>,
     /// Checks for `/readyz` only (`etcd-readiness`, `embedded-storage-readiness`).
     pub readiness_checks: Vec<Arc<dyn HealthCheck>>,
+    /// With `--encryption-provider-config`, the encryption right above the backend (for
+    /// `migrate-storage`, which writes again what an old key wrote).
+    pub encrypted: Option<Arc<EncryptedStorage>>,
 }
 
 impl StorageOptions {
@@ -139,6 +142,7 @@ impl StorageOptions {
             storage,
             health_checks: Vec::new(),
             readiness_checks: Vec::new(),
+            encrypted: None,
         };
         let mut opened = match self.backend() {
             StorageBackend::Embedded => {
@@ -155,6 +159,7 @@ impl StorageOptions {
                         "embedded-storage-readiness",
                         move || writable.check_writable(),
                     ))],
+                    encrypted: None,
                 }
             }
             StorageBackend::Memory => local(Arc::new(MemoryStorage::new())),
@@ -172,7 +177,9 @@ impl StorageOptions {
                     path.display()
                 ))
             })?;
-            opened.storage = EncryptedStorage::wrap(opened.storage, config);
+            let encrypted = EncryptedStorage::new(opened.storage, config);
+            opened.storage = encrypted.clone();
+            opened.encrypted = Some(encrypted);
         }
         opened.storage = InstrumentedStorage::wrap(opened.storage);
         // etcd is compacted by the servers on it taking turns (started by `open_etcd`).
@@ -214,6 +221,7 @@ impl StorageOptions {
             health_checks: vec![check("etcd")],
             readiness_checks: vec![check("etcd-readiness")],
             storage: etcd,
+            encrypted: None,
         })
     }
 

@@ -14,23 +14,17 @@ use std::path::Path;
 use apiserver_framework::testing::etcd::Etcd;
 use support::Wardle;
 use support::client_go::build_upstream;
+use support::encryption::{KEY_32, contains, etcdctl_get_prefix, write_config};
 use support::fixtures::flunder_to;
 
 /// The providers that take keys.
 const PROVIDERS: [&str; 3] = ["aesgcm", "aescbc", "secretbox"];
 
-const KEY_32: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
-
 /// An `EncryptionConfiguration` for Flunders with `provider` (its one key `key1` holding
 /// `secret`), written in `dir`.
 fn config(dir: &Path, provider: &str, secret: &str) -> String {
     let path = dir.join("encryption.yaml");
-    let text = format!(
-        "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n\
-         - resources: [flunders.wardle.example.com]\n  providers:\n  - {provider}:\n      \
-         keys:\n      - name: key1\n        secret: {secret}\n  - identity: {{}}\n"
-    );
-    std::fs::write(&path, text).expect("the configuration");
+    write_config(&path, provider, &[("key1", secret)]);
     path.display().to_string()
 }
 
@@ -49,12 +43,6 @@ fn stored_bytes(dir: &Path) -> Vec<u8> {
         }
     }
     bytes
-}
-
-fn contains(haystack: &[u8], needle: &str) -> bool {
-    haystack
-        .windows(needle.len())
-        .any(|w| w == needle.as_bytes())
 }
 
 /// Creates a Flunder (its reference `marker`) and a Fischer through kubectl.
@@ -114,22 +102,6 @@ fn flunders_are_stored_encrypted_by_each_provider_in_the_embedded_store() {
         let wardle = wardle.kill_and_restart();
         assert_eq!(reference(&wardle), marker, "{provider}: after a restart");
     }
-}
-
-/// Every key and value under `prefix` in the etcd at `url`, as `etcdctl get --prefix` prints
-/// them (values as their bytes).
-fn etcdctl_get_prefix(url: &str, prefix: &str) -> Vec<u8> {
-    let out = std::process::Command::new(build_upstream("etcdctl", "etcdctl"))
-        .args(["--endpoints", url, "get", "--prefix", prefix])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("run etcdctl");
-    assert!(
-        out.status.success(),
-        "etcdctl: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
 }
 
 #[test]
