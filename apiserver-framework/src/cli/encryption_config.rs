@@ -64,12 +64,35 @@ struct Key {
     secret: String,
 }
 
+/// A configuration read from its file.
+pub(crate) struct Loaded {
+    /// The configuration.
+    pub(crate) config: EncryptionConfig,
+    /// The hash of the file's content, as upstream writes it: `sha256:<hex>`.
+    pub(crate) hash: String,
+}
+
 /// The configuration in the file at `path`, or every error found in it.
-pub fn load(path: &Path) -> Result<EncryptionConfig, String> {
+pub(crate) fn load(path: &Path) -> Result<Loaded, String> {
+    let text = read(path)?;
+    Ok(Loaded {
+        config: parse(&text)?,
+        hash: content_hash(&text),
+    })
+}
+
+/// The content of the file at `path` (a warning logged when others may read it).
+pub(crate) fn read(path: &Path) -> Result<String, String> {
     warn_if_readable_by_others(path);
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
-    parse(&text)
+    std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))
+}
+
+/// The hash of a file's content, as upstream's `computeEncryptionConfigHash` writes it.
+pub(crate) fn content_hash(text: &str) -> String {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(text.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
 }
 
 /// The configuration `text` describes, or every error found in it.

@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::StreamExt;
+use parking_lot::RwLock;
 
 use provider::ENCRYPTED_PREFIX;
 pub use provider::Provider;
@@ -116,10 +117,13 @@ impl EncryptionConfig {
     }
 }
 
-/// A storage whose values are encrypted as an [`EncryptionConfig`] says.
+/// A storage whose values are encrypted as an [`EncryptionConfig`] says. The configuration can
+/// be replaced while the storage serves ([`EncryptedStorage::set_config`]): each call reads and
+/// writes with the configuration current when it starts.
 pub struct EncryptedStorage {
     inner: Arc<dyn Storage>,
-    config: Arc<EncryptionConfig>,
+    /// Shared with the watches, which read each event with the current configuration.
+    config: Arc<RwLock<Arc<EncryptionConfig>>>,
 }
 
 impl EncryptedStorage {
@@ -127,13 +131,19 @@ impl EncryptedStorage {
     pub fn new(inner: Arc<dyn Storage>, config: EncryptionConfig) -> Arc<EncryptedStorage> {
         Arc::new(EncryptedStorage {
             inner,
-            config: Arc::new(config),
+            config: Arc::new(RwLock::new(Arc::new(config))),
         })
     }
 
-    /// The configuration.
-    fn config(&self) -> Arc<EncryptionConfig> {
-        self.config.clone()
+    /// The configuration calls start with from now on (as upstream's automatic reload swaps
+    /// its transformers): calls under way finish with the one they started with.
+    pub fn set_config(&self, config: EncryptionConfig) {
+        *self.config.write() = Arc::new(config);
+    }
+
+    /// The current configuration.
+    pub fn config(&self) -> Arc<EncryptionConfig> {
+        self.config.read().clone()
     }
 
     /// `inner`, its values encrypted as `config` says, as a [`Storage`].
@@ -202,10 +212,13 @@ impl Storage for EncryptedStorage {
     }
 
     async fn watch(&self, prefix: &str, after: u64) -> Result<WatchStream, StorageError> {
-        let config = self.config();
+        let shared = self.config.clone();
         let events = self.inner.watch(prefix, after).await?;
         Ok(events
             .map(move |event| {
+                // Each event with the configuration current when it arrives: a value written
+                // under a key added by a reload reads.
+                let config = shared.read().clone();
                 let event = event?;
                 Ok(StorageEvent {
                     kind: event.kind,
