@@ -77,7 +77,9 @@ enum Command {
     /// Print the manifests deploying this server to a cluster.
     Manifests(ManifestsOptions),
     /// Rewrite every object of the resources served in several versions into their storage
-    /// version (as kube-storage-version-migrator does), so that an old version can be dropped.
+    /// version (as kube-storage-version-migrator does), so that an old version can be dropped;
+    /// with --encryption-provider-config, write every object of the encrypted resources that
+    /// an old key wrote again with the first provider, so that the old key can be removed.
     /// With etcd it runs beside the servers; the embedded store is locked by a running server.
     MigrateStorage(Box<MigrateOptions>),
 }
@@ -244,14 +246,19 @@ impl App {
     }
 
     /// Rewrites every object of the resources served in several versions into their storage
-    /// version (see [`crate::registry::versions::VersionedStorage::migrate`]); prints what it
-    /// did per resource.
+    /// version (see [`crate::registry::versions::VersionedStorage::migrate`]) and, with
+    /// `--encryption-provider-config`, writes every object of the encrypted resources that
+    /// the first provider did not write again with it, unchanged (the storage-migration step
+    /// of a key rotation, see [`EncryptedStorage::rewrite_stale`]); prints what it did.
+    ///
+    /// [`EncryptedStorage::rewrite_stale`]: crate::storage::encryption::EncryptedStorage::rewrite_stale
     pub async fn migrate_storage(self, opts: &MigrateOptions) -> Result<(), AppError> {
         let app = self.with_storage_versions(&opts.storage)?;
         let mut storage = opts.storage.clone();
         storage.watch_cache = false;
         app.check()?;
         let opened = storage.open().await?;
+        let encrypted = opened.encrypted.clone();
         let server = app.server_builder().storage(opened.storage).try_build()?;
         for r in server.registry().resources() {
             let Some(v) = r.downcast_ref::<crate::registry::versions::VersionedStorage>() else {
@@ -272,6 +279,14 @@ impl App {
             for key in &report.failed {
                 println!("  not convertible: {key}");
             }
+        }
+        // After the version migration, whose writes were encrypted by the first provider.
+        if let Some(encrypted) = encrypted {
+            let report = encrypted.rewrite_stale("/").await?;
+            println!(
+                "encryption: {} objects of the encrypted resources, {} written again with the first provider",
+                report.seen, report.rewritten
+            );
         }
         Ok(())
     }

@@ -2,9 +2,9 @@
 //! (`apiserver.config.k8s.io/v1`), checked as upstream checks it, into the storage's
 //! [`EncryptionConfig`].
 //!
-//! Providers `identity`, `aescbc` and `aesgcm` are served; a provider of several keys writes
-//! with its first and reads with each. `secretbox` and `kms` are refused with an error naming
-//! the field, rather than ignored. Errors name the field as upstream's do
+//! Providers `identity`, `aescbc`, `aesgcm` and `secretbox` are served; a provider of several
+//! keys writes with its first and reads with each. `kms` is refused with an error naming the
+//! field, rather than ignored. Errors name the field as upstream's do
 //! (`resources[0].providers[0].aesgcm.keys[0].secret: Invalid value: "REDACTED": secret is not
 //! of the expected length, got 10, expected one of [16 24 32]`) and never show a secret. A
 //! file others may read is logged as a warning: it holds the keys.
@@ -14,7 +14,7 @@ use std::path::Path;
 use base64::Engine as _;
 use serde::Deserialize;
 
-use crate::storage::encryption::provider::AES_KEY_SIZES;
+use crate::storage::encryption::provider::{AES_KEY_SIZES, SECRETBOX_KEY_SIZE};
 use crate::storage::encryption::{EncryptionConfig, Provider, Providers, Rule};
 
 const API_VERSION: &str = "apiserver.config.k8s.io/v1";
@@ -64,12 +64,35 @@ struct Key {
     secret: String,
 }
 
+/// A configuration read from its file.
+pub(crate) struct Loaded {
+    /// The configuration.
+    pub(crate) config: EncryptionConfig,
+    /// The hash of the file's content, as upstream writes it: `sha256:<hex>`.
+    pub(crate) hash: String,
+}
+
 /// The configuration in the file at `path`, or every error found in it.
-pub fn load(path: &Path) -> Result<EncryptionConfig, String> {
+pub(crate) fn load(path: &Path) -> Result<Loaded, String> {
+    let text = read(path)?;
+    Ok(Loaded {
+        config: parse(&text)?,
+        hash: content_hash(&text),
+    })
+}
+
+/// The content of the file at `path` (a warning logged when others may read it).
+pub(crate) fn read(path: &Path) -> Result<String, String> {
     warn_if_readable_by_others(path);
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
-    parse(&text)
+    std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))
+}
+
+/// The hash of a file's content, as upstream's `computeEncryptionConfigHash` writes it.
+pub(crate) fn content_hash(text: &str) -> String {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(text.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
 }
 
 /// The configuration `text` describes, or every error found in it.
@@ -142,13 +165,25 @@ fn providers_of(
             "{}",
             "provider does not contain any of the expected providers: KMS, AESGCM, AESCBC, Secretbox, Identity",
         )]),
-        [_] => match (&provider.aesgcm, &provider.aescbc) {
-            (Some(keys), _) => keyed(keys, &format!("{path}.aesgcm.keys"), |name, key| {
-                Provider::AesGcm { name, key }
-            }),
-            (_, Some(keys)) => keyed(keys, &format!("{path}.aescbc.keys"), |name, key| {
-                Provider::AesCbc { name, key }
-            }),
+        [_] => match (&provider.aesgcm, &provider.aescbc, &provider.secretbox) {
+            (Some(keys), _, _) => keyed(
+                keys,
+                &format!("{path}.aesgcm.keys"),
+                &AES_KEY_SIZES,
+                |name, key| Provider::AesGcm { name, key },
+            ),
+            (_, Some(keys), _) => keyed(
+                keys,
+                &format!("{path}.aescbc.keys"),
+                &AES_KEY_SIZES,
+                |name, key| Provider::AesCbc { name, key },
+            ),
+            (_, _, Some(keys)) => keyed(
+                keys,
+                &format!("{path}.secretbox.keys"),
+                &[SECRETBOX_KEY_SIZE],
+                |name, key| Provider::Secretbox { name, key },
+            ),
             _ if provider.identity.is_some() => Ok(vec![Provider::Identity]),
             _ => Err(vec![format!(
                 "{path}.{}: Unsupported value: this server does not implement the {} provider",
@@ -163,10 +198,12 @@ fn providers_of(
     }
 }
 
-/// One provider per key of `keys` (at `path`), made by `make`, or the keys' errors.
+/// One provider per key of `keys` (at `path`, each of one of `sizes` bytes), made by `make`,
+/// or the keys' errors.
 fn keyed(
     keys: &Keys,
     path: &str,
+    sizes: &[usize],
     make: impl Fn(String, Vec<u8>) -> Provider,
 ) -> Result<Vec<Provider>, Vec<String>> {
     if keys.keys.is_empty() {
@@ -197,13 +234,16 @@ fn keyed(
             ));
             continue;
         };
-        if !AES_KEY_SIZES.contains(&secret.len()) {
+        if !sizes.contains(&secret.len()) {
+            // Go's %v of the sizes: `[16 24 32]`.
+            let expected: Vec<String> = sizes.iter().map(usize::to_string).collect();
             errors.push(invalid(
                 &format!("{at}.secret"),
                 "REDACTED",
                 &format!(
-                    "secret is not of the expected length, got {}, expected one of [16 24 32]",
-                    secret.len()
+                    "secret is not of the expected length, got {}, expected one of [{}]",
+                    secret.len(),
+                    expected.join(" ")
                 ),
             ));
             continue;
@@ -253,19 +293,21 @@ mod tests {
     }
 
     const KEY_32: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+    const KEY_16: &str = "AAECAwQFBgcICQoLDA0ODw==";
 
     #[test]
     fn keys_and_providers_are_read_in_order() {
         let text = config(&format!(
             "  - aesgcm:\n      keys:\n      - name: new\n        secret: {KEY_32}\n      \
-             - name: old\n        secret: {KEY_32}\n  - identity: {{}}\n"
+             - name: old\n        secret: {KEY_32}\n  - secretbox:\n      keys:\n      \
+             - name: box\n        secret: {KEY_32}\n  - identity: {{}}\n"
         ));
         let parsed = parse(&text).unwrap();
         let rule = &parsed.rules[0];
         assert_eq!(rule.resources, ["flunders.wardle.example.com"]);
         assert_eq!(
             format!("{:?}", rule.providers),
-            r#"Providers([aesgcm key "new", aesgcm key "old", identity])"#
+            r#"Providers([aesgcm key "new", aesgcm key "old", secretbox key "box", identity])"#
         );
     }
 
@@ -282,9 +324,18 @@ mod tests {
         );
         let err = parse(&config("  - rot13: {}\n")).unwrap_err();
         assert!(err.contains("unknown field `rot13`"), "{err}");
-        let err = parse(&config("  - secretbox:\n      keys: []\n")).unwrap_err();
+        let err = parse(&config(&format!(
+            "  - secretbox:\n      keys:\n      - name: k\n        secret: {KEY_16}\n"
+        )))
+        .unwrap_err();
+        assert_eq!(
+            err,
+            "resources[0].providers[0].secretbox.keys[0].secret: Invalid value: \"REDACTED\": \
+             secret is not of the expected length, got 16, expected one of [32]"
+        );
+        let err = parse(&config("  - kms:\n      name: k\n")).unwrap_err();
         assert!(
-            err.starts_with("resources[0].providers[0].secretbox: Unsupported value"),
+            err.starts_with("resources[0].providers[0].kms: Unsupported value"),
             "{err}"
         );
         let err = parse(&config("  - {}\n")).unwrap_err();

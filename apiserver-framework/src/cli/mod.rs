@@ -6,6 +6,7 @@
 
 pub(crate) mod app;
 pub(crate) mod encryption_config;
+pub(crate) mod encryption_reload;
 pub mod local;
 pub(crate) mod logging;
 pub(crate) mod manifests;

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::cli::encryption_config;
+use crate::cli::{encryption_config, encryption_reload};
 use crate::duration::GoDuration;
 use crate::metrics::storage::InstrumentedStorage;
 use crate::server::health::{FnCheck, HealthCheck};
@@ -71,9 +71,17 @@ pub struct StorageOptions {
     #[arg(long = "storage-version", value_delimiter = ',')]
     pub storage_versions: Vec<String>,
     /// An `EncryptionConfiguration` file (`apiserver.config.k8s.io/v1`): the resources it
-    /// names are stored encrypted by its providers (`aesgcm`, `aescbc`, `identity`).
+    /// names are stored encrypted by its providers (`aesgcm`, `aescbc`, `secretbox`, `identity`).
     #[arg(long)]
     pub encryption_provider_config: Option<PathBuf>,
+    /// Read `--encryption-provider-config` again when its content changes, as upstream's flag
+    /// (`--encryption-provider-config-automatic-reload` or `=true`).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set, default_value_t = false)]
+    pub encryption_provider_config_automatic_reload: bool,
+    /// How often the reload reads the file (upstream's controller: every minute). Not an
+    /// upstream flag: tests and impatient operators shorten it.
+    #[arg(long, default_value = "1m", hide = true)]
+    pub encryption_provider_config_reload_interval: GoDuration,
 }
 
 impl Default for StorageOptions {
@@ -91,6 +99,8 @@ impl Default for StorageOptions {
             watch_cache: true,
             storage_versions: Vec::new(),
             encryption_provider_config: None,
+            encryption_provider_config_automatic_reload: false,
+            encryption_provider_config_reload_interval: GoDuration(Duration::from_secs(60)),
         }
     }
 }
@@ -103,6 +113,9 @@ pub struct OpenedStorage {
     pub health_checks: Vec<Arc<dyn HealthCheck>>,
     /// Checks for `/readyz` only (`etcd-readiness`, `embedded-storage-readiness`).
     pub readiness_checks: Vec<Arc<dyn HealthCheck>>,
+    /// With `--encryption-provider-config`, the encryption right above the backend (for
+    /// `migrate-storage`, which writes again what an old key wrote).
+    pub encrypted: Option<Arc<EncryptedStorage>>,
 }
 
 impl StorageOptions {
@@ -139,6 +152,7 @@ impl StorageOptions {
             storage,
             health_checks: Vec::new(),
             readiness_checks: Vec::new(),
+            encrypted: None,
         };
         let mut opened = match self.backend() {
             StorageBackend::Embedded => {
@@ -155,6 +169,7 @@ impl StorageOptions {
                         "embedded-storage-readiness",
                         move || writable.check_writable(),
                     ))],
+                    encrypted: None,
                 }
             }
             StorageBackend::Memory => local(Arc::new(MemoryStorage::new())),
@@ -165,14 +180,33 @@ impl StorageOptions {
             }
             StorageBackend::Etcd3 => self.open_etcd().await?,
         };
+        if self.encryption_provider_config_automatic_reload
+            && self.encryption_provider_config.is_none()
+        {
+            // Upstream's message.
+            return Err(StorageError::Internal(
+                "--encryption-provider-config-automatic-reload must be set with --encryption-provider-config".into(),
+            ));
+        }
         if let Some(path) = &self.encryption_provider_config {
-            let config = encryption_config::load(path).map_err(|e| {
+            let loaded = encryption_config::load(path).map_err(|e| {
                 StorageError::Internal(format!(
                     "--encryption-provider-config {}: {e}",
                     path.display()
                 ))
             })?;
-            opened.storage = EncryptedStorage::wrap(opened.storage, config);
+            encryption_reload::record_config_info(&loaded.hash);
+            let encrypted = EncryptedStorage::new(opened.storage, loaded.config);
+            if self.encryption_provider_config_automatic_reload {
+                encryption_reload::spawn(
+                    path.clone(),
+                    encrypted.clone(),
+                    loaded.hash,
+                    self.encryption_provider_config_reload_interval.0,
+                );
+            }
+            opened.storage = encrypted.clone();
+            opened.encrypted = Some(encrypted);
         }
         opened.storage = InstrumentedStorage::wrap(opened.storage);
         // etcd is compacted by the servers on it taking turns (started by `open_etcd`).
@@ -214,6 +248,7 @@ impl StorageOptions {
             health_checks: vec![check("etcd")],
             readiness_checks: vec![check("etcd-readiness")],
             storage: etcd,
+            encrypted: None,
         })
     }
 
@@ -312,5 +347,28 @@ mod tests {
             .unwrap();
         assert!(opened.storage.get("/k").await.unwrap().is_some());
         assert!(!dir.path().join("data").exists());
+    }
+
+    #[tokio::test]
+    async fn the_automatic_reload_flag_is_gos_bool_and_needs_a_configuration() {
+        let parse = |args: &[&str]| {
+            Flags::try_parse_from(std::iter::once("test").chain(args.iter().copied()))
+                .unwrap()
+                .storage
+        };
+        let flag = "--encryption-provider-config-automatic-reload";
+        assert!(!parse(&[]).encryption_provider_config_automatic_reload);
+        assert!(parse(&[flag]).encryption_provider_config_automatic_reload);
+        assert!(parse(&[&format!("{flag}=true")]).encryption_provider_config_automatic_reload);
+        assert!(!parse(&[&format!("{flag}=false")]).encryption_provider_config_automatic_reload);
+        let mut opts = parse(&[flag, "--storage-backend", "memory"]);
+        opts.watch_cache = false;
+        let err = opts.open().await.err().expect("no configuration");
+        assert!(
+            err.to_string().contains(
+                "--encryption-provider-config-automatic-reload must be set with --encryption-provider-config"
+            ),
+            "{err}"
+        );
     }
 }

@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 use axum::body::Body;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use prometheus::{
-    HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+    GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
 };
 
 pub(crate) use labels::RequestLabels;
@@ -96,6 +96,15 @@ pub struct Metrics {
     /// `apiserver_audit_error_total{plugin}`: audit events that failed to be audited, by the
     /// plugin affected (`buffered`, `truncate`, `webhook`).
     pub audit_errors: IntCounterVec,
+    /// `apiserver_encryption_config_controller_automatic_reloads_total{status,apiserver_id_hash}`:
+    /// automatic reloads of `--encryption-provider-config`, `success` or `failure`.
+    pub(crate) encryption_reloads: IntCounterVec,
+    /// `apiserver_encryption_config_controller_automatic_reload_last_timestamp_seconds{status,apiserver_id_hash}`:
+    /// when the last successful and the last failed reload happened.
+    pub(crate) encryption_reload_timestamp: GaugeVec,
+    /// `apiserver_encryption_config_controller_last_config_info{apiserver_id_hash,hash}`: 1 for
+    /// the configuration in use, by the hash of its file.
+    pub(crate) encryption_config_info: IntGaugeVec,
 }
 
 /// The process's metrics.
@@ -218,6 +227,30 @@ impl Metrics {
                 "apiserver_audit_error_total",
                 "Counter of audit events that failed to be audited properly. Plugin identifies the plugin affected by the error.",
                 &["plugin"],
+            ),
+            encryption_reloads: counter(
+                "apiserver_encryption_config_controller_automatic_reloads_total",
+                "Total number of reload successes and failures of encryption configuration split by apiserver identity.",
+                &["status", "apiserver_id_hash"],
+            ),
+            encryption_reload_timestamp: {
+                let g = GaugeVec::new(
+                    Opts::new(
+                        "apiserver_encryption_config_controller_automatic_reload_last_timestamp_seconds",
+                        "Timestamp of the last successful or failed automatic reload of encryption configuration split by apiserver identity.",
+                    ),
+                    &["status", "apiserver_id_hash"],
+                )
+                .expect("valid gauge");
+                registry
+                    .register(Box::new(g.clone()))
+                    .expect("unique metric");
+                g
+            },
+            encryption_config_info: gauge(
+                "apiserver_encryption_config_controller_last_config_info",
+                "Information about the last applied encryption configuration with hash as label, split by apiserver identity.",
+                &["apiserver_id_hash", "hash"],
             ),
             registry,
         }

@@ -8,16 +8,22 @@
 //! above hold plain values in memory only, and what reaches the backend (etcd, the embedded
 //! store's file) is encrypted. `aesgcm` authenticates each value with its storage key (the key
 //! below `--etcd-prefix`), so a value copied under another key does not decrypt.
+//!
+//! [`EncryptedStorage::rewrite_stale`] is the storage-migration step of a rotation: it writes
+//! every value the first provider did not write again (see [`rewrite`]).
 
 pub mod provider;
+pub mod rewrite;
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::StreamExt;
+use parking_lot::RwLock;
 
 use provider::ENCRYPTED_PREFIX;
 pub use provider::Provider;
+use rewrite::RewriteReport;
 
 use crate::keys::group_resource;
 use crate::{KeyValue, ListPage, ListRequest, Storage, StorageError, StorageEvent, WatchStream};
@@ -40,6 +46,15 @@ impl Providers {
             .encrypt(key, plain)
             .map(Bytes::from)
             .map_err(|e| transform_error(key, &e))
+    }
+
+    /// Whether `stored` was written by the first provider (rather than by one that only reads).
+    fn is_current(&self, stored: &[u8]) -> bool {
+        let prefix = self.0.first().unwrap_or(&Provider::Identity).prefix();
+        match prefix.is_empty() {
+            true => !stored.starts_with(ENCRYPTED_PREFIX),
+            false => stored.starts_with(&prefix),
+        }
     }
 
     /// The value `stored` at `key` holds.
@@ -102,19 +117,45 @@ impl EncryptionConfig {
     }
 }
 
-/// A storage whose values are encrypted as an [`EncryptionConfig`] says.
+/// A storage whose values are encrypted as an [`EncryptionConfig`] says. The configuration can
+/// be replaced while the storage serves ([`EncryptedStorage::set_config`]): each call reads and
+/// writes with the configuration current when it starts.
 pub struct EncryptedStorage {
     inner: Arc<dyn Storage>,
-    config: Arc<EncryptionConfig>,
+    /// Shared with the watches, which read each event with the current configuration.
+    config: Arc<RwLock<Arc<EncryptionConfig>>>,
 }
 
 impl EncryptedStorage {
     /// `inner`, its values encrypted as `config` says.
-    pub fn wrap(inner: Arc<dyn Storage>, config: EncryptionConfig) -> Arc<dyn Storage> {
+    pub fn new(inner: Arc<dyn Storage>, config: EncryptionConfig) -> Arc<EncryptedStorage> {
         Arc::new(EncryptedStorage {
             inner,
-            config: Arc::new(config),
+            config: Arc::new(RwLock::new(Arc::new(config))),
         })
+    }
+
+    /// The configuration calls start with from now on (as upstream's automatic reload swaps
+    /// its transformers): calls under way finish with the one they started with.
+    pub fn set_config(&self, config: EncryptionConfig) {
+        *self.config.write() = Arc::new(config);
+    }
+
+    /// The current configuration.
+    pub fn config(&self) -> Arc<EncryptionConfig> {
+        self.config.read().clone()
+    }
+
+    /// `inner`, its values encrypted as `config` says, as a [`Storage`].
+    pub fn wrap(inner: Arc<dyn Storage>, config: EncryptionConfig) -> Arc<dyn Storage> {
+        Self::new(inner, config)
+    }
+
+    /// Writes again every value under `prefix` that the configuration encrypts and its first
+    /// provider did not write, with that provider: the storage-migration step of a key
+    /// rotation (see [`rewrite`]).
+    pub async fn rewrite_stale(&self, prefix: &str) -> Result<RewriteReport, StorageError> {
+        rewrite::rewrite_stale(self.inner.as_ref(), &self.config(), prefix).await
     }
 }
 
@@ -129,21 +170,23 @@ fn read(config: &EncryptionConfig, mut kv: KeyValue) -> Result<KeyValue, Storage
 #[async_trait::async_trait]
 impl Storage for EncryptedStorage {
     async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
+        let config = self.config();
         let kv = self.inner.get(key).await?;
-        kv.map(|kv| read(&self.config, kv)).transpose()
+        kv.map(|kv| read(&config, kv)).transpose()
     }
 
     async fn list(&self, req: ListRequest) -> Result<ListPage, StorageError> {
+        let config = self.config();
         let mut page = self.inner.list(req).await?;
         page.items = std::mem::take(&mut page.items)
             .into_iter()
-            .map(|kv| read(&self.config, kv))
+            .map(|kv| read(&config, kv))
             .collect::<Result<_, _>>()?;
         Ok(page)
     }
 
     async fn create(&self, key: &str, value: Bytes) -> Result<u64, StorageError> {
-        let value = match self.config.providers_of(key) {
+        let value = match self.config().providers_of(key) {
             Some(providers) => providers.write(key, &value)?,
             None => value,
         };
@@ -151,7 +194,7 @@ impl Storage for EncryptedStorage {
     }
 
     async fn update(&self, key: &str, value: Bytes, expected: u64) -> Result<u64, StorageError> {
-        let value = match self.config.providers_of(key) {
+        let value = match self.config().providers_of(key) {
             Some(providers) => providers.write(key, &value)?,
             None => value,
         };
@@ -163,15 +206,19 @@ impl Storage for EncryptedStorage {
         key: &str,
         expected: Option<u64>,
     ) -> Result<(u64, KeyValue), StorageError> {
+        let config = self.config();
         let (revision, kv) = self.inner.delete(key, expected).await?;
-        Ok((revision, read(&self.config, kv)?))
+        Ok((revision, read(&config, kv)?))
     }
 
     async fn watch(&self, prefix: &str, after: u64) -> Result<WatchStream, StorageError> {
-        let config = self.config.clone();
+        let shared = self.config.clone();
         let events = self.inner.watch(prefix, after).await?;
         Ok(events
             .map(move |event| {
+                // Each event with the configuration current when it arrives: a value written
+                // under a key added by a reload reads.
+                let config = shared.read().clone();
                 let event = event?;
                 Ok(StorageEvent {
                     kind: event.kind,

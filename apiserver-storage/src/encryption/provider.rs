@@ -6,13 +6,17 @@
 //!   AES-CBC with PKCS#7 padding (a 16-, 24- or 32-byte key);
 //! - `aesgcm`: `k8s:enc:aesgcm:v1:<key name>:`, a random 12-byte nonce, then the value and its
 //!   tag under AES-GCM (a 16-, 24- or 32-byte key), authenticated with the storage key, so a
-//!   value copied under another key does not decrypt.
+//!   value copied under another key does not decrypt;
+//! - `secretbox`: `k8s:enc:secretbox:v1:<key name>:`, a random 24-byte nonce, then NaCl's
+//!   secretbox of the value (XSalsa20-Poly1305, its 16-byte tag first) under a 32-byte key, as
+//!   upstream's `secretbox` transformer writes it with Go's `nacl/secretbox.Seal`.
 
 use aes::{Aes128, Aes192, Aes256};
 use aes_gcm::aead::{Aead, KeyInit, Payload};
 use aes_gcm::{AesGcm, aead::consts::U12};
 use cbc::cipher::block_padding::Pkcs7;
 use cbc::cipher::{BlockModeDecrypt, BlockModeEncrypt, KeyIvInit};
+use crypto_secretbox::XSalsa20Poly1305;
 
 /// What every encrypted value starts with.
 pub const ENCRYPTED_PREFIX: &[u8] = b"k8s:enc:";
@@ -20,8 +24,13 @@ pub const ENCRYPTED_PREFIX: &[u8] = b"k8s:enc:";
 /// The key sizes AES takes, in bytes.
 pub const AES_KEY_SIZES: [usize; 3] = [16, 24, 32];
 
+/// The key size secretbox takes, in bytes.
+pub const SECRETBOX_KEY_SIZE: usize = 32;
+
 const CBC_IV: usize = 16;
 const GCM_NONCE: usize = 12;
+const SECRETBOX_NONCE: usize = 24;
+const SECRETBOX_TAG: usize = 16;
 
 /// One provider of an encryption configuration, with its key.
 #[derive(Clone)]
@@ -42,6 +51,13 @@ pub enum Provider {
         /// The key (16, 24 or 32 bytes).
         key: Vec<u8>,
     },
+    /// XSalsa20-Poly1305 (NaCl's secretbox) under the key named `name`.
+    Secretbox {
+        /// The key's name, part of the prefix.
+        name: String,
+        /// The key (32 bytes).
+        key: Vec<u8>,
+    },
 }
 
 /// Keys never appear in debug output.
@@ -51,6 +67,7 @@ impl std::fmt::Debug for Provider {
             Provider::Identity => f.write_str("identity"),
             Provider::AesCbc { name, .. } => write!(f, "aescbc key {name:?}"),
             Provider::AesGcm { name, .. } => write!(f, "aesgcm key {name:?}"),
+            Provider::Secretbox { name, .. } => write!(f, "secretbox key {name:?}"),
         }
     }
 }
@@ -62,6 +79,9 @@ impl Provider {
             Provider::Identity => Vec::new(),
             Provider::AesCbc { name, .. } => format!("k8s:enc:aescbc:v1:{name}:").into_bytes(),
             Provider::AesGcm { name, .. } => format!("k8s:enc:aesgcm:v1:{name}:").into_bytes(),
+            Provider::Secretbox { name, .. } => {
+                format!("k8s:enc:secretbox:v1:{name}:").into_bytes()
+            }
         }
     }
 
@@ -79,6 +99,11 @@ impl Provider {
                 let nonce: [u8; GCM_NONCE] = rand::random();
                 out.extend_from_slice(&nonce);
                 out.extend(gcm(secret, &nonce, key, plain, true)?);
+            }
+            Provider::Secretbox { key: secret, .. } => {
+                let nonce: [u8; SECRETBOX_NONCE] = rand::random();
+                out.extend_from_slice(&nonce);
+                out.extend(secretbox(secret, &nonce, plain, true)?);
             }
         }
         Ok(out)
@@ -104,6 +129,13 @@ impl Provider {
                 }
                 let (nonce, data) = stored.split_at(GCM_NONCE);
                 gcm(secret, nonce, key, data, false)
+            }
+            Provider::Secretbox { key: secret, .. } => {
+                if stored.len() < SECRETBOX_NONCE + SECRETBOX_TAG {
+                    return Err("the stored data was shorter than the required size".into());
+                }
+                let (nonce, data) = stored.split_at(SECRETBOX_NONCE);
+                secretbox(secret, nonce, data, false)
             }
         }
     }
@@ -175,6 +207,24 @@ fn gcm(
     }
 }
 
+/// NaCl's secretbox under `secret` and `nonce`: seals `data` (`sealing`, the tag first, as Go's
+/// `secretbox.Seal` writes it) or opens it. Nothing is authenticated beside the value, as
+/// upstream's transformer authenticates nothing else.
+fn secretbox(secret: &[u8], nonce: &[u8], data: &[u8], sealing: bool) -> Result<Vec<u8>, String> {
+    use crypto_secretbox::aead::{Aead as _, KeyInit as _};
+    let cipher = XSalsa20Poly1305::new_from_slice(secret).map_err(|e| e.to_string())?;
+    let nonce = crypto_secretbox::Nonce::from_slice(nonce);
+    match sealing {
+        true => cipher
+            .encrypt(nonce, data)
+            .map_err(|_| "secretbox: sealing failed".into()),
+        // Upstream's message for a box that does not open.
+        false => cipher
+            .decrypt(nonce, data)
+            .map_err(|_| "output array was not large enough for encryption".into()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,6 +242,10 @@ mod tests {
                 key,
             });
         }
+        all.push(Provider::Secretbox {
+            name: "k1".into(),
+            key: vec![7u8; SECRETBOX_KEY_SIZE],
+        });
         all
     }
 
@@ -232,5 +286,46 @@ mod tests {
         };
         assert!(other.decrypt("/a", body).is_err(), "another key");
         assert!(Provider::Identity.decrypt("/a", &stored).is_err());
+    }
+
+    /// A value upstream's secretbox transformer (k8s.io/apiserver v0.34.4,
+    /// `secretbox.NewSecretboxTransformer(key).TransformToStorage`) wrote with the key
+    /// 0x00, 0x01, ..., 0x1f: the nonce, then the box, the tag first.
+    const UPSTREAM_SECRETBOX: &str = "a538a65acdf09ff84fae777e43e8384fd11b77af811a1dedc917999bd9d8\
+                                      13399dab2126128fe78f3381c55cb8fbca73b4c8c7ab64c60daf6624";
+
+    fn unhex(text: &str) -> Vec<u8> {
+        (0..text.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn secretbox_reads_what_upstream_wrote_and_writes_its_layout() {
+        let p = Provider::Secretbox {
+            name: "k".into(),
+            key: (0..32).collect(),
+        };
+        let upstream = unhex(UPSTREAM_SECRETBOX);
+        assert_eq!(
+            p.decrypt("/any", &upstream).unwrap(),
+            br#"{"kind":"Flunder"}"#
+        );
+        // Ours: prefix, 24-byte nonce, 16-byte tag, then as many bytes as the value.
+        let stored = p.encrypt("/any", b"12345").unwrap();
+        assert_eq!(stored.len(), p.prefix().len() + 24 + 16 + 5);
+        let body = &stored[p.prefix().len()..];
+        assert_eq!(p.decrypt("/other", body).unwrap(), b"12345");
+        let mut tampered = body.to_vec();
+        tampered[30] ^= 1;
+        assert_eq!(
+            p.decrypt("/any", &tampered).unwrap_err(),
+            "output array was not large enough for encryption"
+        );
+        assert!(
+            p.decrypt("/any", &body[..39]).is_err(),
+            "shorter than a nonce and a tag"
+        );
     }
 }

@@ -6,6 +6,7 @@
 
 pub mod checks;
 pub mod client_go;
+pub mod encryption;
 pub mod fixtures;
 pub mod in_process;
 pub mod kubectl_matrix;
@@ -76,6 +77,16 @@ impl Wardle {
         drop(self);
         let _ = std::fs::remove_file(dir.path().join("wardle.kubeconfig"));
         Self::start_in(dir, args)
+    }
+
+    /// Stops the server (SIGKILL), runs `between` with its directory while it is down (a
+    /// `migrate-storage` of its embedded store, say), and starts it again there, as
+    /// [`Wardle::kill_and_restart`] does.
+    pub fn restart_after(mut self, between: impl FnOnce(&Path)) -> Wardle {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        between(self.dir.path());
+        self.kill_and_restart()
     }
 
     /// Starts `wardle local` in `dir` (its working directory, where the data lives by default).

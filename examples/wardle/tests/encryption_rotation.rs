@@ -1,0 +1,144 @@
+//! Issue 49: a key rotation as the book documents it, on the embedded store, with restarts:
+//! aescbc `key1` → `key2, key1` (a restart; every object still reads, new writes use `key2`)
+//! → `wardle migrate-storage` while the server is down (every object `key1` wrote is written
+//! again, unchanged, with `key2`) → `key2` only (a restart): every object reads, with its
+//! content, and the store holds no value under `key1`.
+
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use apiserver_framework::storage::embedded::EmbeddedStorage;
+use apiserver_framework::storage::{ListRequest, Storage as _};
+use serde_json::{Value, json};
+use support::encryption::{KEY_32, OTHER_KEY_32, write_config};
+use support::{FLUNDERS, Wardle};
+
+const KEY1: (&str, &str) = ("key1", KEY_32);
+const KEY2: (&str, &str) = ("key2", OTHER_KEY_32);
+
+/// Creates the Flunders `names`, each referring to `ref-<name>`.
+async fn create(wardle: &Wardle, names: impl Iterator<Item = String>) {
+    let client = wardle.client();
+    for name in names {
+        let res = client
+            .post(wardle.at(FLUNDERS))
+            .json(&json!({
+                "apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
+                "metadata": {"name": name},
+                "spec": {"reference": format!("ref-{name}")},
+            }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 201, "{name}");
+    }
+}
+
+/// Every Flunder's name and reference, listed through the API.
+async fn references(wardle: &Wardle) -> Vec<(String, String)> {
+    let list: Value = wardle
+        .client()
+        .get(wardle.at(FLUNDERS))
+        .send()
+        .await
+        .unwrap()
+        .error_for_status()
+        .expect("the list is served")
+        .json()
+        .await
+        .unwrap();
+    list["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|o| {
+            (
+                o["metadata"]["name"].as_str().unwrap().to_string(),
+                o["spec"]["reference"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+/// `wardle migrate-storage` on the embedded store in `dir` with the configuration `config`:
+/// its standard output.
+fn migrate(dir: &Path, config: &Path) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_wardle"))
+        .arg("migrate-storage")
+        .arg("--encryption-provider-config")
+        .arg(config)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run wardle migrate-storage");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rotation_with_restarts_and_the_migration_leaves_nothing_under_the_old_key() {
+    let keys = tempfile::tempdir().unwrap();
+    let config = keys.path().join("encryption.yaml");
+    write_config(&config, "aescbc", &[KEY1]);
+    let config_arg = config.display().to_string();
+    let wardle = Wardle::start_with_args(&["--encryption-provider-config", &config_arg]);
+    create(&wardle, (0..20).map(|i| format!("old-{i}"))).await;
+
+    // The new key first, the old one after it: the old values read, new ones use key2.
+    write_config(&config, "aescbc", &[KEY2, KEY1]);
+    let wardle = wardle.kill_and_restart();
+    create(&wardle, (0..5).map(|i| format!("new-{i}"))).await;
+    assert_eq!(references(&wardle).await.len(), 25);
+
+    // The migration, while the server is down (it holds the embedded store's lock), then
+    // the old key removed.
+    let mut report = String::new();
+    let wardle = wardle.restart_after(|dir| {
+        report = migrate(dir, &config);
+        write_config(&config, "aescbc", &[KEY2]);
+    });
+    assert!(
+        report.contains(
+            "encryption: 25 objects of the encrypted resources, 20 written again with the first provider"
+        ),
+        "{report}"
+    );
+    let mut read = references(&wardle).await;
+    read.sort();
+    let mut expected: Vec<(String, String)> = (0..20)
+        .map(|i| format!("old-{i}"))
+        .chain((0..5).map(|i| format!("new-{i}")))
+        .map(|name| (name.clone(), format!("ref-{name}")))
+        .collect();
+    expected.sort();
+    assert_eq!(read, expected, "every object reads, with its content");
+
+    // The store's current values, read below the server: all under key2.
+    let mut wardle = wardle;
+    wardle.signal("KILL");
+    assert!(wardle.wait_exit(Duration::from_secs(20)).is_some());
+    let store = EmbeddedStorage::open(&wardle.dir().join("apiserver.local.config/data")).unwrap();
+    let stored = store
+        .list(ListRequest {
+            prefix: "/wardle.example.com/flunders/".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(stored.items.len(), 25);
+    for kv in &stored.items {
+        assert!(
+            kv.value.starts_with(b"k8s:enc:aescbc:v1:key2:"),
+            "{}: {:?}",
+            kv.key,
+            String::from_utf8_lossy(&kv.value[..30.min(kv.value.len())])
+        );
+    }
+}

@@ -1,0 +1,60 @@
+//! What the encryption-at-rest tests share: `EncryptionConfiguration` files, and what a backend
+//! holds read as an operator reads it (etcd with upstream's `etcdctl`, the embedded store's
+//! files byte by byte).
+
+use std::path::Path;
+
+use super::client_go::build_upstream;
+
+/// A 32-byte key, base64 (a size every provider takes).
+pub const KEY_32: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+
+/// Another 32-byte key, base64.
+pub const OTHER_KEY_32: &str = "ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8=";
+
+/// Writes an `EncryptionConfiguration` for Flunders to `path` (replacing it at once, by a
+/// rename, as a configuration manager would): `provider` with `keys` (name, base64 secret) in
+/// order, then `identity`.
+pub fn write_config(path: &Path, provider: &str, keys: &[(&str, &str)]) {
+    let keys: String = keys
+        .iter()
+        .map(|(name, secret)| format!("      - name: {name}\n        secret: {secret}\n"))
+        .collect();
+    let text = format!(
+        "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n\
+         - resources: [flunders.wardle.example.com]\n  providers:\n  - {provider}:\n      \
+         keys:\n{keys}  - identity: {{}}\n"
+    );
+    let new = path.with_extension("new");
+    std::fs::write(&new, text).expect("write the configuration");
+    std::fs::rename(&new, path).expect("move the configuration in place");
+}
+
+/// Every key and value under `prefix` in the etcd at `url`, as `etcdctl get --prefix` prints
+/// them (values as their bytes).
+pub fn etcdctl_get_prefix(url: &str, prefix: &str) -> Vec<u8> {
+    let out = std::process::Command::new(build_upstream("etcdctl", "etcdctl"))
+        .args(["--endpoints", url, "get", "--prefix", prefix])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run etcdctl");
+    assert!(
+        out.status.success(),
+        "etcdctl: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// How many times `needle` occurs in `haystack`.
+pub fn occurrences(haystack: &[u8], needle: &str) -> usize {
+    haystack
+        .windows(needle.len())
+        .filter(|w| *w == needle.as_bytes())
+        .count()
+}
+
+/// Whether `needle` occurs in `haystack`.
+pub fn contains(haystack: &[u8], needle: &str) -> bool {
+    occurrences(haystack, needle) > 0
+}
