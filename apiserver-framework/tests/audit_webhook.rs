@@ -1,6 +1,6 @@
 //! The audit webhook backend in batch mode (`--audit-webhook-config-file`, upstream's flags):
-//! a burst of requests whose events all reach a receiver over HTTPS that first refuses some
-//! batches (503) and then goes away and comes back on the same port mid-burst. None is lost:
+//! a burst of requests whose events all reach a receiver over HTTPS that is first slow, then
+//! refuses batches (503), then goes away and comes back on the same port mid-burst. None is lost:
 //! every request's ResponseComplete event arrives, the refused batches were sent again, and
 //! `apiserver_audit_error_total` counts no lost event.
 
@@ -42,6 +42,10 @@ struct Received {
     refused: usize,
     /// While set, every batch is refused.
     refusing: bool,
+    /// While set, every batch is answered only after this long.
+    slow: Option<Duration>,
+    /// Batches answered late.
+    slowed: usize,
 }
 
 type Shared = Arc<Mutex<Received>>;
@@ -50,7 +54,15 @@ async fn receive(State(seen): State<Shared>, body: axum::body::Bytes) -> StatusC
     let list: Value = serde_json::from_slice(&body).expect("an EventList");
     assert_eq!(list["kind"], "EventList");
     assert_eq!(list["apiVersion"], "audit.k8s.io/v1");
+    let slow = seen.lock().slow;
+    if let Some(delay) = slow {
+        // The receiver's slowness is what this phase of the test is about, not a wait.
+        tokio::time::sleep(delay).await;
+    }
     let mut seen = seen.lock();
+    if slow.is_some() {
+        seen.slowed += 1;
+    }
     if seen.refusing {
         seen.refused += 1;
         return StatusCode::SERVICE_UNAVAILABLE;
@@ -162,7 +174,10 @@ async fn every_event_of_a_burst_reaches_a_receiver_that_refuses_and_restarts() {
     let mut ids = Vec::new();
     for n in 0..REQUESTS {
         match n {
-            // The receiver refuses every batch for a while...
+            // The receiver is slow for a while (batches pile up in flight and in the buffer)...
+            50 => seen.lock().slow = Some(Duration::from_millis(300)),
+            150 => seen.lock().slow = None,
+            // ... refuses every batch for a while...
             200 => seen.lock().refusing = true,
             300 => seen.lock().refusing = false,
             // ... then goes away (its listener and connections closed) ...
@@ -202,15 +217,18 @@ async fn every_event_of_a_burst_reaches_a_receiver_that_refuses_and_restarts() {
         },
     )
     .await;
-    let (accepted, refused) = {
+    let (accepted, refused, slowed) = {
         let seen = seen.lock();
-        (seen.accepted, seen.refused)
+        (seen.accepted, seen.refused, seen.slowed)
     };
-    done.unwrap_or_else(|e| panic!("{e}; {accepted} batches accepted, {refused} refused"));
+    done.unwrap_or_else(|e| {
+        panic!("{e}; {accepted} batches accepted, {refused} refused, {slowed} slowed")
+    });
     assert!(
         refused > 0,
         "the receiver refused no batch: nothing was retried"
     );
+    assert!(slowed > 0, "no batch met the slow receiver");
     let errors = apiserver_framework::metrics::global().encode();
     assert!(
         !errors.contains("apiserver_audit_error_total{"),
