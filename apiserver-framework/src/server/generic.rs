@@ -90,6 +90,7 @@ pub struct GenericApiServerBuilder {
     storage: Option<Arc<dyn Storage>>,
     delegate: Option<Arc<GenericApiServer>>,
     health_checks: Vec<Arc<dyn HealthCheck>>,
+    healthz_checks: Vec<Arc<dyn HealthCheck>>,
     readiness_checks: Vec<Arc<dyn HealthCheck>>,
     version: VersionInfo,
     aggregator: Option<Arc<dyn FrontHandler>>,
@@ -107,6 +108,7 @@ impl GenericApiServer {
             storage: None,
             delegate: None,
             health_checks: Vec::new(),
+            healthz_checks: Vec::new(),
             readiness_checks: Vec::new(),
             version: VersionInfo::for_kubernetes("1", "33"),
             aggregator: None,
@@ -595,6 +597,13 @@ impl GenericApiServerBuilder {
         self
     }
 
+    /// Adds a check to `/healthz` and `/readyz`, not `/livez` (as upstream adds the
+    /// encryption providers' checks: a KMS plugin's outage must not restart the server).
+    pub(crate) fn healthz_check(mut self, check: Arc<dyn HealthCheck>) -> Self {
+        self.healthz_checks.push(check);
+        self
+    }
+
     /// Adds a check to `/readyz` only.
     pub fn readiness_check(mut self, check: Arc<dyn HealthCheck>) -> Self {
         self.readiness_checks.push(check);
@@ -705,6 +714,10 @@ impl GenericApiServerBuilder {
             healthz.add(c.clone());
             livez.add(c.clone());
             readyz.add(c.clone());
+        }
+        for c in self.healthz_checks {
+            healthz.add(c.clone());
+            readyz.add(c);
         }
         for c in self.readiness_checks {
             readyz.add(c);
