@@ -408,6 +408,9 @@ impl App {
         for check in opened.readiness_checks {
             builder = builder.readiness_check(check);
         }
+        for check in opened.healthz_checks {
+            builder = builder.healthz_check(check);
+        }
         Ok(serve::start(Arc::new(builder.try_build()?), opts).await?)
     }
 
@@ -444,6 +447,9 @@ impl App {
         }
         for check in opened.readiness_checks {
             builder = builder.readiness_check(check);
+        }
+        for check in opened.healthz_checks {
+            builder = builder.healthz_check(check);
         }
         Ok(local::start(&name, Arc::new(builder.try_build()?), opts).await?)
     }

@@ -2,9 +2,10 @@
 //! (`apiserver.config.k8s.io/v1`), checked as upstream checks it, into the storage's
 //! [`EncryptionConfig`].
 //!
-//! Providers `identity`, `aescbc`, `aesgcm` and `secretbox` are served; a provider of several
-//! keys writes with its first and reads with each. `kms` is refused with an error naming the
-//! field, rather than ignored. Errors name the field as upstream's do
+//! Providers `identity`, `aescbc`, `aesgcm`, `secretbox` and `kms` (`apiVersion: v2`, with the
+//! framework's `kms` feature) are served; a provider of several keys writes with its first and
+//! reads with each. KMS v1, deprecated upstream and off by default there, is refused with an
+//! error naming the field. Errors name the field as upstream's do
 //! (`resources[0].providers[0].aesgcm.keys[0].secret: Invalid value: "REDACTED": secret is not
 //! of the expected length, got 10, expected one of [16 24 32]`) and never show a secret. A
 //! file others may read is logged as a warning: it holds the keys.
@@ -15,7 +16,7 @@ use base64::Engine as _;
 use serde::Deserialize;
 
 use crate::storage::encryption::provider::{AES_KEY_SIZES, SECRETBOX_KEY_SIZE};
-use crate::storage::encryption::{EncryptionConfig, Provider, Providers, Rule};
+use crate::storage::encryption::{EncryptionConfig, KmsConfig, Provider, Providers, Rule};
 
 const API_VERSION: &str = "apiserver.config.k8s.io/v1";
 const KIND: &str = "EncryptionConfiguration";
@@ -45,7 +46,23 @@ struct ProviderConfiguration {
     aesgcm: Option<Keys>,
     secretbox: Option<Keys>,
     identity: Option<serde_json::Value>,
-    kms: Option<serde_json::Value>,
+    kms: Option<Kms>,
+}
+
+/// Upstream's `KMSConfiguration`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Kms {
+    #[serde(default)]
+    api_version: String,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    endpoint: String,
+    #[serde(default, rename = "cachesize")]
+    cache_size: Option<i64>,
+    #[serde(default)]
+    timeout: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -109,6 +126,7 @@ pub fn parse(text: &str) -> Result<EncryptionConfig, String> {
         errors.push(required("resources", "at least one resources is required"));
     }
     let mut rules = Vec::new();
+    let mut kms_names = std::collections::HashSet::new();
     for (i, conf) in file.resources.into_iter().enumerate() {
         let at = format!("resources[{i}]");
         if conf.resources.is_empty() {
@@ -126,7 +144,7 @@ pub fn parse(text: &str) -> Result<EncryptionConfig, String> {
         let mut providers = Vec::new();
         for (j, provider) in conf.providers.iter().enumerate() {
             let path = format!("{at}.providers[{j}]");
-            match providers_of(provider, &path) {
+            match providers_of(provider, &path, &mut kms_names) {
                 Ok(found) => providers.extend(found),
                 Err(found) => errors.extend(found),
             }
@@ -146,6 +164,7 @@ pub fn parse(text: &str) -> Result<EncryptionConfig, String> {
 fn providers_of(
     provider: &ProviderConfiguration,
     path: &str,
+    kms_names: &mut std::collections::HashSet<String>,
 ) -> Result<Vec<Provider>, Vec<String>> {
     let named = [
         ("kms", provider.kms.is_some()),
@@ -185,10 +204,10 @@ fn providers_of(
                 |name, key| Provider::Secretbox { name, key },
             ),
             _ if provider.identity.is_some() => Ok(vec![Provider::Identity]),
-            _ => Err(vec![format!(
-                "{path}.{}: Unsupported value: this server does not implement the {} provider",
-                found[0], found[0]
-            )]),
+            _ => match &provider.kms {
+                Some(kms) => kms_provider(kms, &format!("{path}.kms"), kms_names).map(|p| vec![p]),
+                None => Err(vec![format!("{path}: no provider")]),
+            },
         },
         _ => Err(vec![invalid(
             path,
@@ -254,6 +273,141 @@ fn keyed(
         true => Ok(providers),
         false => Err(errors),
     }
+}
+
+/// The KMS v2 provider `kms` (at `path`) configures, checked as upstream's validation checks
+/// it, or its errors.
+fn kms_provider(
+    kms: &Kms,
+    path: &str,
+    names: &mut std::collections::HashSet<String>,
+) -> Result<Provider, Vec<String>> {
+    let mut errors = Vec::new();
+    // Upstream's defaults: apiVersion v1, a 3 s timeout.
+    let api_version = match kms.api_version.as_str() {
+        "" => "v1",
+        v => v,
+    };
+    if kms.name.is_empty() {
+        errors.push(required(
+            &format!("{path}.name"),
+            "name is a mandatory field for a provider",
+        ));
+    }
+    if api_version != "v1" && kms.name.contains(':') {
+        errors.push(invalid(
+            &format!("{path}.name"),
+            &kms.name,
+            &format!(
+                "invalid KMS provider name {}, must not contain ':'",
+                kms.name
+            ),
+        ));
+    }
+    if !names.insert(kms.name.clone()) {
+        errors.push(invalid(
+            &format!("{path}.name"),
+            &kms.name,
+            &format!(
+                "duplicate KMS provider name {}, names must be unique",
+                kms.name
+            ),
+        ));
+    }
+    let timeout = match kms.timeout.as_deref() {
+        None => Ok(std::time::Duration::from_secs(3)),
+        Some(text) => text.parse::<crate::duration::GoDuration>().map(|d| d.0),
+    };
+    let timeout = match timeout {
+        Ok(t) if !t.is_zero() => Some(t),
+        Ok(_) => {
+            errors.push(invalid(
+                &format!("{path}.timeout"),
+                kms.timeout.as_deref().unwrap_or(""),
+                "timeout should be a positive value",
+            ));
+            None
+        }
+        Err(e) => {
+            errors.push(invalid(
+                &format!("{path}.timeout"),
+                kms.timeout.as_deref().unwrap_or(""),
+                &e,
+            ));
+            None
+        }
+    };
+    let socket = if kms.endpoint.is_empty() {
+        errors.push(invalid(
+            &format!("{path}.endpoint"),
+            "",
+            "endpoint is a mandatory field for a kms",
+        ));
+        None
+    } else {
+        match kms.endpoint.split_once("://") {
+            Some(("unix", rest)) if !rest.is_empty() => Some(std::path::PathBuf::from(rest)),
+            Some(("unix", _)) => {
+                errors.push(invalid(
+                    &format!("{path}.endpoint"),
+                    &kms.endpoint,
+                    "invalid endpoint for kms provider, error: the socket path is empty",
+                ));
+                None
+            }
+            other => {
+                let scheme = other.map(|(scheme, _)| scheme).unwrap_or("");
+                errors.push(invalid(
+                    &format!("{path}.endpoint"),
+                    &kms.endpoint,
+                    &format!(
+                        "unsupported scheme {scheme:?} for KMS provider, only unix is supported"
+                    ),
+                ));
+                None
+            }
+        }
+    };
+    if api_version != "v1"
+        && let Some(size) = kms.cache_size
+    {
+        errors.push(format!(
+            "{path}.cachesize: Invalid value: {size}: cachesize is not supported in v2"
+        ));
+    }
+    match api_version {
+        "v2" => {}
+        "v1" => errors.push(format!(
+            "{path}.apiVersion: Unsupported value: \"v1\": KMSv1 is deprecated and will only receive security updates going forward. Use KMSv2 instead"
+        )),
+        other => errors.push(invalid(
+            &format!("{path}.apiVersion"),
+            other,
+            "unsupported apiVersion apiVersion for KMS provider, only v1 and v2 are supported",
+        )),
+    }
+    match (errors.is_empty(), socket, timeout) {
+        (true, Some(socket), Some(timeout)) => kms_v2(KmsConfig {
+            name: kms.name.clone(),
+            socket,
+            timeout,
+        })
+        .map_err(|e| vec![format!("{path}: {e}")]),
+        _ => Err(errors),
+    }
+}
+
+#[cfg(feature = "kms")]
+fn kms_v2(config: KmsConfig) -> Result<Provider, String> {
+    Ok(Provider::Kms(crate::storage::encryption::kms::KmsV2::new(
+        config,
+    )))
+}
+
+/// Without the `kms` feature, a configuration naming a KMS plugin is refused.
+#[cfg(not(feature = "kms"))]
+fn kms_v2(_: KmsConfig) -> Result<Provider, String> {
+    Err("Unsupported value: this server was built without the framework's `kms` feature".into())
 }
 
 fn required(path: &str, detail: &str) -> String {
@@ -335,9 +489,23 @@ mod tests {
         );
         let err = parse(&config("  - kms:\n      name: k\n")).unwrap_err();
         assert!(
-            err.starts_with("resources[0].providers[0].kms: Unsupported value"),
+            err.contains("resources[0].providers[0].kms.endpoint: Invalid value: \"\": endpoint is a mandatory field for a kms")
+                && err.contains("resources[0].providers[0].kms.apiVersion: Unsupported value: \"v1\""),
             "{err}"
         );
+        let err = parse(&config(
+            "  - kms:\n      apiVersion: v2\n      name: a:b\n      endpoint: tcp://x\n      \
+             cachesize: 10\n      timeout: 0s\n",
+        ))
+        .unwrap_err();
+        for expected in [
+            "resources[0].providers[0].kms.name: Invalid value: \"a:b\": invalid KMS provider name a:b, must not contain ':'",
+            "resources[0].providers[0].kms.timeout: Invalid value: \"0s\": timeout should be a positive value",
+            "resources[0].providers[0].kms.endpoint: Invalid value: \"tcp://x\": unsupported scheme \"tcp\" for KMS provider, only unix is supported",
+            "resources[0].providers[0].kms.cachesize: Invalid value: 10: cachesize is not supported in v2",
+        ] {
+            assert!(err.contains(expected), "{expected}\nnot in\n{err}");
+        }
         let err = parse(&config("  - {}\n")).unwrap_err();
         assert!(
             err.contains("provider does not contain any of the expected providers"),

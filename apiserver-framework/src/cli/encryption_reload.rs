@@ -47,6 +47,30 @@ fn record_reload(status: &str) {
         .set(now);
 }
 
+/// `loaded` once its KMS v2 providers are started and healthy (waiting up to 10 s for them,
+/// as upstream's `validateNewTransformersHealth`), or why not.
+async fn healthy(loaded: Loaded) -> Result<Loaded, String> {
+    loaded.config.start_kms().await;
+    if !loaded.config.uses_kms() {
+        return Ok(loaded);
+    }
+    let deadline = tokio::time::Instant::now() + NEW_PROVIDERS_GRACE;
+    loop {
+        match loaded.config.check_kms().await {
+            Ok(()) => return Ok(loaded),
+            Err(e) if tokio::time::Instant::now() >= deadline => {
+                return Err(format!("health check for new transformers failed: {e}"));
+            }
+            // The pause between two looks of upstream's poll.
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
+
+/// How long a reload waits for its new KMS v2 providers to be healthy
+/// (`minKMSPluginCloseGracePeriod`).
+const NEW_PROVIDERS_GRACE: Duration = Duration::from_secs(10);
+
 /// Reads `path` every `interval` and gives `storage` each new valid configuration it holds,
 /// `loaded_hash` being the hash of the content in use.
 pub(crate) fn spawn(
@@ -79,6 +103,10 @@ pub(crate) fn spawn(
                     hash: encryption_config::content_hash(&text),
                 })
             });
+            let loaded = match loaded {
+                Ok(loaded) => healthy(loaded).await,
+                Err(e) => Err(e),
+            };
             match loaded {
                 Ok(Loaded { config, hash }) => {
                     storage.set_config(config);

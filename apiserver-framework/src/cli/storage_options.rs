@@ -113,6 +113,8 @@ pub struct OpenedStorage {
     pub health_checks: Vec<Arc<dyn HealthCheck>>,
     /// Checks for `/readyz` only (`etcd-readiness`, `embedded-storage-readiness`).
     pub readiness_checks: Vec<Arc<dyn HealthCheck>>,
+    /// Checks for `/healthz` and `/readyz`, not `/livez` (`kms-providers`).
+    pub healthz_checks: Vec<Arc<dyn HealthCheck>>,
     /// With `--encryption-provider-config`, the encryption right above the backend (for
     /// `migrate-storage`, which writes again what an old key wrote).
     pub encrypted: Option<Arc<EncryptedStorage>>,
@@ -152,6 +154,7 @@ impl StorageOptions {
             storage,
             health_checks: Vec::new(),
             readiness_checks: Vec::new(),
+            healthz_checks: Vec::new(),
             encrypted: None,
         };
         let mut opened = match self.backend() {
@@ -169,6 +172,7 @@ impl StorageOptions {
                         "embedded-storage-readiness",
                         move || writable.check_writable(),
                     ))],
+                    healthz_checks: Vec::new(),
                     encrypted: None,
                 }
             }
@@ -196,7 +200,18 @@ impl StorageOptions {
                 ))
             })?;
             encryption_reload::record_config_info(&loaded.hash);
+            // A plugin that does not answer yet is no error: its check fails until it does.
+            loaded.config.start_kms().await;
+            // As upstream: one `kms-providers` check when a KMS v2 provider is configured or
+            // the file may bring one.
+            let kms_check =
+                self.encryption_provider_config_automatic_reload || loaded.config.uses_kms();
             let encrypted = EncryptedStorage::new(opened.storage, loaded.config);
+            if kms_check {
+                opened
+                    .healthz_checks
+                    .push(Arc::new(KmsProvidersCheck(encrypted.clone())));
+            }
             if self.encryption_provider_config_automatic_reload {
                 encryption_reload::spawn(
                     path.clone(),
@@ -248,6 +263,7 @@ impl StorageOptions {
             health_checks: vec![check("etcd")],
             readiness_checks: vec![check("etcd-readiness")],
             storage: etcd,
+            healthz_checks: Vec::new(),
             encrypted: None,
         })
     }
@@ -257,6 +273,21 @@ impl StorageOptions {
         Err(StorageError::Unavailable(
             "--etcd-servers needs apiserver-framework's `etcd` feature, which this binary was built without".into(),
         ))
+    }
+}
+
+/// Upstream's `kms-providers` check: every KMS v2 provider of the configuration in use
+/// answers its plugin's `Status` healthily (see [`EncryptedStorage::check_kms`]).
+struct KmsProvidersCheck(Arc<EncryptedStorage>);
+
+#[async_trait::async_trait]
+impl HealthCheck for KmsProvidersCheck {
+    fn name(&self) -> &str {
+        "kms-providers"
+    }
+
+    async fn check(&self) -> Result<(), String> {
+        self.0.check_kms().await
     }
 }
 

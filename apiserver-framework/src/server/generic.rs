@@ -89,6 +89,7 @@ impl GenericApiServer {
             storage: None,
             delegate: None,
             health_checks: Vec::new(),
+            healthz_checks: Vec::new(),
             readiness_checks: Vec::new(),
             version: VersionInfo::for_kubernetes("1", "33"),
             aggregator: None,

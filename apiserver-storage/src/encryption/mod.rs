@@ -12,6 +12,8 @@
 //! [`EncryptedStorage::rewrite_stale`] is the storage-migration step of a rotation: it writes
 //! every value the first provider did not write again (see [`rewrite`]).
 
+#[cfg(feature = "kms")]
+pub mod kms;
 pub mod provider;
 pub mod rewrite;
 
@@ -22,7 +24,7 @@ use futures::StreamExt;
 use parking_lot::RwLock;
 
 use provider::ENCRYPTED_PREFIX;
-pub use provider::Provider;
+pub use provider::{KmsConfig, Provider};
 use rewrite::RewriteReport;
 
 use crate::keys::group_resource;
@@ -40,25 +42,33 @@ impl Providers {
     }
 
     /// `plain` as written at `key`.
-    fn write(&self, key: &str, plain: &[u8]) -> Result<Bytes, StorageError> {
+    async fn write(&self, key: &str, plain: &[u8]) -> Result<Bytes, StorageError> {
         let first = self.0.first().unwrap_or(&Provider::Identity);
         first
             .encrypt(key, plain)
+            .await
             .map(Bytes::from)
             .map_err(|e| transform_error(key, &e))
     }
 
-    /// Whether `stored` was written by the first provider (rather than by one that only reads).
+    /// Whether `stored` was written by the first provider (rather than by one that only reads;
+    /// for `kms`, with the plugin's current key ID, as upstream counts a value of another key
+    /// ID stale).
     fn is_current(&self, stored: &[u8]) -> bool {
-        let prefix = self.0.first().unwrap_or(&Provider::Identity).prefix();
-        match prefix.is_empty() {
-            true => !stored.starts_with(ENCRYPTED_PREFIX),
-            false => stored.starts_with(&prefix),
+        let first = self.0.first().unwrap_or(&Provider::Identity);
+        let prefix = first.prefix();
+        match first {
+            Provider::Identity => !stored.starts_with(ENCRYPTED_PREFIX),
+            #[cfg(feature = "kms")]
+            Provider::Kms(kms) => {
+                stored.starts_with(&prefix) && kms.is_current(&stored[prefix.len()..])
+            }
+            _ => stored.starts_with(&prefix),
         }
     }
 
     /// The value `stored` at `key` holds.
-    fn read(&self, key: &str, stored: &Bytes) -> Result<Bytes, StorageError> {
+    async fn read(&self, key: &str, stored: &Bytes) -> Result<Bytes, StorageError> {
         for provider in &self.0 {
             let prefix = provider.prefix();
             let identity = prefix.is_empty();
@@ -67,6 +77,7 @@ impl Providers {
             {
                 return provider
                     .decrypt(key, &stored[prefix.len()..])
+                    .await
                     .map(Bytes::from)
                     .map_err(|e| transform_error(key, &e));
             }
@@ -115,6 +126,53 @@ impl EncryptionConfig {
             .find(|r| r.covers(group, resource))
             .map(|r| &r.providers)
     }
+
+    /// The KMS v2 providers, in the order of the configuration (upstream's `kms-provider-<i>`).
+    #[cfg(feature = "kms")]
+    pub fn kms_providers(&self) -> Vec<Arc<kms::KmsV2>> {
+        self.rules
+            .iter()
+            .flat_map(|r| r.providers.0.iter())
+            .filter_map(|p| match p {
+                Provider::Kms(kms) => Some(kms.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Starts the KMS v2 providers (see [`kms::KmsV2::start`]); nothing without any.
+    pub async fn start_kms(&self) {
+        #[cfg(feature = "kms")]
+        for kms in self.kms_providers() {
+            kms.start().await;
+        }
+    }
+
+    /// Whether any provider is KMS v2.
+    pub fn uses_kms(&self) -> bool {
+        #[cfg(feature = "kms")]
+        return !self.kms_providers().is_empty();
+        #[cfg(not(feature = "kms"))]
+        false
+    }
+
+    /// The check of every KMS v2 provider (upstream's `kms-providers` health check): each
+    /// failure as `kms-provider-<i>: <error>`.
+    pub async fn check_kms(&self) -> Result<(), String> {
+        #[allow(unused_mut)]
+        let mut errors: Vec<String> = Vec::new();
+        #[cfg(feature = "kms")]
+        for (i, kms) in self.kms_providers().iter().enumerate() {
+            if let Err(e) = kms.check().await {
+                errors.push(format!("kms-provider-{i}: {e}"));
+            }
+        }
+        match errors.len() {
+            0 => Ok(()),
+            1 => Err(errors.remove(0)),
+            _ => Err(format!("[{}]", errors.join(", "))),
+        }
+    }
 }
 
 /// A storage whose values are encrypted as an [`EncryptionConfig`] says. The configuration can
@@ -146,6 +204,11 @@ impl EncryptedStorage {
         self.config.read().clone()
     }
 
+    /// The current configuration's KMS v2 check (see [`EncryptionConfig::check_kms`]).
+    pub async fn check_kms(&self) -> Result<(), String> {
+        self.config().check_kms().await
+    }
+
     /// `inner`, its values encrypted as `config` says, as a [`Storage`].
     pub fn wrap(inner: Arc<dyn Storage>, config: EncryptionConfig) -> Arc<dyn Storage> {
         Self::new(inner, config)
@@ -160,9 +223,9 @@ impl EncryptedStorage {
 }
 
 /// `kv` with its value read as `config` says.
-fn read(config: &EncryptionConfig, mut kv: KeyValue) -> Result<KeyValue, StorageError> {
+async fn read(config: &EncryptionConfig, mut kv: KeyValue) -> Result<KeyValue, StorageError> {
     if let Some(providers) = config.providers_of(&kv.key) {
-        kv.value = providers.read(&kv.key, &kv.value)?;
+        kv.value = providers.read(&kv.key, &kv.value).await?;
     }
     Ok(kv)
 }
@@ -171,23 +234,26 @@ fn read(config: &EncryptionConfig, mut kv: KeyValue) -> Result<KeyValue, Storage
 impl Storage for EncryptedStorage {
     async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
         let config = self.config();
-        let kv = self.inner.get(key).await?;
-        kv.map(|kv| read(&config, kv)).transpose()
+        match self.inner.get(key).await? {
+            Some(kv) => Ok(Some(read(&config, kv).await?)),
+            None => Ok(None),
+        }
     }
 
     async fn list(&self, req: ListRequest) -> Result<ListPage, StorageError> {
         let config = self.config();
         let mut page = self.inner.list(req).await?;
-        page.items = std::mem::take(&mut page.items)
-            .into_iter()
-            .map(|kv| read(&config, kv))
-            .collect::<Result<_, _>>()?;
+        let mut items = Vec::with_capacity(page.items.len());
+        for kv in std::mem::take(&mut page.items) {
+            items.push(read(&config, kv).await?);
+        }
+        page.items = items;
         Ok(page)
     }
 
     async fn create(&self, key: &str, value: Bytes) -> Result<u64, StorageError> {
         let value = match self.config().providers_of(key) {
-            Some(providers) => providers.write(key, &value)?,
+            Some(providers) => providers.write(key, &value).await?,
             None => value,
         };
         self.inner.create(key, value).await
@@ -195,7 +261,7 @@ impl Storage for EncryptedStorage {
 
     async fn update(&self, key: &str, value: Bytes, expected: u64) -> Result<u64, StorageError> {
         let value = match self.config().providers_of(key) {
-            Some(providers) => providers.write(key, &value)?,
+            Some(providers) => providers.write(key, &value).await?,
             None => value,
         };
         self.inner.update(key, value, expected).await
@@ -208,23 +274,29 @@ impl Storage for EncryptedStorage {
     ) -> Result<(u64, KeyValue), StorageError> {
         let config = self.config();
         let (revision, kv) = self.inner.delete(key, expected).await?;
-        Ok((revision, read(&config, kv)?))
+        Ok((revision, read(&config, kv).await?))
     }
 
     async fn watch(&self, prefix: &str, after: u64) -> Result<WatchStream, StorageError> {
         let shared = self.config.clone();
         let events = self.inner.watch(prefix, after).await?;
         Ok(events
-            .map(move |event| {
+            .then(move |event| {
                 // Each event with the configuration current when it arrives: a value written
                 // under a key added by a reload reads.
                 let config = shared.read().clone();
-                let event = event?;
-                Ok(StorageEvent {
-                    kind: event.kind,
-                    kv: read(&config, event.kv)?,
-                    prev: event.prev.map(|kv| read(&config, kv)).transpose()?,
-                })
+                async move {
+                    let event = event?;
+                    let prev = match event.prev {
+                        Some(kv) => Some(read(&config, kv).await?),
+                        None => None,
+                    };
+                    Ok(StorageEvent {
+                        kind: event.kind,
+                        kv: read(&config, event.kv).await?,
+                        prev,
+                    })
+                }
             })
             .boxed())
     }

@@ -9,7 +9,9 @@
 //!   value copied under another key does not decrypt;
 //! - `secretbox`: `k8s:enc:secretbox:v1:<key name>:`, a random 24-byte nonce, then NaCl's
 //!   secretbox of the value (XSalsa20-Poly1305, its 16-byte tag first) under a 32-byte key, as
-//!   upstream's `secretbox` transformer writes it with Go's `nacl/secretbox.Seal`.
+//!   upstream's `secretbox` transformer writes it with Go's `nacl/secretbox.Seal`;
+//! - `kms` (KMS v2, feature `kms`): `k8s:enc:kms:v2:<provider name>:`, then upstream's
+//!   `EncryptedObject` envelope (see [`kms`](super::kms)).
 
 use aes::{Aes128, Aes192, Aes256};
 use aes_gcm::aead::{Aead, KeyInit, Payload};
@@ -31,6 +33,17 @@ const CBC_IV: usize = 16;
 const GCM_NONCE: usize = 12;
 const SECRETBOX_NONCE: usize = 24;
 const SECRETBOX_TAG: usize = 16;
+
+/// A `kms` provider's configuration (`apiVersion: v2`).
+#[derive(Clone, Debug)]
+pub struct KmsConfig {
+    /// The provider's name, part of the prefix.
+    pub name: String,
+    /// The plugin's unix socket (the path of a `unix://` endpoint).
+    pub socket: std::path::PathBuf,
+    /// How long one call to the plugin may take.
+    pub timeout: std::time::Duration,
+}
 
 /// One provider of an encryption configuration, with its key.
 #[derive(Clone)]
@@ -58,6 +71,9 @@ pub enum Provider {
         /// The key (32 bytes).
         key: Vec<u8>,
     },
+    /// KMS v2: DEKs encrypted by an external plugin.
+    #[cfg(feature = "kms")]
+    Kms(std::sync::Arc<super::kms::KmsV2>),
 }
 
 /// Keys never appear in debug output.
@@ -68,6 +84,8 @@ impl std::fmt::Debug for Provider {
             Provider::AesCbc { name, .. } => write!(f, "aescbc key {name:?}"),
             Provider::AesGcm { name, .. } => write!(f, "aesgcm key {name:?}"),
             Provider::Secretbox { name, .. } => write!(f, "secretbox key {name:?}"),
+            #[cfg(feature = "kms")]
+            Provider::Kms(kms) => write!(f, "kms v2 {:?}", kms.name()),
         }
     }
 }
@@ -82,11 +100,13 @@ impl Provider {
             Provider::Secretbox { name, .. } => {
                 format!("k8s:enc:secretbox:v1:{name}:").into_bytes()
             }
+            #[cfg(feature = "kms")]
+            Provider::Kms(kms) => format!("k8s:enc:kms:v2:{}:", kms.name()).into_bytes(),
         }
     }
 
     /// `plain`, as stored at `key`.
-    pub fn encrypt(&self, key: &str, plain: &[u8]) -> Result<Vec<u8>, String> {
+    pub async fn encrypt(&self, key: &str, plain: &[u8]) -> Result<Vec<u8>, String> {
         let mut out = self.prefix();
         match self {
             Provider::Identity => out.extend_from_slice(plain),
@@ -105,12 +125,14 @@ impl Provider {
                 out.extend_from_slice(&nonce);
                 out.extend(secretbox(secret, &nonce, plain, true)?);
             }
+            #[cfg(feature = "kms")]
+            Provider::Kms(kms) => out.extend(kms.encrypt(key, plain).await?),
         }
         Ok(out)
     }
 
     /// The value `stored` at `key` holds, `stored` being what follows this provider's prefix.
-    pub fn decrypt(&self, key: &str, stored: &[u8]) -> Result<Vec<u8>, String> {
+    pub async fn decrypt(&self, key: &str, stored: &[u8]) -> Result<Vec<u8>, String> {
         match self {
             Provider::Identity if stored.starts_with(ENCRYPTED_PREFIX) => {
                 Err("identity transformer tried to read encrypted data".into())
@@ -137,6 +159,8 @@ impl Provider {
                 let (nonce, data) = stored.split_at(SECRETBOX_NONCE);
                 secretbox(secret, nonce, data, false)
             }
+            #[cfg(feature = "kms")]
+            Provider::Kms(kms) => kms.decrypt(key, stored).await,
         }
     }
 }
@@ -249,11 +273,14 @@ mod tests {
         all
     }
 
-    #[test]
-    fn values_round_trip_under_their_prefix_and_hide_the_plain_text() {
+    #[tokio::test]
+    async fn values_round_trip_under_their_prefix_and_hide_the_plain_text() {
         let plain = br#"{"spec":{"reference":"a-secret-value"}}"#;
         for p in providers() {
-            let stored = p.encrypt("/g.example.com/things/ns/a", plain).unwrap();
+            let stored = p
+                .encrypt("/g.example.com/things/ns/a", plain)
+                .await
+                .unwrap();
             let prefix = p.prefix();
             assert!(stored.starts_with(&prefix), "{p:?}");
             if !matches!(p, Provider::Identity) {
@@ -263,29 +290,33 @@ mod tests {
             }
             let back = p
                 .decrypt("/g.example.com/things/ns/a", &stored[prefix.len()..])
+                .await
                 .unwrap();
             assert_eq!(back, plain, "{p:?}");
         }
     }
 
-    #[test]
-    fn aesgcm_values_are_bound_to_their_key_and_tampering_is_caught() {
+    #[tokio::test]
+    async fn aesgcm_values_are_bound_to_their_key_and_tampering_is_caught() {
         let p = Provider::AesGcm {
             name: "k".into(),
             key: vec![1; 32],
         };
-        let stored = p.encrypt("/a", b"value").unwrap();
+        let stored = p.encrypt("/a", b"value").await.unwrap();
         let body = &stored[p.prefix().len()..];
-        assert!(p.decrypt("/b", body).is_err(), "copied under another key");
+        assert!(
+            p.decrypt("/b", body).await.is_err(),
+            "copied under another key"
+        );
         let mut tampered = body.to_vec();
         *tampered.last_mut().unwrap() ^= 1;
-        assert!(p.decrypt("/a", &tampered).is_err());
+        assert!(p.decrypt("/a", &tampered).await.is_err());
         let other = Provider::AesGcm {
             name: "k".into(),
             key: vec![2; 32],
         };
-        assert!(other.decrypt("/a", body).is_err(), "another key");
-        assert!(Provider::Identity.decrypt("/a", &stored).is_err());
+        assert!(other.decrypt("/a", body).await.is_err(), "another key");
+        assert!(Provider::Identity.decrypt("/a", &stored).await.is_err());
     }
 
     /// A value upstream's secretbox transformer (k8s.io/apiserver v0.34.4,
@@ -301,30 +332,30 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn secretbox_reads_what_upstream_wrote_and_writes_its_layout() {
+    #[tokio::test]
+    async fn secretbox_reads_what_upstream_wrote_and_writes_its_layout() {
         let p = Provider::Secretbox {
             name: "k".into(),
             key: (0..32).collect(),
         };
         let upstream = unhex(UPSTREAM_SECRETBOX);
         assert_eq!(
-            p.decrypt("/any", &upstream).unwrap(),
+            p.decrypt("/any", &upstream).await.unwrap(),
             br#"{"kind":"Flunder"}"#
         );
         // Ours: prefix, 24-byte nonce, 16-byte tag, then as many bytes as the value.
-        let stored = p.encrypt("/any", b"12345").unwrap();
+        let stored = p.encrypt("/any", b"12345").await.unwrap();
         assert_eq!(stored.len(), p.prefix().len() + 24 + 16 + 5);
         let body = &stored[p.prefix().len()..];
-        assert_eq!(p.decrypt("/other", body).unwrap(), b"12345");
+        assert_eq!(p.decrypt("/other", body).await.unwrap(), b"12345");
         let mut tampered = body.to_vec();
         tampered[30] ^= 1;
         assert_eq!(
-            p.decrypt("/any", &tampered).unwrap_err(),
+            p.decrypt("/any", &tampered).await.unwrap_err(),
             "output array was not large enough for encryption"
         );
         assert!(
-            p.decrypt("/any", &body[..39]).is_err(),
+            p.decrypt("/any", &body[..39]).await.is_err(),
             "shorter than a nonce and a tag"
         );
     }

@@ -52,8 +52,8 @@ pub async fn rewrite_stale(
             report.seen += 1;
             let mut current = kv.clone();
             while !providers.is_current(&current.value) {
-                let plain = providers.read(&current.key, &current.value)?;
-                let value: Bytes = providers.write(&current.key, &plain)?;
+                let plain = providers.read(&current.key, &current.value).await?;
+                let value: Bytes = providers.write(&current.key, &plain).await?;
                 match raw.update(&current.key, value, current.mod_revision).await {
                     Ok(_) => {
                         report.rewritten += 1;

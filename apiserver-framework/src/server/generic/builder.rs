@@ -27,6 +27,7 @@ pub struct GenericApiServerBuilder {
     pub(super) storage: Option<Arc<dyn Storage>>,
     pub(super) delegate: Option<Arc<GenericApiServer>>,
     pub(super) health_checks: Vec<Arc<dyn HealthCheck>>,
+    pub(super) healthz_checks: Vec<Arc<dyn HealthCheck>>,
     pub(super) readiness_checks: Vec<Arc<dyn HealthCheck>>,
     pub(super) version: VersionInfo,
     pub(super) aggregator: Option<Arc<dyn FrontHandler>>,
@@ -67,6 +68,13 @@ impl GenericApiServerBuilder {
     /// Adds a check to `/healthz`, `/livez` and `/readyz`.
     pub fn health_check(mut self, check: Arc<dyn HealthCheck>) -> Self {
         self.health_checks.push(check);
+        self
+    }
+
+    /// Adds a check to `/healthz` and `/readyz`, not `/livez` (as upstream adds the
+    /// encryption providers' checks: a KMS plugin's outage must not restart the server).
+    pub(crate) fn healthz_check(mut self, check: Arc<dyn HealthCheck>) -> Self {
+        self.healthz_checks.push(check);
         self
     }
 
@@ -180,6 +188,10 @@ impl GenericApiServerBuilder {
             healthz.add(c.clone());
             livez.add(c.clone());
             readyz.add(c.clone());
+        }
+        for c in self.healthz_checks {
+            healthz.add(c.clone());
+            readyz.add(c);
         }
         for c in self.readiness_checks {
             readyz.add(c);
