@@ -156,7 +156,10 @@ fn apply_to(
 /// configuration's apiVersion and kind are the endpoint's, else 400
 /// `invalid object type: <group>/<version>, Kind=<kind>` (Go's `GroupVersionKind` text).
 fn check_object_type(config: &Value, api_version: &str, kind: &str) -> Result<(), ApiError> {
-    let given_version = config.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let given_version = config
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     let given_kind = config.get("kind").and_then(Value::as_str).unwrap_or("");
     if given_version == api_version && given_kind == kind {
         return Ok(());

@@ -62,7 +62,11 @@ pub async fn handle(
             // The route matched: its deprecation warning comes with the 406, as upstream's
             // route handler adds it before negotiating.
             let mut res = error_response(e);
-            add_warnings(&mut res, storage.deprecation_warning().map(str::to_string), Vec::new());
+            add_warnings(
+                &mut res,
+                storage.deprecation_warning().map(str::to_string),
+                Vec::new(),
+            );
             return res;
         }
     };

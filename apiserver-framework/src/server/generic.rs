@@ -794,7 +794,10 @@ fn request_authority(req: &Request<Body>) -> &str {
 /// YAML.
 fn discovery_response(req: &Request<Body>, v: &Value) -> Response<Body> {
     use crate::endpoints::negotiation::{self, Output};
-    let accept = req.headers().get(header::ACCEPT).and_then(|h| h.to_str().ok());
+    let accept = req
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|h| h.to_str().ok());
     if !negotiation::route_accepts(accept, negotiation::ROUTED_MEDIA_TYPES) {
         return negotiation::route_not_acceptable(negotiation::ROUTE_MEDIA_TYPES)
             .into_response_now();

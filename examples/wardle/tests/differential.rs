@@ -49,12 +49,16 @@ async fn wardle_answers_as_sample_apiserver_does() {
     );
     let mut names = std::collections::BTreeSet::new();
     for req in &corpus {
-        assert!(names.insert(req.name.as_str()), "two requests are named {}", req.name);
+        assert!(
+            names.insert(req.name.as_str()),
+            "two requests are named {}",
+            req.name
+        );
     }
     let decided = decided();
     // The book lists every decided difference, by the name the suite gives it.
-    let book = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../book/src/compatibility.md");
+    let book =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../book/src/compatibility.md");
     let page = std::fs::read_to_string(&book).expect("the book's compatibility page");
     for d in &decided {
         assert!(
@@ -70,7 +74,10 @@ async fn wardle_answers_as_sample_apiserver_does() {
     let mut compared = 0;
     for req in &corpus {
         let answers: Vec<Answer> = futures::future::join_all(
-            targets.targets.iter_mut().map(|t| async { t.answer(req).await }),
+            targets
+                .targets
+                .iter_mut()
+                .map(|t| async { t.answer(req).await }),
         )
         .await;
         let normalised: Vec<Answer> = answers
@@ -81,7 +88,14 @@ async fn wardle_answers_as_sample_apiserver_does() {
         compared += 1;
         if show(&req.name) {
             for (a, t) in normalised.iter().zip(&targets.targets) {
-                println!("SHOW {} [{}]: {} {:?}\n  {}", req.name, t.name, a.status, a.headers, differential::compare::show_full(&a.body));
+                println!(
+                    "SHOW {} [{}]: {} {:?}\n  {}",
+                    req.name,
+                    t.name,
+                    a.status,
+                    a.headers,
+                    differential::compare::show_full(&a.body)
+                );
             }
         }
         for (ours, target) in normalised.iter().zip(&targets.targets).skip(1) {
@@ -118,8 +132,10 @@ async fn wardle_answers_as_sample_apiserver_does() {
 /// Whether the answers to the request `name` are printed in full: `DIFFERENTIAL_SHOW` holds
 /// comma-separated parts of the names to show.
 fn show(name: &str) -> bool {
-    std::env::var("DIFFERENTIAL_SHOW")
-        .is_ok_and(|s| s.split(',').any(|part| !part.is_empty() && name.contains(part)))
+    std::env::var("DIFFERENTIAL_SHOW").is_ok_and(|s| {
+        s.split(',')
+            .any(|part| !part.is_empty() && name.contains(part))
+    })
 }
 
 /// Prints one undecided difference: the request, upstream's answer, ours.

@@ -362,7 +362,8 @@ mod tests {
         let e = store.delete(&fixture::ctx(), "a", &opts).await.unwrap_err();
         assert_eq!(e.code, 409);
         assert!(
-            e.message.contains("the ResourceVersion in the precondition (1) does not match"),
+            e.message
+                .contains("the ResourceVersion in the precondition (1) does not match"),
             "{e:?}"
         );
         // Met preconditions delete.

@@ -88,11 +88,7 @@ impl<T: ApiResource> Store<T> {
         let mut read_revision = revision;
         // Pages are read until `limit` objects matched the selectors or the collection ends.
         let (more, remaining, last_key) = loop {
-            let want = if limit > 0 {
-                limit - items.len()
-            } else {
-                0
-            };
+            let want = if limit > 0 { limit - items.len() } else { 0 };
             let page = self
                 .storage
                 .list(ListRequest {

@@ -126,7 +126,12 @@ impl Target {
                 res.headers()
                     .get_all(*h)
                     .iter()
-                    .map(|v| (h.to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+                    .map(|v| {
+                        (
+                            h.to_string(),
+                            String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                        )
+                    })
                     .collect::<Vec<_>>()
             })
             .collect();
@@ -257,4 +262,3 @@ fn protobuf_summary(bytes: &[u8]) -> Value {
         "items": content,
     })
 }
-

@@ -86,20 +86,28 @@ fn header(answer: &Answer, name: &str) -> Option<String> {
 /// string value under it: then items are matched by it, not by position. Objects are matched
 /// by namespace and name.
 fn item_key(a: &[Value], b: &[Value]) -> Option<&'static str> {
-    ["/metadata/name", "/name", "/resource", "/group", "/version", "/type", "/field"]
-        .into_iter()
-        .find(|key| {
-            [a, b].iter().all(|items| {
-                let mut seen = std::collections::BTreeSet::new();
-                !items.is_empty()
-                    && items.iter().all(|i| {
-                        i.pointer(key).and_then(Value::as_str).is_some_and(|s| {
-                            let ns = i.pointer("/metadata/namespace").and_then(Value::as_str);
-                            seen.insert((ns.unwrap_or_default().to_string(), s.to_string()))
-                        })
+    [
+        "/metadata/name",
+        "/name",
+        "/resource",
+        "/group",
+        "/version",
+        "/type",
+        "/field",
+    ]
+    .into_iter()
+    .find(|key| {
+        [a, b].iter().all(|items| {
+            let mut seen = std::collections::BTreeSet::new();
+            !items.is_empty()
+                && items.iter().all(|i| {
+                    i.pointer(key).and_then(Value::as_str).is_some_and(|s| {
+                        let ns = i.pointer("/metadata/namespace").and_then(Value::as_str);
+                        seen.insert((ns.unwrap_or_default().to_string(), s.to_string()))
                     })
-            })
+                })
         })
+    })
 }
 
 /// An item's identity under `key`: its namespace (for objects) and its value there.
@@ -154,7 +162,10 @@ pub fn diff_values(a: &Value, b: &Value, path: &str, out: &mut Vec<Difference>) 
                 let order = |v: &[Value]| v.iter().map(id).collect::<Vec<_>>();
                 let (ox, oy) = (order(x), order(y));
                 let common = |o: &Vec<String>, other: &Vec<String>| {
-                    o.iter().filter(|i| other.contains(i)).cloned().collect::<Vec<_>>()
+                    o.iter()
+                        .filter(|i| other.contains(i))
+                        .cloned()
+                        .collect::<Vec<_>>()
                 };
                 if common(&ox, &oy) != common(&oy, &ox) {
                     out.push(Difference {

@@ -21,7 +21,8 @@ pub const FLB: &str = "/apis/wardle.example.com/v1beta1/namespaces/default/flund
 pub const FI: &str = "/apis/wardle.example.com/v1alpha1/fischers";
 
 /// Aggregated discovery v2.
-pub const AGGREGATED_V2: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+pub const AGGREGATED_V2: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 /// Aggregated discovery v2beta1.
 pub const AGGREGATED_V2BETA1: &str =
     "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList";
@@ -146,8 +147,12 @@ fn discovery() -> Vec<Request> {
         ("wildcard", "*/*"),
         ("html", "text/html"),
     ] {
-        for (what, path) in [("apis", "/apis"), ("group", GROUP), ("v1alpha1", V1A), ("v1beta1", V1B)]
-        {
+        for (what, path) in [
+            ("apis", "/apis"),
+            ("group", GROUP),
+            ("v1alpha1", V1A),
+            ("v1beta1", V1B),
+        ] {
             let mut r = get(&format!("discovery {what} {label}"), path);
             if !accept.is_empty() {
                 r = r.accept(accept);
@@ -156,12 +161,21 @@ fn discovery() -> Vec<Request> {
         }
     }
     c.push(get("discovery unknown version", format!("{GROUP}/v1")));
-    c.push(get("discovery unknown group", "/apis/nothing.example.com/v1"));
+    c.push(get(
+        "discovery unknown group",
+        "/apis/nothing.example.com/v1",
+    ));
     c.push(get("discovery apis as bob", "/apis").by(Identity::Bob));
     c.push(get("discovery apis anonymous", "/apis").by(Identity::Anonymous));
     c.push(get("discovery api", "/api"));
     c.push(get("discovery pretty", format!("{V1A}?pretty=true")));
-    for path in ["/healthz", "/livez", "/readyz", "/healthz/ping", "/readyz/nothing"] {
+    for path in [
+        "/healthz",
+        "/livez",
+        "/readyz",
+        "/healthz/ping",
+        "/readyz/nothing",
+    ] {
         c.push(get(&format!("health {path}"), path));
     }
     c.push(get("version", "/version").view(View::NoBody));
@@ -317,20 +331,42 @@ fn reads() -> Vec<Request> {
         get("get generated", format!("{FL}/{{genname}}")),
         get("get missing", format!("{FL}/missing")),
         get("get missing v1beta1", format!("{FLB}/missing")),
-        get("get in another namespace", format!("{V1A}/namespaces/kube-system/flunders/f1")),
-        get("get resourceVersion 0", format!("{FL}/f1?resourceVersion=0")),
-        get("get resourceVersion of create", format!("{FL}/f1?resourceVersion={{rvf1}}")),
-        get("get resourceVersion bogus", format!("{FL}/f1?resourceVersion=bogus")),
+        get(
+            "get in another namespace",
+            format!("{V1A}/namespaces/kube-system/flunders/f1"),
+        ),
+        get(
+            "get resourceVersion 0",
+            format!("{FL}/f1?resourceVersion=0"),
+        ),
+        get(
+            "get resourceVersion of create",
+            format!("{FL}/f1?resourceVersion={{rvf1}}"),
+        ),
+        get(
+            "get resourceVersion bogus",
+            format!("{FL}/f1?resourceVersion=bogus"),
+        ),
         get("get as bob", format!("{FL}/f1")).by(Identity::Bob),
-        get("get in kube-system as bob", format!("{V1A}/namespaces/kube-system/flunders/f1")).by(Identity::Bob),
+        get(
+            "get in kube-system as bob",
+            format!("{V1A}/namespaces/kube-system/flunders/f1"),
+        )
+        .by(Identity::Bob),
         get("get anonymous", format!("{FL}/f1")).by(Identity::Anonymous),
         get("get pretty", format!("{FL}/f1?pretty=true")),
         get("get fischer", format!("{FI}/fi1")),
         get("get fischer missing", format!("{FI}/missing")),
         get("get fischer as bob", format!("{FI}/fi1")).by(Identity::Bob),
         get("get unknown subresource", format!("{FL}/f1/nothing")),
-        get("get unknown resource", format!("{V1A}/namespaces/default/nothings")),
-        get("get unknown resource object", format!("{V1A}/namespaces/default/nothings/x")),
+        get(
+            "get unknown resource",
+            format!("{V1A}/namespaces/default/nothings"),
+        ),
+        get(
+            "get unknown resource object",
+            format!("{V1A}/namespaces/default/nothings/x"),
+        ),
         get("get fischer v1beta1", format!("{V1B}/fischers/fi1")),
         get("get with export", format!("{FL}/f1?export=true")),
         get("get with timeout", format!("{FL}/f1?timeout=10s")),
@@ -354,23 +390,53 @@ fn negotiation() -> Vec<Request> {
         ("unknown-or-json", "text/html, application/json"),
         ("cbor", "application/cbor"),
         ("table", TABLE),
-        ("table-v1beta1", "application/json;as=Table;v=v1beta1;g=meta.k8s.io"),
+        (
+            "table-v1beta1",
+            "application/json;as=Table;v=v1beta1;g=meta.k8s.io",
+        ),
         ("table-yaml", "application/yaml;as=Table;v=v1;g=meta.k8s.io"),
-        ("table-protobuf", "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io"),
-        ("table-or-json", "application/json;as=Table;v=v1;g=meta.k8s.io, application/json"),
+        (
+            "table-protobuf",
+            "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io",
+        ),
+        (
+            "table-or-json",
+            "application/json;as=Table;v=v1;g=meta.k8s.io, application/json",
+        ),
         ("pom", POM),
         ("pom-list", POM_LIST),
-        ("pom-protobuf", "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;v=v1;g=meta.k8s.io"),
+        (
+            "pom-protobuf",
+            "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;v=v1;g=meta.k8s.io",
+        ),
         (
             "pom-list-protobuf",
             "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io",
         ),
-        ("pom-v1beta1", "application/json;as=PartialObjectMetadata;v=v1beta1;g=meta.k8s.io"),
-        ("unknown-as", "application/json;as=Nothing;v=v1;g=meta.k8s.io"),
+        (
+            "pom-v1beta1",
+            "application/json;as=PartialObjectMetadata;v=v1beta1;g=meta.k8s.io",
+        ),
+        (
+            "unknown-as",
+            "application/json;as=Nothing;v=v1;g=meta.k8s.io",
+        ),
     ] {
         c.push(get(&format!("negotiate object {label}"), format!("{FL}/f1")).accept(accept));
-        c.push(get(&format!("negotiate list {label}"), format!("{FL}?labelSelector=app%3Da")).accept(accept));
-        c.push(get(&format!("negotiate missing {label}"), format!("{FL}/missing")).accept(accept));
+        c.push(
+            get(
+                &format!("negotiate list {label}"),
+                format!("{FL}?labelSelector=app%3Da"),
+            )
+            .accept(accept),
+        );
+        c.push(
+            get(
+                &format!("negotiate missing {label}"),
+                format!("{FL}/missing"),
+            )
+            .accept(accept),
+        );
     }
     for (label, query) in [
         ("includeObject None", "includeObject=None"),
@@ -394,7 +460,10 @@ fn lists() -> Vec<Request> {
         get("list v1beta1", FLB),
         get("list all namespaces", format!("{V1A}/flunders")),
         get("list all namespaces v1beta1", format!("{V1B}/flunders")),
-        get("list other namespace", format!("{V1A}/namespaces/kube-system/flunders")),
+        get(
+            "list other namespace",
+            format!("{V1A}/namespaces/kube-system/flunders"),
+        ),
         get("list fischers", FI),
         get("list as bob", FL).by(Identity::Bob),
         get("list all namespaces as bob", format!("{V1A}/flunders")).by(Identity::Bob),
@@ -415,7 +484,10 @@ fn lists() -> Vec<Request> {
         ("bad value", "app%3Da%20b"),
         ("greater than", "app%3E1"),
     ] {
-        c.push(get(&format!("list labelSelector {label}"), format!("{FL}?labelSelector={selector}")));
+        c.push(get(
+            &format!("list labelSelector {label}"),
+            format!("{FL}?labelSelector={selector}"),
+        ));
     }
     for (label, selector) in [
         ("name", "metadata.name%3Df1"),
@@ -427,25 +499,64 @@ fn lists() -> Vec<Request> {
         ("malformed", "metadata.name"),
         ("set based", "metadata.name%20in%20(f1)"),
     ] {
-        c.push(get(&format!("list fieldSelector {label}"), format!("{FL}?fieldSelector={selector}")));
+        c.push(get(
+            &format!("list fieldSelector {label}"),
+            format!("{FL}?fieldSelector={selector}"),
+        ));
     }
-    c.push(get("list fischers fieldSelector name", format!("{FI}?fieldSelector=metadata.name%3Dfi1")));
-    c.push(get("list fischers fieldSelector namespace", format!("{FI}?fieldSelector=metadata.namespace%3Ddefault")));
+    c.push(get(
+        "list fischers fieldSelector name",
+        format!("{FI}?fieldSelector=metadata.name%3Dfi1"),
+    ));
+    c.push(get(
+        "list fischers fieldSelector namespace",
+        format!("{FI}?fieldSelector=metadata.namespace%3Ddefault"),
+    ));
     // Paging: a page, the pages after it, a stale and a forged token.
     c.push(get("list limit 2", format!("{FL}?limit=2")).capture("continue1", "/metadata/continue"));
-    c.push(get("list continue page 2", format!("{FL}?limit=2&continue={{continue1}}")).capture("continue2", "/metadata/continue"));
-    c.push(get("list continue page 3", format!("{FL}?limit=2&continue={{continue2}}")));
-    c.push(get("list continue without limit", format!("{FL}?continue={{continue1}}")));
-    c.push(get("list continue with resourceVersion", format!("{FL}?limit=2&continue={{continue1}}&resourceVersion={{rvlist}}")));
-    c.push(get("list continue with resourceVersionMatch", format!("{FL}?limit=2&continue={{continue1}}&resourceVersionMatch=NotOlderThan")));
-    c.push(get("list continue forged", format!("{FL}?limit=2&continue=bm90IGEgdG9rZW4")));
-    c.push(get("list continue not base64", format!("{FL}?limit=2&continue=%25%25%25")));
+    c.push(
+        get(
+            "list continue page 2",
+            format!("{FL}?limit=2&continue={{continue1}}"),
+        )
+        .capture("continue2", "/metadata/continue"),
+    );
+    c.push(get(
+        "list continue page 3",
+        format!("{FL}?limit=2&continue={{continue2}}"),
+    ));
+    c.push(get(
+        "list continue without limit",
+        format!("{FL}?continue={{continue1}}"),
+    ));
+    c.push(get(
+        "list continue with resourceVersion",
+        format!("{FL}?limit=2&continue={{continue1}}&resourceVersion={{rvlist}}"),
+    ));
+    c.push(get(
+        "list continue with resourceVersionMatch",
+        format!("{FL}?limit=2&continue={{continue1}}&resourceVersionMatch=NotOlderThan"),
+    ));
+    c.push(get(
+        "list continue forged",
+        format!("{FL}?limit=2&continue=bm90IGEgdG9rZW4"),
+    ));
+    c.push(get(
+        "list continue not base64",
+        format!("{FL}?limit=2&continue=%25%25%25"),
+    ));
     c.push(get("list limit 0", format!("{FL}?limit=0")));
     c.push(get("list limit negative", format!("{FL}?limit=-1")));
     c.push(get("list limit bogus", format!("{FL}?limit=bogus")));
     c.push(get("list limit 1000", format!("{FL}?limit=1000")));
-    c.push(get("list limit with labelSelector", format!("{FL}?limit=1&labelSelector=app%3Da")));
-    c.push(get("list limit all namespaces", format!("{V1A}/flunders?limit=3")));
+    c.push(get(
+        "list limit with labelSelector",
+        format!("{FL}?limit=1&labelSelector=app%3Da"),
+    ));
+    c.push(get(
+        "list limit all namespaces",
+        format!("{V1A}/flunders?limit=3"),
+    ));
     // resourceVersion and resourceVersionMatch.
     for (label, query) in [
         ("rv 0", "resourceVersion=0"),
@@ -454,14 +565,35 @@ fn lists() -> Vec<Request> {
         ("rv 0 limit", "resourceVersion=0&limit=2"),
         ("rv bogus", "resourceVersion=bogus"),
         ("rv future", "resourceVersion=99999999"),
-        ("match NotOlderThan", "resourceVersion={rvlist}&resourceVersionMatch=NotOlderThan"),
-        ("match NotOlderThan rv 0", "resourceVersion=0&resourceVersionMatch=NotOlderThan"),
-        ("match Exact", "resourceVersion={rvlist}&resourceVersionMatch=Exact"),
-        ("match Exact older", "resourceVersion={rvf1}&resourceVersionMatch=Exact"),
-        ("match Exact rv 0", "resourceVersion=0&resourceVersionMatch=Exact"),
+        (
+            "match NotOlderThan",
+            "resourceVersion={rvlist}&resourceVersionMatch=NotOlderThan",
+        ),
+        (
+            "match NotOlderThan rv 0",
+            "resourceVersion=0&resourceVersionMatch=NotOlderThan",
+        ),
+        (
+            "match Exact",
+            "resourceVersion={rvlist}&resourceVersionMatch=Exact",
+        ),
+        (
+            "match Exact older",
+            "resourceVersion={rvf1}&resourceVersionMatch=Exact",
+        ),
+        (
+            "match Exact rv 0",
+            "resourceVersion=0&resourceVersionMatch=Exact",
+        ),
         ("match without rv", "resourceVersionMatch=NotOlderThan"),
-        ("match bogus", "resourceVersion=0&resourceVersionMatch=Bogus"),
-        ("sendInitialEvents on a list", "sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion=0"),
+        (
+            "match bogus",
+            "resourceVersion=0&resourceVersionMatch=Bogus",
+        ),
+        (
+            "sendInitialEvents on a list",
+            "sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion=0",
+        ),
         ("allowWatchBookmarks on a list", "allowWatchBookmarks=true"),
     ] {
         c.push(get(&format!("list {label}"), format!("{FL}?{query}")));
@@ -475,18 +607,48 @@ fn watches() -> Vec<Request> {
     let mut c = Vec::new();
     for (label, query) in [
         ("from f0", "resourceVersion={rvf0}"),
-        ("from f0 label", "resourceVersion={rvf0}&labelSelector=app%3Da"),
-        ("from f0 field", "resourceVersion={rvf0}&fieldSelector=metadata.name%3Df2"),
+        (
+            "from f0 label",
+            "resourceVersion={rvf0}&labelSelector=app%3Da",
+        ),
+        (
+            "from f0 field",
+            "resourceVersion={rvf0}&fieldSelector=metadata.name%3Df2",
+        ),
         ("from the list", "resourceVersion={rvlist}"),
-        ("from the list bookmarks", "resourceVersion={rvlist}&allowWatchBookmarks=true"),
-        ("initial events", "sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"),
-        ("initial events rv 0", "sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion=0&allowWatchBookmarks=true"),
-        ("initial events selector", "sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&labelSelector=app%3Da"),
-        ("initial events without bookmarks", "sendInitialEvents=true&resourceVersionMatch=NotOlderThan"),
+        (
+            "from the list bookmarks",
+            "resourceVersion={rvlist}&allowWatchBookmarks=true",
+        ),
+        (
+            "initial events",
+            "sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true",
+        ),
+        (
+            "initial events rv 0",
+            "sendInitialEvents=true&resourceVersionMatch=NotOlderThan&resourceVersion=0&allowWatchBookmarks=true",
+        ),
+        (
+            "initial events selector",
+            "sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&labelSelector=app%3Da",
+        ),
+        (
+            "initial events without bookmarks",
+            "sendInitialEvents=true&resourceVersionMatch=NotOlderThan",
+        ),
         ("initial events without match", "sendInitialEvents=true"),
-        ("initial events false", "sendInitialEvents=false&resourceVersionMatch=NotOlderThan"),
-        ("match without initial events", "resourceVersionMatch=NotOlderThan"),
-        ("match Exact", "sendInitialEvents=true&resourceVersionMatch=Exact&resourceVersion={rvlist}"),
+        (
+            "initial events false",
+            "sendInitialEvents=false&resourceVersionMatch=NotOlderThan",
+        ),
+        (
+            "match without initial events",
+            "resourceVersionMatch=NotOlderThan",
+        ),
+        (
+            "match Exact",
+            "sendInitialEvents=true&resourceVersionMatch=Exact&resourceVersion={rvlist}",
+        ),
         ("rv 1", "resourceVersion=1"),
         ("rv bogus", "resourceVersion=bogus"),
         ("rv future", "resourceVersion=99999999&timeoutSeconds=1"),
@@ -494,20 +656,86 @@ fn watches() -> Vec<Request> {
         ("rv 0", "resourceVersion=0"),
     ] {
         let sep = if query.is_empty() { "" } else { "&" };
-        c.push(get(&format!("watch {label}"), format!("{FL}?watch=true&timeoutSeconds=1{sep}{query}")));
+        c.push(get(
+            &format!("watch {label}"),
+            format!("{FL}?watch=true&timeoutSeconds=1{sep}{query}"),
+        ));
     }
-    c.push(get("watch v1beta1 from f0", format!("{FLB}?watch=true&timeoutSeconds=1&resourceVersion={{rvf0}}")));
-    c.push(get("watch all namespaces from f0", format!("{V1A}/flunders?watch=true&timeoutSeconds=1&resourceVersion={{rvf0}}")));
-    c.push(get("watch fischers from f0", format!("{FI}?watch=true&timeoutSeconds=1&resourceVersion={{rvf0}}")));
-    c.push(get("watch deprecated path", format!("{V1A}/watch/namespaces/default/flunders?timeoutSeconds=1&resourceVersion={{rvf0}}")));
-    c.push(get("watch deprecated path one object", format!("{V1A}/watch/namespaces/default/flunders/f1?timeoutSeconds=1&resourceVersion={{rvf0}}")));
-    c.push(get("watch as table", format!("{FL}?watch=true&timeoutSeconds=1&resourceVersion={{rvf0}}&labelSelector=app%3Da")).accept(TABLE));
-    c.push(get("watch as metadata", format!("{FL}?watch=true&timeoutSeconds=1&resourceVersion={{rvf0}}&labelSelector=app%3Da")).accept(POM));
-    c.push(get("watch as yaml", format!("{FL}?watch=true&timeoutSeconds=1&resourceVersion={{rvf0}}")).accept(YAML));
-    c.push(get("watch as protobuf", format!("{FL}?watch=true&timeoutSeconds=1&resourceVersion={{rvf0}}")).accept(PROTOBUF).view(View::NoBody));
-    c.push(get("watch as bob", format!("{FL}?watch=true&timeoutSeconds=1&resourceVersion={{rvf0}}")).by(Identity::Bob));
-    c.push(get("watch other namespace as bob", format!("{V1A}/namespaces/kube-system/flunders?watch=true&timeoutSeconds=1")).by(Identity::Bob));
-    c.push(get("watch timeoutSeconds bogus", format!("{FL}?watch=true&timeoutSeconds=bogus")));
+    c.push(get(
+        "watch v1beta1 from f0",
+        format!("{FLB}?watch=true&timeoutSeconds=1&resourceVersion={{rvf0}}"),
+    ));
+    c.push(get(
+        "watch all namespaces from f0",
+        format!("{V1A}/flunders?watch=true&timeoutSeconds=1&resourceVersion={{rvf0}}"),
+    ));
+    c.push(get(
+        "watch fischers from f0",
+        format!("{FI}?watch=true&timeoutSeconds=1&resourceVersion={{rvf0}}"),
+    ));
+    c.push(get(
+        "watch deprecated path",
+        format!(
+            "{V1A}/watch/namespaces/default/flunders?timeoutSeconds=1&resourceVersion={{rvf0}}"
+        ),
+    ));
+    c.push(get(
+        "watch deprecated path one object",
+        format!(
+            "{V1A}/watch/namespaces/default/flunders/f1?timeoutSeconds=1&resourceVersion={{rvf0}}"
+        ),
+    ));
+    c.push(
+        get(
+            "watch as table",
+            format!(
+                "{FL}?watch=true&timeoutSeconds=1&resourceVersion={{rvf0}}&labelSelector=app%3Da"
+            ),
+        )
+        .accept(TABLE),
+    );
+    c.push(
+        get(
+            "watch as metadata",
+            format!(
+                "{FL}?watch=true&timeoutSeconds=1&resourceVersion={{rvf0}}&labelSelector=app%3Da"
+            ),
+        )
+        .accept(POM),
+    );
+    c.push(
+        get(
+            "watch as yaml",
+            format!("{FL}?watch=true&timeoutSeconds=1&resourceVersion={{rvf0}}"),
+        )
+        .accept(YAML),
+    );
+    c.push(
+        get(
+            "watch as protobuf",
+            format!("{FL}?watch=true&timeoutSeconds=1&resourceVersion={{rvf0}}"),
+        )
+        .accept(PROTOBUF)
+        .view(View::NoBody),
+    );
+    c.push(
+        get(
+            "watch as bob",
+            format!("{FL}?watch=true&timeoutSeconds=1&resourceVersion={{rvf0}}"),
+        )
+        .by(Identity::Bob),
+    );
+    c.push(
+        get(
+            "watch other namespace as bob",
+            format!("{V1A}/namespaces/kube-system/flunders?watch=true&timeoutSeconds=1"),
+        )
+        .by(Identity::Bob),
+    );
+    c.push(get(
+        "watch timeoutSeconds bogus",
+        format!("{FL}?watch=true&timeoutSeconds=bogus"),
+    ));
     c
 }
 
@@ -557,30 +785,130 @@ fn updates() -> Vec<Request> {
 fn patches() -> Vec<Request> {
     let f2 = format!("{FL}/f2");
     vec![
-        patch("merge patch", &f2, MERGE, r#"{"metadata":{"labels":{"patched":"merge"}},"spec":{"reference":"f0"}}"#),
-        patch("merge patch removes a label", &f2, MERGE, r#"{"metadata":{"labels":{"patched":null}}}"#),
-        patch("json patch", &f2, JSON_PATCH, r#"[{"op":"add","path":"/metadata/labels/json","value":"yes"},{"op":"replace","path":"/spec/reference","value":"f1"}]"#),
-        patch("json patch test fails", &f2, JSON_PATCH, r#"[{"op":"test","path":"/spec/reference","value":"nope"}]"#),
-        patch("json patch bad path", &f2, JSON_PATCH, r#"[{"op":"remove","path":"/spec/nothing"}]"#),
+        patch(
+            "merge patch",
+            &f2,
+            MERGE,
+            r#"{"metadata":{"labels":{"patched":"merge"}},"spec":{"reference":"f0"}}"#,
+        ),
+        patch(
+            "merge patch removes a label",
+            &f2,
+            MERGE,
+            r#"{"metadata":{"labels":{"patched":null}}}"#,
+        ),
+        patch(
+            "json patch",
+            &f2,
+            JSON_PATCH,
+            r#"[{"op":"add","path":"/metadata/labels/json","value":"yes"},{"op":"replace","path":"/spec/reference","value":"f1"}]"#,
+        ),
+        patch(
+            "json patch test fails",
+            &f2,
+            JSON_PATCH,
+            r#"[{"op":"test","path":"/spec/reference","value":"nope"}]"#,
+        ),
+        patch(
+            "json patch bad path",
+            &f2,
+            JSON_PATCH,
+            r#"[{"op":"remove","path":"/spec/nothing"}]"#,
+        ),
         patch("json patch malformed", &f2, JSON_PATCH, r#"{"op":"add"}"#),
-        patch("json patch unknown op", &f2, JSON_PATCH, r#"[{"op":"frobnicate","path":"/spec"}]"#),
-        patch("strategic merge patch", &f2, STRATEGIC, r#"{"metadata":{"labels":{"smp":"yes"}}}"#),
-        patch("strategic merge patch directive", &f2, STRATEGIC, r#"{"metadata":{"labels":{"$patch":"replace","app":"b"}}}"#),
-        patch("merge patch stale resourceVersion", &f2, MERGE, r#"{"metadata":{"resourceVersion":"{rvf2}","labels":{"x":"y"}}}"#),
-        patch("merge patch invalid", &f2, MERGE, r#"{"spec":{"reference":null,"referenceType":"Fischer"}}"#),
-        patch("merge patch changes the name", &f2, MERGE, r#"{"metadata":{"name":"other"}}"#),
+        patch(
+            "json patch unknown op",
+            &f2,
+            JSON_PATCH,
+            r#"[{"op":"frobnicate","path":"/spec"}]"#,
+        ),
+        patch(
+            "strategic merge patch",
+            &f2,
+            STRATEGIC,
+            r#"{"metadata":{"labels":{"smp":"yes"}}}"#,
+        ),
+        patch(
+            "strategic merge patch directive",
+            &f2,
+            STRATEGIC,
+            r#"{"metadata":{"labels":{"$patch":"replace","app":"b"}}}"#,
+        ),
+        patch(
+            "merge patch stale resourceVersion",
+            &f2,
+            MERGE,
+            r#"{"metadata":{"resourceVersion":"{rvf2}","labels":{"x":"y"}}}"#,
+        ),
+        patch(
+            "merge patch invalid",
+            &f2,
+            MERGE,
+            r#"{"spec":{"reference":null,"referenceType":"Fischer"}}"#,
+        ),
+        patch(
+            "merge patch changes the name",
+            &f2,
+            MERGE,
+            r#"{"metadata":{"name":"other"}}"#,
+        ),
         patch("merge patch malformed", &f2, MERGE, "{"),
-        patch("merge patch dryRun", format!("{f2}?dryRun=All"), MERGE, r#"{"spec":{"reference":"dry"}}"#),
-        patch("merge patch fieldManager", format!("{f2}?fieldManager=patcher"), MERGE, r#"{"metadata":{"annotations":{"by":"patcher"}}}"#),
-        patch("merge patch fieldValidation Strict", format!("{f2}?fieldValidation=Strict"), MERGE, r#"{"spec":{"bogus":1}}"#),
-        patch("merge patch fieldValidation Warn", format!("{f2}?fieldValidation=Warn"), MERGE, r#"{"spec":{"bogus":1}}"#),
-        patch("merge patch force", format!("{f2}?force=true"), MERGE, r#"{"spec":{"reference":"f1"}}"#),
-        patch("merge patch missing", format!("{FL}/missing"), MERGE, r#"{"spec":{}}"#),
+        patch(
+            "merge patch dryRun",
+            format!("{f2}?dryRun=All"),
+            MERGE,
+            r#"{"spec":{"reference":"dry"}}"#,
+        ),
+        patch(
+            "merge patch fieldManager",
+            format!("{f2}?fieldManager=patcher"),
+            MERGE,
+            r#"{"metadata":{"annotations":{"by":"patcher"}}}"#,
+        ),
+        patch(
+            "merge patch fieldValidation Strict",
+            format!("{f2}?fieldValidation=Strict"),
+            MERGE,
+            r#"{"spec":{"bogus":1}}"#,
+        ),
+        patch(
+            "merge patch fieldValidation Warn",
+            format!("{f2}?fieldValidation=Warn"),
+            MERGE,
+            r#"{"spec":{"bogus":1}}"#,
+        ),
+        patch(
+            "merge patch force",
+            format!("{f2}?force=true"),
+            MERGE,
+            r#"{"spec":{"reference":"f1"}}"#,
+        ),
+        patch(
+            "merge patch missing",
+            format!("{FL}/missing"),
+            MERGE,
+            r#"{"spec":{}}"#,
+        ),
         patch("merge patch as bob", &f2, MERGE, r#"{"spec":{}}"#).by(Identity::Bob),
         patch("patch unknown type", &f2, "application/xml", "<x/>"),
-        patch("patch json content type", &f2, "application/json", r#"{"spec":{}}"#),
-        patch("merge patch v1beta1", format!("{FLB}/f2"), MERGE, r#"{"spec":{"referenceType":"Fischer","fischerReference":"fi1","flunderReference":null}}"#),
-        patch("json patch v1beta1", format!("{FLB}/f2"), JSON_PATCH, r#"[{"op":"replace","path":"/spec/fischerReference","value":"fi2"}]"#),
+        patch(
+            "patch json content type",
+            &f2,
+            "application/json",
+            r#"{"spec":{}}"#,
+        ),
+        patch(
+            "merge patch v1beta1",
+            format!("{FLB}/f2"),
+            MERGE,
+            r#"{"spec":{"referenceType":"Fischer","fischerReference":"fi1","flunderReference":null}}"#,
+        ),
+        patch(
+            "json patch v1beta1",
+            format!("{FLB}/f2"),
+            JSON_PATCH,
+            r#"[{"op":"replace","path":"/spec/fischerReference","value":"fi2"}]"#,
+        ),
         get("get f2 after patches", &f2).capture("rvf2now", "/metadata/resourceVersion"),
     ]
 }
@@ -590,8 +918,12 @@ fn patches() -> Vec<Request> {
 fn subresources() -> Vec<Request> {
     let st = format!("{FL}/st");
     vec![
-        post("create st", FL, flunder("st", Some("f1"), json!({"sub": "yes"})))
-            .capture("rvst", "/metadata/resourceVersion"),
+        post(
+            "create st",
+            FL,
+            flunder("st", Some("f1"), json!({"sub": "yes"})),
+        )
+        .capture("rvst", "/metadata/resourceVersion"),
         get("get status subresource", format!("{st}/status")),
         get("get scale subresource", format!("{st}/scale")),
         put("update status subresource", format!("{st}/status"), {
@@ -599,8 +931,18 @@ fn subresources() -> Vec<Request> {
             f["metadata"]["resourceVersion"] = json!("{rvst}");
             f
         }),
-        patch("merge patch status", format!("{st}/status"), MERGE, r#"{"status":{}}"#),
-        patch("merge patch scale", format!("{st}/scale"), MERGE, r#"{"spec":{"replicas":2}}"#),
+        patch(
+            "merge patch status",
+            format!("{st}/status"),
+            MERGE,
+            r#"{"status":{}}"#,
+        ),
+        patch(
+            "merge patch scale",
+            format!("{st}/scale"),
+            MERGE,
+            r#"{"spec":{"replicas":2}}"#,
+        ),
         get("get st after its subresources", &st),
         delete("delete st", &st),
     ]
@@ -609,41 +951,145 @@ fn subresources() -> Vec<Request> {
 /// Server-side apply: creates, updates, conflicts, force, and the apply errors.
 fn apply() -> Vec<Request> {
     let applied = |name: &str, reference: &str| {
-        format!("apiVersion: wardle.example.com/v1alpha1\nkind: Flunder\nmetadata:\n  name: {name}\n  labels:\n    applied: \"yes\"\nspec:\n  reference: {reference}\n")
+        format!(
+            "apiVersion: wardle.example.com/v1alpha1\nkind: Flunder\nmetadata:\n  name: {name}\n  labels:\n    applied: \"yes\"\nspec:\n  reference: {reference}\n"
+        )
     };
     let a1 = format!("{FL}/applied");
     vec![
-        patch("apply creates", format!("{a1}?fieldManager=alpha"), APPLY, applied("applied", "f1")),
-        patch("apply again unchanged", format!("{a1}?fieldManager=alpha"), APPLY, applied("applied", "f1")),
-        patch("apply another manager conflicts", format!("{a1}?fieldManager=beta"), APPLY, applied("applied", "f2")),
-        patch("apply another manager same value", format!("{a1}?fieldManager=beta"), APPLY, applied("applied", "f1")),
-        patch("apply conflict two fields", format!("{a1}?fieldManager=gamma"), APPLY,
-            "apiVersion: wardle.example.com/v1alpha1\nkind: Flunder\nmetadata:\n  name: applied\n  labels:\n    applied: \"no\"\nspec:\n  reference: f3\n"),
-        patch("apply force", format!("{a1}?fieldManager=beta&force=true"), APPLY, applied("applied", "f2")),
-        patch("apply without fieldManager", &a1, APPLY, applied("applied", "f2")),
-        patch("apply force false", format!("{a1}?fieldManager=alpha&force=false"), APPLY, applied("applied", "f0")),
-        patch("apply dryRun", format!("{a1}?fieldManager=alpha&dryRun=All"), APPLY, applied("applied", "dry")),
-        patch("apply json body", format!("{a1}?fieldManager=alpha&force=true"), APPLY,
-            r#"{"apiVersion":"wardle.example.com/v1alpha1","kind":"Flunder","metadata":{"name":"applied"},"spec":{"reference":"json"}}"#),
-        patch("apply wrong version", format!("{a1}?fieldManager=alpha"), APPLY,
-            "apiVersion: wardle.example.com/v1beta1\nkind: Flunder\nmetadata:\n  name: applied\n"),
-        patch("apply with managedFields", format!("{a1}?fieldManager=alpha"), APPLY,
-            "apiVersion: wardle.example.com/v1alpha1\nkind: Flunder\nmetadata:\n  name: applied\n  managedFields:\n  - manager: x\n    operation: Apply\n"),
-        patch("apply name mismatch", format!("{a1}?fieldManager=alpha"), APPLY, applied("other", "f1")),
-        patch("apply malformed yaml", format!("{a1}?fieldManager=alpha"), APPLY, "a: [\n"),
-        patch("apply without kind", format!("{a1}?fieldManager=alpha"), APPLY, "apiVersion: wardle.example.com/v1alpha1\nmetadata:\n  name: applied\n"),
-        patch("apply strict unknown field", format!("{a1}?fieldManager=alpha&fieldValidation=Strict"), APPLY,
-            "apiVersion: wardle.example.com/v1alpha1\nkind: Flunder\nmetadata:\n  name: applied\nspec:\n  bogus: 1\n"),
-        patch("apply invalid", format!("{a1}?fieldManager=alpha&force=true"), APPLY,
-            "apiVersion: wardle.example.com/v1alpha1\nkind: Flunder\nmetadata:\n  name: applied\nspec:\n  referenceType: Fischer\n"),
-        patch("apply to an object created by post", format!("{FL}/f0?fieldManager=alpha"), APPLY, applied("f0", "f9")),
-        patch("apply v1beta1", format!("{FLB}/appliedb?fieldManager=alpha"), APPLY,
-            "apiVersion: wardle.example.com/v1beta1\nkind: Flunder\nmetadata:\n  name: appliedb\nspec:\n  referenceType: Flunder\n  flunderReference: f1\n"),
-        patch("apply as bob", format!("{a1}?fieldManager=bob"), APPLY, applied("applied", "f1")).by(Identity::Bob),
-        patch("apply fischer", format!("{FI}/fi3?fieldManager=alpha"), APPLY,
-            "apiVersion: wardle.example.com/v1alpha1\nkind: Fischer\nmetadata:\n  name: fi3\ndisallowedFlunders:\n- a\n- b\n"),
-        patch("apply fischer other manager", format!("{FI}/fi3?fieldManager=beta"), APPLY,
-            "apiVersion: wardle.example.com/v1alpha1\nkind: Fischer\nmetadata:\n  name: fi3\ndisallowedFlunders:\n- c\n"),
+        patch(
+            "apply creates",
+            format!("{a1}?fieldManager=alpha"),
+            APPLY,
+            applied("applied", "f1"),
+        ),
+        patch(
+            "apply again unchanged",
+            format!("{a1}?fieldManager=alpha"),
+            APPLY,
+            applied("applied", "f1"),
+        ),
+        patch(
+            "apply another manager conflicts",
+            format!("{a1}?fieldManager=beta"),
+            APPLY,
+            applied("applied", "f2"),
+        ),
+        patch(
+            "apply another manager same value",
+            format!("{a1}?fieldManager=beta"),
+            APPLY,
+            applied("applied", "f1"),
+        ),
+        patch(
+            "apply conflict two fields",
+            format!("{a1}?fieldManager=gamma"),
+            APPLY,
+            "apiVersion: wardle.example.com/v1alpha1\nkind: Flunder\nmetadata:\n  name: applied\n  labels:\n    applied: \"no\"\nspec:\n  reference: f3\n",
+        ),
+        patch(
+            "apply force",
+            format!("{a1}?fieldManager=beta&force=true"),
+            APPLY,
+            applied("applied", "f2"),
+        ),
+        patch(
+            "apply without fieldManager",
+            &a1,
+            APPLY,
+            applied("applied", "f2"),
+        ),
+        patch(
+            "apply force false",
+            format!("{a1}?fieldManager=alpha&force=false"),
+            APPLY,
+            applied("applied", "f0"),
+        ),
+        patch(
+            "apply dryRun",
+            format!("{a1}?fieldManager=alpha&dryRun=All"),
+            APPLY,
+            applied("applied", "dry"),
+        ),
+        patch(
+            "apply json body",
+            format!("{a1}?fieldManager=alpha&force=true"),
+            APPLY,
+            r#"{"apiVersion":"wardle.example.com/v1alpha1","kind":"Flunder","metadata":{"name":"applied"},"spec":{"reference":"json"}}"#,
+        ),
+        patch(
+            "apply wrong version",
+            format!("{a1}?fieldManager=alpha"),
+            APPLY,
+            "apiVersion: wardle.example.com/v1beta1\nkind: Flunder\nmetadata:\n  name: applied\n",
+        ),
+        patch(
+            "apply with managedFields",
+            format!("{a1}?fieldManager=alpha"),
+            APPLY,
+            "apiVersion: wardle.example.com/v1alpha1\nkind: Flunder\nmetadata:\n  name: applied\n  managedFields:\n  - manager: x\n    operation: Apply\n",
+        ),
+        patch(
+            "apply name mismatch",
+            format!("{a1}?fieldManager=alpha"),
+            APPLY,
+            applied("other", "f1"),
+        ),
+        patch(
+            "apply malformed yaml",
+            format!("{a1}?fieldManager=alpha"),
+            APPLY,
+            "a: [\n",
+        ),
+        patch(
+            "apply without kind",
+            format!("{a1}?fieldManager=alpha"),
+            APPLY,
+            "apiVersion: wardle.example.com/v1alpha1\nmetadata:\n  name: applied\n",
+        ),
+        patch(
+            "apply strict unknown field",
+            format!("{a1}?fieldManager=alpha&fieldValidation=Strict"),
+            APPLY,
+            "apiVersion: wardle.example.com/v1alpha1\nkind: Flunder\nmetadata:\n  name: applied\nspec:\n  bogus: 1\n",
+        ),
+        patch(
+            "apply invalid",
+            format!("{a1}?fieldManager=alpha&force=true"),
+            APPLY,
+            "apiVersion: wardle.example.com/v1alpha1\nkind: Flunder\nmetadata:\n  name: applied\nspec:\n  referenceType: Fischer\n",
+        ),
+        patch(
+            "apply to an object created by post",
+            format!("{FL}/f0?fieldManager=alpha"),
+            APPLY,
+            applied("f0", "f9"),
+        ),
+        patch(
+            "apply v1beta1",
+            format!("{FLB}/appliedb?fieldManager=alpha"),
+            APPLY,
+            "apiVersion: wardle.example.com/v1beta1\nkind: Flunder\nmetadata:\n  name: appliedb\nspec:\n  referenceType: Flunder\n  flunderReference: f1\n",
+        ),
+        patch(
+            "apply as bob",
+            format!("{a1}?fieldManager=bob"),
+            APPLY,
+            applied("applied", "f1"),
+        )
+        .by(Identity::Bob),
+        patch(
+            "apply fischer",
+            format!("{FI}/fi3?fieldManager=alpha"),
+            APPLY,
+            "apiVersion: wardle.example.com/v1alpha1\nkind: Fischer\nmetadata:\n  name: fi3\ndisallowedFlunders:\n- a\n- b\n",
+        ),
+        patch(
+            "apply fischer other manager",
+            format!("{FI}/fi3?fieldManager=beta"),
+            APPLY,
+            "apiVersion: wardle.example.com/v1alpha1\nkind: Fischer\nmetadata:\n  name: fi3\ndisallowedFlunders:\n- c\n",
+        ),
         get("get applied", &a1),
     ]
 }
@@ -661,9 +1107,24 @@ fn fischers() -> Vec<Request> {
             f["metadata"]["resourceVersion"] = json!("{rvfi1}");
             f
         }),
-        patch("merge patch fischer", format!("{FI}/fi1"), MERGE, r#"{"disallowedFlunders":["banned","evil","merged"]}"#),
-        patch("json patch fischer", format!("{FI}/fi1"), JSON_PATCH, r#"[{"op":"add","path":"/disallowedFlunders/-","value":"appended"}]"#),
-        patch("strategic merge patch fischer", format!("{FI}/fi1"), STRATEGIC, r#"{"disallowedFlunders":["smp"]}"#),
+        patch(
+            "merge patch fischer",
+            format!("{FI}/fi1"),
+            MERGE,
+            r#"{"disallowedFlunders":["banned","evil","merged"]}"#,
+        ),
+        patch(
+            "json patch fischer",
+            format!("{FI}/fi1"),
+            JSON_PATCH,
+            r#"[{"op":"add","path":"/disallowedFlunders/-","value":"appended"}]"#,
+        ),
+        patch(
+            "strategic merge patch fischer",
+            format!("{FI}/fi1"),
+            STRATEGIC,
+            r#"{"disallowedFlunders":["smp"]}"#,
+        ),
         post("create fischer fi4", FI, fischer("fi4", &[])),
         post("create fischer as bob", FI, fischer("fi5", &[])).by(Identity::Bob),
         delete("delete fischer fi4", format!("{FI}/fi4")),
@@ -677,9 +1138,13 @@ fn deletes() -> Vec<Request> {
     let mut c = Vec::new();
     for name in ["d1", "d2", "d3", "d4", "d5", "d6", "d7", "d8", "d9"] {
         c.push(
-            post(&format!("create {name}"), FL, flunder(name, None, json!({"del": "yes"})))
-                .capture(&format!("uid{name}"), "/metadata/uid")
-                .capture(&format!("rv{name}"), "/metadata/resourceVersion"),
+            post(
+                &format!("create {name}"),
+                FL,
+                flunder(name, None, json!({"del": "yes"})),
+            )
+            .capture(&format!("uid{name}"), "/metadata/uid")
+            .capture(&format!("rv{name}"), "/metadata/resourceVersion"),
         );
     }
     c.extend([
@@ -733,34 +1198,55 @@ fn errors() -> Vec<Request> {
     );
     vec![
         Request::new("put on a collection", Method::PUT, FL).json(flunder("x", None, json!({}))),
-        Request::new("post on an object", Method::POST, format!("{FL}/f1")).json(flunder("f1", None, json!({}))),
+        Request::new("post on an object", Method::POST, format!("{FL}/f1")).json(flunder(
+            "f1",
+            None,
+            json!({}),
+        )),
         Request::new("patch on a collection", Method::PATCH, FL).body_of(MERGE, "{}"),
         Request::new("options on a collection", Method::OPTIONS, FL),
         Request::new("head on an object", Method::HEAD, format!("{FL}/f1")),
-        Request::new("connect method", Method::from_bytes(b"CONNECT").expect("a method"), format!("{FL}/f1")),
+        Request::new(
+            "connect method",
+            Method::from_bytes(b"CONNECT").expect("a method"),
+            format!("{FL}/f1"),
+        ),
         Request::new("post on discovery", Method::POST, V1A).json(json!({})),
         Request::new("delete on discovery", Method::DELETE, "/apis"),
         Request::new("post on a fischer", Method::POST, format!("{FI}/fi1")).json(json!({})),
         post("create too large", FL, json!({})).body_of("application/json", big.clone()),
         put("update too large", format!("{FL}/f1"), json!({})).body_of("application/json", big),
-        patch("json patch too many operations", format!("{FL}/f1"), JSON_PATCH, {
-            let ops: Vec<String> = (0..10_001)
-                .map(|_| r#"{"op":"test","path":"/kind","value":"Flunder"}"#.to_string())
-                .collect();
-            format!("[{}]", ops.join(","))
-        }),
+        patch(
+            "json patch too many operations",
+            format!("{FL}/f1"),
+            JSON_PATCH,
+            {
+                let ops: Vec<String> = (0..10_001)
+                    .map(|_| r#"{"op":"test","path":"/kind","value":"Flunder"}"#.to_string())
+                    .collect();
+                format!("[{}]", ops.join(","))
+            },
+        ),
         get("get with an invalid token", format!("{FL}/f1"))
             .by(Identity::Anonymous)
             .header("Authorization", "Bearer not-a-token"),
         get("list with an invalid token", FL)
             .by(Identity::Anonymous)
             .header("Authorization", "Bearer not-a-token"),
-        get("path with a double slash", format!("{V1A}//namespaces/default/flunders")),
+        get(
+            "path with a double slash",
+            format!("{V1A}//namespaces/default/flunders"),
+        ),
         get("path with a trailing slash", format!("{FL}/")),
-        get("path with an empty namespace", format!("{V1A}/namespaces//flunders")),
+        get(
+            "path with an empty namespace",
+            format!("{V1A}/namespaces//flunders"),
+        ),
         get("unknown top-level path", "/nothing"),
         get("root", "/"),
-        get("metrics as bob", "/metrics").by(Identity::Bob).view(View::NoBody),
+        get("metrics as bob", "/metrics")
+            .by(Identity::Bob)
+            .view(View::NoBody),
         get("name with a dot", format!("{FL}/a.b")),
         get("name with an encoded slash", format!("{FL}/a%2Fb")),
     ]
@@ -771,7 +1257,11 @@ fn errors() -> Vec<Request> {
 /// list or watch of the sections before.
 fn unvalidated() -> Vec<Request> {
     vec![
-        post("create invalid name", FL, flunder("Not_A_Name", None, json!({}))),
+        post(
+            "create invalid name",
+            FL,
+            flunder("Not_A_Name", None, json!({})),
+        ),
         delete("cleanup invalid name", format!("{FL}/Not_A_Name")),
         post(
             "create invalid referenceType",
@@ -796,12 +1286,21 @@ fn unvalidated() -> Vec<Request> {
 fn openapi() -> Vec<Request> {
     vec![
         get("openapi v2", "/openapi/v2").view(View::OpenApiWardle),
-        get("openapi v2 protobuf", "/openapi/v2").accept("application/com.github.proto-openapi.spec.v2@v1.0+protobuf").view(View::NoBody),
-        get("openapi v2 as bob", "/openapi/v2").by(Identity::Bob).view(View::NoBody),
+        get("openapi v2 protobuf", "/openapi/v2")
+            .accept("application/com.github.proto-openapi.spec.v2@v1.0+protobuf")
+            .view(View::NoBody),
+        get("openapi v2 as bob", "/openapi/v2")
+            .by(Identity::Bob)
+            .view(View::NoBody),
         get("openapi v3 index", "/openapi/v3"),
         get("openapi v3 v1alpha1", format!("/openapi/v3{V1A}")).view(View::OpenApiWardle),
         get("openapi v3 v1beta1", format!("/openapi/v3{V1B}")).view(View::OpenApiWardle),
-        get("openapi v3 unknown", "/openapi/v3/apis/nothing.example.com/v1"),
-        get("openapi v3 protobuf", format!("/openapi/v3{V1A}")).accept("application/com.github.proto-openapi.spec.v3@v1.0+protobuf").view(View::NoBody),
+        get(
+            "openapi v3 unknown",
+            "/openapi/v3/apis/nothing.example.com/v1",
+        ),
+        get("openapi v3 protobuf", format!("/openapi/v3{V1A}"))
+            .accept("application/com.github.proto-openapi.spec.v3@v1.0+protobuf")
+            .view(View::NoBody),
     ]
 }

@@ -253,7 +253,11 @@ pub fn decided() -> Vec<Decided> {
             matches: |r, _| {
                 named(
                     r,
-                    &["json patch test fails", "json patch bad path", "json patch unknown op"],
+                    &[
+                        "json patch test fails",
+                        "json patch bad path",
+                        "json patch unknown op",
+                    ],
                 )
             },
         },
@@ -287,7 +291,10 @@ pub fn decided() -> Vec<Decided> {
             matches: |r, _| {
                 named(
                     r,
-                    &["list fieldSelector spec.reference", "list fieldSelector unknown field"],
+                    &[
+                        "list fieldSelector spec.reference",
+                        "list fieldSelector unknown field",
+                    ],
                 )
             },
         },
@@ -316,7 +323,10 @@ pub fn decided() -> Vec<Decided> {
                      every namespace.",
             matches: |r, d| {
                 d.location == "status"
-                    && named(r, &["path with a double slash", "path with an empty namespace"])
+                    && named(
+                        r,
+                        &["path with a double slash", "path with an empty namespace"],
+                    )
             },
         },
         Decided {

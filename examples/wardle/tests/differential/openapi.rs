@@ -61,7 +61,12 @@ fn parameter<'a>(doc: &'a Value, p: &'a Value) -> &'a Value {
 /// `<in>:<name>` with whether it is required and its type.
 fn parameters(doc: &Value, lists: &[Option<&Value>]) -> Value {
     let mut out = Map::new();
-    for p in lists.iter().flatten().filter_map(|l| l.as_array()).flatten() {
+    for p in lists
+        .iter()
+        .flatten()
+        .filter_map(|l| l.as_array())
+        .flatten()
+    {
         let p = parameter(doc, p);
         let key = format!(
             "{}:{}",
@@ -82,7 +87,12 @@ fn parameters(doc: &Value, lists: &[Option<&Value>]) -> Value {
 fn sorted_strings(v: Option<&Value>) -> Value {
     let mut items: Vec<String> = v
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(String::from).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect()
+        })
         .unwrap_or_default();
     items.sort();
     json!(items)
@@ -202,7 +212,10 @@ fn schema_structure(doc: &Value, schema: &Value, depth: usize) -> Value {
     }
     let mut out = Map::new();
     out.insert("type".to_string(), json!(schema.get("type")));
-    out.insert("required".to_string(), sorted_strings(schema.get("required")));
+    out.insert(
+        "required".to_string(),
+        sorted_strings(schema.get("required")),
+    );
     out.insert("properties".to_string(), Value::Object(properties));
     if let Some(Value::Object(s)) = Some(schema) {
         for (k, v) in s.iter().filter(|(k, _)| k.starts_with("x-kubernetes")) {

@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use apiserver_framework::devhost::files::users;
-use apiserver_framework::testing::tls;
 use apiserver_framework::testing::etcd::Etcd;
+use apiserver_framework::testing::tls;
 
 use super::answer::Target;
 use crate::client_go::build_upstream;
@@ -66,7 +66,13 @@ impl Targets {
         self.stacks
             .iter()
             .zip(&self.targets)
-            .map(|(s, t)| format!("---- {} log (last 40 lines):\n{}", t.name, tail(&s.log(), 40)))
+            .map(|(s, t)| {
+                format!(
+                    "---- {} log (last 40 lines):\n{}",
+                    t.name,
+                    tail(&s.log(), 40)
+                )
+            })
             .collect::<Vec<_>>()
             .join("\n")
     }
