@@ -192,7 +192,7 @@ pub(crate) async fn fetch(
         && res.status.is_success()
         && let Ok(doc) = serde_json::from_slice::<Value>(&res.body)
     {
-        return from_resource_list(&doc, group, version);
+        return from_resource_list(&doc, version);
     }
     let mut stale = cached
         .cloned()
@@ -230,7 +230,7 @@ fn find_version(doc: &Value, group: &str, version: &str) -> Option<Value> {
 }
 
 /// Converts a legacy `APIResourceList` into an `APIVersionDiscovery`.
-fn from_resource_list(doc: &Value, group: &str, version: &str) -> Value {
+fn from_resource_list(doc: &Value, version: &str) -> Value {
     let list = doc["resources"].as_array().cloned().unwrap_or_default();
     let mut resources: Vec<Value> = Vec::new();
     for r in list
@@ -379,7 +379,7 @@ mod tests {
             {"name": "widgets/status", "singularName": "", "namespaced": true, "kind": "Widget",
              "verbs": ["get"]},
         ]});
-        let v = from_resource_list(&doc, "a.example.com", "v1");
+        let v = from_resource_list(&doc, "v1");
         assert_eq!(v["freshness"], "Current");
         let r = &v["resources"][0];
         assert_eq!(r["resource"], "widgets");
