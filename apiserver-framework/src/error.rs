@@ -145,8 +145,14 @@ pub struct Status {
     /// Extended data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<StatusDetails>,
-    /// HTTP status code.
+    /// Suggested HTTP status code; left out when 0, as upstream's `omitempty` does (a delete's
+    /// `Success` Status has none).
+    #[serde(default, skip_serializing_if = "is_zero_code")]
     pub code: u16,
+}
+
+fn is_zero_code(code: &u16) -> bool {
+    *code == 0
 }
 
 /// A failure reported to a client as a Kubernetes `Status`.
@@ -418,7 +424,8 @@ impl ApiError {
 }
 
 impl Status {
-    /// A `Success` Status carrying the details of a deleted object.
+    /// A `Success` Status carrying the details of a deleted object, without a code (upstream's
+    /// store answers `metav1.Status{Status: Success, Details: …}`).
     pub fn success(details: StatusDetails) -> Self {
         Status {
             kind: "Status".into(),
@@ -428,7 +435,7 @@ impl Status {
             message: String::new(),
             reason: String::new(),
             details: Some(details),
-            code: 200,
+            code: 0,
         }
     }
 }

@@ -245,7 +245,7 @@ mod tests {
         assert!(
             texts
                 .iter()
-                .any(|t| t == "metadata.annotations: Too long: must have at most 262144 bytes"),
+                .any(|t| t == "metadata.annotations: Too long: may not be more than 262144 bytes"),
             "{texts:?}"
         );
         assert!(

@@ -129,7 +129,7 @@ fn parsers_of_client_text_never_panic() {
             let q = Query::parse(Some(&raw));
             let _ = q.list_options(true);
             let _ = q.list_options(false);
-            let _ = q.write_options();
+            let _ = q.write_options("CreateOptions");
             let _ = q.delete_options();
             let _ = q.is_watch();
         }

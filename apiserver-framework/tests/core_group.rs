@@ -195,7 +195,7 @@ async fn discovery_of_the_core_group() {
     assert_eq!(cm["resource"], "configmaps");
     assert_eq!(
         cm["responseKind"],
-        json!({"group": "", "version": "v1", "kind": "ConfigMap"})
+        json!({"group": "", "version": "", "kind": "ConfigMap"})
     );
     assert_eq!(cm["scope"], "Namespaced");
     let (code, _, apis) = f
@@ -235,7 +235,7 @@ async fn discovery_of_the_core_group() {
     let item = &doc["paths"]["/api/v1/namespaces/{namespace}/configmaps/{name}"];
     assert_eq!(
         item["get"]["x-kubernetes-group-version-kind"],
-        json!({"group": "", "version": "v1", "kind": "ConfigMap"})
+        json!({"group": "", "version": "", "kind": "ConfigMap"})
     );
     assert!(doc["paths"]["/api/v1/namespaces/{name}/status"].is_object());
     let schemas = doc["components"]["schemas"].as_object().unwrap();

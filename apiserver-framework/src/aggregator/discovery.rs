@@ -62,9 +62,9 @@ fn legacy_group(name: &str, versions: &[&APIService]) -> Value {
         .iter()
         .map(|s| group_version(name, &s.spec.version))
         .collect();
+    // An entry of `APIGroupList.groups`: no kind or apiVersion (kube-aggregator's apis
+    // handler encodes the list for the empty group-version).
     let mut out = Map::new();
-    out.insert("kind".into(), "APIGroup".into());
-    out.insert("apiVersion".into(), "v1".into());
     out.insert("name".into(), name.into());
     let preferred = versions.first().cloned();
     out.insert("versions".into(), Value::Array(versions));
@@ -192,7 +192,7 @@ pub(crate) async fn fetch(
         && res.status.is_success()
         && let Ok(doc) = serde_json::from_slice::<Value>(&res.body)
     {
-        return from_resource_list(&doc, group, version);
+        return from_resource_list(&doc, version);
     }
     let mut stale = cached
         .cloned()
@@ -230,7 +230,7 @@ fn find_version(doc: &Value, group: &str, version: &str) -> Option<Value> {
 }
 
 /// Converts a legacy `APIResourceList` into an `APIVersionDiscovery`.
-fn from_resource_list(doc: &Value, group: &str, version: &str) -> Value {
+fn from_resource_list(doc: &Value, version: &str) -> Value {
     let list = doc["resources"].as_array().cloned().unwrap_or_default();
     let mut resources: Vec<Value> = Vec::new();
     for r in list
@@ -241,9 +241,12 @@ fn from_resource_list(doc: &Value, group: &str, version: &str) -> Value {
         let kind = r["kind"].clone();
         let mut out = Map::new();
         out.insert("resource".into(), name.into());
+        // As upstream converts an `APIResource`: its own group and version, empty when they
+        // are the resource's.
+        let own = |key: &str| r[key].as_str().unwrap_or("").to_string();
         out.insert(
             "responseKind".into(),
-            json!({"group": group, "version": version, "kind": kind}),
+            json!({"group": own("group"), "version": own("version"), "kind": kind}),
         );
         let scope = if r["namespaced"].as_bool().unwrap_or(false) {
             "Namespaced"
@@ -263,8 +266,8 @@ fn from_resource_list(doc: &Value, group: &str, version: &str) -> Value {
             .iter()
             .filter_map(|s| {
                 let sub = s["name"].as_str()?.strip_prefix(&prefix)?;
-                let g = s["group"].as_str().unwrap_or(group);
-                let v = s["version"].as_str().unwrap_or(version);
+                let g = s["group"].as_str().unwrap_or("");
+                let v = s["version"].as_str().unwrap_or("");
                 Some(json!({
                     "subresource": sub,
                     "responseKind": {"group": g, "version": v, "kind": s["kind"]},
@@ -376,7 +379,7 @@ mod tests {
             {"name": "widgets/status", "singularName": "", "namespaced": true, "kind": "Widget",
              "verbs": ["get"]},
         ]});
-        let v = from_resource_list(&doc, "a.example.com", "v1");
+        let v = from_resource_list(&doc, "v1");
         assert_eq!(v["freshness"], "Current");
         let r = &v["resources"][0];
         assert_eq!(r["resource"], "widgets");

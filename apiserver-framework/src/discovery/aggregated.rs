@@ -184,9 +184,12 @@ fn version_discovery(group: &str, version: &ServedVersion) -> Value {
 }
 
 /// One `APIResourceDiscovery`, with its status subresource when it serves any verb.
+///
+/// A `responseKind` in the resource's own group-version leaves its group and version empty, as
+/// upstream converts the legacy `APIResource` (whose `group` and `version` are empty then).
 fn resource_discovery(group: &str, version: &str, served: &ServedResource) -> Value {
     let info = &served.info;
-    let response_kind = json!({"group": group, "version": version, "kind": info.kind});
+    let response_kind = json!({"group": "", "version": "", "kind": info.kind});
     let mut out = Map::new();
     out.insert("resource".into(), info.plural.clone().into());
     out.insert("responseKind".into(), response_kind.clone());
@@ -220,11 +223,16 @@ fn resource_discovery(group: &str, version: &str, served: &ServedResource) -> Va
         }));
     }
     for sub in &served.custom_subresources {
-        let (group, version) = served.response_group_version(sub);
+        let (sub_group, sub_version) = served.response_group_version(sub);
+        let (sub_group, sub_version) = if sub_group == group && sub_version == version {
+            ("", "")
+        } else {
+            (sub_group, sub_version)
+        };
         let verbs: Vec<String> = sub.kind.verbs().iter().map(|v| v.to_string()).collect();
         subresources.push(json!({
             "subresource": sub.name,
-            "responseKind": {"group": group, "version": version, "kind": sub.response_kind},
+            "responseKind": {"group": sub_group, "version": sub_version, "kind": sub.response_kind},
             "verbs": sorted_verbs(&verbs),
         }));
     }

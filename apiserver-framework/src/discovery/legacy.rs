@@ -13,13 +13,37 @@ use super::{ServedGroup, ServedResource, ServedVersion};
 
 /// The `APIGroupList` served at `/apis`: one `APIGroup` per named group that serves at least
 /// one version, in the order given (the core group is listed by `api_versions` at `/api`).
+///
+/// As upstream writes it (`discovery/root.go`, encoded for the empty group-version): the list
+/// has a `kind` and no `apiVersion`, its groups neither.
 pub fn api_group_list(groups: &[ServedGroup]) -> Value {
     let groups: Vec<Value> = groups
         .iter()
         .filter(|g| !g.name.is_empty() && !g.versions.is_empty())
-        .map(api_group)
+        .map(|g| {
+            let mut group = api_group(g);
+            if let Value::Object(map) = &mut group {
+                map.remove("kind");
+                map.remove("apiVersion");
+            }
+            group
+        })
         .collect();
-    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+    json!({"kind": "APIGroupList", "groups": groups})
+}
+
+/// Sets every group's `serverAddressByClientCIDRs` in an `APIGroupList` to one entry telling
+/// every client (`0.0.0.0/0`) to keep using `server_address`, as upstream's root handler does
+/// for the groups a server serves itself.
+pub fn with_server_address(list: &mut Value, server_address: &str) {
+    if let Some(groups) = list.get_mut("groups").and_then(Value::as_array_mut) {
+        for g in groups.iter_mut().filter_map(Value::as_object_mut) {
+            g.insert(
+                "serverAddressByClientCIDRs".into(),
+                json!([{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}]),
+            );
+        }
+    }
 }
 
 /// The `APIVersions` served at `/api` for the core group: its versions in order of preference,

@@ -133,6 +133,7 @@ fn apply_to(
     opts: &WriteOptions,
 ) -> Result<Value, ApiError> {
     let api_version = info.api_version();
+    check_object_type(config, &api_version, &info.kind)?;
     let ctx = apply::Context {
         schema,
         manager: &opts.field_manager,
@@ -149,6 +150,24 @@ fn apply_to(
     let (mut object, managed) = apply::apply_across(&ctx, versions, live, config, managed, force)?;
     managed.write_to(&mut object);
     Ok(object)
+}
+
+/// Upstream's first check of an apply (its field manager's `versionCheckManager`): the
+/// configuration's apiVersion and kind are the endpoint's, else 400
+/// `invalid object type: <group>/<version>, Kind=<kind>` (Go's `GroupVersionKind` text).
+fn check_object_type(config: &Value, api_version: &str, kind: &str) -> Result<(), ApiError> {
+    let given_version = config
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let given_kind = config.get("kind").and_then(Value::as_str).unwrap_or("");
+    if given_version == api_version && given_kind == kind {
+        return Ok(());
+    }
+    let (group, version) = given_version.split_once('/').unwrap_or(("", given_version));
+    Err(ApiError::bad_request(format!(
+        "invalid object type: {group}/{version}, Kind={given_kind}"
+    )))
 }
 
 /// Applies `body` to object `name` (or its `status`); creates the object when absent. A large

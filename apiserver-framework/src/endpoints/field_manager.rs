@@ -8,14 +8,22 @@ use crate::registry::rest::options::WriteOptions;
 pub const MAX_FIELD_MANAGER_LENGTH: usize = 128;
 
 /// The manager of a write that names none: the user agent up to its first `/` (as upstream,
-/// so `kubectl/v1.33.0 (linux/amd64)` writes as `kubectl`), at most 128 bytes.
+/// so `kubectl/v1.33.0 (linux/amd64)` writes as `kubectl`), its non-printable characters
+/// dropped, at most 128 bytes; `unknown` when that leaves nothing (upstream's
+/// `prefixFromUserAgent`, then `buildManagerInfo`'s default).
 pub fn default_manager(user_agent: Option<&str>) -> String {
     let prefix = user_agent.unwrap_or("").split('/').next().unwrap_or("");
-    let mut end = prefix.len().min(MAX_FIELD_MANAGER_LENGTH);
-    while !prefix.is_char_boundary(end) {
-        end -= 1;
+    let mut manager = String::new();
+    for c in prefix.chars().filter(|c| !c.is_control()) {
+        if manager.len() + c.len_utf8() > MAX_FIELD_MANAGER_LENGTH {
+            break;
+        }
+        manager.push(c);
     }
-    prefix[..end].to_string()
+    if manager.is_empty() {
+        manager.push_str("unknown");
+    }
+    manager
 }
 
 fn invalid_options(kind: &str, errors: &[FieldError]) -> ApiError {
@@ -112,7 +120,9 @@ mod tests {
             "kubectl"
         );
         assert_eq!(default_manager(Some("my-controller")), "my-controller");
-        assert_eq!(default_manager(None), "");
+        assert_eq!(default_manager(None), "unknown");
+        assert_eq!(default_manager(Some("/v1")), "unknown");
+        assert_eq!(default_manager(Some("a\u{7}b/1")), "ab");
         assert_eq!(default_manager(Some(&"x".repeat(300))).len(), 128);
     }
 

@@ -46,11 +46,40 @@ pub async fn handle(
         .headers()
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok());
+    // The router's check first: an `Accept` of nothing any route produces never reaches the
+    // handler (no deprecation warning either).
+    if !negotiation::route_accepts(accept, negotiation::ROUTED_MEDIA_TYPES) {
+        let produces = if path.name.is_none() && req.method() == Method::GET {
+            negotiation::LIST_ROUTE_MEDIA_TYPES
+        } else {
+            negotiation::ROUTE_MEDIA_TYPES
+        };
+        return error_response(negotiation::route_not_acceptable(produces));
+    }
     let output = match negotiation::negotiate(accept, query.get("includeObject")) {
         Ok(o) => o,
-        Err(e) => return error_response(e),
+        Err(e) => {
+            // The route matched: its deprecation warning comes with the 406, as upstream's
+            // route handler adds it before negotiating.
+            let mut res = error_response(e);
+            add_warnings(
+                &mut res,
+                storage.deprecation_warning().map(str::to_string),
+                Vec::new(),
+            );
+            return res;
+        }
     };
     let info = storage.info();
+    // An encoded slash in a name is a path separator to upstream's router, whose routes
+    // then match nothing.
+    if path
+        .name
+        .as_deref()
+        .is_some_and(|n| n.contains("%2F") || n.contains("%2f"))
+    {
+        return error_response(ApiError::route_not_found());
+    }
     // The path must fit the resource's scope.
     if info.namespaced() {
         ctx.namespace = path.namespace.clone();
@@ -58,20 +87,61 @@ pub async fn handle(
         return error_response(ApiError::route_not_found());
     }
     let warnings = body_checks::Collected::default();
+    let mut routed = true;
     let mut res = match dispatch(&storage, &ctx, req, path, verb, &query, &output, &warnings).await
     {
         Ok(res) => res,
-        Err(e) => response::error(&output, &e),
+        Err(e) => {
+            routed = !is_route_miss(&e);
+            response::error(&output, &e)
+        }
     };
     let mut texts = warnings.texts();
-    if let Some(text) = storage.deprecation_warning() {
-        texts.insert(0, text.to_string());
-    }
     texts.extend(ctx.notes.warnings());
+    // A path or method no route serves (404 and 405 of the router, as an unknown
+    // subresource or a HEAD) never reached the version's handler: no deprecation warning,
+    // as upstream's, whose warning belongs to the route.
+    let deprecation = storage
+        .deprecation_warning()
+        .filter(|_| routed)
+        .map(str::to_string);
+    add_warnings(&mut res, deprecation, texts);
+    res
+}
+
+/// Upstream's refusal of a read's `export` parameter (removed in 1.14): 400 when it is true,
+/// 400 when it is no boolean, ignored when false (upstream's `GetResource`).
+fn check_export(query: &Query) -> Result<(), ApiError> {
+    let Some(value) = query.get("export") else {
+        return Ok(());
+    };
+    match value {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Err(ApiError::bad_request(
+            "the export parameter, deprecated since v1.14, is no longer supported",
+        )),
+        "" | "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(()),
+        other => Err(ApiError::bad_request(format!(
+            "the export parameter cannot be parsed: strconv.ParseBool: parsing {}: invalid syntax",
+            crate::quote::go_quote(other)
+        ))),
+    }
+}
+
+/// Whether `e` is the router's answer to a path, method or body type it serves no route for.
+fn is_route_miss(e: &ApiError) -> bool {
+    *e == ApiError::route_not_found()
+        || *e == ApiError::method_not_allowed()
+        || *e == negotiation::route_unsupported_media_type()
+}
+
+/// Adds `Warning` headers: the deprecation warning first, then `texts`.
+fn add_warnings(res: &mut Response<Body>, deprecation: Option<String>, mut texts: Vec<String>) {
+    if let Some(text) = deprecation {
+        texts.insert(0, text);
+    }
     for value in warning::header_values(&texts) {
         res.headers_mut().append(header::WARNING, value);
     }
-    res
 }
 
 fn error_response(e: ApiError) -> Response<Body> {
@@ -174,11 +244,17 @@ async fn dispatch(
             response::list(output, info, list)
         }
         (Verb::Get, Some(n)) => {
+            check_export(query)?;
+            // A read's resourceVersion must be a number when given (upstream fails it, as a
+            // 500; a client's mistake is a 400 here), though any number reads the latest.
+            if let Some(rv) = query.get("resourceVersion").filter(|rv| !rv.is_empty()) {
+                crate::endpoints::query::parse_resource_version(rv)?;
+            }
             let obj = storage.get(ctx, n).await?;
             response::object(StatusCode::OK, output, info, obj)
         }
         (Verb::Create, None) if collection_allowed => {
-            let mut opts = query.write_options()?;
+            let mut opts = query.write_options("CreateOptions")?;
             field_manager::check_write("CreateOptions", &mut opts, user_agent(&req))?;
             let audit = AuditHook::of(req.extensions());
             let body = read_write_body(req, storage.as_ref(), &opts, warnings).await?;
@@ -187,7 +263,7 @@ async fn dispatch(
             response::object(StatusCode::CREATED, output, info, obj)
         }
         (Verb::Update, Some(n)) => {
-            let mut opts = query.write_options()?;
+            let mut opts = query.write_options("UpdateOptions")?;
             field_manager::check_write("UpdateOptions", &mut opts, user_agent(&req))?;
             let audit = AuditHook::of(req.extensions());
             let body = read_write_body(req, storage.as_ref(), &opts, warnings).await?;
@@ -196,7 +272,7 @@ async fn dispatch(
             response::object(StatusCode::OK, output, info, obj)
         }
         (Verb::Patch, Some(n)) => {
-            let mut opts = query.write_options()?;
+            let mut opts = query.write_options("PatchOptions")?;
             let kind = patch::PatchKind::from_content_type(&content_type(&req))?;
             field_manager::check_patch(kind, &mut opts, user_agent(&req))?;
             let audit = AuditHook::of(req.extensions());
@@ -287,7 +363,7 @@ async fn scale(
             return response::object(StatusCode::OK, output, &info, to_scale(&obj)?);
         }
         Verb::Update => {
-            let mut opts = query.write_options()?;
+            let mut opts = query.write_options("UpdateOptions")?;
             field_manager::check_write("UpdateOptions", &mut opts, user_agent(&req))?;
             let audit = AuditHook::of(req.extensions());
             let desired = read_object(req).await?;
@@ -299,7 +375,7 @@ async fn scale(
                 .await?
         }
         Verb::Patch => {
-            let mut opts = query.write_options()?;
+            let mut opts = query.write_options("PatchOptions")?;
             let kind = patch::PatchKind::from_content_type(&content_type(&req))?;
             field_manager::check_patch(kind, &mut opts, user_agent(&req))?;
             let audit = AuditHook::of(req.extensions());

@@ -348,6 +348,56 @@ fn choose_parsed(header: &str) -> Option<Choice> {
         })
 }
 
+/// Whether `accept` names a media type a route producing `produces` serves, as upstream's
+/// router (go-restful) reads it before any handler runs: some clause, parameters cut off, is
+/// `*/*` or one of `produces` exactly (so `application/*` is not). A missing header is `*/*`.
+pub fn route_accepts(accept: Option<&str>, produces: &[&str]) -> bool {
+    let header = accept.unwrap_or("");
+    if header.trim().is_empty() {
+        return true;
+    }
+    header.split(',').any(|clause| {
+        let media = clause.split(';').next().unwrap_or("").trim();
+        media == "*/*" || produces.contains(&media)
+    })
+}
+
+/// Upstream's router's 406 for an `Accept` no route of the path produces (go-restful's text,
+/// listing what the routes produce), a Status with empty details.
+pub fn route_not_acceptable(produces: &[&str]) -> ApiError {
+    ApiError::new(
+        406,
+        crate::error::StatusReason::NotAcceptable.as_str(),
+        format!(
+            "406: Not Acceptable\n\nAvailable representations: {}",
+            produces.join(", ")
+        ),
+    )
+    .with_details(crate::error::StatusDetails::default())
+}
+
+/// Upstream's router's 415 for a body type no route of the path consumes (go-restful's
+/// text), a Status with empty details.
+pub fn route_unsupported_media_type() -> ApiError {
+    ApiError::new(
+        415,
+        crate::error::StatusReason::UnsupportedMediaType.as_str(),
+        "415: Unsupported Media Type",
+    )
+    .with_details(crate::error::StatusDetails::default())
+}
+
+/// What a resource route produces, as its 406 lists it.
+pub const ROUTE_MEDIA_TYPES: &[&str] = &[JSON, YAML];
+
+/// What a collection's GET route produces: the resource's types and the watch stream's.
+pub const LIST_ROUTE_MEDIA_TYPES: &[&str] = &[JSON, YAML, "application/json;stream=watch"];
+
+/// The media types the router lets through to a handler: what it produces and protobuf,
+/// which upstream's routes produce (here the handler refuses it, as it refuses another
+/// conversion, with its own 406).
+pub const ROUTED_MEDIA_TYPES: &[&str] = &[JSON, YAML, PROTOBUF];
+
 /// Choose the representation of a response from the `Accept` header and the `includeObject`
 /// query parameter.
 ///

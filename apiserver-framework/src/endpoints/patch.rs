@@ -71,7 +71,8 @@ impl PatchKind {
             "application/merge-patch+json" => Ok(PatchKind::Merge),
             "application/strategic-merge-patch+json" => Ok(PatchKind::Strategic),
             "application/apply-patch+yaml" => Ok(PatchKind::Apply),
-            _ => Err(ApiError::unsupported_media_type(PATCH_TYPES)),
+            // Upstream's router refuses another type before its handler runs.
+            _ => Err(crate::endpoints::negotiation::route_unsupported_media_type()),
         }
     }
 }

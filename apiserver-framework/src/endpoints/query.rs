@@ -80,19 +80,14 @@ impl Query {
         Ok(self.bool("watch")?.unwrap_or(false))
     }
 
-    /// `dryRun`: only `All` is valid.
-    fn dry_run(&self) -> Result<bool, ApiError> {
-        let mut dry = false;
-        for v in self.all("dryRun") {
-            if v == "All" {
-                dry = true;
-            } else {
-                return Err(ApiError::bad_request(format!(
-                    "dryRun: Unsupported value: {v:?}: supported values: \"All\""
-                )));
-            }
+    /// `dryRun`: only `All` is valid (the values, for upstream's `Unsupported value: [...]`).
+    fn dry_run(&self) -> Result<bool, Vec<String>> {
+        let values: Vec<String> = self.all("dryRun").map(str::to_string).collect();
+        if values.iter().all(|v| v == "All") {
+            Ok(!values.is_empty())
+        } else {
+            Err(values)
         }
-        Ok(dry)
     }
 
     /// List and watch options.
@@ -124,20 +119,39 @@ impl Query {
         Ok(opts)
     }
 
-    /// Create, update and patch options.
-    pub fn write_options(&self) -> Result<WriteOptions, ApiError> {
+    /// Create, update and patch options; `kind` names the options (`CreateOptions`,
+    /// `UpdateOptions`, `PatchOptions`) in upstream's 422 for values it does not support
+    /// (`ValidateCreateOptions` and its twins: `dryRun`, `fieldValidation`).
+    pub fn write_options(&self, kind: &str) -> Result<WriteOptions, ApiError> {
+        let mut errors = Vec::new();
         let field_validation = match self.get("fieldValidation").unwrap_or("") {
             "" | "Warn" => FieldValidation::Warn,
             "Ignore" => FieldValidation::Ignore,
             "Strict" => FieldValidation::Strict,
             other => {
-                return Err(ApiError::bad_request(format!(
-                    "fieldValidation parameter unsupported: {other}. Supported values are Ignore, Warn, and Strict"
-                )));
+                errors.push(FieldError::not_supported(
+                    "fieldValidation",
+                    other,
+                    &["", "Ignore", "Strict", "Warn"],
+                ));
+                FieldValidation::Warn
             }
         };
+        let dry_run = self.dry_run().unwrap_or_else(|values| {
+            errors.insert(0, FieldError::not_supported("dryRun", values, &["All"]));
+            false
+        });
+        if !errors.is_empty() {
+            return Err(ApiError::invalid_with(
+                &format!("{kind}.meta.k8s.io"),
+                "meta.k8s.io",
+                kind,
+                "",
+                &errors,
+            ));
+        }
         Ok(WriteOptions {
-            dry_run: self.dry_run()?,
+            dry_run,
             field_manager: self.get("fieldManager").unwrap_or("").to_string(),
             field_validation,
             force: self.bool("force")?,
@@ -147,8 +161,14 @@ impl Query {
 
     /// Delete options from the query (a body, if any, is merged by the caller).
     pub fn delete_options(&self) -> Result<DeleteOptions, ApiError> {
+        let dry_run = self.dry_run().map_err(|values| {
+            let bad = values.into_iter().find(|v| v != "All").unwrap_or_default();
+            ApiError::bad_request(format!(
+                "dryRun: Unsupported value: {bad:?}: supported values: \"All\""
+            ))
+        })?;
         Ok(DeleteOptions {
-            dry_run: self.dry_run()?,
+            dry_run,
             grace_period_seconds: self.int("gracePeriodSeconds")?,
             precondition_uid: None,
             precondition_resource_version: None,

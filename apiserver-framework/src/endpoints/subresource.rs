@@ -39,7 +39,7 @@ pub async fn serve(
             object_reply(StatusCode::OK, output, reply)
         }
         (SubresourceKind::Action, Verb::Create) if method == Method::POST => {
-            let opts = Query::parse(req.uri().query()).write_options()?;
+            let opts = Query::parse(req.uri().query()).write_options("CreateOptions")?;
             let format = negotiation::body_format(
                 req.headers()
                     .get(header::CONTENT_TYPE)

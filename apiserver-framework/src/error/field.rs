@@ -71,12 +71,14 @@ impl FieldError {
         )
     }
 
-    /// The value is longer than `max` bytes (`Too long: must have at most <max> bytes`).
+    /// The value is longer than `max` bytes (`Too long: may not be more than <max> bytes`,
+    /// upstream's `field.TooLong` of the pinned release).
     pub fn too_long(field: impl Into<String>, max: usize) -> Self {
+        let unit = if max == 1 { "byte" } else { "bytes" };
         Self::new(
             field,
             FieldErrorKind::TooLong,
-            format!("must have at most {max} bytes"),
+            format!("may not be more than {max} {unit}"),
         )
     }
 

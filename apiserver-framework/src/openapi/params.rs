@@ -79,11 +79,6 @@ pub(crate) fn options_params(schema: &serde_json::Value) -> Vec<QueryParam> {
 use ParamType::{Boolean, Integer, String as Str};
 
 static PRETTY: QueryParam = param("pretty", Str, "If 'true', the output is pretty printed.");
-static RESOURCE_VERSION: QueryParam = param(
-    "resourceVersion",
-    Str,
-    "Which version of the data to serve. Unset means the most recent; \"0\" means any version; any other value means a version not older than the given one (see resourceVersionMatch).",
-);
 static DRY_RUN: QueryParam = param(
     "dryRun",
     Str,
@@ -205,7 +200,10 @@ pub(crate) fn query_params(action: Action) -> Vec<QueryParam> {
         Action::Discovery => return Vec::new(),
         // Custom subresources document their own options (`options_params`).
         Action::GetWithOptions | Action::ConnectGet | Action::ConnectPost => {}
-        Action::Get => out.push(&RESOURCE_VERSION),
+        // Upstream documents only `pretty` for a read of one object (its GetOptions'
+        // resourceVersion is accepted but not published), so kubectl explain and generated
+        // clients see the same operation.
+        Action::Get => {}
         Action::List | Action::Watch | Action::WatchList => out.extend(LIST),
         Action::Create | Action::Replace => {
             out.extend([&DRY_RUN, &FIELD_MANAGER, &FIELD_VALIDATION]);

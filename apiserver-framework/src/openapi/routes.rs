@@ -164,10 +164,11 @@ pub(crate) use crate::endpoints::patch::PATCH_TYPES;
 
 /// Media types an operation's request body may have.
 pub(crate) fn consumes(action: Action) -> Vec<&'static str> {
-    if action == Action::Patch {
-        PATCH_TYPES.to_vec()
-    } else {
-        vec!["*/*"]
+    match action {
+        Action::Patch => PATCH_TYPES.to_vec(),
+        // Upstream's discovery routes list the types they produce (here JSON and YAML).
+        Action::Discovery => vec!["application/json", "application/yaml"],
+        _ => vec!["*/*"],
     }
 }
 

@@ -96,8 +96,17 @@ pub fn object_schema(description: &str, spec: Value, status: Option<Value>, flat
             }
         }
     } else {
+        // `spec` may be left out when none of its fields is required: it decodes as an empty
+        // spec then (as Kubernetes decodes a missing struct), so the schema requires it only
+        // when it has required fields, as upstream's optional `spec` of sample-apiserver.
+        let spec_has_required = spec
+            .get("required")
+            .and_then(Value::as_array)
+            .is_some_and(|r| !r.is_empty());
         properties.insert("spec".into(), spec);
-        required.push(Value::String("spec".into()));
+        if spec_has_required {
+            required.push(Value::String("spec".into()));
+        }
     }
     if let Some(status) = status {
         properties.insert("status".into(), status);

@@ -197,13 +197,19 @@ impl GenericApiServer {
         // The reading is shared with the request's extensions: routed by reference, not
         // copied.
         let parsed = ParsedRequest::of_request(&req);
+        // Discovery documents are read with GET only: another method is the router's 405.
+        let read = req.method() == Method::GET;
         match parsed.api_path() {
+            Some(ApiPath::Root | ApiPath::CoreRoot) if !read => {
+                ApiError::method_not_allowed().into_response_now()
+            }
             Some(ApiPath::Root) => self.apis_root(&req),
             Some(ApiPath::CoreRoot) => self.core_api(&req),
             Some(ApiPath::Group(g)) => {
                 let groups = self.chain_groups();
                 match groups.iter().find(|x| &x.name == g) {
-                    Some(group) => json_response(&legacy::api_group(group)),
+                    Some(_) if !read => ApiError::method_not_allowed().into_response_now(),
+                    Some(group) => discovery_response(&req, &legacy::api_group(group)),
                     None => self.unserved_group(),
                 }
             }
@@ -234,7 +240,16 @@ impl GenericApiServer {
         while !server.serves(group, Some(version)) {
             match &server.delegate {
                 Some(d) => server = d,
-                None => return self.unserved_group(),
+                None => {
+                    // A version the group does not serve is a route miss of the group's
+                    // handler (a Status); a group nobody serves, the not-found handler's.
+                    if self.aggregator.is_none()
+                        && self.chain_groups().iter().any(|g| g.name == group)
+                    {
+                        return ApiError::route_not_found().into_response_now();
+                    }
+                    return self.unserved_group();
+                }
             }
         }
         server.serve_own(req, api, user).await
@@ -252,7 +267,9 @@ impl GenericApiServer {
                     .find(|x| &x.name == g)
                     .and_then(|x| x.versions.iter().find(|x| &x.version == v));
                 match version {
-                    Some(version) => json_response(&legacy::api_resource_list(g, version)),
+                    Some(version) => {
+                        discovery_response(&req, &legacy::api_resource_list(g, version))
+                    }
                     None => ApiError::route_not_found().into_response_now(),
                 }
             }
@@ -316,13 +333,22 @@ impl GenericApiServer {
             "/livez" => &self.livez,
             _ => &self.readyz,
         };
+        // A check nobody registered is no route: a server of its own answers with its index
+        // of paths and 404, as upstream's not-found handler does.
+        if let Some(name) = check
+            && self.aggregator.is_none()
+            && !checks.contains(name)
+        {
+            return self.index(StatusCode::NOT_FOUND);
+        }
         crate::server::health::respond(checks, check, query).await
     }
 
     /// The answer to a path under `/apis/<group>[/<version>]` that no server of the chain
     /// serves. Behind an aggregator (a host cluster's chain, as kube-apiserver's), Go's plain
     /// `404 page not found`, as kube-apiserver answers it: its not-found handler, not a
-    /// Status. Otherwise a Status (route miss).
+    /// Status. Otherwise the index of served paths with 404, as a generic server's not-found
+    /// handler answers (sample-apiserver's).
     fn unserved_group(&self) -> Response<Body> {
         if self.aggregator.is_some() {
             raw(
@@ -331,14 +357,14 @@ impl GenericApiServer {
                 "404 page not found\n",
             )
         } else {
-            ApiError::route_not_found().into_response_now()
+            self.index(StatusCode::NOT_FOUND)
         }
     }
 
     /// The index of served paths (upstream answers unknown paths with it and 404).
     fn index(&self, code: StatusCode) -> Response<Body> {
+        let groups = self.chain_groups();
         let mut paths: Vec<String> = [
-            "/api",
             "/apis",
             "/healthz",
             "/livez",
@@ -351,7 +377,11 @@ impl GenericApiServer {
         .iter()
         .map(|p| p.to_string())
         .collect();
-        for g in self.chain_groups() {
+        // `/api` only where the core group is served (sample-apiserver's index has none).
+        if groups.iter().any(|g| g.name.is_empty()) {
+            paths.push("/api".to_string());
+        }
+        for g in groups {
             if g.name.is_empty() {
                 paths.extend(g.versions.iter().map(|v| format!("/api/{}", v.version)));
                 continue;
@@ -437,7 +467,13 @@ impl GenericApiServer {
         if aggregated::wants_aggregated(accept) {
             return aggregated_response(req, &docs.aggregated, &docs.aggregated_etag);
         }
-        let mut res = raw(StatusCode::OK, "application/json", docs.group_list.clone());
+        // A server of its own groups names its address in each group (upstream's root
+        // handler); an aggregator's list, like kube-aggregator's, does not.
+        let mut list: Value = serde_json::from_slice(&docs.group_list).unwrap_or(Value::Null);
+        if self.aggregator.is_none() {
+            legacy::with_server_address(&mut list, request_authority(req));
+        }
+        let mut res = discovery_response(req, &list);
         res.headers_mut()
             .insert(header::VARY, HeaderValue::from_static("Accept"));
         res
@@ -460,9 +496,9 @@ impl GenericApiServer {
                     .insert(header::VARY, HeaderValue::from_static("Accept"));
                 res
             }
-            // No core group is served here; like sample-apiserver, answer 404 so clients do
-            // not invent an empty core group.
-            None => ApiError::route_not_found().into_response_now(),
+            // No core group is served here; like sample-apiserver, answer 404 (its not-found
+            // handler's index of paths) so clients do not invent an empty core group.
+            None => self.unserved_group(),
         }
     }
 
@@ -564,6 +600,31 @@ fn request_authority(req: &Request<Body>) -> &str {
     match req.uri().authority() {
         Some(authority) => authority.as_str(),
         None => header_str(req, header::HOST),
+    }
+}
+
+/// A legacy discovery document in the media type `Accept` asks for, as upstream's discovery
+/// routes answer: its router's 406 for a type no route produces, the handler's 406 for one
+/// it does not serve here (aggregated discovery below `/apis`, a conversion), else JSON or
+/// YAML.
+fn discovery_response(req: &Request<Body>, v: &Value) -> Response<Body> {
+    use crate::endpoints::negotiation::{self, Output};
+    let accept = req
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|h| h.to_str().ok());
+    if !negotiation::route_accepts(accept, negotiation::ROUTED_MEDIA_TYPES) {
+        return negotiation::route_not_acceptable(negotiation::ROUTE_MEDIA_TYPES)
+            .into_response_now();
+    }
+    match negotiation::negotiate(accept, None) {
+        Ok(Output::Json) => json_response(v),
+        Ok(Output::Yaml) => match serde_yaml_ng::to_string(v) {
+            Ok(text) => raw(StatusCode::OK, "application/yaml", text),
+            Err(e) => ApiError::internal(e).into_response_now(),
+        },
+        Ok(_) => ApiError::not_acceptable(negotiation::ROUTE_MEDIA_TYPES).into_response_now(),
+        Err(e) => e.into_response_now(),
     }
 }
 

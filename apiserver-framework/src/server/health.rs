@@ -273,7 +273,13 @@ pub async fn respond(
         None => respond_all(checks, query.unwrap_or("")).await,
         Some(name) => match checks.get(name) {
             Some(check) => match check.check().await {
-                Ok(()) => text_response(StatusCode::OK, "ok".into()),
+                // Upstream writes a passing check's `ok` with fmt.Fprint: a sniffed text type,
+                // no nosniff (its failure goes through http.Error, which sets it).
+                Ok(()) => {
+                    let mut res = text_response(StatusCode::OK, "ok".into());
+                    res.headers_mut().remove(header::X_CONTENT_TYPE_OPTIONS);
+                    res
+                }
                 Err(err) => text_response(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     format!("internal server error: {err}\n"),
@@ -488,13 +494,17 @@ mod tests {
     #[tokio::test]
     async fn single_checks() {
         let (checks, hook) = sample();
-        let (status, body, _) = call(&checks, Some("ping"), None).await;
+        let (status, body, headers) = call(&checks, Some("ping"), None).await;
         assert_eq!((status, body.as_str()), (StatusCode::OK, "ok"));
+        // A passing check's `ok` carries no nosniff (upstream's fmt.Fprint), a failing one
+        // does (http.Error).
+        assert!(headers.get(header::X_CONTENT_TYPE_OPTIONS).is_none());
         let (status, body, headers) =
             call(&checks, Some("poststarthook/start-informers"), None).await;
         assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
         assert_eq!(body, "internal server error: not finished\n");
         assert_eq!(headers[header::CONTENT_TYPE], "text/plain; charset=utf-8");
+        assert_eq!(headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
         hook.set();
         let (status, body, _) = call(&checks, Some("poststarthook/start-informers"), None).await;
         assert_eq!((status, body.as_str()), (StatusCode::OK, "ok"));

@@ -112,9 +112,10 @@ pub struct FlunderStatus {
 )]
 #[serde(rename_all = "camelCase")]
 pub struct FischerSpec {
-    /// Names that Flunders may not have.
+    /// Names that Flunders may not have. Atomic, as upstream's `+listType=atomic`: a patch or
+    /// an apply replaces the whole list.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[resource(list_type = "set")]
+    #[resource(list_type = "atomic")]
     pub disallowed_flunders: Vec<String>,
 }
 
@@ -173,15 +174,32 @@ impl Strategy<v1beta1::Flunder> for FlunderStrategy {
     }
 }
 
-/// The Flunder kind as sample-apiserver serves it: `v1alpha1` and `v1beta1` (preferred by
-/// Kubernetes' version priority), converting through v1beta1, stored as `v1alpha1` (upstream's
-/// storage version; `--storage-version flunders.wardle.example.com=v1beta1` changes it).
+/// sample-apiserver's lifecycle of `v1alpha1` (its types' `+k8s:prerelease-lifecycle-gen`
+/// markers: introduced in 1.0, deprecated in 1.3, removed in 1.10): every answer about a
+/// v1alpha1 Flunder or Fischer carries upstream's warning
+/// `wardle.example.com/v1alpha1 Flunder is deprecated in v1.3+, unavailable in v1.10+`.
+pub fn v1alpha1_deprecation() -> Deprecation {
+    Deprecation::since(1, 3).removed_in(1, 10)
+}
+
+/// The Flunder kind as sample-apiserver serves it: `v1alpha1` (deprecated, see
+/// [`v1alpha1_deprecation`]) and `v1beta1` (preferred by Kubernetes' version priority),
+/// converting through v1beta1, stored as `v1alpha1` (upstream's storage version;
+/// `--storage-version flunders.wardle.example.com=v1beta1` changes it).
 pub fn flunder_kind() -> Kind<v1beta1::Flunder> {
     Kind::new()
         .version::<Flunder>()
         .version::<v1beta1::Flunder>()
         .storage_version("v1alpha1")
+        .deprecated("v1alpha1", v1alpha1_deprecation())
         .strategy(FlunderStrategy)
+}
+
+/// The Fischer kind: `v1alpha1` only, deprecated as Flunder's (see [`v1alpha1_deprecation`]).
+pub fn fischer_kind() -> Kind<Fischer> {
+    Kind::new()
+        .version::<Fischer>()
+        .deprecated("v1alpha1", v1alpha1_deprecation())
 }
 
 /// sample-apiserver's BanFlunder: refuses to create a Flunder whose name any Fischer lists in
@@ -222,14 +240,14 @@ impl AdmissionPlugin for BanFlunder {
 
 /// The wardle server as sample-apiserver serves it: Flunder in `v1alpha1` and `v1beta1`
 /// (see [`flunder_kind`]) with its subresources in `v1alpha1` (see [`subresources`]),
-/// Fischer in `v1alpha1`, and BanFlunder.
+/// Fischer in `v1alpha1` (see [`fischer_kind`]), and BanFlunder.
 pub fn app() -> App {
     App::new("wardle")
         .kind(flunder_kind())
         .subresource::<Flunder>(subresources::describe())
         .subresource::<Flunder>(subresources::topping())
         .subresource::<Flunder>(subresources::console())
-        .resource::<Fischer>()
+        .kind(fischer_kind())
         .admission(BanFlunder)
 }
 

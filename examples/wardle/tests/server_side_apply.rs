@@ -412,9 +412,10 @@ async fn apply_edge_cases_over_http() {
     )
     .await;
     assert_eq!(code, 400, "{v}");
+    // Upstream's field manager checks the configuration's type first (versionCheckManager).
     assert_eq!(
         v["message"],
-        "Incorrect version specified in apply patch. Specified patch version: wardle.example.com/v9, expected: wardle.example.com/v1alpha1"
+        "invalid object type: wardle.example.com/v9, Kind=Flunder"
     );
     let (code, _) = send(
         patch.clone(),

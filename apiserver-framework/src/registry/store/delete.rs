@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::Store;
 use super::errors::storage_error;
-use crate::error::{ApiError, Status, StatusDetails};
+use crate::error::{ApiError, Status, StatusDetails, StatusReason};
 use crate::registry::rest::options::{DeleteOptions, ListOptions};
 use crate::registry::rest::{DeleteOutcome, ObjectList, RequestContext, RestStorage};
 use crate::registry::store::encoding::with_resource_version;
@@ -38,8 +38,13 @@ impl<T: ApiResource> Store<T> {
         loop {
             let current = self.current(namespace, name).await?;
             let mut obj = self.decode_stored(&current)?;
-            check_preconditions(&self.info, &key, obj.meta(), opts)?;
+            check_preconditions(&self.info, obj.meta(), opts)?;
             self.admit_delete(ctx, &obj, opts.dry_run).await?;
+            if obj.meta().deletion_timestamp.is_none()
+                && let Some(finalizers) = garbage_collection_finalizers(obj.meta(), opts)
+            {
+                obj.meta_mut().finalizers = Some(finalizers);
+            }
             let has_finalizers = obj
                 .meta()
                 .finalizers
@@ -141,38 +146,92 @@ impl<T: ApiResource> Store<T> {
     }
 }
 
+/// The garbage collector's finalizer a delete asks for (upstream's
+/// `deletionFinalizersForGarbageCollection`): `orphan` when dependents are orphaned
+/// (`propagationPolicy=Orphan`, `orphanDependents=true`, or the object already asks for it),
+/// `foregroundDeletion` when they are deleted first (`propagationPolicy=Foreground`, or the
+/// object already asks for it); `Background`, the default, needs none. The object's finalizers
+/// then, when they change: the others kept in order, the collector's last. The object waits,
+/// marked for deletion, until the collector (kube-controller-manager's, which handles
+/// aggregated resources too) removes its finalizer.
+fn garbage_collection_finalizers(meta: &ObjectMeta, opts: &DeleteOptions) -> Option<Vec<String>> {
+    const ORPHAN: &str = "orphan";
+    const FOREGROUND: &str = "foregroundDeletion";
+    let current = meta.finalizers.clone().unwrap_or_default();
+    let has = |f: &str| current.iter().any(|c| c == f);
+    let policy = opts.propagation_policy.as_deref();
+    let orphan = match (policy, opts.orphan_dependents) {
+        (Some(p), _) => p == "Orphan",
+        (None, Some(o)) => o,
+        (None, None) => has(ORPHAN),
+    };
+    let foreground = !orphan
+        && match (policy, opts.orphan_dependents) {
+            (Some(p), _) => p == "Foreground",
+            (None, Some(_)) => false,
+            (None, None) => has(FOREGROUND),
+        };
+    let mut wanted: Vec<String> = current
+        .iter()
+        .filter(|f| *f != ORPHAN && *f != FOREGROUND)
+        .cloned()
+        .collect();
+    if orphan {
+        wanted.push(ORPHAN.to_string());
+    }
+    if foreground {
+        wanted.push(FOREGROUND.to_string());
+    }
+    let same = |a: &[String], b: &[String]| {
+        let set = |v: &[String]| v.iter().cloned().collect::<std::collections::BTreeSet<_>>();
+        set(a) == set(b)
+    };
+    (!same(&current, &wanted)).then_some(wanted)
+}
+
 /// The preconditions of a delete (`uid`, `resourceVersion`): one the object does not meet is
-/// upstream's 409 `Conflict`.
+/// upstream's 409 `Conflict` of `rest.BeforeDelete`, which checks them before deleting. As
+/// upstream's, it names the object by its kind (`Flunder.wardle.example.com "f"`, details
+/// `kind: Flunder`), not its resource.
 fn check_preconditions(
     info: &ResourceInfo,
-    key: &str,
     meta: &ObjectMeta,
     opts: &DeleteOptions,
 ) -> Result<(), ApiError> {
     let name = meta.name.clone().unwrap_or_default();
+    let conflict = |why: String| {
+        let group_kind = if info.group.is_empty() {
+            info.kind.clone()
+        } else {
+            format!("{}.{}", info.kind, info.group)
+        };
+        ApiError::new(
+            409,
+            StatusReason::Conflict.as_str(),
+            format!("Operation cannot be fulfilled on {group_kind} {name:?}: {why}"),
+        )
+        .with_details(StatusDetails {
+            name: name.clone(),
+            group: info.group.clone(),
+            kind: info.kind.clone(),
+            ..Default::default()
+        })
+    };
     if let Some(uid) = &opts.precondition_uid
         && Some(uid) != meta.uid.as_ref()
     {
-        return Err(ApiError::conflict(
-            info,
-            &name,
-            &format!(
-                "StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                meta.uid.clone().unwrap_or_default()
-            ),
-        ));
+        return Err(conflict(format!(
+            "the UID in the precondition ({uid}) does not match the UID in record ({}). The object might have been deleted and then recreated",
+            meta.uid.clone().unwrap_or_default()
+        )));
     }
     if let Some(rv) = &opts.precondition_resource_version
         && Some(rv) != meta.resource_version.as_ref()
     {
-        return Err(ApiError::conflict(
-            info,
-            &name,
-            &format!(
-                "StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                meta.resource_version.clone().unwrap_or_default()
-            ),
-        ));
+        return Err(conflict(format!(
+            "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({}). The object might have been modified",
+            meta.resource_version.clone().unwrap_or_default()
+        )));
     }
     Ok(())
 }
@@ -292,7 +351,7 @@ mod tests {
         assert_eq!(
             e.message,
             format!(
-                r#"Operation cannot be fulfilled on widgets.test.example.com "a": StorageError: invalid object, Code: 4, Key: /test.example.com/widgets/default/a, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: other, UID in object meta: {}"#,
+                r#"Operation cannot be fulfilled on Widget.test.example.com "a": the UID in the precondition (other) does not match the UID in record ({}). The object might have been deleted and then recreated"#,
                 w.metadata.uid.clone().unwrap()
             )
         );
@@ -303,7 +362,8 @@ mod tests {
         let e = store.delete(&fixture::ctx(), "a", &opts).await.unwrap_err();
         assert_eq!(e.code, 409);
         assert!(
-            e.message.contains("ResourceVersion in precondition: 1"),
+            e.message
+                .contains("the ResourceVersion in the precondition (1) does not match"),
             "{e:?}"
         );
         // Met preconditions delete.
@@ -313,6 +373,40 @@ mod tests {
             ..Default::default()
         };
         store.delete(&fixture::ctx(), "a", &opts).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn propagation_policies_ask_for_the_garbage_collectors_finalizers() {
+        let (store, _) = fixture::store();
+        for (name, policy, finalizer) in [
+            ("f", "Foreground", Some("foregroundDeletion")),
+            ("o", "Orphan", Some("orphan")),
+            ("b", "Background", None),
+        ] {
+            create(&store, Widget::new(name, "red")).await;
+            let opts = DeleteOptions {
+                propagation_policy: Some(policy.into()),
+                ..Default::default()
+            };
+            let out = store.delete(&fixture::ctx(), name, &opts).await.unwrap();
+            match (out, finalizer) {
+                (DeleteOutcome::Pending(obj), Some(f)) => {
+                    let v: Value = serde_json::from_slice(&obj).unwrap();
+                    assert_eq!(v["metadata"]["finalizers"], serde_json::json!([f]), "{v}");
+                    assert!(v["metadata"]["deletionTimestamp"].is_string(), "{v}");
+                }
+                (DeleteOutcome::Deleted(_), None) => {}
+                (other, f) => panic!("{policy}: {other:?}, expected the finalizer {f:?}"),
+            }
+        }
+        // orphanDependents=true is the Orphan policy.
+        create(&store, Widget::new("od", "red")).await;
+        let opts = DeleteOptions {
+            orphan_dependents: Some(true),
+            ..Default::default()
+        };
+        let out = store.delete(&fixture::ctx(), "od", &opts).await.unwrap();
+        assert!(matches!(out, DeleteOutcome::Pending(_)), "{out:?}");
     }
 
     #[tokio::test]

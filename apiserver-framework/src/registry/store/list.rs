@@ -54,6 +54,9 @@ impl<T: ApiResource> Store<T> {
         let prefix = self.collection_prefix(self.list_namespace(ctx));
         // resourceVersion=0 ("any"): what the watch cache holds, as upstream serves it.
         let from_cache = opts.continue_token.is_empty() && opts.resource_version == "0";
+        // A list served from the cache is served whole: upstream's cacher ignores `limit`
+        // there (no continue token, no remainingItemCount).
+        let limit = if from_cache { 0 } else { opts.limit };
         let (revision, mut start_after) = if !opts.continue_token.is_empty() {
             let (rev, key) = continue_token::decode(&opts.continue_token)
                 .map_err(|e| ApiError::bad_request(format!("invalid continue token: {e}")))?;
@@ -65,7 +68,7 @@ impl<T: ApiResource> Store<T> {
             (rev, Some(key))
         } else {
             let exact = opts.resource_version_match == "Exact"
-                || (opts.resource_version_match.is_empty() && opts.limit > 0);
+                || (opts.resource_version_match.is_empty() && limit > 0);
             match opts.resource_version.as_str() {
                 "" | "0" => (None, None),
                 rv => {
@@ -85,11 +88,7 @@ impl<T: ApiResource> Store<T> {
         let mut read_revision = revision;
         // Pages are read until `limit` objects matched the selectors or the collection ends.
         let (more, remaining, last_key) = loop {
-            let want = if opts.limit > 0 {
-                opts.limit - items.len()
-            } else {
-                0
-            };
+            let want = if limit > 0 { limit - items.len() } else { 0 };
             let page = self
                 .storage
                 .list(ListRequest {
@@ -120,7 +119,7 @@ impl<T: ApiResource> Store<T> {
                     items.push(self.known_start.versioned(kv.value, kv.mod_revision));
                 }
             }
-            if !page.more || (opts.limit > 0 && items.len() >= opts.limit) {
+            if !page.more || (limit > 0 && items.len() >= limit) {
                 break (page.more, page.remaining, last);
             }
             start_after = last;

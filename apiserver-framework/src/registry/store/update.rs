@@ -106,6 +106,7 @@ impl<T: ApiResource> Store<T> {
         let namespace = self.namespace(ctx)?;
         let old = self.decode_stored(current)?;
         self.check_target(&mut new, name, namespace)?;
+        self.check_uid_precondition(&new, &old, name, namespace)?;
         self.check_resource_version(&new, name, current)?;
         let write = Write {
             operation: Operation::Update,
@@ -121,6 +122,7 @@ impl<T: ApiResource> Store<T> {
             errs.extend(carry_server_meta(&old, &mut new));
             self.strategy.prepare_for_update(&mut new, &old);
             self.strategy.default(&mut new);
+            bump_generation(&old, &mut new);
         }
         errs.extend(validation::object_meta(new.meta()));
         errs.extend(finalizers_while_deleting(&old, &new));
@@ -210,8 +212,34 @@ impl<T: ApiResource> Store<T> {
         Ok(())
     }
 
+    /// A uid in the new object is a precondition (upstream's `UpdatedObjectInfo`): one other
+    /// than the stored object's is upstream's storage error, a 409 `Conflict` naming the key.
+    fn check_uid_precondition(
+        &self,
+        new: &T,
+        old: &T,
+        name: &str,
+        namespace: Option<&str>,
+    ) -> Result<(), WriteError> {
+        let Some(uid) = new.meta().uid.as_deref().filter(|u| !u.is_empty()) else {
+            return Ok(());
+        };
+        let stored = old.meta().uid.as_deref().unwrap_or_default();
+        if uid == stored {
+            return Ok(());
+        }
+        let key = self.key(namespace, name);
+        Err(WriteError::Conflict(ApiError::conflict(
+            &self.info,
+            name,
+            &format!(
+                "StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: {uid}, UID in object meta: {stored}"
+            ),
+        )))
+    }
+
     /// Writes the encoded update over `current` (nothing when it is unchanged or a dry run);
-    /// an object being deleted whose last finalizer is gone is deleted right after.
+    /// an object being deleted whose last finalizer is gone is deleted instead.
     async fn store_update(
         &self,
         namespace: Option<&str>,
@@ -230,20 +258,21 @@ impl<T: ApiResource> Store<T> {
         }
         let key = self.key(namespace, name);
         let failed = |op, e| WriteError::storage(&self.info, op, name, e);
+        if pending_delete {
+            // The last finalizer is gone from an object being deleted: it disappears now,
+            // without the update being written (upstream's `errEmptiedFinalizers` path), so
+            // watchers see one DELETED event carrying the object as last stored.
+            self.storage
+                .delete(&key, Some(current.mod_revision))
+                .await
+                .map_err(|e| failed("delete", e))?;
+            return Ok(with_resource_version(&bytes, current.mod_revision));
+        }
         let rev = self
             .storage
             .update(&key, bytes.clone(), current.mod_revision)
             .await
             .map_err(|e| failed("update", e))?;
-        if pending_delete {
-            // The last finalizer is gone from an object being deleted: it disappears now.
-            let (_, last) = self
-                .storage
-                .delete(&key, Some(rev))
-                .await
-                .map_err(|e| failed("delete", e))?;
-            return Ok(with_resource_version(&last.value, rev));
-        }
         Ok(with_resource_version(&bytes, rev))
     }
 }
@@ -261,8 +290,8 @@ fn status_write<T: ApiResource>(old: &T, mut new: T, opts: &WriteOptions) -> T {
 }
 
 /// A write to the object itself keeps the stored status and what the server owns in metadata
-/// (uid, namespace, creation and deletion, generation); the generation goes up when the spec
-/// changes. A uid other than the stored one is an error.
+/// (uid, namespace, creation and deletion, generation; see [`bump_generation`]). A uid other
+/// than the stored one is an error.
 fn carry_server_meta<T: ApiResource>(old: &T, new: &mut T) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if T::has_status() {
@@ -286,11 +315,17 @@ fn carry_server_meta<T: ApiResource>(old: &T, new: &mut T) -> Vec<FieldError> {
     new_meta.deletion_timestamp = old_meta.deletion_timestamp.clone();
     new_meta.deletion_grace_period_seconds = old_meta.deletion_grace_period_seconds;
     new_meta.generation = old_meta.generation;
+    errs
+}
+
+/// The generation goes up when the spec changed: compared once the new object is defaulted,
+/// as upstream decodes (and defaults) a body before its strategy compares, so that a field
+/// the body leaves to its default is no change.
+fn bump_generation<T: ApiResource>(old: &T, new: &mut T) {
     if new.spec_differs(old) {
         let g = new.meta().generation.unwrap_or(0) + 1;
         new.meta_mut().generation = Some(g);
     }
-    errs
 }
 
 /// No finalizer may be added to an object being deleted.
@@ -457,8 +492,16 @@ mod tests {
         assert!(out.status.is_none());
         let mut uid = w.clone();
         uid.metadata.uid = Some("other".into());
+        // Another uid is a failed precondition, as upstream's storage reports it.
         let e = put(&store, &uid, None).await.unwrap_err();
-        assert_eq!(e.details.unwrap().causes[0].field, "metadata.uid");
+        assert_eq!((e.code, e.reason.as_str()), (409, "Conflict"));
+        assert!(
+            e.message.ends_with(&format!(
+                "Precondition failed: UID in precondition: other, UID in object meta: {}",
+                w.metadata.uid.clone().unwrap()
+            )),
+            "{e:?}"
+        );
     }
 
     #[tokio::test]

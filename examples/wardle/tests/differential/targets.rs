@@ -1,0 +1,97 @@
+//! The three servers the corpus is sent to, each behind a dev host of its own (which answers
+//! their TokenReviews and SubjectAccessReviews): Kubernetes' sample-apiserver on etcd 3.6, the
+//! reference; wardle on etcd 3.6; wardle on its embedded store. Requests go to each server
+//! directly, not through the aggregator, so that what is compared is the server's own answer.
+
+use std::collections::HashMap;
+
+use std::time::Duration;
+
+use apiserver_framework::devhost::files::users;
+use apiserver_framework::testing::etcd::Etcd;
+use apiserver_framework::testing::tls;
+
+use super::answer::Target;
+use crate::client_go::build_upstream;
+use crate::stack::Stack;
+
+/// The running servers, and what they need kept alive.
+pub struct Targets {
+    /// sample-apiserver first, then wardle on etcd, then wardle on the embedded store.
+    pub targets: Vec<Target>,
+    /// The stacks (dev host and server), stopped on drop.
+    pub stacks: Vec<Stack>,
+    /// The two etcds.
+    _etcds: Vec<Etcd>,
+}
+
+impl Targets {
+    /// Builds what is missing (`scripts/build-upstream sample-apiserver`, `etcd`) and starts
+    /// the three servers.
+    pub async fn start() -> Targets {
+        let sample_apiserver = build_upstream("sample-apiserver", "sample-apiserver");
+        let etcd_binary = build_upstream("etcd", "etcd");
+        let upstream_etcd = Etcd::start_binary(&etcd_binary).expect("etcd 3.6 starts");
+        let wardle_etcd = Etcd::start_binary(&etcd_binary).expect("etcd 3.6 starts");
+        let (upstream_url, wardle_url) = (upstream_etcd.url(), wardle_etcd.url());
+        let on_etcd_flags = ["--etcd-servers", wardle_url.as_str()];
+        let (upstream, on_etcd, embedded) = tokio::join!(
+            Stack::start_sample_apiserver(sample_apiserver, &upstream_url),
+            Stack::start(&on_etcd_flags),
+            Stack::start(&[]),
+        );
+        let stacks = vec![upstream, on_etcd, embedded];
+        let names = ["sample-apiserver", "wardle (etcd)", "wardle (embedded)"];
+        let targets = stacks
+            .iter()
+            .zip(names)
+            .map(|(stack, name)| Target {
+                name,
+                url: stack.wardle_url(),
+                client: client(stack),
+                admin_token: stack.token(users::ADMIN),
+                bob_token: stack.token(users::BOB),
+                vars: HashMap::new(),
+            })
+            .collect();
+        Targets {
+            targets,
+            stacks,
+            _etcds: vec![upstream_etcd, wardle_etcd],
+        }
+    }
+
+    /// The logs of the three servers, for a failure's report.
+    pub fn logs(&self) -> String {
+        self.stacks
+            .iter()
+            .zip(&self.targets)
+            .map(|(s, t)| {
+                format!(
+                    "---- {} log (last 40 lines):\n{}",
+                    t.name,
+                    tail(&s.log(), 40)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// How long one answer may take: long, as the machine may be paused for minutes while
+/// another job measures (a watch's answer takes its `timeoutSeconds`).
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// A client trusting the stack's CA (which issued the server's certificate).
+fn client(stack: &Stack) -> reqwest::Client {
+    reqwest::Client::builder()
+        .use_preconfigured_tls(tls::http1_config(&stack.host.files.ca_pem))
+        .timeout(ANSWER_TIMEOUT)
+        .build()
+        .expect("a client")
+}
+
+fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
