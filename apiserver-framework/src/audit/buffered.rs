@@ -18,6 +18,7 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio::time::Instant;
 
 use super::backend::AuditBackend;
+use super::encoded::{Encoded, audit_ids};
 use super::event::Event;
 use super::truncate::Truncate;
 use super::webhook::WebhookClient;
@@ -41,20 +42,6 @@ impl Drop for Held {
     }
 }
 
-/// A writer that only counts: an event's size as JSON without building the JSON.
-struct Counter(usize);
-
-impl std::io::Write for Counter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 += buf.len();
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// Upstream's `BatchConfig` for the webhook.
 #[derive(Clone, Debug)]
 pub(crate) struct BatchConfig {
@@ -70,7 +57,7 @@ pub(crate) struct BatchConfig {
 
 /// The audit backend of batch mode: a bounded buffer in front of the batching task.
 pub(crate) struct BufferedBackend {
-    buffer: mpsc::Sender<(Event, Held)>,
+    buffer: mpsc::Sender<(Encoded, Held)>,
     held: Arc<AtomicUsize>,
     max_held: usize,
 }
@@ -91,14 +78,14 @@ impl BufferedBackend {
 
 impl AuditBackend for BufferedBackend {
     fn process(&self, event: &Event) {
-        let mut size = Counter(0);
-        let bytes = match serde_json::to_writer(&mut size, event) {
-            Ok(()) => size.0,
+        let encoded = match Encoded::new(event) {
+            Ok(encoded) => encoded,
             Err(e) => {
-                plugin_error("buffered", &e.to_string(), std::slice::from_ref(event));
+                plugin_error("buffered", &e.to_string(), &[&event.audit_id]);
                 return;
             }
         };
+        let bytes = encoded.json.len();
         let before = self.held.fetch_add(bytes, Ordering::AcqRel);
         let held = Held {
             bytes,
@@ -106,37 +93,36 @@ impl AuditBackend for BufferedBackend {
         };
         let refused = if before + bytes > self.max_held {
             "audit buffer holds its most bytes"
-        } else if self.buffer.try_send((event.clone(), held)).is_err() {
+        } else if self.buffer.try_send((encoded, held)).is_err() {
             "audit buffer queue blocked"
         } else {
             return;
         };
-        plugin_error("buffered", refused, std::slice::from_ref(event));
+        plugin_error("buffered", refused, &[&event.audit_id]);
     }
 }
 
-/// Counts `events` as failed in `apiserver_audit_error_total{plugin}` and logs them, as
-/// upstream's `HandlePluginError`.
-pub(crate) fn plugin_error(plugin: &str, error: &str, events: &[Event]) {
+/// Counts the events of `audit_ids` as failed in `apiserver_audit_error_total{plugin}` and
+/// logs them, as upstream's `HandlePluginError`.
+pub(crate) fn plugin_error(plugin: &str, error: &str, audit_ids: &[&str]) {
     metrics::global()
         .audit_errors
         .with_label_values(&[plugin])
-        .inc_by(events.len() as u64);
-    let ids: Vec<&str> = events.iter().map(|e| e.audit_id.as_str()).collect();
+        .inc_by(audit_ids.len() as u64);
     tracing::error!(
         plugin,
         error,
-        events = events.len(),
-        audit_ids = ?ids,
+        events = audit_ids.len(),
+        audit_ids = ?audit_ids,
         "Error in audit plugin '{plugin}' affecting {} audit events: {error}",
-        events.len()
+        audit_ids.len()
     );
 }
 
 /// Collects batches from `events` and sends each on a task of its own, until the buffer's
 /// sender is gone and every event taken has been handed on.
 async fn run(
-    mut events: mpsc::Receiver<(Event, Held)>,
+    mut events: mpsc::Receiver<(Encoded, Held)>,
     config: BatchConfig,
     truncate: Truncate,
     client: Arc<WebhookClient>,
@@ -160,10 +146,10 @@ async fn run(
             let (client, truncate) = (client.clone(), truncate.clone());
             tokio::spawn(async move {
                 // The bytes stay counted until the batch is sent or given up.
-                let (batch, _held): (Vec<Event>, Vec<Held>) = batch.into_iter().unzip();
+                let (batch, _held): (Vec<Encoded>, Vec<Held>) = batch.into_iter().unzip();
                 for part in truncate.split(batch) {
                     if let Err(e) = client.send(&part).await {
-                        plugin_error("webhook", &e.to_string(), &part);
+                        plugin_error("webhook", &e.to_string(), &audit_ids(&part));
                     }
                 }
                 drop(permit);
@@ -287,9 +273,7 @@ mod tests {
     async fn a_batch_ends_at_its_size_or_its_wait() {
         let (tx, mut rx) = mpsc::channel(10);
         for n in 0..5 {
-            tx.send(super::super::truncate::tests::event(&n.to_string(), 10))
-                .await
-                .unwrap();
+            tx.send(n).await.unwrap();
         }
         let (batch, open) = collect(&mut rx, 3, Duration::from_secs(30)).await;
         assert_eq!((batch.len(), open), (3, true));

@@ -6,6 +6,7 @@
 
 pub(crate) mod backend;
 pub(crate) mod buffered;
+pub(crate) mod encoded;
 pub(crate) mod event;
 pub(crate) mod filter;
 pub(crate) mod options;

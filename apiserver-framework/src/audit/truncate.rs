@@ -5,10 +5,7 @@
 //! so that each part stays within `max_batch_size` bytes.
 
 use super::buffered::plugin_error;
-use super::event::{Event, Level};
-
-/// The annotation a truncated event carries.
-const ANNOTATION: &str = "audit.k8s.io/truncated";
+use super::encoded::{Encoded, audit_ids};
 
 /// Upstream's truncate `Config`; `None` when truncating is off.
 #[derive(Clone, Debug, Default)]
@@ -21,7 +18,7 @@ impl Truncate {
     /// `batch` cut into the parts to send: every event within the event size (truncated if
     /// need be, dropped and counted if even that is too large), every part within the batch
     /// size. Without limits, the batch as it is.
-    pub(crate) fn split(&self, batch: Vec<Event>) -> Vec<Vec<Event>> {
+    pub(crate) fn split(&self, batch: Vec<Encoded>) -> Vec<Vec<Encoded>> {
         let Some((max_event, max_batch)) = self.limits else {
             return vec![batch];
         };
@@ -29,15 +26,12 @@ impl Truncate {
         let (mut part, mut part_size) = (Vec::new(), 0);
         let mut dropped = Vec::new();
         for mut event in batch {
-            let mut size = size_of(&event);
-            if size > max_event && event.level >= Level::Request {
-                event.request_object = None;
-                event.response_object = None;
-                event
-                    .annotations
-                    .insert(ANNOTATION.to_string(), "true".to_string());
-                size = size_of(&event);
+            if event.json.len() > max_event
+                && let Some(truncated) = event.without_objects()
+            {
+                event = truncated;
             }
+            let size = event.json.len();
             if size > max_event {
                 dropped.push(event);
                 continue;
@@ -56,23 +50,17 @@ impl Truncate {
             plugin_error(
                 "truncate",
                 "event is too large even after truncating",
-                &dropped,
+                &audit_ids(&dropped),
             );
         }
         parts
     }
 }
 
-/// An event's size as JSON.
-fn size_of(event: &Event) -> usize {
-    serde_json::to_vec(event)
-        .map(|v| v.len())
-        .unwrap_or(usize::MAX)
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::audit::event::Event;
 
     /// An event of level Request with `audit_id` and a request object of `body` bytes.
     pub(crate) fn event(audit_id: &str, body: usize) -> Event {
@@ -89,31 +77,35 @@ pub(crate) mod tests {
 
     #[test]
     fn large_events_lose_their_objects_and_batches_are_split_by_size() {
-        let small = size_of(&event("s", 10));
+        let encode = |id, body| Encoded::new(&event(id, body)).unwrap();
+        let small = encode("s", 10).json.len();
         let truncate = Truncate {
             limits: Some((small + 100, 2 * small + 50)),
         };
         let parts = truncate.split(vec![
-            event("a", 10),
-            event("b", 10_000),
-            event("c", 10),
-            event("d", 10),
+            encode("a", 10),
+            encode("b", 10_000),
+            encode("c", 10),
+            encode("d", 10),
         ]);
         let ids: Vec<Vec<&str>> = parts
             .iter()
             .map(|p| p.iter().map(|e| e.audit_id.as_str()).collect())
             .collect();
         assert_eq!(ids, [vec!["a", "b"], vec!["c", "d"]]);
-        let b = &parts[0][1];
+        let decode = |e: &Encoded| serde_json::from_slice::<Event>(&e.json).unwrap();
+        let b = decode(&parts[0][1]);
         assert!(b.request_object.is_none());
-        assert_eq!(b.annotations[ANNOTATION], "true");
-        assert!(parts[0][0].annotations.is_empty());
+        assert_eq!(b.annotations["audit.k8s.io/truncated"], "true");
+        assert!(decode(&parts[0][0]).annotations.is_empty());
     }
 
     #[test]
     fn without_limits_the_batch_is_sent_whole() {
-        let parts = Truncate::default().split(vec![event("a", 100_000), event("b", 1)]);
+        let big = Encoded::new(&event("a", 100_000)).unwrap();
+        let parts =
+            Truncate::default().split(vec![big.clone(), Encoded::new(&event("b", 1)).unwrap()]);
         assert_eq!(parts.len(), 1);
-        assert!(parts[0][0].request_object.is_some());
+        assert_eq!(parts[0][0].json, big.json, "sent as it came");
     }
 }

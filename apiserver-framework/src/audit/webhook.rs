@@ -17,9 +17,8 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use kube::config::{AuthInfo, Cluster, Kubeconfig};
 use secrecy::ExposeSecret;
-use serde_json::json;
 
-use super::event::Event;
+use super::encoded::{Encoded, event_list};
 use rustls::pki_types::PrivateKeyDer;
 use rustls::pki_types::pem::PemObject;
 
@@ -100,16 +99,8 @@ impl WebhookClient {
 
     /// Sends `events` as one `EventList`, trying again after each failure as upstream does
     /// (any failure is retried); the last failure once the tries run out.
-    pub(crate) async fn send(&self, events: &[Event]) -> Result<(), SendError> {
-        let body = Bytes::from(
-            serde_json::to_vec(&json!({
-                "kind": "EventList",
-                "apiVersion": "audit.k8s.io/v1",
-                "metadata": {},
-                "items": events,
-            }))
-            .map_err(|e| SendError(e.to_string()))?,
-        );
+    pub(crate) async fn send(&self, events: &[Encoded]) -> Result<(), SendError> {
+        let body = Bytes::from(event_list(events));
         let mut n = 0;
         loop {
             match self.post(body.clone()).await {
