@@ -11,9 +11,40 @@
 //! Not there yet: the `authorizer` variable (an expression naming it fails to evaluate) and
 //! upstream's cost limits (the evaluation is bounded only by the request's size limits).
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
 use kube_cel::KubeCelExt as _;
 use kube_cel::cel::{Context, Program, Value as CelValue};
 use serde_json::Value;
+
+/// The most compiled expressions kept; past it the cache starts over (the expressions come
+/// from the host's webhook configurations, so the set is small and changes rarely).
+const MAX_PROGRAMS: usize = 1024;
+
+/// Expressions compiled once, by their text: the host's configurations are read again for
+/// each request, their expressions are not compiled again.
+#[derive(Default)]
+pub(crate) struct Programs {
+    compiled: Mutex<HashMap<String, Arc<Result<Program, String>>>>,
+}
+
+impl Programs {
+    /// `expression` compiled, or why it does not compile.
+    fn get(&self, expression: &str) -> Arc<Result<Program, String>> {
+        let mut compiled = self.compiled.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(program) = compiled.get(expression) {
+            return program.clone();
+        }
+        if compiled.len() >= MAX_PROGRAMS {
+            compiled.clear();
+        }
+        let program =
+            Arc::new(Program::compile(expression).map_err(|e| format!("compilation failed: {e}")));
+        compiled.insert(expression.to_string(), program.clone());
+        program
+    }
+}
 
 /// What a webhook's conditions decided.
 #[derive(Debug, PartialEq)]
@@ -26,9 +57,13 @@ pub(crate) enum Matched {
     Error(String),
 }
 
-/// Evaluates `conditions` (name, expression) against a request's `review` (its
+/// Evaluates `conditions` (name, expression), compiled through `programs`, against a request's `review` (its
 /// `AdmissionReview`, as the webhook would receive it).
-pub(crate) fn evaluate(conditions: &[(String, String)], review: &Value) -> Matched {
+pub(crate) fn evaluate(
+    programs: &Programs,
+    conditions: &[(String, String)],
+    review: &Value,
+) -> Matched {
     if conditions.is_empty() {
         return Matched::Yes;
     }
@@ -55,9 +90,10 @@ pub(crate) fn evaluate(conditions: &[(String, String)], review: &Value) -> Match
     }
     let mut errors = Vec::new();
     for (name, expression) in conditions {
-        let result = Program::compile(expression)
-            .map_err(|e| format!("compilation failed: {e}"))
-            .and_then(|program| program.execute(&context).map_err(|e| e.to_string()));
+        let result = match &*programs.get(expression) {
+            Ok(program) => program.execute(&context).map_err(|e| e.to_string()),
+            Err(e) => Err(e.clone()),
+        };
         match result {
             Ok(CelValue::Bool(false)) => return Matched::No { name: name.clone() },
             Ok(CelValue::Bool(true)) => {}
@@ -109,13 +145,16 @@ mod tests {
                 "object.spec.items.all(i, i > 0) && object.spec.items.size() == 3",
             ),
         ]);
-        assert_eq!(evaluate(&all, &review()), Matched::Yes);
+        assert_eq!(
+            evaluate(&Programs::default(), &all, &review()),
+            Matched::Yes
+        );
         let one_false = conditions(&[
             ("label", "object.metadata.labels.tier == 'gold'"),
             ("not-bob", "request.userInfo.username == 'bob'"),
         ]);
         assert_eq!(
-            evaluate(&one_false, &review()),
+            evaluate(&Programs::default(), &one_false, &review()),
             Matched::No {
                 name: "not-bob".into()
             }
@@ -129,23 +168,35 @@ mod tests {
             ("false", "false"),
         ]);
         assert_eq!(
-            evaluate(&both, &review()),
+            evaluate(&Programs::default(), &both, &review()),
             Matched::No {
                 name: "false".into()
             }
         );
         let broken = conditions(&[("broken", "object.metadata.missing == 'x'")]);
         assert!(
-            matches!(evaluate(&broken, &review()), Matched::Error(e) if e.contains("object.metadata.missing"))
+            matches!(evaluate(&Programs::default(), &broken, &review()), Matched::Error(e) if e.contains("object.metadata.missing"))
         );
         let not_bool = conditions(&[("int", "1 + 1")]);
         assert!(
-            matches!(evaluate(&not_bool, &review()), Matched::Error(e) if e.contains("not a bool"))
+            matches!(evaluate(&Programs::default(), &not_bool, &review()), Matched::Error(e) if e.contains("not a bool"))
         );
         let syntax = conditions(&[("syntax", "object.(")]);
         assert!(
-            matches!(evaluate(&syntax, &review()), Matched::Error(e) if e.contains("compilation failed"))
+            matches!(evaluate(&Programs::default(), &syntax, &review()), Matched::Error(e) if e.contains("compilation failed"))
         );
+    }
+
+    #[test]
+    fn an_expression_is_compiled_once() {
+        let programs = Programs::default();
+        let label = conditions(&[("label", "object.metadata.labels.tier == 'gold'")]);
+        assert_eq!(evaluate(&programs, &label, &review()), Matched::Yes);
+        let first = programs.get("object.metadata.labels.tier == 'gold'");
+        assert_eq!(evaluate(&programs, &label, &review()), Matched::Yes);
+        let again = programs.get("object.metadata.labels.tier == 'gold'");
+        assert!(Arc::ptr_eq(&first, &again));
+        assert_eq!(programs.compiled.lock().unwrap().len(), 1);
     }
 
     #[test]
@@ -154,6 +205,9 @@ mod tests {
             ("regex", "object.spec.reference.matches('^[a-z]$')"),
             ("quantity", "quantity('1Gi').isGreaterThan(quantity('1Mi'))"),
         ]);
-        assert_eq!(evaluate(&k8s, &review()), Matched::Yes);
+        assert_eq!(
+            evaluate(&Programs::default(), &k8s, &review()),
+            Matched::Yes
+        );
     }
 }

@@ -141,6 +141,8 @@ fn validating_hooks(host: &HostObjects) -> Vec<Hook> {
 struct Dispatcher {
     host: HostObjects,
     resolver: Arc<dyn ServiceResolver>,
+    /// The `matchConditions` expressions, compiled once.
+    programs: conditions::Programs,
 }
 
 impl Dispatcher {
@@ -194,7 +196,7 @@ impl Dispatcher {
     ) -> Result<Option<review::Verdict>, ApiError> {
         let uid = uuid::Uuid::new_v4().to_string();
         let review = review::request(attrs, versioned, &uid);
-        match conditions::evaluate(&hook.match_conditions, &review) {
+        match conditions::evaluate(&self.programs, &hook.match_conditions, &review) {
             Matched::Yes => {}
             Matched::No { .. } => return Ok(None),
             Matched::Error(e) if hook.ignore_failures => {
@@ -271,7 +273,11 @@ pub struct MutatingAdmissionWebhook(Dispatcher);
 impl MutatingAdmissionWebhook {
     /// The plugin reading configurations from `host`, reaching services through `resolver`.
     pub fn new(host: HostObjects, resolver: Arc<dyn ServiceResolver>) -> Self {
-        MutatingAdmissionWebhook(Dispatcher { host, resolver })
+        MutatingAdmissionWebhook(Dispatcher {
+            host,
+            resolver,
+            programs: conditions::Programs::default(),
+        })
     }
 }
 
@@ -361,7 +367,11 @@ pub struct ValidatingAdmissionWebhook(Dispatcher);
 impl ValidatingAdmissionWebhook {
     /// The plugin reading configurations from `host`, reaching services through `resolver`.
     pub fn new(host: HostObjects, resolver: Arc<dyn ServiceResolver>) -> Self {
-        ValidatingAdmissionWebhook(Dispatcher { host, resolver })
+        ValidatingAdmissionWebhook(Dispatcher {
+            host,
+            resolver,
+            programs: conditions::Programs::default(),
+        })
     }
 }
 
