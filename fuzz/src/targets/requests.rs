@@ -76,7 +76,7 @@ pub fn query_options(data: &[u8]) {
     if let Err(e) = query.is_watch() {
         assert_client_error(&e, &input);
     }
-    if let Err(e) = query.write_options() {
+    if let Err(e) = query.write_options("CreateOptions") {
         assert_client_error(&e, &input);
     }
     match query.delete_options() {

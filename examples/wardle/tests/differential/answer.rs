@@ -209,15 +209,15 @@ fn parse(content_type: &str, bytes: &[u8], watch: bool) -> Body {
             .collect();
         return Body::Events(events);
     }
-    if media.contains("json") {
-        if let Ok(v) = serde_json::from_slice(bytes) {
-            return Body::Document(v);
-        }
+    if media.contains("json")
+        && let Ok(v) = serde_json::from_slice(bytes)
+    {
+        return Body::Document(v);
     }
-    if media.contains("yaml") {
-        if let Ok(v) = serde_yaml_ng::from_slice::<Value>(bytes) {
-            return Body::Document(v);
-        }
+    if media.contains("yaml")
+        && let Ok(v) = serde_yaml_ng::from_slice::<Value>(bytes)
+    {
+        return Body::Document(v);
     }
     Body::Text(String::from_utf8_lossy(bytes).into_owned())
 }
