@@ -12,6 +12,8 @@
 //! [`EncryptedStorage::rewrite_stale`] is the storage-migration step of a rotation: it writes
 //! every value the first provider did not write again (see [`rewrite`]).
 
+#[cfg(test)]
+mod fixtures;
 #[cfg(feature = "kms")]
 pub mod kms;
 pub mod provider;
@@ -316,24 +318,9 @@ impl Storage for EncryptedStorage {
 
 #[cfg(test)]
 mod tests {
+    use super::fixtures::{flunders as config, gcm};
     use super::*;
     use crate::memory::MemoryStorage;
-
-    fn gcm(name: &str, byte: u8) -> Provider {
-        Provider::AesGcm {
-            name: name.into(),
-            key: vec![byte; 32],
-        }
-    }
-
-    fn config(providers: Vec<Provider>) -> EncryptionConfig {
-        EncryptionConfig {
-            rules: vec![Rule {
-                resources: vec!["flunders.wardle.example.com".into()],
-                providers: Providers::new(providers),
-            }],
-        }
-    }
 
     const KEY: &str = "/wardle.example.com/flunders/ns/a";
 

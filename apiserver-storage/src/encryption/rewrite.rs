@@ -82,24 +82,9 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::encryption::{EncryptedStorage, Provider, Providers, Rule};
+    use crate::encryption::fixtures::{cbc, flunders as config};
+    use crate::encryption::{EncryptedStorage, Provider};
     use crate::memory::MemoryStorage;
-
-    fn cbc(name: &str, byte: u8) -> Provider {
-        Provider::AesCbc {
-            name: name.into(),
-            key: vec![byte; 32],
-        }
-    }
-
-    fn config(providers: Vec<Provider>) -> EncryptionConfig {
-        EncryptionConfig {
-            rules: vec![Rule {
-                resources: vec!["flunders.wardle.example.com".into()],
-                providers: Providers::new(providers),
-            }],
-        }
-    }
 
     #[tokio::test]
     async fn values_of_old_keys_and_plain_values_are_rewritten_with_the_first_provider() {

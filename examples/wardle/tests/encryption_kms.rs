@@ -20,9 +20,9 @@ use std::time::Duration;
 
 use apiserver_framework::testing::etcd::Etcd;
 use apiserver_framework::testing::wait;
-use serde_json::{Value, json};
+use serde_json::Value;
 use support::client_go::build_upstream;
-use support::encryption::{etcdctl_get_prefix, occurrences};
+use support::encryption::{create_flunder as create, etcdctl_get_prefix, occurrences};
 use support::{FLUNDERS, Wardle};
 
 const NAME: &str = "testkms";
@@ -114,22 +114,6 @@ fn write_config(path: &Path, socket: &Path) {
         socket.display()
     );
     std::fs::write(path, text).expect("write the configuration");
-}
-
-/// Creates the Flunder `name` referring to `ref-<name>`: the response's status and body.
-async fn create(wardle: &Wardle, name: &str) -> (u16, String) {
-    let res = wardle
-        .client()
-        .post(wardle.at(FLUNDERS))
-        .json(&json!({
-            "apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
-            "metadata": {"name": name},
-            "spec": {"reference": format!("ref-{name}")},
-        }))
-        .send()
-        .await
-        .unwrap();
-    (res.status().as_u16(), res.text().await.unwrap())
 }
 
 /// GETs `path`: the status and body.

@@ -9,7 +9,6 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -18,7 +17,9 @@ use apiserver_framework::testing::etcd::Etcd;
 use apiserver_framework::testing::wait;
 use serde_json::{Value, json};
 use support::client_go::build_upstream;
-use support::encryption::{KEY_32, OTHER_KEY_32, etcdctl_get_prefix, occurrences, write_config};
+use support::encryption::{
+    KEY_32, OTHER_KEY_32, etcdctl_get_prefix, migrate_storage, occurrences, write_config,
+};
 use support::{FLUNDERS, Wardle};
 
 const KEY1: (&str, &str) = ("key1", KEY_32);
@@ -137,25 +138,6 @@ async fn wait_for_writes(load: &Load, more: usize) {
     .await;
 }
 
-/// `wardle migrate-storage` on the etcd at `url` with the configuration `config`, beside the
-/// running server: its standard output.
-async fn migrate(url: &str, config: &Path) -> String {
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_wardle"))
-        .arg("migrate-storage")
-        .args(["--etcd-servers", url, "--encryption-provider-config"])
-        .arg(config)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .await
-        .expect("run wardle migrate-storage");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rotation_under_load_with_automatic_reload_fails_no_request() {
     let etcd = Etcd::start_binary(&build_upstream("etcd", "etcd")).expect("etcd 3.6 starts");
@@ -204,7 +186,14 @@ async fn a_rotation_under_load_with_automatic_reload_fails_no_request() {
     wait_for_writes(&load, 30).await;
 
     // The migration beside the running server and its writers.
-    let report = migrate(&etcd.url(), &config).await;
+    let url = etcd.url();
+    let args = [
+        "--etcd-servers",
+        &url,
+        "--encryption-provider-config",
+        &config_arg,
+    ];
+    let report = tokio::task::block_in_place(|| migrate_storage(keys.path(), &args));
     assert!(
         report.contains("written again with the first provider"),
         "{report}"

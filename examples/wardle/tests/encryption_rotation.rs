@@ -6,34 +6,21 @@
 
 mod support;
 
-use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use apiserver_framework::storage::embedded::EmbeddedStorage;
 use apiserver_framework::storage::{ListRequest, Storage as _};
-use serde_json::{Value, json};
-use support::encryption::{KEY_32, OTHER_KEY_32, write_config};
+use serde_json::Value;
+use support::encryption::{KEY_32, OTHER_KEY_32, create_flunder, migrate_storage, write_config};
 use support::{FLUNDERS, Wardle};
 
 const KEY1: (&str, &str) = ("key1", KEY_32);
 const KEY2: (&str, &str) = ("key2", OTHER_KEY_32);
 
-/// Creates the Flunders `names`, each referring to `ref-<name>`.
+/// Creates the Flunders `names`.
 async fn create(wardle: &Wardle, names: impl Iterator<Item = String>) {
-    let client = wardle.client();
     for name in names {
-        let res = client
-            .post(wardle.at(FLUNDERS))
-            .json(&json!({
-                "apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
-                "metadata": {"name": name},
-                "spec": {"reference": format!("ref-{name}")},
-            }))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(res.status().as_u16(), 201, "{name}");
+        assert_eq!(create_flunder(wardle, &name).await.0, 201, "{name}");
     }
 }
 
@@ -63,25 +50,6 @@ async fn references(wardle: &Wardle) -> Vec<(String, String)> {
         .collect()
 }
 
-/// `wardle migrate-storage` on the embedded store in `dir` with the configuration `config`:
-/// its standard output.
-fn migrate(dir: &Path, config: &Path) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_wardle"))
-        .arg("migrate-storage")
-        .arg("--encryption-provider-config")
-        .arg(config)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run wardle migrate-storage");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rotation_with_restarts_and_the_migration_leaves_nothing_under_the_old_key() {
     let keys = tempfile::tempdir().unwrap();
@@ -101,7 +69,7 @@ async fn a_rotation_with_restarts_and_the_migration_leaves_nothing_under_the_old
     // the old key removed.
     let mut report = String::new();
     let wardle = wardle.restart_after(|dir| {
-        report = migrate(dir, &config);
+        report = migrate_storage(dir, &["--encryption-provider-config", &config_arg]);
         write_config(&config, "aescbc", &[KEY2]);
     });
     assert!(

@@ -3,8 +3,10 @@
 //! files byte by byte).
 
 use std::path::Path;
+use std::process::{Command, Stdio};
 
 use super::client_go::build_upstream;
+use super::{FLUNDERS, Wardle};
 
 /// A 32-byte key, base64 (a size every provider takes).
 pub const KEY_32: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
@@ -57,4 +59,37 @@ pub fn occurrences(haystack: &[u8], needle: &str) -> usize {
 /// Whether `needle` occurs in `haystack`.
 pub fn contains(haystack: &[u8], needle: &str) -> bool {
     occurrences(haystack, needle) > 0
+}
+
+/// Creates the Flunder `name` referring to `ref-<name>`: the response's status and body.
+pub async fn create_flunder(wardle: &Wardle, name: &str) -> (u16, String) {
+    let res = wardle
+        .client()
+        .post(wardle.at(FLUNDERS))
+        .json(&serde_json::json!({
+            "apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
+            "metadata": {"name": name},
+            "spec": {"reference": format!("ref-{name}")},
+        }))
+        .send()
+        .await
+        .unwrap();
+    (res.status().as_u16(), res.text().await.unwrap())
+}
+
+/// `wardle migrate-storage` with `args`, run in `dir`: its standard output (it must succeed).
+pub fn migrate_storage(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_wardle"))
+        .arg("migrate-storage")
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run wardle migrate-storage");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
