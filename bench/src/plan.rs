@@ -14,6 +14,10 @@ pub const GROUPS: &[(&str, &str)] = &[
     ),
     ("create", "CREATE on the embedded and memory stores"),
     (
+        "encryption",
+        "GET and CREATE with aesgcm encryption at rest against unencrypted wardle",
+    ),
+    (
         "etcd",
         "CREATE on etcd against raw puts; wardle's CPU per create",
     ),

@@ -215,6 +215,11 @@ pub async fn run(plan: &Plan, work: &Path) -> Result<Report, Error> {
         ));
     }
 
+    if plan.runs("encryption") {
+        say("GET and CREATE, encrypted at rest (aesgcm)");
+        rows.extend(crate::encryption::rows(plan, work, &pki).await?);
+    }
+
     if plan.runs("create") || plan.runs("etcd") {
         say("CREATE (memory)");
         let memory = servers::wardle(
