@@ -74,12 +74,18 @@ fn legacy_group(name: &str, versions: &[&APIService]) -> Value {
     Value::Object(out)
 }
 
-/// The `APIGroup` of `group` when remote APIServices register it, built from them.
+/// The `APIGroup` of `group` when remote APIServices register it, built from them. Served on
+/// its own it names its kind and apiVersion, as a server's own `/apis/<group>` does.
 pub fn api_group(services: &[APIService], group: &str) -> Option<Value> {
-    remote_groups(services)
+    let (name, versions) = remote_groups(services)
         .into_iter()
-        .find(|(g, _)| g == group)
-        .map(|(g, versions)| legacy_group(&g, &versions))
+        .find(|(g, _)| g == group)?;
+    let mut out = legacy_group(&name, &versions);
+    if let Value::Object(map) = &mut out {
+        map.insert("kind".into(), "APIGroup".into());
+        map.insert("apiVersion".into(), "v1".into());
+    }
+    Some(out)
 }
 
 /// A JSON 200.
