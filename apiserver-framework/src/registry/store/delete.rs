@@ -38,7 +38,12 @@ impl<T: ApiResource> Store<T> {
         loop {
             let current = self.current(namespace, name).await?;
             let mut obj = self.decode_stored(&current)?;
-            check_preconditions(&self.info, obj.meta(), opts)?;
+            check_preconditions(
+                &self.info,
+                obj.meta(),
+                opts,
+                (attempt > 0).then_some(key.as_str()),
+            )?;
             self.admit_delete(ctx, &obj, opts.dry_run).await?;
             if obj.meta().deletion_timestamp.is_none()
                 && let Some(finalizers) = garbage_collection_finalizers(obj.meta(), opts)
@@ -190,15 +195,45 @@ fn garbage_collection_finalizers(meta: &ObjectMeta, opts: &DeleteOptions) -> Opt
 }
 
 /// The preconditions of a delete (`uid`, `resourceVersion`): one the object does not meet is
-/// upstream's 409 `Conflict` of `rest.BeforeDelete`, which checks them before deleting. As
-/// upstream's, it names the object by its kind (`Flunder.wardle.example.com "f"`, details
-/// `kind: Flunder`), not its resource.
+/// upstream's 409 `Conflict` of `rest.BeforeDelete`, which checks them on the object first
+/// read. As upstream's, it names the object by its kind (`Flunder.wardle.example.com "f"`,
+/// details `kind: Flunder`), not its resource. On an object read again after a concurrent
+/// change (`retried_at` its storage key), the check is the storage's conditional delete's:
+/// upstream's storage error, naming the resource and the key.
 fn check_preconditions(
     info: &ResourceInfo,
     meta: &ObjectMeta,
     opts: &DeleteOptions,
+    retried_at: Option<&str>,
 ) -> Result<(), ApiError> {
     let name = meta.name.clone().unwrap_or_default();
+    if let Some(key) = retried_at {
+        let failed = |what: &str, asked: &str, stored: Option<&String>| {
+            ApiError::conflict(
+                info,
+                &name,
+                &format!(
+                    "StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: {what} in precondition: {asked}, {what} in object meta: {}",
+                    stored.cloned().unwrap_or_default()
+                ),
+            )
+        };
+        if let Some(uid) = &opts.precondition_uid
+            && Some(uid) != meta.uid.as_ref()
+        {
+            return Err(failed("UID", uid, meta.uid.as_ref()));
+        }
+        if let Some(rv) = &opts.precondition_resource_version
+            && Some(rv) != meta.resource_version.as_ref()
+        {
+            return Err(failed(
+                "ResourceVersion",
+                rv,
+                meta.resource_version.as_ref(),
+            ));
+        }
+        return Ok(());
+    }
     let conflict = |why: String| {
         let group_kind = if info.group.is_empty() {
             info.kind.clone()
