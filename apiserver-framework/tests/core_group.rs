@@ -235,7 +235,7 @@ async fn discovery_of_the_core_group() {
     let item = &doc["paths"]["/api/v1/namespaces/{namespace}/configmaps/{name}"];
     assert_eq!(
         item["get"]["x-kubernetes-group-version-kind"],
-        json!({"group": "", "version": "", "kind": "ConfigMap"})
+        json!({"group": "", "version": "v1", "kind": "ConfigMap"})
     );
     assert!(doc["paths"]["/api/v1/namespaces/{name}/status"].is_object());
     let schemas = doc["components"]["schemas"].as_object().unwrap();

@@ -744,7 +744,8 @@ async fn field_validation_on_raw_bodies() {
         v["message"],
         "Flunder in version \"v1alpha1\" cannot be handled as a Flunder: strict decoding error: duplicate field \"metadata.name\", unknown field \"spec.nope\""
     );
-    // An unsupported value of the parameter.
+    // An unsupported value of the parameter: upstream's 422 on the CreateOptions, the value
+    // named in a cause.
     let (code, text) = send(
         &client,
         Method::POST,
@@ -752,7 +753,9 @@ async fn field_validation_on_raw_bodies() {
         Some(flunder_to("e", "a", "Flunder").to_string()),
     )
     .await;
-    status(code, &text, 400, "BadRequest");
+    let v = status(code, &text, 422, "Invalid");
+    assert_eq!(v["details"]["kind"], "CreateOptions", "{v}");
+    assert_eq!(v["details"]["causes"][0]["field"], "fieldValidation", "{v}");
     assert_eq!(stored(&w, &client).await, before);
 
     // Warn (the default) answers with Warning headers.

@@ -10,7 +10,7 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::{Value, json};
 use support::fixtures::{flunder_in, flunder_yaml};
-use support::{Wardle, kubectl_binary, stderr, stdout};
+use support::{V1ALPHA1_WARNING, Wardle, kubectl_binary, stderr, stdout};
 
 /// The resource kubectl names in these tests: Flunders of wardle's v1alpha1.
 const FLUNDERS: &str = "flunders.v1alpha1.wardle.example.com";
@@ -241,7 +241,9 @@ fn get_of_a_missing_flunder_prints_the_not_found_error() {
     assert_eq!(stdout(&out), "");
     assert_eq!(
         stderr(&out),
-        "Error from server (NotFound): flunders.wardle.example.com \"missing\" not found\n"
+        format!(
+            "{V1ALPHA1_WARNING}Error from server (NotFound): flunders.wardle.example.com \"missing\" not found\n"
+        )
     );
 }
 
@@ -552,7 +554,9 @@ fn delete_one_flunder() {
     let err = w.kubectl_err(&["delete", FLUNDERS, "f1"]);
     assert_eq!(
         err,
-        "Error from server (NotFound): flunders.wardle.example.com \"f1\" not found\n"
+        format!(
+            "{V1ALPHA1_WARNING}Error from server (NotFound): flunders.wardle.example.com \"f1\" not found\n"
+        )
     );
 }
 
@@ -574,7 +578,10 @@ fn delete_all_empties_the_namespace() {
     let out = w.kubectl(&["get", FLUNDERS]);
     assert!(out.status.success(), "stderr: {}", stderr(&out));
     assert_eq!(stdout(&out), "");
-    assert_eq!(stderr(&out), "No resources found in default namespace.\n");
+    assert_eq!(
+        stderr(&out),
+        format!("{V1ALPHA1_WARNING}No resources found in default namespace.\n")
+    );
 }
 
 #[test]
@@ -739,7 +746,8 @@ async fn objects_are_created_only_in_namespaces_that_exist() {
     assert_eq!(
         err.trim(),
         format!(
-            "Error from server (NotFound): error when creating \"{}\": namespaces \"nowhere\" not found",
+            "{}Error from server (NotFound): error when creating \"{}\": namespaces \"nowhere\" not found",
+            V1ALPHA1_WARNING,
             file.display()
         )
     );

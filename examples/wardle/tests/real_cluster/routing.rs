@@ -8,6 +8,7 @@ use serde_json::json;
 use crate::cluster::{RealCluster, block_on};
 use crate::http::{certificate, host_client, issuer, send, wardle_client};
 use crate::stack::issue_certificate;
+use crate::support::V1ALPHA1_WARNING;
 use crate::support::checks::message;
 use crate::support::checks::{assert_jurgen_groups_and_extra, first_event};
 use crate::support::fixtures::{flunder_with_spec, flunder_yaml};
@@ -372,7 +373,9 @@ pub fn namespace_lifecycle(cluster: &RealCluster) {
     assert!(!refused.status.success());
     assert_eq!(
         String::from_utf8_lossy(&refused.stderr).trim(),
-        "Error from server (NotFound): error when creating \"STDIN\": namespaces \"nowhere\" not found"
+        format!(
+            "{V1ALPHA1_WARNING}Error from server (NotFound): error when creating \"STDIN\": namespaces \"nowhere\" not found"
+        )
     );
     cluster.kubectl_ok("admin", &["create", "namespace", "nowhere"]);
     // wardle hears of the namespace through its watch of the host's namespaces.

@@ -27,6 +27,11 @@ pub const START_TIMEOUT: Duration = Duration::from_secs(20);
 pub const KUBECTL_TIMEOUT: Duration = Duration::from_secs(60);
 /// The namespaced Flunder collection, relative to the server URL.
 pub const FLUNDERS: &str = "/apis/wardle.example.com/v1alpha1/namespaces/default/flunders";
+
+/// The warning kubectl prints for each request to Flunders in v1alpha1, which is deprecated
+/// (sample-apiserver's prerelease lifecycle: deprecated in 1.3, removed in 1.10).
+pub const V1ALPHA1_WARNING: &str =
+    "Warning: wardle.example.com/v1alpha1 Flunder is deprecated in v1.3+, unavailable in v1.10+\n";
 /// The cluster-scoped Fischer collection, relative to the server URL.
 pub const FISCHERS: &str = "/apis/wardle.example.com/v1alpha1/fischers";
 
