@@ -4,7 +4,6 @@
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
 
-use crate::admission::webhook::matching::operation_name;
 use crate::admission::webhook::versions::Versioned;
 use crate::admission::{AdmissionAttributes, Operation};
 use crate::error::ApiError;
@@ -64,7 +63,7 @@ pub fn request(attrs: &AdmissionAttributes<'_>, versioned: &Versioned<'_>, uid: 
     if let Some(ns) = attrs.namespace.filter(|n| !n.is_empty()) {
         req.insert("namespace".into(), json!(ns));
     }
-    req.insert("operation".into(), json!(operation_name(attrs.operation)));
+    req.insert("operation".into(), json!(attrs.operation.as_str()));
     req.insert("userInfo".into(), Value::Object(user_info));
     if let Some(object) = &versioned.object {
         req.insert("object".into(), object.clone());
@@ -166,15 +165,21 @@ pub fn verdict(body: &[u8], uid: &str, mutating: bool) -> Result<Verdict, String
     })
 }
 
-/// Upstream's refusal of webhook `name`: the webhook's status (a code below 400 becomes 403),
-/// its message prefixed with `admission webhook "<name>" denied the request`.
-pub fn denied(name: &str, status: &Value) -> ApiError {
-    let denied_by = format!("admission webhook {name:?} denied the request");
-    let code = status["code"]
+/// The code of a webhook's refusal: its status's, made 400 when below it (upstream's
+/// `ToStatusErr`: no rejection is answered with a code under 400).
+pub fn denial_code(status: &Value) -> u16 {
+    status["code"]
         .as_u64()
         .and_then(|c| u16::try_from(c).ok())
         .filter(|c| *c >= 400)
-        .unwrap_or(403);
+        .unwrap_or(400)
+}
+
+/// Upstream's refusal of webhook `name`: the webhook's status (with [`denial_code`]), its
+/// message prefixed with `admission webhook "<name>" denied the request`.
+pub fn denied(name: &str, status: &Value) -> ApiError {
+    let denied_by = format!("admission webhook {name:?} denied the request");
+    let code = denial_code(status);
     let message = status["message"].as_str().unwrap_or_default();
     let reason = status["reason"].as_str().unwrap_or_default();
     let message = if !message.is_empty() {
@@ -198,7 +203,7 @@ mod tests {
     #[test]
     fn denials_follow_upstream() {
         let e = denied("deny.example.com", &json!({"message": "no", "code": 200}));
-        assert_eq!(e.code, 403);
+        assert_eq!(e.code, 400, "no rejection has a code under 400");
         assert_eq!(
             e.message,
             "admission webhook \"deny.example.com\" denied the request: no"
@@ -210,6 +215,7 @@ mod tests {
             "admission webhook \"d\" denied the request: NotAcceptable"
         );
         let e = denied("d", &Value::Null);
+        assert_eq!(e.code, 400);
         assert_eq!(
             e.message,
             "admission webhook \"d\" denied the request without explanation"
