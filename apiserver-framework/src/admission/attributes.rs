@@ -43,6 +43,18 @@ pub enum Operation {
     Delete,
 }
 
+impl Operation {
+    /// The operation's wire name (`CREATE`, `UPDATE`, `DELETE`), as an `AdmissionRequest`
+    /// and the admission metrics spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Create => "CREATE",
+            Operation::Update => "UPDATE",
+            Operation::Delete => "DELETE",
+        }
+    }
+}
+
 /// Everything a plugin may look at.
 pub struct AdmissionAttributes<'a> {
     /// The write.

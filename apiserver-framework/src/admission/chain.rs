@@ -1,8 +1,10 @@
 //! [`AdmissionChain`]: the plugins of a server, as the store runs them.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use super::attributes::{AdmissionAttributes, Operation};
+use super::metrics;
 use super::plugin::AdmissionPlugin;
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
@@ -50,31 +52,79 @@ impl AdmissionChain {
     /// Runs every mutating plugin (before the store's defaulting and validation, as upstream),
     /// and all of them a second time when one asks for it (see
     /// [`Reinvocation`](super::Reinvocation)).
+    ///
+    /// The step and each plugin's part are recorded in upstream's admission metrics.
     pub async fn mutate(&self, attrs: &mut AdmissionAttributes<'_>) -> Result<(), ApiError> {
-        self.mutate_round(attrs).await?;
-        if attrs.reinvocation.should_reinvoke && !attrs.reinvocation.is_reinvoke {
+        let started = Instant::now();
+        let mut result = self.mutate_round(attrs).await;
+        if result.is_ok() && attrs.reinvocation.should_reinvoke && !attrs.reinvocation.is_reinvoke {
             attrs.reinvocation.is_reinvoke = true;
-            self.mutate_round(attrs).await?;
+            result = self.mutate_round(attrs).await;
         }
-        Ok(())
+        let operation = attrs.operation.as_str();
+        metrics::global().observe_step(STEP_ADMIT, operation, result.is_err(), started.elapsed());
+        result
     }
 
     async fn mutate_round(&self, attrs: &mut AdmissionAttributes<'_>) -> Result<(), ApiError> {
         for p in &self.plugins {
             if p.phases().mutates() && p.handles(attrs.resource, attrs.operation) {
-                p.mutate(attrs).await?;
+                let started = Instant::now();
+                let result = p.mutate(attrs).await;
+                observe_plugin(p.name(), STEP_ADMIT, attrs, result.is_err(), started);
+                result?;
             }
         }
         Ok(())
     }
 
     /// Runs every validating plugin (after the store's validation, right before storage).
+    ///
+    /// The step and each plugin's part are recorded in upstream's admission metrics.
     pub async fn validate(&self, attrs: &AdmissionAttributes<'_>) -> Result<(), ApiError> {
+        let started = Instant::now();
+        let result = self.validate_each(attrs).await;
+        metrics::global().observe_step(
+            STEP_VALIDATE,
+            attrs.operation.as_str(),
+            result.is_err(),
+            started.elapsed(),
+        );
+        result
+    }
+
+    async fn validate_each(&self, attrs: &AdmissionAttributes<'_>) -> Result<(), ApiError> {
         for p in &self.plugins {
             if p.phases().validates() && p.handles(attrs.resource, attrs.operation) {
-                p.validate(attrs).await?;
+                let started = Instant::now();
+                let result = p.validate(attrs).await;
+                observe_plugin(p.name(), STEP_VALIDATE, attrs, result.is_err(), started);
+                result?;
             }
         }
         Ok(())
     }
+}
+
+/// The `type` of the mutating step and its plugins in the admission metrics.
+const STEP_ADMIT: &str = "admit";
+
+/// The `type` of the validating step and its plugins.
+const STEP_VALIDATE: &str = "validate";
+
+/// Records one plugin's part of a step, started at `started`.
+fn observe_plugin(
+    name: &str,
+    step: &str,
+    attrs: &AdmissionAttributes<'_>,
+    rejected: bool,
+    started: Instant,
+) {
+    metrics::global().observe_plugin(
+        name,
+        step,
+        attrs.operation.as_str(),
+        rejected,
+        started.elapsed(),
+    );
 }

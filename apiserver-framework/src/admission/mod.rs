@@ -56,6 +56,7 @@ mod chain;
 pub mod filter;
 pub(crate) mod host;
 pub(crate) mod lifecycle;
+pub(crate) mod metrics;
 mod notes;
 pub(crate) mod options;
 mod plugin;

@@ -1,9 +1,11 @@
 //! [`AdmissionNotes`]: what admission adds to a request besides its verdict, as upstream's
 //! `warning.AddWarning` and `Attributes.AddAnnotation`: warnings for the response's `Warning`
-//! headers and annotations for the request's audit event.
+//! headers and annotations for the request's audit event; and the time its webhooks took,
+//! which the request's SLI latency leaves out (upstream's webhook latency trackers).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::Mutex;
 
@@ -18,6 +20,7 @@ pub struct AdmissionNotes(Arc<Mutex<Notes>>);
 struct Notes {
     warnings: Vec<String>,
     annotations: BTreeMap<String, String>,
+    webhook_time: Duration,
 }
 
 impl AdmissionNotes {
@@ -66,6 +69,16 @@ impl AdmissionNotes {
     /// The annotations added, by key.
     pub fn annotations(&self) -> BTreeMap<String, String> {
         self.0.lock().annotations.clone()
+    }
+
+    /// Adds the time one admission webhook call took.
+    pub(crate) fn add_webhook_time(&self, elapsed: Duration) {
+        self.0.lock().webhook_time += elapsed;
+    }
+
+    /// The time the request's admission webhook calls took, in all.
+    pub(crate) fn webhook_time(&self) -> Duration {
+        self.0.lock().webhook_time
     }
 }
 

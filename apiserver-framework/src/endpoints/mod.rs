@@ -17,6 +17,7 @@ pub(crate) mod scale;
 pub(crate) mod subresource;
 pub(crate) mod table;
 pub(crate) mod watch_body;
+pub(crate) mod watch_metrics;
 pub(crate) mod watch_timeout;
 // The parsers of client input, for the tests and fuzz targets that feed them any input.
 internal_modules!(

@@ -15,6 +15,7 @@ use http_body::{Body, Frame};
 
 use crate::endpoints::negotiation::Output;
 use crate::endpoints::response;
+use crate::endpoints::watch_metrics::{self, WatchSeries};
 use crate::registry::rest::{EventStream, ObjectEvent, WatchEventType};
 use crate::resource::ResourceInfo;
 
@@ -27,15 +28,19 @@ pub(crate) struct WatchBody {
     info: Option<Box<ResourceInfo>>,
     /// Whether no object's event has been sent yet (a Table's first row carries its columns).
     first: bool,
+    /// The watch event metrics of the resource.
+    metrics: WatchSeries,
 }
 
 impl WatchBody {
     /// The body of `events`, answered as `output`.
     pub(crate) fn new(events: EventStream, output: Output, info: &ResourceInfo) -> Self {
+        let metrics = watch_metrics::global().of(info);
         let info = (!matches!(output, Output::Json | Output::Yaml)).then(|| Box::new(info.clone()));
         WatchBody {
             events,
             output,
+            metrics,
             info,
             first: true,
         }
@@ -55,6 +60,7 @@ impl WatchBody {
         if !matches!(ev.kind, WatchEventType::Error | WatchEventType::Bookmark) {
             self.first = false;
         }
+        self.metrics.sent(line.len());
         line
     }
 }

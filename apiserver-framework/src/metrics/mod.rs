@@ -4,7 +4,8 @@
 //!
 //! As upstream's `legacyregistry`, the metrics are process-wide: [`global`] holds them, the
 //! handler chain (`RequestRecorder`) and the storage wrapper (`storage::InstrumentedStorage`)
-//! record into them, and every chain of the process serves them.
+//! record into them, and every chain of the process serves them. The layers below own their
+//! families (admission's, the watch events'), which this registry serves too.
 
 pub(crate) mod go_float;
 pub(crate) mod labels;
@@ -29,6 +30,12 @@ pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 const DURATION_BUCKETS: &[f64] = &[
     0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0,
     10.0, 15.0, 20.0, 30.0, 45.0, 60.0,
+];
+
+/// Upstream's buckets of `apiserver_request_sli_duration_seconds`.
+const SLI_BUCKETS: &[f64] = &[
+    0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 15.0, 20.0,
+    30.0, 45.0, 60.0,
 ];
 
 /// The labels of `apiserver_request_total`.
@@ -64,6 +71,9 @@ pub struct Metrics {
     /// `apiserver_request_duration_seconds`: time to produce the response, same labels less
     /// the code.
     pub request_duration: HistogramVec,
+    /// `apiserver_request_sli_duration_seconds`: the request's latency less the time its
+    /// admission webhooks took (upstream's SLI), labelled as `apiserver_longrunning_requests`.
+    pub request_sli_duration: HistogramVec,
     /// `apiserver_current_inflight_requests{request_kind}`: requests being served that are
     /// not long-running, `readOnly` or `mutating`.
     pub inflight: IntGaugeVec,
@@ -137,13 +147,24 @@ impl Metrics {
                 .expect("unique metric");
             g
         };
-        let histogram = |name: &str, help: &str, labels: &[&str]| {
-            let opts = HistogramOpts::new(name, help).buckets(DURATION_BUCKETS.to_vec());
+        // The families the layers below own, served here.
+        let below = crate::admission::metrics::global()
+            .collectors()
+            .into_iter()
+            .chain(crate::endpoints::watch_metrics::global().collectors());
+        for collector in below {
+            registry.register(collector).expect("unique metric");
+        }
+        let with_buckets = |name: &str, help: &str, buckets: Vec<f64>, labels: &[&str]| {
+            let opts = HistogramOpts::new(name, help).buckets(buckets);
             let h = HistogramVec::new(opts, labels).expect("valid histogram");
             registry
                 .register(Box::new(h.clone()))
                 .expect("unique metric");
             h
+        };
+        let histogram = |name: &str, help: &str, labels: &[&str]| {
+            with_buckets(name, help, DURATION_BUCKETS.to_vec(), labels)
         };
         let inflight = gauge(
             "apiserver_current_inflight_requests",
@@ -151,6 +172,12 @@ impl Metrics {
             &["request_kind"],
         );
         Metrics {
+            request_sli_duration: with_buckets(
+                "apiserver_request_sli_duration_seconds",
+                "Response latency distribution (not counting webhook duration and priority & fairness queue wait times) in seconds for each verb, group, version, resource, subresource, scope and component.",
+                SLI_BUCKETS.to_vec(),
+                LONGRUNNING_LABELS,
+            ),
             inflight_kinds: [
                 inflight.with_label_values(&["readOnly"]),
                 inflight.with_label_values(&["mutating"]),
@@ -206,18 +233,12 @@ impl Metrics {
                 "Counter of APIServices which are marked as unavailable broken down by APIService name and reason.",
                 &["name", "reason"],
             ),
-            response_sizes: {
-                let opts = HistogramOpts::new(
-                    "apiserver_response_sizes",
-                    "Response size distribution in bytes for each group, version, verb, resource, subresource, scope and component.",
-                )
-                .buckets(prometheus::exponential_buckets(1000.0, 10.0, 7).expect("valid buckets"));
-                let h = HistogramVec::new(opts, LONGRUNNING_LABELS).expect("valid histogram");
-                registry
-                    .register(Box::new(h.clone()))
-                    .expect("unique metric");
-                h
-            },
+            response_sizes: with_buckets(
+                "apiserver_response_sizes",
+                "Response size distribution in bytes for each group, version, verb, resource, subresource, scope and component.",
+                prometheus::exponential_buckets(1000.0, 10.0, 7).expect("valid buckets"),
+                LONGRUNNING_LABELS,
+            ),
             audit_events: counter(
                 "apiserver_audit_event_total",
                 "Counter of audit events generated and sent to the audit backend.",

@@ -5,7 +5,7 @@
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use bytes::Bytes;
@@ -50,6 +50,8 @@ pub struct ServedRoute {
     pub storage: Arc<dyn RestStorage>,
     /// The subresource the path names, when the resource has it.
     pub subresource: Option<&'static str>,
+    /// The time the request's admission webhooks took, which its SLI latency leaves out.
+    pub webhook_time: Duration,
 }
 
 /// One request being served: counts it in flight until dropped, and records it once its
@@ -144,6 +146,12 @@ impl RequestRecorder {
             .request_duration
             .with_label_values(&values)
             .observe(elapsed.as_secs_f64());
+        // Upstream's SLI: the latency less what the request's admission webhooks took.
+        let webhook_time = route.as_ref().map_or(Duration::ZERO, |r| r.webhook_time);
+        self.metrics
+            .request_sli_duration
+            .with_label_values(&labels.longrunning_values(&path))
+            .observe(elapsed.saturating_sub(webhook_time).as_secs_f64());
         tracing::debug!(
             target: "apiserver_framework::httplog",
             verb = %self.method,

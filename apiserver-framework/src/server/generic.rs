@@ -6,6 +6,7 @@
 //! OpenAPI, health and `/version`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::body::Body;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
@@ -299,7 +300,7 @@ impl GenericApiServer {
                 let verb = ParsedRequest::of_request(&req)
                     .resource_verb()
                     .map_or(Verb::Other, Verb::from_name);
-                let route = ServedRoute {
+                let mut route = ServedRoute {
                     storage: storage.clone(),
                     subresource: path.subresource.as_deref().and_then(|s| {
                         storage
@@ -308,6 +309,7 @@ impl GenericApiServer {
                             .into_iter()
                             .find(|served| *served == s)
                     }),
+                    webhook_time: Duration::ZERO,
                 };
                 let mut res = handlers::handle(storage, ctx, req, path, verb).await;
                 if let Some(audit) = audit {
@@ -315,6 +317,7 @@ impl GenericApiServer {
                         audit.add_annotation(&key, &value);
                     }
                 }
+                route.webhook_time = notes.webhook_time();
                 res.extensions_mut().insert(route);
                 res
             }

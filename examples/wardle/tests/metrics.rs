@@ -11,98 +11,8 @@ use std::time::Duration;
 use apiserver_framework::testing::wait;
 use serde_json::{Value, json};
 use support::checks::answer;
+use support::prometheus::{Series, parse, value};
 use support::{FLUNDERS, Wardle};
-
-/// One sample: the metric name and its labels, sorted.
-type Series = (String, BTreeMap<String, String>);
-
-/// Parses the text exposition format (0.0.4): comments, blank lines and samples
-/// `name{label="value",…} value [timestamp]`, with `\\`, `\"` and `\n` escapes in values.
-fn parse(text: &str) -> BTreeMap<Series, f64> {
-    let mut samples = BTreeMap::new();
-    for line in text.lines() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let name_end = line
-            .find(['{', ' '])
-            .unwrap_or_else(|| panic!("no value on line {line:?}"));
-        let name = line[..name_end].to_string();
-        let mut labels = BTreeMap::new();
-        let mut rest = &line[name_end..];
-        if let Some(after) = rest.strip_prefix('{') {
-            let mut chars = after.char_indices().peekable();
-            let end = loop {
-                // Skip separators, then read `key="value"` or the closing brace.
-                while let Some((_, c)) = chars.peek() {
-                    if *c == ',' || *c == ' ' {
-                        chars.next();
-                    } else {
-                        break;
-                    }
-                }
-                let Some((i, c)) = chars.next() else {
-                    panic!("unterminated labels on line {line:?}")
-                };
-                if c == '}' {
-                    break i + 1;
-                }
-                let mut key = String::from(c);
-                for (_, c) in chars.by_ref() {
-                    if c == '=' {
-                        break;
-                    }
-                    key.push(c);
-                }
-                assert_eq!(chars.next().map(|x| x.1), Some('"'), "line {line:?}");
-                let mut value = String::new();
-                loop {
-                    match chars.next().map(|x| x.1) {
-                        Some('"') => break,
-                        Some('\\') => match chars.next().map(|x| x.1) {
-                            Some('n') => value.push('\n'),
-                            Some(c) => value.push(c),
-                            None => panic!("bad escape on line {line:?}"),
-                        },
-                        Some(c) => value.push(c),
-                        None => panic!("unterminated value on line {line:?}"),
-                    }
-                }
-                labels.insert(key, value);
-            };
-            rest = &after[end..];
-        }
-        let value = rest
-            .split_whitespace()
-            .next()
-            .unwrap_or_else(|| panic!("no value on line {line:?}"));
-        let value: f64 = match value {
-            "+Inf" => f64::INFINITY,
-            "-Inf" => f64::NEG_INFINITY,
-            v => v
-                .parse()
-                .unwrap_or_else(|_| panic!("bad value on line {line:?}")),
-        };
-        assert!(
-            samples.insert((name, labels), value).is_none(),
-            "duplicate series on line {line:?}"
-        );
-    }
-    samples
-}
-
-/// The value of the series `name{labels}` (exactly these labels), 0 when absent.
-fn value(samples: &BTreeMap<Series, f64>, name: &str, labels: &[(&str, &str)]) -> f64 {
-    let labels = labels
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    samples
-        .get(&(name.to_string(), labels))
-        .copied()
-        .unwrap_or(0.0)
-}
 
 /// The labels of a wardle `flunders` request in namespace `default`.
 fn flunders<'a>(verb: &'a str, scope: &'a str) -> Vec<(&'a str, &'a str)> {
@@ -317,7 +227,43 @@ async fn metrics_move_with_requests_and_watches() {
         listed.len() as f64
     );
 
-    // Gauges while the watch is open; the scrape itself is the one read-only request in
+    // The SLI latency: one observation per read, as the duration (no webhook took time).
+    assert_eq!(
+        moved("apiserver_request_sli_duration_seconds_count", &reads),
+        3.0
+    );
+    let sli_first = with(reads.clone(), &[("le", "0.05")]);
+    assert!(
+        value(
+            &during,
+            "apiserver_request_sli_duration_seconds_bucket",
+            &sli_first
+        ) >= 3.0,
+        "upstream's SLI buckets start at 0.05"
+    );
+
+    // Admission: the validating step ran for the create and the dry run, and BanFlunder in it.
+    let step = [
+        ("type", "validate"),
+        ("operation", "CREATE"),
+        ("rejected", "false"),
+    ];
+    assert_eq!(
+        moved(
+            "apiserver_admission_step_admission_duration_seconds_count",
+            &step
+        ),
+        2.0
+    );
+    let plugin = with(step.to_vec(), &[("name", "BanFlunder")]);
+    assert_eq!(
+        moved(
+            "apiserver_admission_controller_admission_duration_seconds_count",
+            &plugin
+        ),
+        2.0
+    );
+
     // flight (watches are long-running, not in flight).
     let watch_labels: Vec<(&str, &str)> = flunders("WATCH", "namespace")
         .into_iter()
@@ -362,6 +308,33 @@ async fn metrics_move_with_requests_and_watches() {
         ),
         1.0
     );
+
+    // The watch sent the stored Flunder as its first event: counted, with its size.
+    let resource = [
+        ("group", "wardle.example.com"),
+        ("version", "v1alpha1"),
+        ("resource", "flunders"),
+    ];
+    let sent = wait::poll(
+        "the watch's first event to be counted",
+        Duration::from_secs(10),
+        || async {
+            let now = scrape(&w, &client).await;
+            let events = value(&now, "apiserver_watch_events_total", &resource)
+                - value(&before, "apiserver_watch_events_total", &resource);
+            let bytes = value(&now, "apiserver_watch_events_sizes_sum", &resource)
+                - value(&before, "apiserver_watch_events_sizes_sum", &resource);
+            if events >= 1.0 && bytes > 100.0 {
+                Ok(())
+            } else {
+                Err(format!("{events} events of {bytes} bytes"))
+            }
+        },
+    )
+    .await;
+    if let Err(e) = sent {
+        panic!("{e}");
+    }
 
     // Closing the watch brings the gauges down.
     drop(watch);

@@ -7,18 +7,9 @@ use k8s_openapi::api::admissionregistration::v1::RuleWithOperations;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::Value;
 
-use crate::admission::{AdmissionAttributes, Operation};
+use crate::admission::AdmissionAttributes;
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
-
-/// The wire name of an operation (`CREATE`, `UPDATE`, `DELETE`).
-pub fn operation_name(op: Operation) -> &'static str {
-    match op {
-        Operation::Create => "CREATE",
-        Operation::Update => "UPDATE",
-        Operation::Delete => "DELETE",
-    }
-}
 
 fn any_or(list: &Option<Vec<String>>, value: &str) -> bool {
     list.as_deref()
@@ -53,7 +44,7 @@ pub fn rule_matches(
             (res == "*" || res == info.plural) && (sub == "*" || sub == subresource)
         });
     scope
-        && any_or(&rule.operations, operation_name(attrs.operation))
+        && any_or(&rule.operations, attrs.operation.as_str())
         && any_or(&rule.api_groups, &info.group)
         && any_or(&rule.api_versions, &info.version)
         && resource

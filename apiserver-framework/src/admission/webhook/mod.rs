@@ -18,13 +18,14 @@ pub(crate) mod review;
 pub(crate) mod versions;
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::admissionregistration::v1 as reg;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use crate::admission::host::{HostObjects, wait_synced};
 use crate::admission::lifecycle::namespace_not_found;
+use crate::admission::metrics::{self, RejectionType};
 use crate::admission::{AdmissionAttributes, AdmissionPlugin, Phases};
 use crate::error::ApiError;
 use crate::host_cluster::resolver::ServiceResolver;
@@ -196,7 +197,22 @@ impl Dispatcher {
     ) -> Result<Option<review::Verdict>, ApiError> {
         let uid = uuid::Uuid::new_v4().to_string();
         let review = review::request(attrs, versioned, &uid);
-        match conditions::evaluate(&self.programs, &hook.match_conditions, &review) {
+        let admission = metrics::global();
+        let kind = if mutating { "admit" } else { "validating" };
+        let operation = attrs.operation.as_str();
+        let started = Instant::now();
+        let matched = conditions::evaluate(&self.programs, &hook.match_conditions, &review);
+        if !hook.match_conditions.is_empty() {
+            admission.observe_match_conditions(
+                &hook.name,
+                kind,
+                operation,
+                matches!(matched, Matched::No { .. }),
+                matches!(matched, Matched::Error(_)),
+                started.elapsed(),
+            );
+        }
+        match matched {
             Matched::Yes => {}
             Matched::No { .. } => return Ok(None),
             Matched::Error(e) if hook.ignore_failures => {
@@ -204,6 +220,7 @@ impl Dispatcher {
                     "admission: failed evaluating match conditions of webhook {:?}, skipping it (failurePolicy Ignore): {e}",
                     hook.name
                 );
+                admission.observe_fail_open(&hook.name, kind);
                 return Ok(None);
             }
             Matched::Error(e) => {
@@ -211,18 +228,45 @@ impl Dispatcher {
                     "Failed evaluating match conditions, failing closed {}: {e}",
                     hook.name
                 );
+                admission.observe_rejection(
+                    &hook.name,
+                    kind,
+                    operation,
+                    RejectionType::Internal,
+                    0,
+                );
                 return Err(attrs.forbidden(&e));
             }
         }
         let body = review.to_string().into_bytes();
-        let result = client::post(&hook.client_config, &*self.resolver, hook.timeout, body)
-            .await
-            .and_then(|body| {
-                review::verdict(&body, &uid, mutating)
-                    .map_err(|e| format!("received invalid webhook response: {e}"))
-            });
+        let started = Instant::now();
+        let called = client::post(&hook.client_config, &*self.resolver, hook.timeout, body).await;
+        let elapsed = started.elapsed();
+        attrs.notes.add_webhook_time(elapsed);
+        let answered = called.is_ok();
+        let result = called.and_then(|body| {
+            review::verdict(&body, &uid, mutating)
+                .map_err(|e| format!("received invalid webhook response: {e}"))
+        });
+        // As upstream: an allowing answer is 200, a refusal its status's code, a failed call
+        // 0; rejected unless allowed or the failure is ignored.
+        let (code, rejected) = match &result {
+            Ok(v) if v.allowed => (200, false),
+            Ok(v) => (review::denial_code(&v.status), true),
+            Err(_) => (0, !hook.ignore_failures),
+        };
+        admission.observe_webhook(&hook.name, kind, operation, code, rejected, elapsed);
         match result {
             Ok(verdict) => {
+                if !verdict.allowed {
+                    admission.observe_rejection(
+                        &hook.name,
+                        kind,
+                        operation,
+                        RejectionType::Denied,
+                        code,
+                    );
+                }
                 // As upstream, recorded whether the webhook allows the request or not.
                 for (key, value) in &verdict.audit_annotations {
                     let key = format!("{}/{key}", hook.name);
@@ -242,8 +286,15 @@ impl Dispatcher {
                 let err = format!("failed calling webhook {:?}: {reason}", hook.name);
                 if hook.ignore_failures {
                     tracing::warn!("admission: {err} (failurePolicy Ignore)");
+                    admission.observe_fail_open(&hook.name, kind);
                     Ok(None)
                 } else {
+                    let why = if answered {
+                        RejectionType::Internal
+                    } else {
+                        RejectionType::CallingWebhook
+                    };
+                    admission.observe_rejection(&hook.name, kind, operation, why, 0);
                     Err(ApiError::internal(err))
                 }
             }

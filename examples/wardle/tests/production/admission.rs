@@ -20,6 +20,7 @@ use apiserver_framework::testing::wait;
 
 use crate::stack::{Stack, TIMEOUT};
 use crate::support::fixtures::{flunder, with_metadata};
+use crate::support::prometheus::{parse, value};
 use crate::watch_prefix::{audit_events, audited_stack};
 
 /// The reviews a webhook server received: `(path, review)`.
@@ -981,5 +982,76 @@ async fn match_conditions_decide_whether_a_webhook_is_called() {
         calls("broken"),
         0,
         "the webhook is not called when its conditions fail"
+    );
+
+    // Wardle's metrics count it all as upstream's admission metrics do.
+    let url = format!("{}/metrics", stack.wardle_url());
+    let (code, text) = stack.send_as("admin", Method::GET, &url, None).await;
+    assert_eq!(code, 200, "{text}");
+    let samples = parse(&text);
+    let gated = |more: &[(&'static str, &'static str)]| {
+        let mut labels = vec![("name", "gated.wardle.test")];
+        labels.extend_from_slice(more);
+        labels
+    };
+    let conditions = gated(&[
+        ("kind", "webhook"),
+        ("type", "validating"),
+        ("operation", "CREATE"),
+    ]);
+    assert!(
+        value(
+            &samples,
+            "apiserver_admission_match_condition_exclusions_total",
+            &conditions
+        ) >= 1.0,
+        "the ungated Flunder was excluded"
+    );
+    assert_eq!(
+        value(
+            &samples,
+            "apiserver_admission_match_condition_evaluation_errors_total",
+            &conditions
+        ),
+        1.0,
+        "the broken condition"
+    );
+    let denials = gated(&[
+        ("type", "validating"),
+        ("operation", "CREATE"),
+        ("code", "403"),
+        ("rejected", "true"),
+    ]);
+    assert!(
+        value(
+            &samples,
+            "apiserver_admission_webhook_request_total",
+            &denials
+        ) >= 1.0
+    );
+    let rejection = gated(&[
+        ("type", "validating"),
+        ("operation", "CREATE"),
+        ("error_type", "no_error"),
+        ("rejection_code", "403"),
+    ]);
+    assert!(
+        value(
+            &samples,
+            "apiserver_admission_webhook_rejection_count",
+            &rejection
+        ) >= 1.0
+    );
+    let latency = gated(&[
+        ("type", "validating"),
+        ("operation", "CREATE"),
+        ("rejected", "true"),
+    ]);
+    assert!(
+        value(
+            &samples,
+            "apiserver_admission_webhook_admission_duration_seconds_count",
+            &latency
+        ) >= 1.0
     );
 }

@@ -11,6 +11,7 @@ pub mod fixtures;
 pub mod in_process;
 pub mod kubectl_matrix;
 pub mod process;
+pub mod prometheus;
 
 use std::fs::File;
 use std::io::Read;
