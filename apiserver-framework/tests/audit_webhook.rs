@@ -4,135 +4,23 @@
 //! every request's ResponseComplete event arrives, the refused batches were sent again, and
 //! `apiserver_audit_error_total` counts no lost event.
 
+mod support_audit_receiver;
 mod support_chain;
 mod support_kinds;
 mod support_local;
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use apiserver_framework::prelude::*;
 use apiserver_framework::server::GenericApiServer;
 use apiserver_framework::testing::wait;
 use apiserver_framework::tls::install_crypto_provider;
-use axum::Router;
-use axum::extract::State;
-use axum::http::StatusCode;
-use axum::routing::post;
-use base64::Engine as _;
-use parking_lot::Mutex;
-use serde_json::Value;
-use support_chain::rcgen_server_config;
+use support_audit_receiver::{Shared, kubeconfig, serve_receiver};
 use support_kinds::Flunder;
 use support_local::start_local;
 
 /// Requests of the burst.
 const REQUESTS: usize = 1000;
-
-/// What the receiver saw.
-#[derive(Default)]
-struct Received {
-    /// The stages received for each audit id.
-    stages: BTreeMap<String, BTreeSet<String>>,
-    /// Batches answered 200.
-    accepted: usize,
-    /// Batches answered 503 (each is sent again by the server).
-    refused: usize,
-    /// While set, every batch is refused.
-    refusing: bool,
-    /// While set, every batch is answered only after this long.
-    slow: Option<Duration>,
-    /// Batches answered late.
-    slowed: usize,
-}
-
-type Shared = Arc<Mutex<Received>>;
-
-async fn receive(State(seen): State<Shared>, body: axum::body::Bytes) -> StatusCode {
-    let list: Value = serde_json::from_slice(&body).expect("an EventList");
-    assert_eq!(list["kind"], "EventList");
-    assert_eq!(list["apiVersion"], "audit.k8s.io/v1");
-    let slow = seen.lock().slow;
-    if let Some(delay) = slow {
-        // The receiver's slowness is what this phase of the test is about, not a wait.
-        tokio::time::sleep(delay).await;
-    }
-    let mut seen = seen.lock();
-    if slow.is_some() {
-        seen.slowed += 1;
-    }
-    if seen.refusing {
-        seen.refused += 1;
-        return StatusCode::SERVICE_UNAVAILABLE;
-    }
-    seen.accepted += 1;
-    for event in list["items"].as_array().expect("items") {
-        let id = event["auditID"].as_str().expect("an audit id").to_string();
-        let stage = event["stage"].as_str().expect("a stage").to_string();
-        seen.stages.entry(id).or_default().insert(stage);
-    }
-    StatusCode::OK
-}
-
-/// The receiver: HTTPS on `listener` with `cert`, until the returned task is aborted (which
-/// closes its listener and every connection).
-fn serve_receiver(
-    listener: tokio::net::TcpListener,
-    cert: &rcgen::CertifiedKey<rcgen::KeyPair>,
-    seen: Shared,
-) -> tokio::task::JoinHandle<()> {
-    let acceptor =
-        tokio_rustls::TlsAcceptor::from(rcgen_server_config(cert, &[b"h2", b"http/1.1"]));
-    let app = Router::new()
-        .route("/audit", post(receive))
-        .with_state(seen);
-    tokio::spawn(async move {
-        let mut connections = tokio::task::JoinSet::new();
-        loop {
-            let Ok((tcp, _)) = listener.accept().await else {
-                return;
-            };
-            let (acceptor, app) = (acceptor.clone(), app.clone());
-            connections.spawn(async move {
-                let Ok(tls) = acceptor.accept(tcp).await else {
-                    return;
-                };
-                let service = hyper_util::service::TowerToHyperService::new(app);
-                let _ = hyper_util::server::conn::auto::Builder::new(
-                    hyper_util::rt::TokioExecutor::new(),
-                )
-                .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
-                .await;
-            });
-        }
-    })
-}
-
-/// A kubeconfig naming the receiver at `addr`, trusting `ca_pem`.
-fn kubeconfig(addr: SocketAddr, ca_pem: &str) -> String {
-    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
-    format!(
-        "apiVersion: v1
-kind: Config
-clusters:
-- name: audit
-  cluster:
-    server: https://{addr}/audit
-    certificate-authority-data: {ca}
-users:
-- name: apiserver
-  user: {{}}
-contexts:
-- name: default
-  context:
-    cluster: audit
-    user: apiserver
-current-context: default
-"
-    )
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_event_of_a_burst_reaches_a_receiver_that_refuses_and_restarts() {

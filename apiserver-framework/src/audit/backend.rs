@@ -5,6 +5,7 @@
 use std::io::Write;
 use std::path::Path;
 
+use futures::future::BoxFuture;
 use parking_lot::Mutex;
 
 use super::event::Event;
@@ -14,6 +15,19 @@ use super::rotation::RotatingFile;
 pub trait AuditBackend: Send + Sync + 'static {
     /// Records one event; failures are the backend's to report (requests go on).
     fn process(&self, event: &Event);
+
+    /// Whether the request waits for its events to be stored ([`AuditBackend::store`]), as
+    /// upstream's blocking backends make it.
+    fn blocks(&self) -> bool {
+        false
+    }
+
+    /// Stores one event while the request waits: whether it counts as stored (a failure at
+    /// the `RequestReceived` stage fails the request). By default, [`AuditBackend::process`].
+    fn store<'a>(&'a self, event: &'a Event) -> BoxFuture<'a, bool> {
+        self.process(event);
+        Box::pin(std::future::ready(true))
+    }
 }
 
 /// Writes each event as one line of JSON to a file (rotated by size) or to stdout.
@@ -77,5 +91,19 @@ impl AuditBackend for Union {
         for backend in &self.0 {
             backend.process(event);
         }
+    }
+
+    fn blocks(&self) -> bool {
+        self.0.iter().any(|b| b.blocks())
+    }
+
+    fn store<'a>(&'a self, event: &'a Event) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            let mut stored = true;
+            for backend in &self.0 {
+                stored &= backend.store(event).await;
+            }
+            stored
+        })
     }
 }

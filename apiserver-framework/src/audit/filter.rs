@@ -113,10 +113,30 @@ impl AuditContext {
 
     /// Records the event at `stage` unless the policy omits that stage.
     fn emit(&self, stage: Stage) {
+        if let Some(event) = self.staged(stage) {
+            self.backend.process(&event);
+        }
+    }
+
+    /// Records the event at `stage` as [`AuditContext::emit`], waiting for a blocking backend
+    /// to store it: whether it was stored (an omitted stage counts as stored).
+    async fn emit_stored(&self, stage: Stage) -> bool {
+        match self.staged(stage) {
+            Some(event) if self.backend.blocks() => self.backend.store(&event).await,
+            Some(event) => {
+                self.backend.process(&event);
+                true
+            }
+            None => true,
+        }
+    }
+
+    /// The event at `stage`, counted, unless the policy omits that stage.
+    fn staged(&self, stage: Stage) -> Option<Event> {
         let event = {
             let mut r = self.recording.lock();
             if r.omit_stages.contains(&stage) {
-                return;
+                return None;
             }
             r.event.stage = stage;
             r.event.stage_timestamp = micro_time(jiff::Timestamp::now());
@@ -126,8 +146,32 @@ impl AuditContext {
             .audit_events
             .with_label_values(&[] as &[&str])
             .inc();
-        self.backend.process(&event);
+        Some(event)
     }
+}
+
+/// Upstream's answer to a request whose `RequestReceived` event could not be stored
+/// (`responsewriters.InternalError`): 500 with a line of text.
+fn failed_to_store(parts: &Parts) -> Response<Body> {
+    let uri = parts
+        .uri
+        .path_and_query()
+        .map_or(parts.uri.path(), |p| p.as_str());
+    let text = format!(
+        "Internal Server Error: {}: failed to store audit event\n",
+        crate::quote::go_quote(uri)
+    );
+    let mut res = Response::new(Body::from(text));
+    *res.status_mut() = http::StatusCode::INTERNAL_SERVER_ERROR;
+    res.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    res.headers_mut().insert(
+        http::header::X_CONTENT_TYPE_OPTIONS,
+        http::HeaderValue::from_static("nosniff"),
+    );
+    res
 }
 
 /// What the handlers decode from the body, as upstream's `LogRequestObject` and
@@ -218,7 +262,15 @@ impl Auditor {
             })),
             backend: self.backend.clone(),
         };
-        ctx.emit(Stage::RequestReceived);
+        if !ctx.emit_stored(Stage::RequestReceived).await {
+            // blocking-strict: a request whose arrival could not be audited is not served
+            // (upstream's `failed to store audit event`).
+            crate::metrics::global()
+                .audit_requests_rejected
+                .with_label_values(&[] as &[&str])
+                .inc();
+            return failed_to_store(&parts);
+        }
 
         let long_running = matches!(&attrs.request, AuthzRequest::Resource(r) if r.verb == "watch");
         let delete = matches!(&attrs.request, AuthzRequest::Resource(r) if r.verb == "delete");
@@ -270,7 +322,7 @@ impl Auditor {
             })
         });
         if long_running {
-            ctx.emit(Stage::ResponseStarted);
+            ctx.emit_stored(Stage::ResponseStarted).await;
             let (parts, body) = res.into_parts();
             let body = Body::new(CompleteOnEnd {
                 inner: body,
@@ -280,7 +332,7 @@ impl Auditor {
         }
         let read = capture || !res.status().is_success();
         if !read {
-            ctx.emit(Stage::ResponseComplete);
+            ctx.emit_stored(Stage::ResponseComplete).await;
             return res;
         }
         let (parts, body) = res.into_parts();
@@ -319,7 +371,7 @@ impl Auditor {
                 }
             });
         }
-        ctx.emit(Stage::ResponseComplete);
+        ctx.emit_stored(Stage::ResponseComplete).await;
         Response::from_parts(parts, Body::from(bytes))
     }
 

@@ -5,6 +5,7 @@
 //! batched). Every response carries the request's `Audit-Id`.
 
 pub(crate) mod backend;
+pub(crate) mod blocking;
 pub(crate) mod buffered;
 pub(crate) mod encoded;
 pub(crate) mod event;

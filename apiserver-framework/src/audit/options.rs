@@ -78,7 +78,7 @@ impl AuditOptions {
             backends.push(Arc::new(backend));
         }
         if let Some(webhook) = self.webhook.build()? {
-            backends.push(Arc::new(webhook));
+            backends.push(webhook);
         }
         let backend: Arc<dyn AuditBackend> = match backends.len() {
             0 => return Ok(None),

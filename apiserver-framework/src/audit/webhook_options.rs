@@ -2,9 +2,12 @@
 //! `AuditWebhookOptions` with its batch and truncate options).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::AuditError;
+use super::backend::AuditBackend;
+use super::blocking::BlockingBackend;
 use super::buffered::{BatchConfig, BufferedBackend};
 use super::truncate::Truncate;
 use super::webhook::{Backoff, WebhookClient};
@@ -19,8 +22,9 @@ pub struct AuditWebhookOptions {
     /// The amount of time to wait before retrying the first failed request.
     #[arg(long, default_value = "10s")]
     pub audit_webhook_initial_backoff: GoDuration,
-    /// Strategy for sending audit events: `batch` buffers events and sends them
-    /// asynchronously. (Upstream's `blocking` and `blocking-strict` are not supported yet.)
+    /// Strategy for sending audit events. Blocking indicates sending events should block
+    /// server responses. Batch causes the backend to buffer and write events asynchronously.
+    /// Known modes are batch,blocking,blocking-strict.
     #[arg(long, default_value = "batch")]
     pub audit_webhook_mode: String,
     /// The size of the buffer to store events before batching and writing.
@@ -78,23 +82,18 @@ impl Default for AuditWebhookOptions {
 }
 
 impl AuditWebhookOptions {
-    /// The webhook backend these flags ask for: `None` without a config file. Starts its
-    /// batching task, so it is called on a tokio runtime.
-    pub(crate) fn build(&self) -> Result<Option<BufferedBackend>, AuditError> {
+    /// The webhook backend these flags ask for: `None` without a config file. In batch mode
+    /// it starts its batching task, so it is called on a tokio runtime.
+    pub(crate) fn build(&self) -> Result<Option<Arc<dyn AuditBackend>>, AuditError> {
         let Some(path) = &self.audit_webhook_config_file else {
             return Ok(None);
         };
         let invalid = |message: String| AuditError::Webhook(message);
-        if self.audit_webhook_mode != "batch" {
-            return Err(invalid(match self.audit_webhook_mode.as_str() {
-                "blocking" | "blocking-strict" => format!(
-                    "--audit-webhook-mode={} is not supported yet; use batch",
-                    self.audit_webhook_mode
-                ),
-                other => format!(
-                    "invalid audit webhook mode {other}, allowed modes are \"batch,blocking,blocking-strict\""
-                ),
-            }));
+        let mode = self.audit_webhook_mode.as_str();
+        if !matches!(mode, "batch" | "blocking" | "blocking-strict") {
+            return Err(invalid(format!(
+                "invalid audit webhook mode {mode}, allowed modes are \"batch,blocking,blocking-strict\""
+            )));
         }
         if self.audit_webhook_version != "audit.k8s.io/v1" {
             return Err(invalid(format!(
@@ -114,6 +113,12 @@ impl AuditWebhookOptions {
         let backoff = Backoff::from_initial(self.audit_webhook_initial_backoff.0);
         let client = WebhookClient::from_kubeconfig(path, backoff)
             .map_err(|e| invalid(format!("{}: {e}", path.display())))?;
+        if mode != "batch" {
+            let strict = mode == "blocking-strict";
+            return Ok(Some(Arc::new(BlockingBackend::new(
+                client, truncate, strict,
+            ))));
+        }
         let config = BatchConfig {
             buffer_size: self.audit_webhook_batch_buffer_size,
             max_batch_size: self.audit_webhook_batch_max_size,
@@ -123,7 +128,9 @@ impl AuditWebhookOptions {
                 self.audit_webhook_batch_throttle_burst,
             )),
         };
-        Ok(Some(BufferedBackend::start(config, truncate, client)))
+        Ok(Some(Arc::new(BufferedBackend::start(
+            config, truncate, client,
+        ))))
     }
 
     /// The truncating limits, checked as upstream checks them; `None` when truncating is off.

@@ -103,6 +103,9 @@ pub struct Metrics {
     pub response_sizes: HistogramVec,
     /// `apiserver_audit_event_total`: audit events generated and sent to the audit backend.
     pub audit_events: IntCounterVec,
+    /// `apiserver_audit_requests_rejected_total`: requests refused because their audit event
+    /// could not be stored (`blocking-strict`).
+    pub audit_requests_rejected: IntCounterVec,
     /// `apiserver_audit_error_total{plugin}`: audit events that failed to be audited, by the
     /// plugin affected (`buffered`, `truncate`, `webhook`).
     pub audit_errors: IntCounterVec,
@@ -242,6 +245,11 @@ impl Metrics {
             audit_events: counter(
                 "apiserver_audit_event_total",
                 "Counter of audit events generated and sent to the audit backend.",
+                &[],
+            ),
+            audit_requests_rejected: counter(
+                "apiserver_audit_requests_rejected_total",
+                "Counter of apiserver requests rejected due to an error in audit logging backend.",
                 &[],
             ),
             audit_errors: counter(
