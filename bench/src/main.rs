@@ -18,6 +18,7 @@ mod baseline;
 mod charts;
 mod client;
 mod compare;
+mod devhost;
 mod encryption;
 mod etcd;
 mod lists;
