@@ -24,6 +24,7 @@ mod etcd;
 mod lists;
 mod load;
 mod memory;
+mod peer;
 mod plan;
 mod process;
 mod report;

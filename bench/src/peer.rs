@@ -1,0 +1,410 @@
+//! The benchmark's peer (issue 46): Kubernetes' sample-apiserver beside wardle in the same
+//! run, both served the same way (`wardle serve` and sample-apiserver behind one development
+//! host for delegated authentication and authorization, storing in one etcd 3.6 under key
+//! prefixes of their own), loaded at the same concurrency with the same bearer token sent to
+//! each directly; each row also has the bare baseline answering wardle's recorded bytes.
+
+mod stack;
+pub mod versus;
+mod writes;
+
+use std::path::Path;
+use std::time::Duration;
+
+use apiserver_framework::testing::wait;
+use bytes::Bytes;
+use http::{Method, StatusCode};
+
+use crate::baseline::{self, Recordings};
+use crate::client::{self, Error, Target};
+use crate::compare::{alternate3, creates, gets, ratio, throughput_row};
+use crate::plan::Plan;
+use crate::process::anon_bytes;
+use crate::report::{Measurement, Row, mib};
+use crate::requests::{collection, fill, flunder, flunder_with, recorded, write_recordings};
+use crate::scenarios::{create_get_me, start_times};
+use crate::servers::{self, Server};
+use stack::{SAMPLE_PREFIX, Stack, WARDLE_PREFIX};
+use versus::{PEER, Versus};
+
+/// The namespaces of the peer rows, created on the host; the first object's is last, so that
+/// a server that sees it has seen the others.
+const NAMESPACES: &[&str] = &[
+    "peer-list",
+    "peer-big",
+    "peer-create",
+    "peer-update",
+    "peer-apply",
+    "peer-get",
+];
+
+/// How long a server may take to see the host's namespaces.
+const NAMESPACES_WITHIN: Duration = Duration::from_secs(60);
+
+/// Sends `request` on a new connection to `target` and insists on `expect`; the answer's
+/// headers and body.
+async fn send_once(
+    target: &Target,
+    request: http::Request<http_body_util::Full<Bytes>>,
+    expect: StatusCode,
+) -> Result<(http::HeaderMap, Bytes), Error> {
+    let what = format!("{} {}", request.method(), request.uri());
+    let mut sender = target.connect().await?;
+    let (status, headers, body) = client::send_full(&mut sender, request).await?;
+    if status != expect {
+        let text = String::from_utf8_lossy(&body[..body.len().min(500)]).into_owned();
+        return Err(format!("{what}: {status}: {text}").into());
+    }
+    Ok((headers, body))
+}
+
+/// One update of the Flunder `name` in `namespace` (read first for its resourceVersion).
+async fn update_once(
+    target: &Target,
+    namespace: &str,
+    name: &str,
+) -> Result<(http::HeaderMap, Bytes), Error> {
+    let path = format!("{}/{name}", collection(namespace));
+    let get = target.request(Method::GET, &path, Bytes::new());
+    let (_, body) = send_once(target, get, StatusCode::OK).await?;
+    let object: serde_json::Value = serde_json::from_slice(&body)?;
+    let rv = object["metadata"]["resourceVersion"]
+        .as_str()
+        .ok_or("an object without a resourceVersion")?;
+    let put = target.request(Method::PUT, &path, flunder_with(name, 7, Some(rv)));
+    send_once(target, put, StatusCode::OK).await
+}
+
+/// The sizes of one answer of each kind from one server, in bytes.
+#[derive(Default)]
+struct Sizes {
+    get: usize,
+    list: usize,
+    big_list: usize,
+    create: usize,
+    update: usize,
+    apply: usize,
+}
+
+/// The paths the rows read.
+struct Paths {
+    one: String,
+    list: String,
+    big_list: String,
+}
+
+/// Fills `server` with the objects of the rows and answers one request of each kind, adding
+/// its answers to `recordings` when given (wardle's, which the bare baseline answers with).
+async fn prepare(
+    plan: &Plan,
+    server: &Server,
+    pids: &[u32],
+    paths: &Paths,
+    mut recordings: Option<&mut Recordings>,
+) -> Result<Sizes, Error> {
+    let t = &server.target;
+    // The first create waits until the server sees the host's namespaces.
+    wait::poll(
+        "the server to accept creates in the host's namespaces",
+        NAMESPACES_WITHIN,
+        || create_get_me(t, "peer-get"),
+    )
+    .await?;
+    fill(plan, t, "peer-list", "item-", plan.list_size, pids).await?;
+    fill(plan, t, "peer-big", "big-", plan.big_list_size, pids).await?;
+    let clients = plan.concurrency as u64;
+    fill(plan, t, "peer-update", "u-", clients, pids).await?;
+    fill(plan, t, "peer-apply", "a-", clients, pids).await?;
+    let mut sizes = Sizes::default();
+    for (path, size) in [
+        (&paths.one, &mut sizes.get),
+        (&paths.list, &mut sizes.list),
+        (&paths.big_list, &mut sizes.big_list),
+    ] {
+        let get = t.request(Method::GET, path, Bytes::new());
+        let (headers, body) = send_once(t, get, StatusCode::OK).await?;
+        *size = body.len();
+        if let Some(r) = recordings.as_deref_mut() {
+            r.insert(
+                baseline::key(&Method::GET, path),
+                recorded(StatusCode::OK, &headers, body),
+            );
+        }
+    }
+    let created = collection("peer-create");
+    let post = t.request(Method::POST, &created, flunder("recorded"));
+    let (headers, body) = send_once(t, post, StatusCode::CREATED).await?;
+    sizes.create = body.len();
+    if let Some(r) = recordings.as_deref_mut() {
+        r.insert(
+            baseline::key(&Method::POST, &created),
+            recorded(StatusCode::CREATED, &headers, body),
+        );
+    }
+    // The bare baseline answers each client's update and apply with wardle's answer to it;
+    // from sample-apiserver one of each gives its size.
+    let recorded_clients = if recordings.is_some() { clients } else { 1 };
+    for c in 0..recorded_clients as usize {
+        let name = writes::object("u-", c);
+        let (headers, body) = update_once(t, "peer-update", &name).await?;
+        sizes.update = body.len();
+        if let Some(r) = recordings.as_deref_mut() {
+            r.insert(
+                baseline::key(
+                    &Method::PUT,
+                    &format!("{}/{name}", collection("peer-update")),
+                ),
+                recorded(StatusCode::OK, &headers, body),
+            );
+        }
+        let name = writes::object("a-", c);
+        let apply = writes::apply(t, "peer-apply", &name, 7);
+        let (headers, body) = send_once(t, apply, StatusCode::OK).await?;
+        sizes.apply = body.len();
+        if let Some(r) = recordings.as_deref_mut() {
+            r.insert(
+                baseline::key(&Method::PATCH, &writes::apply_path("peer-apply", &name)),
+                recorded(StatusCode::OK, &headers, body),
+            );
+        }
+    }
+    Ok(sizes)
+}
+
+/// Anonymous resident memory (`RssAnon`) of `pid`, as a measurement.
+fn anon(pid: u32) -> Measurement {
+    Measurement {
+        peak_rss_mib: Some(mib(anon_bytes(pid))),
+        count: 1,
+        ..Default::default()
+    }
+}
+
+/// A memory row: `RssAnon` of wardle, the bare baseline and sample-apiserver.
+fn memory_row(scenario: &str, w: Measurement, b: Measurement, s: Measurement, note: &str) -> Row {
+    let r = ratio(w.peak_rss_mib, b.peak_rss_mib);
+    let v = Versus::memory(
+        w.peak_rss_mib.unwrap_or_default(),
+        s.peak_rss_mib.unwrap_or_default(),
+    );
+    Row::new(
+        scenario,
+        w,
+        "bare baseline",
+        b,
+        "RssAnon, lower is better",
+        r,
+    )
+    .peer(v)
+    .note(note.to_string())
+}
+
+/// The rows of the peer group, in the issue's order of priority: start to ready and idle
+/// memory (taken first, on empty prefixes), GET one object over HTTP/1.1 and HTTP/2, LIST,
+/// CREATE, UPDATE, server-side apply, the big LIST, and memory once loaded.
+pub async fn run(plan: &Plan, work: &Path, say: &impl Fn(&str)) -> Result<Vec<Row>, Error> {
+    say("  etcd and the development host");
+    let stack = Stack::start(work).await?;
+    let etcd_pid = stack.etcd.proc.pid;
+    let pki = stack.host.backend_pki();
+    let empty = write_recordings(stack.dir(), "recordings-empty.json", &Recordings::new())?;
+    let mut rows = Vec::new();
+
+    say("  start to ready");
+    let mut wardle = stack.wardle().await?;
+    let mut sample = stack.sample_apiserver().await?;
+    let mut bare = servers::baseline(stack.dir(), "baseline-start", &pki, &empty).await?;
+    let mut times = [
+        vec![wardle.ready_after],
+        vec![sample.ready_after],
+        vec![bare.ready_after],
+    ];
+    for _ in 1..plan.start_runs {
+        drop(wardle);
+        wardle = stack.wardle().await?;
+        times[0].push(wardle.ready_after);
+        drop(sample);
+        sample = stack.sample_apiserver().await?;
+        times[1].push(sample.ready_after);
+        drop(bare);
+        bare = servers::baseline(stack.dir(), "baseline-start", &pki, &empty).await?;
+        times[2].push(bare.ready_after);
+    }
+    let [w, s, b] = times.map(|mut t| start_times(&mut t));
+    let r = ratio(w.p50_ms, b.p50_ms);
+    let v = Versus::start(&w, s);
+    rows.push(
+        Row::new(
+            "peer: start to /readyz 200",
+            w,
+            "bare baseline",
+            b,
+            "median ms, lower is better",
+            r,
+        )
+        .peer(v)
+        .note(format!(
+            "{} starts each, in turns; p50 is the median, p99 the slowest; both servers against the running dev host and etcd",
+            plan.start_runs
+        )),
+    );
+
+    // The measured subject is memory: the servers settle before it is read.
+    tokio::time::sleep(plan.settle).await;
+    rows.push(memory_row(
+        "peer: idle anonymous memory",
+        anon(wardle.pid()),
+        anon(bare.pid()),
+        anon(sample.pid()),
+        "RssAnon from /proc/PID/status (heap and stacks, no file-backed pages), ready and idle, before any object",
+    ));
+    drop(bare);
+
+    say("  filling both servers");
+    for ns in NAMESPACES {
+        stack.host.namespace(ns).await?;
+    }
+    let paths = Paths {
+        one: format!("{}/get-me", collection("peer-get")),
+        list: collection("peer-list"),
+        big_list: collection("peer-big"),
+    };
+    let (w_pids, s_pids) = ([wardle.pid(), etcd_pid], [sample.pid(), etcd_pid]);
+    let mut recordings = Recordings::new();
+    let ws = prepare(plan, &wardle, &w_pids, &paths, Some(&mut recordings)).await?;
+    let ss = prepare(plan, &sample, &s_pids, &paths, None).await?;
+    let recordings_file = write_recordings(stack.dir(), "recordings.json", &recordings)?;
+    let bare = servers::baseline(stack.dir(), "baseline", &pki, &recordings_file).await?;
+    let b_pids = [bare.pid()];
+    let conc = plan.concurrency;
+    let setup = format!(
+        "wardle serve and {PEER} behind one dev host (delegated authentication and authorization; the host admin's bearer token sent to each directly), storing in one etcd 3.6 under {WARDLE_PREFIX} and {SAMPLE_PREFIX}; req/CPU-s counts the server's own process (CPU s counts etcd too)"
+    );
+    let (wt, st, bt) = (&wardle.target, &sample.target, &bare.target);
+
+    let row = |scenario: &str, w: Measurement, b: Measurement, s, sizes: (usize, usize)| {
+        let v = Versus::throughput(&w, s, sizes.0, sizes.1);
+        throughput_row(scenario, w, "bare baseline", b, None).peer(v)
+    };
+
+    say("  GET one object (HTTP/1.1)");
+    let (w, s, b) = alternate3(
+        plan,
+        |stop| gets(wt, &paths.one, conc, &w_pids, stop),
+        |stop| gets(st, &paths.one, conc, &s_pids, stop),
+        |stop| gets(bt, &paths.one, conc, &b_pids, stop),
+    )
+    .await;
+    rows.push(
+        row("peer: GET one object", w, b, s, (ws.get, ss.get))
+            .note(format!("{conc} clients over HTTP/1.1; {setup}")),
+    );
+
+    say("  GET one object (HTTP/2)");
+    let (w2, s2, b2) = (
+        wt.http2(plan.h2_streams),
+        st.http2(plan.h2_streams),
+        bt.http2(plan.h2_streams),
+    );
+    let (w, s, b) = alternate3(
+        plan,
+        |stop| gets(&w2, &paths.one, conc, &w_pids, stop),
+        |stop| gets(&s2, &paths.one, conc, &s_pids, stop),
+        |stop| gets(&b2, &paths.one, conc, &b_pids, stop),
+    )
+    .await;
+    rows.push(
+        row("peer: GET one object, HTTP/2", w, b, s, (ws.get, ss.get)).note(format!(
+            "{conc} clients, {} to an HTTP/2 connection",
+            plan.h2_streams
+        )),
+    );
+
+    say("  LIST");
+    let (w, s, b) = alternate3(
+        plan,
+        |stop| gets(wt, &paths.list, conc, &w_pids, stop),
+        |stop| gets(st, &paths.list, conc, &s_pids, stop),
+        |stop| gets(bt, &paths.list, conc, &b_pids, stop),
+    )
+    .await;
+    rows.push(row(
+        &format!("peer: LIST {} objects", plan.list_size),
+        w,
+        b,
+        s,
+        (ws.list, ss.list),
+    ));
+
+    say("  CREATE");
+    let (w, s, b) = alternate3(
+        plan,
+        |stop| creates(plan, wt, "peer-create", &w_pids, stop),
+        |stop| creates(plan, st, "peer-create", &s_pids, stop),
+        |stop| creates(plan, bt, "peer-create", &b_pids, stop),
+    )
+    .await;
+    rows.push(row("peer: CREATE", w, b, s, (ws.create, ss.create)));
+
+    say("  UPDATE");
+    let (w, s, b) = alternate3(
+        plan,
+        |stop| writes::updates(wt, "peer-update", "u-", conc, &w_pids, stop),
+        |stop| writes::updates(st, "peer-update", "u-", conc, &s_pids, stop),
+        |stop| writes::updates(bt, "peer-update", "u-", conc, &b_pids, stop),
+    )
+    .await;
+    rows.push(
+        row("peer: UPDATE", w, b, s, (ws.update, ss.update)).note(
+            "PUT of each client's own Flunder with a new spec.replicas, its last resourceVersion as precondition",
+        ),
+    );
+
+    say("  server-side apply");
+    let (w, s, b) = alternate3(
+        plan,
+        |stop| writes::applies(wt, "peer-apply", "a-", conc, &w_pids, stop),
+        |stop| writes::applies(st, "peer-apply", "a-", conc, &s_pids, stop),
+        |stop| writes::applies(bt, "peer-apply", "a-", conc, &b_pids, stop),
+    )
+    .await;
+    rows.push(
+        row("peer: server-side apply", w, b, s, (ws.apply, ss.apply)).note(format!(
+            "PATCH application/apply-patch+yaml of each client's own Flunder with a new spec.replicas, fieldManager {}, force",
+            writes::MANAGER
+        )),
+    );
+
+    say("  LIST, big and unpaged");
+    let clients = plan.big_list_clients;
+    let (w, s, b) = alternate3(
+        plan,
+        |stop| gets(wt, &paths.big_list, clients, &w_pids, stop),
+        |stop| gets(st, &paths.big_list, clients, &s_pids, stop),
+        |stop| gets(bt, &paths.big_list, clients, &b_pids, stop),
+    )
+    .await;
+    rows.push(
+        row(
+            &format!("peer: LIST {} objects, unpaged", plan.big_list_size),
+            w,
+            b,
+            s,
+            (ws.big_list, ss.big_list),
+        )
+        .note(format!("{clients} clients")),
+    );
+
+    tokio::time::sleep(plan.settle).await;
+    rows.push(memory_row(
+        "peer: loaded anonymous memory",
+        anon(wardle.pid()),
+        anon(bare.pid()),
+        anon(sample.pid()),
+        &format!(
+            "RssAnon after the rows above, settled: each server holding {} Flunders and those the CREATE row made; the bare baseline holding wardle's recorded answers",
+            1 + plan.list_size + plan.big_list_size + 2 * plan.concurrency as u64
+        ),
+    ));
+    Ok(rows)
+}

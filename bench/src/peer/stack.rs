@@ -1,0 +1,145 @@
+//! What the peer rows run: one etcd (upstream's 3.6, from `scripts/build-upstream etcd`), a
+//! development host for delegated authentication and authorization, and behind it both `wardle
+//! serve` and Kubernetes' sample-apiserver (`scripts/build-upstream sample-apiserver`), served
+//! with the same flags, certificate and identity, each storing under a key prefix of its own
+//! in that etcd.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::client::Error;
+use crate::devhost::{Host, fresh_dir, log_tail};
+use crate::etcd::Etcd;
+use crate::process::{Proc, free_addr};
+use crate::servers::{self, Server};
+
+/// How long a server may take to become ready.
+const READY_WITHIN: Duration = Duration::from_secs(60);
+
+/// wardle's key prefix in the shared etcd.
+pub const WARDLE_PREFIX: &str = "/peer-wardle";
+
+/// sample-apiserver's key prefix in the shared etcd.
+pub const SAMPLE_PREFIX: &str = "/peer-sample-apiserver";
+
+/// An executable that `scripts/build-upstream <what>` builds into `target/upstream/bin`: found
+/// beside this binary's target directory (`target/release/../upstream/bin`), else under the
+/// working directory.
+pub fn upstream_binary(name: &str, what: &str) -> Result<PathBuf, Error> {
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.join("upstream/bin").join(name)));
+    let candidates = beside
+        .into_iter()
+        .chain([Path::new("target/upstream/bin").join(name)]);
+    for candidate in candidates {
+        if candidate.is_file() {
+            return Ok(candidate);
+        }
+    }
+    Err(format!("no {name} in target/upstream/bin: run ./scripts/build-upstream {what}").into())
+}
+
+/// The etcd, the host, and where the two servers listen.
+pub struct Stack {
+    // Dropped (killed) in this order: the host, then etcd.
+    /// The development host.
+    pub host: Host,
+    /// The etcd both servers store in.
+    pub etcd: Etcd,
+    dir: PathBuf,
+    sample_apiserver: PathBuf,
+    wardle_addr: std::net::SocketAddr,
+    sample_addr: std::net::SocketAddr,
+}
+
+impl Stack {
+    /// Starts etcd and the host in `work/peer`; the servers are started with
+    /// [`Stack::wardle`] and [`Stack::sample_apiserver`].
+    pub async fn start(work: &Path) -> Result<Stack, Error> {
+        let sample_apiserver = upstream_binary("sample-apiserver", "sample-apiserver")?;
+        let etcd_binary = upstream_binary("etcd", "etcd")?;
+        let dir = fresh_dir(work, "peer")?;
+        let etcd_dir = dir.join("etcd");
+        std::fs::create_dir_all(&etcd_dir)?;
+        let etcd = Etcd::start_program(&etcd_dir, &etcd_binary).await?;
+        let (wardle_addr, sample_addr) = (free_addr(), free_addr());
+        // The host's APIService points at wardle; the bench reaches both servers directly,
+        // so the host's availability checks are the only requests it sends either.
+        let host = Host::start(&dir, wardle_addr, "30s").await?;
+        Ok(Stack {
+            host,
+            etcd,
+            dir,
+            sample_apiserver,
+            wardle_addr,
+            sample_addr,
+        })
+    }
+
+    /// Starts `wardle serve` (wardle's own executable when it lies beside this binary) and
+    /// waits until `/readyz` answers 200.
+    pub async fn wardle(&self) -> Result<Server, Error> {
+        let mut args = vec!["serve".to_string()];
+        args.extend(self.host.serving_args(self.wardle_addr.port()));
+        args.extend([
+            "--etcd-servers".into(),
+            self.etcd.url.clone(),
+            "--etcd-prefix".into(),
+            WARDLE_PREFIX.into(),
+            "--data-dir".into(),
+            self.dir.join("wardle-data").display().to_string(),
+        ]);
+        let log = self.dir.join("wardle.log");
+        let proc = match servers::wardle_beside_this_binary() {
+            Some(exe) => Proc::spawn(std::process::Command::new(exe), &args, &self.dir, &log)?,
+            None => Proc::role("wardle", &args, &self.dir, &log)?,
+        };
+        self.ready(proc, self.wardle_addr, &log, "wardle serve")
+            .await
+    }
+
+    /// Starts sample-apiserver with the same serving flags and waits until `/readyz` answers
+    /// 200. The host serves neither `flowcontrol.apiserver.k8s.io` nor admission policies,
+    /// whose informers sample-apiserver would wait for: priority and fairness is off, and the
+    /// two admission plugins of policies are disabled (as wardle's client-go tests run it).
+    pub async fn sample_apiserver(&self) -> Result<Server, Error> {
+        let mut args = self.host.serving_args(self.sample_addr.port());
+        args.extend([
+            "--etcd-servers".into(),
+            self.etcd.url.clone(),
+            "--etcd-prefix".into(),
+            SAMPLE_PREFIX.into(),
+            "--enable-priority-and-fairness=false".into(),
+            "--disable-admission-plugins=ValidatingAdmissionPolicy,MutatingAdmissionPolicy".into(),
+        ]);
+        let log = self.dir.join("sample-apiserver.log");
+        let command = std::process::Command::new(&self.sample_apiserver);
+        let proc = Proc::spawn(command, &args, &self.dir, &log)?;
+        self.ready(proc, self.sample_addr, &log, "sample-apiserver")
+            .await
+    }
+
+    async fn ready(
+        &self,
+        mut proc: Proc,
+        addr: std::net::SocketAddr,
+        log: &Path,
+        name: &str,
+    ) -> Result<Server, Error> {
+        let target = self.host.target(addr);
+        match proc.wait_ready(&target, READY_WITHIN).await {
+            Ok(ready_after) => Ok(Server {
+                proc,
+                target,
+                ready_after,
+            }),
+            Err(e) => Err(format!("{name}: {e}; its log ends with:\n{}", log_tail(log)).into()),
+        }
+    }
+
+    /// A work directory of the run's, for the bare baseline's files.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
