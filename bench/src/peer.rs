@@ -2,7 +2,8 @@
 //! run, both served the same way (`wardle serve` and sample-apiserver behind one development
 //! host for delegated authentication and authorization, storing in one etcd 3.6 under key
 //! prefixes of their own), loaded at the same concurrency with the same bearer token sent to
-//! each directly; each row also has the bare baseline answering wardle's recorded bytes.
+//! each directly, and the same Flunders (with only the fields both servers' types have); each
+//! row also has the bare baseline answering wardle's recorded bytes.
 
 mod stack;
 pub mod versus;
@@ -17,12 +18,12 @@ use http::{Method, StatusCode};
 
 use crate::baseline::{self, Recordings};
 use crate::client::{self, Error, Target};
-use crate::compare::{alternate3, creates, gets, ratio, throughput_row};
+use crate::compare::{alternate3, gets, ratio, throughput_row};
 use crate::plan::Plan;
 use crate::process::anon_bytes;
 use crate::report::{Measurement, Row, mib};
-use crate::requests::{collection, fill, flunder, flunder_with, recorded, write_recordings};
-use crate::scenarios::{create_get_me, start_times};
+use crate::requests::{collection, recorded, write_recordings};
+use crate::scenarios::start_times;
 use crate::servers::{self, Server};
 use stack::{SAMPLE_PREFIX, Stack, WARDLE_PREFIX};
 use versus::{PEER, Versus};
@@ -71,7 +72,7 @@ async fn update_once(
     let rv = object["metadata"]["resourceVersion"]
         .as_str()
         .ok_or("an object without a resourceVersion")?;
-    let put = target.request(Method::PUT, &path, flunder_with(name, 7, Some(rv)));
+    let put = target.request(Method::PUT, &path, writes::body(name, Some(0), Some(rv)));
     send_once(target, put, StatusCode::OK).await
 }
 
@@ -107,14 +108,20 @@ async fn prepare(
     wait::poll(
         "the server to accept creates in the host's namespaces",
         NAMESPACES_WITHIN,
-        || create_get_me(t, "peer-get"),
+        || {
+            send_once(
+                t,
+                writes::create(t, "peer-get", "get-me"),
+                StatusCode::CREATED,
+            )
+        },
     )
     .await?;
-    fill(plan, t, "peer-list", "item-", plan.list_size, pids).await?;
-    fill(plan, t, "peer-big", "big-", plan.big_list_size, pids).await?;
-    let clients = plan.concurrency as u64;
-    fill(plan, t, "peer-update", "u-", clients, pids).await?;
-    fill(plan, t, "peer-apply", "a-", clients, pids).await?;
+    let (conc, clients) = (plan.concurrency, plan.concurrency as u64);
+    writes::fill(t, "peer-list", "item-", plan.list_size, conc, pids).await?;
+    writes::fill(t, "peer-big", "big-", plan.big_list_size, conc, pids).await?;
+    writes::fill(t, "peer-update", "u-", clients, conc, pids).await?;
+    writes::fill(t, "peer-apply", "a-", clients, conc, pids).await?;
     let mut sizes = Sizes::default();
     for (path, size) in [
         (&paths.one, &mut sizes.get),
@@ -132,7 +139,7 @@ async fn prepare(
         }
     }
     let created = collection("peer-create");
-    let post = t.request(Method::POST, &created, flunder("recorded"));
+    let post = writes::create(t, "peer-create", "recorded");
     let (headers, body) = send_once(t, post, StatusCode::CREATED).await?;
     sizes.create = body.len();
     if let Some(r) = recordings.as_deref_mut() {
@@ -158,7 +165,7 @@ async fn prepare(
             );
         }
         let name = writes::object("a-", c);
-        let apply = writes::apply(t, "peer-apply", &name, 7);
+        let apply = writes::apply(t, "peer-apply", &name, 0);
         let (headers, body) = send_once(t, apply, StatusCode::OK).await?;
         sizes.apply = body.len();
         if let Some(r) = recordings.as_deref_mut() {
@@ -339,9 +346,9 @@ pub async fn run(plan: &Plan, work: &Path, say: &impl Fn(&str)) -> Result<Vec<Ro
     say("  CREATE");
     let (w, s, b) = alternate3(
         plan,
-        |stop| creates(plan, wt, "peer-create", &w_pids, stop),
-        |stop| creates(plan, st, "peer-create", &s_pids, stop),
-        |stop| creates(plan, bt, "peer-create", &b_pids, stop),
+        |stop| writes::creates(wt, "peer-create", conc, &w_pids, stop),
+        |stop| writes::creates(st, "peer-create", conc, &s_pids, stop),
+        |stop| writes::creates(bt, "peer-create", conc, &b_pids, stop),
     )
     .await;
     rows.push(row("peer: CREATE", w, b, s, (ws.create, ss.create)));
@@ -356,7 +363,7 @@ pub async fn run(plan: &Plan, work: &Path, say: &impl Fn(&str)) -> Result<Vec<Ro
     .await;
     rows.push(
         row("peer: UPDATE", w, b, s, (ws.update, ss.update)).note(
-            "PUT of each client's own Flunder with a new spec.replicas, its last resourceVersion as precondition",
+            "PUT of each client's own Flunder with a new label value, its last resourceVersion as precondition",
         ),
     );
 
@@ -370,7 +377,7 @@ pub async fn run(plan: &Plan, work: &Path, say: &impl Fn(&str)) -> Result<Vec<Ro
     .await;
     rows.push(
         row("peer: server-side apply", w, b, s, (ws.apply, ss.apply)).note(format!(
-            "PATCH application/apply-patch+yaml of each client's own Flunder with a new spec.replicas, fieldManager {}, force",
+            "PATCH application/apply-patch+yaml of each client's own Flunder with a new label value, fieldManager {}, force",
             writes::MANAGER
         )),
     );
