@@ -206,6 +206,12 @@ fn memory_row(scenario: &str, w: Measurement, b: Measurement, s: Measurement, no
     .note(note.to_string())
 }
 
+/// Why the peer group cannot run here, if it cannot: sample-apiserver or upstream's etcd not
+/// built (`scripts/build-upstream sample-apiserver`, `scripts/build-upstream etcd`).
+pub fn unavailable() -> Option<String> {
+    stack::binaries().err().map(|e| e.to_string())
+}
+
 /// The rows of the peer group, in the order of priority: start to ready and idle
 /// memory (taken first, on empty prefixes), GET one object over HTTP/1.1 and HTTP/2, LIST,
 /// CREATE, UPDATE, server-side apply, the big LIST, and memory once loaded.

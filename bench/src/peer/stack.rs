@@ -40,6 +40,14 @@ pub fn upstream_binary(name: &str, what: &str) -> Result<PathBuf, Error> {
     Err(format!("no {name} in target/upstream/bin: run ./scripts/build-upstream {what}").into())
 }
 
+/// sample-apiserver's and etcd's executables, or why they are missing.
+pub fn binaries() -> Result<(PathBuf, PathBuf), Error> {
+    Ok((
+        upstream_binary("sample-apiserver", "sample-apiserver")?,
+        upstream_binary("etcd", "etcd")?,
+    ))
+}
+
 /// The etcd, the host, and where the two servers listen.
 pub struct Stack {
     // Dropped (killed) in this order: the host, then etcd.
@@ -57,8 +65,7 @@ impl Stack {
     /// Starts etcd and the host in `work/peer`; the servers are started with
     /// [`Stack::wardle`] and [`Stack::sample_apiserver`].
     pub async fn start(work: &Path) -> Result<Stack, Error> {
-        let sample_apiserver = upstream_binary("sample-apiserver", "sample-apiserver")?;
-        let etcd_binary = upstream_binary("etcd", "etcd")?;
+        let (sample_apiserver, etcd_binary) = binaries()?;
         let dir = fresh_dir(work, "peer")?;
         let etcd_dir = dir.join("etcd");
         std::fs::create_dir_all(&etcd_dir)?;
