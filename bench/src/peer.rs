@@ -1,7 +1,7 @@
 //! The benchmark's peer (issue 46): Kubernetes' sample-apiserver beside wardle in the same
 //! run, both served the same way (`wardle serve` and sample-apiserver behind one development
-//! host for delegated authentication and authorization, storing in one etcd 3.6 under key
-//! prefixes of their own), loaded at the same concurrency with the same bearer token sent to
+//! host for delegated authentication and authorization, each storing in an etcd 3.6 of its
+//! own, the two started alike), loaded at the same concurrency with the same bearer token sent to
 //! each directly, and the same Flunders (with only the fields both servers' types have); each
 //! row also has the bare baseline answering wardle's recorded bytes.
 
@@ -59,21 +59,21 @@ async fn send_once(
     Ok((headers, body))
 }
 
-/// One update of the Flunder `name` in `namespace` (read first for its resourceVersion).
-async fn update_once(
-    target: &Target,
-    namespace: &str,
-    name: &str,
-) -> Result<(http::HeaderMap, Bytes), Error> {
+/// An answer's headers and body.
+type Answer = (http::HeaderMap, Bytes);
+
+/// One update of the Flunder `name` in `namespace`, read first for its resourceVersion: the
+/// answers to the GET and to the PUT.
+async fn update_once(target: &Target, namespace: &str, name: &str) -> Result<[Answer; 2], Error> {
     let path = format!("{}/{name}", collection(namespace));
     let get = target.request(Method::GET, &path, Bytes::new());
-    let (_, body) = send_once(target, get, StatusCode::OK).await?;
-    let object: serde_json::Value = serde_json::from_slice(&body)?;
+    let read = send_once(target, get, StatusCode::OK).await?;
+    let object: serde_json::Value = serde_json::from_slice(&read.1)?;
     let rv = object["metadata"]["resourceVersion"]
         .as_str()
         .ok_or("an object without a resourceVersion")?;
     let put = target.request(Method::PUT, &path, writes::body(name, Some(0), Some(rv)));
-    send_once(target, put, StatusCode::OK).await
+    Ok([read, send_once(target, put, StatusCode::OK).await?])
 }
 
 /// The sizes of one answer of each kind from one server, in bytes.
@@ -153,14 +153,17 @@ async fn prepare(
     let recorded_clients = if recordings.is_some() { clients } else { 1 };
     for c in 0..recorded_clients as usize {
         let name = writes::object("u-", c);
-        let (headers, body) = update_once(t, "peer-update", &name).await?;
+        let [(got_headers, got), (headers, body)] = update_once(t, "peer-update", &name).await?;
         sizes.update = body.len();
         if let Some(r) = recordings.as_deref_mut() {
+            // The first update of each client reads the object for its resourceVersion.
+            let path = format!("{}/{name}", collection("peer-update"));
             r.insert(
-                baseline::key(
-                    &Method::PUT,
-                    &format!("{}/{name}", collection("peer-update")),
-                ),
+                baseline::key(&Method::GET, &path),
+                recorded(StatusCode::OK, &got_headers, got),
+            );
+            r.insert(
+                baseline::key(&Method::PUT, &path),
                 recorded(StatusCode::OK, &headers, body),
             );
         }
@@ -218,7 +221,6 @@ pub fn unavailable() -> Option<String> {
 pub async fn run(plan: &Plan, work: &Path, say: &impl Fn(&str)) -> Result<Vec<Row>, Error> {
     say("  etcd and the development host");
     let stack = Stack::start(work).await?;
-    let etcd_pid = stack.etcd.proc.pid;
     let pki = stack.host.backend_pki();
     let empty = write_recordings(stack.dir(), "recordings-empty.json", &Recordings::new())?;
     let mut rows = Vec::new();
@@ -282,7 +284,10 @@ pub async fn run(plan: &Plan, work: &Path, say: &impl Fn(&str)) -> Result<Vec<Ro
         list: collection("peer-list"),
         big_list: collection("peer-big"),
     };
-    let (w_pids, s_pids) = ([wardle.pid(), etcd_pid], [sample.pid(), etcd_pid]);
+    let (w_pids, s_pids) = (
+        [wardle.pid(), stack.wardle_etcd.proc.pid],
+        [sample.pid(), stack.sample_etcd.proc.pid],
+    );
     let mut recordings = Recordings::new();
     let ws = prepare(plan, &wardle, &w_pids, &paths, Some(&mut recordings)).await?;
     let ss = prepare(plan, &sample, &s_pids, &paths, None).await?;
@@ -291,7 +296,7 @@ pub async fn run(plan: &Plan, work: &Path, say: &impl Fn(&str)) -> Result<Vec<Ro
     let b_pids = [bare.pid()];
     let conc = plan.concurrency;
     let setup = format!(
-        "wardle serve and {PEER} behind one dev host (delegated authentication and authorization; the host admin's bearer token sent to each directly), storing in one etcd 3.6 under {WARDLE_PREFIX} and {SAMPLE_PREFIX}; req/CPU-s counts the server's own process (CPU s counts etcd too)"
+        "wardle serve and {PEER} behind one dev host (delegated authentication and authorization; the host admin's bearer token sent to each directly), each storing in an etcd 3.6 of its own (two members of one binary, the same flags; prefixes {WARDLE_PREFIX} and {SAMPLE_PREFIX}); req/CPU-s counts the server's own process (CPU s counts its etcd too)"
     );
     let (wt, st, bt) = (&wardle.target, &sample.target, &bare.target);
 

@@ -1,8 +1,12 @@
-//! What the peer rows run: one etcd (upstream's 3.6, from `scripts/build-upstream etcd`), a
-//! development host for delegated authentication and authorization, and behind it both `wardle
-//! serve` and Kubernetes' sample-apiserver (`scripts/build-upstream sample-apiserver`), served
-//! with the same flags, certificate and identity, each storing under a key prefix of its own
-//! in that etcd.
+//! What the peer rows run: a development host for delegated authentication and authorization,
+//! and behind it both `wardle serve` and Kubernetes' sample-apiserver (`scripts/build-upstream
+//! sample-apiserver`), served with the same flags, certificate and identity, each storing in an
+//! etcd of its own: two single-member etcds of one binary (upstream's 3.6, from
+//! `scripts/build-upstream etcd`) with the same flags.
+//!
+//! Not one etcd for both: wardle's watch cache answers a LIST once it has caught up with
+//! etcd's current revision, and sees only its own prefix's events, so the other server's
+//! writes keep it behind until its consistency timeout (3 s) sends the LIST to etcd.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -16,10 +20,10 @@ use crate::servers::{self, Server};
 /// How long a server may take to become ready.
 const READY_WITHIN: Duration = Duration::from_secs(60);
 
-/// wardle's key prefix in the shared etcd.
+/// wardle's key prefix in its etcd.
 pub const WARDLE_PREFIX: &str = "/peer-wardle";
 
-/// sample-apiserver's key prefix in the shared etcd.
+/// sample-apiserver's key prefix in its etcd.
 pub const SAMPLE_PREFIX: &str = "/peer-sample-apiserver";
 
 /// An executable that `scripts/build-upstream <what>` builds into `target/upstream/bin`: found
@@ -50,11 +54,13 @@ pub fn binaries() -> Result<(PathBuf, PathBuf), Error> {
 
 /// The etcd, the host, and where the two servers listen.
 pub struct Stack {
-    // Dropped (killed) in this order: the host, then etcd.
+    // Dropped (killed) in this order: the host, then the etcds.
     /// The development host.
     pub host: Host,
-    /// The etcd both servers store in.
-    pub etcd: Etcd,
+    /// The etcd wardle stores in.
+    pub wardle_etcd: Etcd,
+    /// The etcd sample-apiserver stores in.
+    pub sample_etcd: Etcd,
     dir: PathBuf,
     sample_apiserver: PathBuf,
     wardle_addr: std::net::SocketAddr,
@@ -62,21 +68,29 @@ pub struct Stack {
 }
 
 impl Stack {
-    /// Starts etcd and the host in `work/peer`; the servers are started with
+    /// Starts the etcds and the host in `work/peer`; the servers are started with
     /// [`Stack::wardle`] and [`Stack::sample_apiserver`].
     pub async fn start(work: &Path) -> Result<Stack, Error> {
         let (sample_apiserver, etcd_binary) = binaries()?;
         let dir = fresh_dir(work, "peer")?;
-        let etcd_dir = dir.join("etcd");
-        std::fs::create_dir_all(&etcd_dir)?;
-        let etcd = Etcd::start_program(&etcd_dir, &etcd_binary).await?;
+        let mut etcds = Vec::new();
+        for name in ["etcd-wardle", "etcd-sample-apiserver"] {
+            let etcd_dir = dir.join(name);
+            std::fs::create_dir_all(&etcd_dir)?;
+            etcds.push(Etcd::start_program(&etcd_dir, &etcd_binary).await?);
+        }
+        let (sample_etcd, wardle_etcd) = (etcds.pop(), etcds.pop());
+        let (Some(wardle_etcd), Some(sample_etcd)) = (wardle_etcd, sample_etcd) else {
+            return Err("two etcds were started".into());
+        };
         let (wardle_addr, sample_addr) = (free_addr(), free_addr());
         // The host's APIService points at wardle; the bench reaches both servers directly,
         // so the host's availability checks are the only requests it sends either.
         let host = Host::start(&dir, wardle_addr, "30s").await?;
         Ok(Stack {
             host,
-            etcd,
+            wardle_etcd,
+            sample_etcd,
             dir,
             sample_apiserver,
             wardle_addr,
@@ -91,7 +105,7 @@ impl Stack {
         args.extend(self.host.serving_args(self.wardle_addr.port()));
         args.extend([
             "--etcd-servers".into(),
-            self.etcd.url.clone(),
+            self.wardle_etcd.url.clone(),
             "--etcd-prefix".into(),
             WARDLE_PREFIX.into(),
             "--data-dir".into(),
@@ -114,7 +128,7 @@ impl Stack {
         let mut args = self.host.serving_args(self.sample_addr.port());
         args.extend([
             "--etcd-servers".into(),
-            self.etcd.url.clone(),
+            self.sample_etcd.url.clone(),
             "--etcd-prefix".into(),
             SAMPLE_PREFIX.into(),
             "--enable-priority-and-fairness=false".into(),
