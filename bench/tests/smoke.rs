@@ -78,6 +78,39 @@ fn the_smoke_run_measures_every_scenario() {
             assert!(target["met"].is_boolean(), "{name}: {target}");
         }
     }
+    // The peer group, where sample-apiserver and upstream's etcd are built beside this target
+    // directory (`scripts/build-upstream`): every row has sample-apiserver's figures.
+    let upstream = std::path::Path::new(env!("CARGO_BIN_EXE_apiserver-bench"))
+        .parent()
+        .and_then(|dir| dir.parent())
+        .map(|target| target.join("upstream/bin"));
+    if upstream
+        .is_some_and(|bin| bin.join("sample-apiserver").is_file() && bin.join("etcd").is_file())
+    {
+        for name in [
+            "peer: start to /readyz 200",
+            "peer: idle anonymous memory",
+            "peer: GET one object",
+            "peer: GET one object, HTTP/2",
+            "peer: LIST 20 objects",
+            "peer: CREATE",
+            "peer: UPDATE",
+            "peer: server-side apply",
+            "peer: LIST 60 objects, unpaged",
+            "peer: loaded anonymous memory",
+        ] {
+            let peer = &row(name)["peer"];
+            assert_eq!(peer["peer"]["errors"], 0, "{name}: {peer}");
+            assert!(
+                peer["peer"]["count"].as_u64().unwrap() > 0,
+                "{name}: {peer}"
+            );
+            let judged = ["per_cpu_second_ratio", "bytes_ratio", "p50_ratio"]
+                .iter()
+                .any(|r| peer[r].as_f64().is_some_and(|r| r > 0.0));
+            assert!(judged, "{name}: no ratio to sample-apiserver: {peer}");
+        }
+    }
     // Closed-loop scenarios report latency, CPU and memory of both servers.
     for name in [
         "GET one object",
