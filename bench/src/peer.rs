@@ -5,7 +5,9 @@
 //! each directly, and the same Flunders (with only the fields both servers' types have); each
 //! row also has the bare baseline answering wardle's recorded bytes.
 
+mod fan_out;
 mod stack;
+mod stored;
 pub mod versus;
 mod writes;
 
@@ -36,6 +38,8 @@ const NAMESPACES: &[&str] = &[
     "peer-create",
     "peer-update",
     "peer-apply",
+    fan_out::NAMESPACE,
+    stored::NAMESPACE,
     "peer-get",
 ];
 
@@ -143,10 +147,13 @@ async fn prepare(
     let (headers, body) = send_once(t, post, StatusCode::CREATED).await?;
     sizes.create = body.len();
     if let Some(r) = recordings.as_deref_mut() {
-        r.insert(
-            baseline::key(&Method::POST, &created),
-            recorded(StatusCode::CREATED, &headers, body),
-        );
+        // The fan-out's creates are answered with the same bytes.
+        for collection in [created.clone(), collection(fan_out::NAMESPACE)] {
+            r.insert(
+                baseline::key(&Method::POST, &collection),
+                recorded(StatusCode::CREATED, &headers, body.clone()),
+            );
+        }
     }
     // The bare baseline answers each client's update and apply with wardle's answer to it;
     // from sample-apiserver one of each gives its size.
@@ -217,7 +224,8 @@ pub fn unavailable() -> Option<String> {
 
 /// The rows of the peer group, in the order of priority: start to ready and idle
 /// memory (taken first, on empty prefixes), GET one object over HTTP/1.1 and HTTP/2, LIST,
-/// CREATE, UPDATE, server-side apply, the big LIST, and memory once loaded.
+/// CREATE, UPDATE, server-side apply, the big LIST, memory once loaded; then the watch
+/// fan-out, the memory a stored object takes and the paged sweep through them.
 pub async fn run(plan: &Plan, work: &Path, say: &impl Fn(&str)) -> Result<Vec<Row>, Error> {
     say("  etcd and the development host");
     let stack = Stack::start(work).await?;
@@ -301,7 +309,7 @@ pub async fn run(plan: &Plan, work: &Path, say: &impl Fn(&str)) -> Result<Vec<Ro
     let (wt, st, bt) = (&wardle.target, &sample.target, &bare.target);
 
     let row = |scenario: &str, w: Measurement, b: Measurement, s, sizes: (usize, usize)| {
-        let v = Versus::throughput(&w, s, sizes.0, sizes.1);
+        let v = Versus::throughput(&w, s, Some(sizes));
         throughput_row(scenario, w, "bare baseline", b, None).peer(v)
     };
 
@@ -424,5 +432,22 @@ pub async fn run(plan: &Plan, work: &Path, say: &impl Fn(&str)) -> Result<Vec<Ro
             1 + plan.list_size + plan.big_list_size + 2 * plan.concurrency as u64
         ),
     ));
+
+    say("  watch fan-out");
+    rows.push(fan_out::row(plan, (wt, &w_pids), (st, &s_pids), (bt, &b_pids)).await?);
+    drop(bare);
+
+    rows.extend(
+        stored::rows(
+            plan,
+            stack.dir(),
+            &pki,
+            (&wardle, &w_pids),
+            (&sample, &s_pids),
+            ws.create,
+            say,
+        )
+        .await?,
+    );
     Ok(rows)
 }

@@ -68,6 +68,9 @@ fn the_smoke_run_measures_every_scenario() {
         if name.starts_with("RSS per idle watcher") {
             // A few dozen watches may fit in memory the server already had.
             assert!(ratio.is_none_or(|r| r >= 0.0), "{name}: {row}");
+        } else if name.starts_with("peer: RssAnon per stored object") {
+            // A few hundred objects may fit in memory the server already had, and what it
+            // freed meanwhile may outweigh them: any figure.
         } else {
             assert!(ratio.unwrap_or(0.0) > 0.0, "{name}: no ratio: {row}");
         }
@@ -98,6 +101,9 @@ fn the_smoke_run_measures_every_scenario() {
             "peer: server-side apply",
             "peer: LIST 60 objects, unpaged",
             "peer: loaded anonymous memory",
+            "peer: WATCH 10 watchers × 20 events",
+            "peer: RssAnon per stored object, 200 Flunders",
+            "peer: paged LIST of 200 objects, limit=50",
         ] {
             let peer = &row(name)["peer"];
             assert_eq!(peer["peer"]["errors"], 0, "{name}: {peer}");
@@ -105,6 +111,10 @@ fn the_smoke_run_measures_every_scenario() {
                 peer["peer"]["count"].as_u64().unwrap() > 0,
                 "{name}: {peer}"
             );
+            if name.starts_with("peer: RssAnon per stored object") {
+                // As above: any figure of a few hundred objects.
+                continue;
+            }
             let judged = ["per_cpu_second_ratio", "bytes_ratio", "p50_ratio"]
                 .iter()
                 .any(|r| peer[r].as_f64().is_some_and(|r| r > 0.0));

@@ -46,18 +46,17 @@ pub fn per_cpu_second(m: &Measurement) -> Option<f64> {
 }
 
 impl Versus {
-    /// A closed-loop load: throughput per CPU-second (target ≥ 2×), p99 (target ≤ 0.5×), and
-    /// the bytes of one answer each.
+    /// A load: throughput per CPU-second (target ≥ 2×), p99 (target ≤ 0.5×), and the bytes
+    /// of one answer each where `bytes` has them (wardle's, sample-apiserver's).
     pub fn throughput(
         framework: &Measurement,
         peer: Measurement,
-        framework_bytes: usize,
-        peer_bytes: usize,
+        bytes: Option<(usize, usize)>,
     ) -> Self {
         let (f, p) = (per_cpu_second(framework), per_cpu_second(&peer));
         let per_cpu_second_ratio = ratio(f, p);
         let p99_ratio = ratio(framework.p99_ms, peer.p99_ms);
-        let (fb, pb) = (framework_bytes as f64, peer_bytes as f64);
+        let (fb, pb) = (bytes.map(|b| b.0 as f64), bytes.map(|b| b.1 as f64));
         Versus {
             p50_ratio: ratio(framework.p50_ms, peer.p50_ms),
             peer,
@@ -65,10 +64,13 @@ impl Versus {
             peer_per_cpu_second: p,
             per_cpu_second_ratio,
             p99_ratio,
-            bytes_are: "bytes of an answer's body".into(),
-            framework_bytes: Some(fb),
-            peer_bytes: Some(pb),
-            bytes_ratio: ratio(Some(fb), Some(pb)),
+            bytes_are: match bytes {
+                Some(_) => "bytes of an answer's body".into(),
+                None => String::new(),
+            },
+            framework_bytes: fb,
+            peer_bytes: pb,
+            bytes_ratio: ratio(fb, pb),
             targets: vec![
                 Target::at_least("req/CPU-s ÷ peer", per_cpu_second_ratio, 2.0),
                 Target::at_most("p99 ÷ peer", p99_ratio, 0.5),
@@ -78,10 +80,21 @@ impl Versus {
 
     /// Anonymous resident memory in MiB (`RssAnon`), target ≤ 0.5×.
     pub fn memory(framework_mib: f64, peer_mib: f64) -> Self {
-        let r = ratio(Some(framework_mib), Some(peer_mib));
+        Self::anonymous(framework_mib, peer_mib, "RssAnon, MiB")
+    }
+
+    /// Anonymous resident memory a stored object (bytes of `RssAnon` gained over the
+    /// objects stored), target ≤ 0.5×.
+    pub fn per_object(framework_bytes: f64, peer_bytes: f64) -> Self {
+        Self::anonymous(framework_bytes, peer_bytes, "RssAnon bytes an object")
+    }
+
+    /// A figure of anonymous memory, `what`, target ≤ 0.5×.
+    fn anonymous(framework: f64, peer: f64, what: &str) -> Self {
+        let r = ratio(Some(framework), Some(peer));
         Versus {
             peer: Measurement {
-                peak_rss_mib: Some(peer_mib),
+                peak_rss_mib: (what == "RssAnon, MiB").then_some(peer),
                 count: 1,
                 ..Default::default()
             },
@@ -90,9 +103,9 @@ impl Versus {
             per_cpu_second_ratio: None,
             p50_ratio: None,
             p99_ratio: None,
-            bytes_are: "RssAnon, MiB".into(),
-            framework_bytes: Some(framework_mib),
-            peer_bytes: Some(peer_mib),
+            bytes_are: what.into(),
+            framework_bytes: Some(framework),
+            peer_bytes: Some(peer),
             bytes_ratio: r,
             targets: vec![Target::at_most("RssAnon ÷ peer", r, 0.5)],
         }
