@@ -7,14 +7,13 @@
 use std::path::Path;
 use std::time::Duration;
 
-use apiserver_framework::devhost::files::{self, HostFiles};
-use apiserver_framework::devhost::tokens::TokenFile;
 use apiserver_framework::testing::wait;
 use bytes::Bytes;
 use http::{Method, StatusCode};
 
-use crate::client::{Error, Target, Trust};
+use crate::client::{Error, Target};
 use crate::compare::{alternate, gets, ratio};
+use crate::devhost::{Host, fresh_dir, log_tail};
 use crate::plan::Plan;
 use crate::process::{Proc, connections_to, free_addr};
 use crate::report::{Measurement, Row, Target as Goal};
@@ -22,17 +21,14 @@ use crate::requests::{call, collection, create, flunder};
 use crate::scenarios::create_get_me;
 use crate::watch::{self, FanOut, OPEN_WITHIN};
 
-/// The extension's name: its namespace and identity on the host.
-const EXTENSION: &str = "wardle";
-
-/// How long the host, wardle, and the APIService may take to become ready.
+/// How long wardle and the APIService may take to become ready.
 const READY_WITHIN: Duration = Duration::from_secs(60);
 
 /// The host and wardle behind it.
 struct Stack {
     // Dropped (killed) in this order: wardle, then the host.
     wardle: Proc,
-    host: Proc,
+    host: Host,
     /// The host, as its admin (`system:masters`).
     via: Target,
     /// wardle itself, as the same user (a bearer token wardle reviews with the host).
@@ -42,67 +38,14 @@ struct Stack {
 
 impl Stack {
     async fn start(work: &Path) -> Result<Stack, Error> {
-        let dir = work.join("aggregated");
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir)?;
-        }
-        let host_dir = dir.join("dev-host");
-        // The host's files, made here so that the bench knows the CA and the admin's token;
-        // the host reuses them.
-        let host_files = HostFiles::prepare(&host_dir, EXTENSION, &["wardle.example.com".into()])?;
-        let tokens = TokenFile::read(&host_files.tokens_path)?;
-        let admin = tokens
-            .token_of(files::users::ADMIN)
-            .ok_or("the host's token file has no admin")?
-            .to_string();
-        let trust = Trust::from_pem(host_files.ca_pem.as_bytes())?;
-        let (host_addr, backend_addr) = (free_addr(), free_addr());
-        let path = |p: &Path| p.display().to_string();
-
-        let host_args: Vec<String> = vec![
-            "dev-host".into(),
-            "--bind-address".into(),
-            "127.0.0.1".into(),
-            "--secure-port".into(),
-            host_addr.port().to_string(),
-            "--dir".into(),
-            path(&host_dir),
-            "--backend-address".into(),
-            backend_addr.to_string(),
-            "--availability-check-interval".into(),
-            "1s".into(),
-        ];
-        let mut host = Proc::role("wardle", &host_args, &dir, &dir.join("dev-host.log"))?;
-        let via = Target::new(host_addr, trust.clone(), &admin);
-        host.wait_ready(&via, READY_WITHIN).await.map_err(|e| {
-            format!(
-                "the dev host: {e}; its log ends with:\n{}",
-                log_tail(&dir.join("dev-host.log"))
-            )
-        })?;
-
-        let identity = path(&host_files.kubeconfig_path(&files::server_identity(EXTENSION)));
-        let wardle_args: Vec<String> = vec![
-            "serve".into(),
-            "--bind-address".into(),
-            "127.0.0.1".into(),
-            "--secure-port".into(),
-            backend_addr.port().to_string(),
-            "--tls-cert-file".into(),
-            path(&host_files.backend_cert.cert_path),
-            "--tls-private-key-file".into(),
-            path(&host_files.backend_cert.key_path),
-            "--authentication-kubeconfig".into(),
-            identity.clone(),
-            "--authorization-kubeconfig".into(),
-            identity.clone(),
-            "--kubeconfig".into(),
-            identity,
-            "--data-dir".into(),
-            path(&dir.join("data")),
-        ];
+        let dir = fresh_dir(work, "aggregated")?;
+        let backend_addr = free_addr();
+        let host = Host::start(&dir, backend_addr, "1s").await?;
+        let mut wardle_args: Vec<String> = vec!["serve".into()];
+        wardle_args.extend(host.serving_args(backend_addr.port()));
+        wardle_args.extend(["--data-dir".into(), dir.join("data").display().to_string()]);
         let mut wardle = Proc::role("wardle", &wardle_args, &dir, &dir.join("wardle.log"))?;
-        let direct = Target::new(backend_addr, trust, &admin);
+        let direct = host.target(backend_addr);
         wardle
             .wait_ready(&direct, READY_WITHIN)
             .await
@@ -114,8 +57,8 @@ impl Stack {
             })?;
         let stack = Stack {
             wardle,
+            via: host.via.clone(),
             host,
-            via,
             direct,
             backend_port: backend_addr.port(),
         };
@@ -135,17 +78,7 @@ impl Stack {
 
     /// Creates the namespace `name` on the host, and waits until wardle accepts creates in it.
     async fn namespace(&self, name: &str) -> Result<(), Error> {
-        let body = serde_json::to_vec(&serde_json::json!({
-            "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name},
-        }))?;
-        call(
-            &self.via,
-            Method::POST,
-            "/api/v1/namespaces",
-            body.into(),
-            StatusCode::CREATED,
-        )
-        .await?;
+        self.host.namespace(name).await?;
         let path = collection(name);
         wait::poll(
             "wardle to accept creates in the namespace",
@@ -197,7 +130,7 @@ async fn fan_out(
 /// same two ways.
 pub async fn run(plan: &Plan, work: &Path, say: &impl Fn(&str)) -> Result<Vec<Row>, Error> {
     let stack = Stack::start(work).await?;
-    let (host_pid, wardle_pid) = (stack.host.pid, stack.wardle.pid);
+    let (host_pid, wardle_pid) = (stack.host.proc.pid, stack.wardle.pid);
     let one = create_get_me(&stack.direct, "default").await?;
     let (via, direct) = (
         stack.via.http2(plan.h2_streams),
@@ -296,13 +229,4 @@ pub async fn run(plan: &Plan, work: &Path, say: &impl Fn(&str)) -> Result<Vec<Ro
         );
     }
     Ok(rows)
-}
-
-/// The last lines of a server's log, for an error message (the work directory is removed when
-/// the run ends).
-fn log_tail(path: &Path) -> String {
-    let log =
-        std::fs::read_to_string(path).unwrap_or_else(|e| format!("({}: {e})", path.display()));
-    let lines: Vec<&str> = log.lines().collect();
-    lines[lines.len().saturating_sub(20)..].join("\n")
 }

@@ -50,7 +50,22 @@ pub fn write(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, Error> {
         .collect();
     if !ratios.is_empty() {
         let file = dir.join("ratios.svg");
-        ratio_bars(&ratios, &file)?;
+        ratio_bars(
+            &ratios,
+            &file,
+            "wardle ÷ its baseline (green: met, red: missed, │ target; ↑ higher is better, ↓ lower)",
+        )?;
+        written.push(file);
+    }
+    let peer = crate::peer::versus::chart_rows(&report.rows);
+    if !peer.is_empty() {
+        let file = dir.join("peer.svg");
+        let refs: Vec<&Row> = peer.iter().collect();
+        ratio_bars(
+            &refs,
+            &file,
+            "wardle ÷ sample-apiserver (green: met, red: missed, │ target; ↑ higher is better, ↓ lower)",
+        )?;
         written.push(file);
     }
     if report.memory_curve.len() > 1 {
@@ -186,7 +201,7 @@ fn concurrency(rows: &[&Row], file: &Path) -> Result<(), Error> {
 
 /// One horizontal bar per scenario: its ratio to its baseline, green where its target was
 /// met, red where missed, and a tick at the bound of a target on the ratio itself.
-fn ratio_bars(rows: &[&Row], file: &Path) -> Result<(), Error> {
+fn ratio_bars(rows: &[&Row], file: &Path, caption: &str) -> Result<(), Error> {
     let n = rows.len();
     let height = 90 + 34 * n as u32;
     let root = SVGBackend::new(file, (1100, height)).into_drawing_area();
@@ -204,10 +219,7 @@ fn ratio_bars(rows: &[&Row], file: &Path) -> Result<(), Error> {
         .fold(1.0f64, f64::max)
         * 1.1;
     let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "wardle ÷ its baseline (green: met, red: missed, │ target; ↑ higher is better, ↓ lower)",
-            ("sans-serif", 16),
-        )
+        .caption(caption, ("sans-serif", 16))
         .margin(15)
         .margin_left(440)
         .x_label_area_size(35)

@@ -44,6 +44,36 @@ where
     (first.measurement(), second.measurement())
 }
 
+/// Runs `a`, `b` and `c` in turns for [`ROUNDS`] rounds and adds up each one's figures.
+pub async fn alternate3<A, B, C, FA, FB, FC>(
+    plan: &Plan,
+    mut a: A,
+    mut b: B,
+    mut c: C,
+) -> (Measurement, Measurement, Measurement)
+where
+    A: FnMut(Stop) -> FA,
+    B: FnMut(Stop) -> FB,
+    C: FnMut(Stop) -> FC,
+    FA: std::future::Future<Output = load::LoadResult>,
+    FB: std::future::Future<Output = load::LoadResult>,
+    FC: std::future::Future<Output = load::LoadResult>,
+{
+    let mut first = a(round_stop(plan, 0)).await;
+    let mut second = b(round_stop(plan, 0)).await;
+    let mut third = c(round_stop(plan, 0)).await;
+    for round in 1..ROUNDS {
+        first.merge(a(round_stop(plan, round)).await);
+        second.merge(b(round_stop(plan, round)).await);
+        third.merge(c(round_stop(plan, round)).await);
+    }
+    (
+        first.measurement(),
+        second.measurement(),
+        third.measurement(),
+    )
+}
+
 /// A closed-loop load of GETs of `path` by `clients` clients.
 pub async fn gets(
     target: &Target,

@@ -23,8 +23,13 @@ pub struct Etcd {
 }
 
 impl Etcd {
-    /// Starts etcd in `dir` and waits until it answers.
+    /// Starts etcd from PATH in `dir` and waits until it answers.
     pub async fn start(dir: &Path) -> Result<Self, Error> {
+        Self::start_program(dir, Path::new("etcd")).await
+    }
+
+    /// Starts the etcd executable `program` in `dir` and waits until it answers.
+    pub async fn start_program(dir: &Path, program: &Path) -> Result<Self, Error> {
         let (listen, peer) = (free_addr(), free_addr());
         let data = dir.join("etcd-data");
         let url = format!("http://{listen}");
@@ -39,8 +44,13 @@ impl Etcd {
             format!("--initial-cluster=bench={peer_url}"),
             "--log-level=error".to_string(),
         ];
-        let mut proc = Proc::spawn(Command::new("etcd"), &args, dir, &dir.join("etcd.log"))
-            .map_err(|e| format!("cannot start etcd (run scripts/install-test-deps): {e}"))?;
+        let mut proc = Proc::spawn(Command::new(program), &args, dir, &dir.join("etcd.log"))
+            .map_err(|e| {
+                format!(
+                    "cannot start {} (run scripts/install-test-deps): {e}",
+                    program.display()
+                )
+            })?;
         let client = client(&url).await?;
         // Ok(Some(status)): etcd exited, which no more waiting mends.
         let answered = wait::poll("etcd to answer", Duration::from_secs(20), || {

@@ -152,16 +152,19 @@ fn page_path(collection: &str, limit: u64, token: Option<&str>) -> String {
 }
 
 /// One sweep through a collection.
-struct Sweep {
-    pages: u64,
-    elapsed: Duration,
-    latencies: Histogram<u64>,
+pub struct Sweep {
+    /// Pages read.
+    pub pages: u64,
+    /// How long the whole sweep took.
+    pub elapsed: Duration,
+    /// Each page's latency, in microseconds.
+    pub latencies: Histogram<u64>,
 }
 
 /// Reads `collection` page by page, `limit` objects a page, following each page's `continue`
 /// token, on one connection; with `record`, keeps every answer and checks that the pages
 /// hold `expect` objects in all.
-async fn sweep(
+pub async fn sweep(
     target: &Target,
     collection: &str,
     limit: u64,
@@ -214,16 +217,15 @@ async fn sweep(
     })
 }
 
-/// Sweeps `target` [`ROUNDS`] times in turns with `other`, probing each side's server.
-async fn sweeps(
-    sides: [(&Target, u32); 2],
+/// Sweeps each side's server [`ROUNDS`] times, the sides in turns, probing each side's
+/// process; each side's figures and its mean time of a sweep.
+pub async fn sweeps<const N: usize>(
+    sides: [(&Target, u32); N],
     collection: &str,
     limit: u64,
-) -> Result<[(Measurement, Duration); 2], Error> {
-    let mut totals: [(u64, Duration, Histogram<u64>, f64, u64); 2] = [
-        (0, Duration::ZERO, histogram(), 0.0, 0),
-        (0, Duration::ZERO, histogram(), 0.0, 0),
-    ];
+) -> Result<[(Measurement, Duration); N], Error> {
+    let mut totals: [(u64, Duration, Histogram<u64>, f64, u64); N] =
+        std::array::from_fn(|_| (0, Duration::ZERO, histogram(), 0.0, 0));
     for _ in 0..ROUNDS {
         for (side, (target, pid)) in sides.iter().enumerate() {
             let probe = Probe::start(&[*pid]);
@@ -295,7 +297,8 @@ pub async fn paged_sweep(
     )))
 }
 
-fn ratio_of(a: Duration, b: Duration) -> Option<f64> {
+/// `a ÷ b`, when `b` is longer than nothing.
+pub fn ratio_of(a: Duration, b: Duration) -> Option<f64> {
     (b > Duration::ZERO).then(|| a.as_secs_f64() / b.as_secs_f64())
 }
 

@@ -1,7 +1,8 @@
 //! `apiserver-bench`: measures wardle against a bare hyper + rustls baseline serving the same
 //! bytes (over HTTP/1.1 and HTTP/2), against raw etcd puts, and against itself reached
-//! directly rather than through the development host's aggregator, over loopback HTTPS with
-//! keep-alive; writes a markdown table, JSON and SVG charts.
+//! directly rather than through the development host's aggregator, and beside Kubernetes'
+//! sample-apiserver (the peer group), over loopback HTTPS with keep-alive; writes a markdown
+//! table, JSON and SVG charts.
 //!
 //! ```sh
 //! ./scripts/bench            # release build, then the full run (about fifteen minutes)
@@ -18,11 +19,13 @@ mod baseline;
 mod charts;
 mod client;
 mod compare;
+mod devhost;
 mod encryption;
 mod etcd;
 mod lists;
 mod load;
 mod memory;
+mod peer;
 mod plan;
 mod process;
 mod report;
@@ -46,7 +49,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Benchmarks of apiserver-framework: wardle against a bare baseline serving the same bytes
 /// (HTTP/1.1 and HTTP/2), raw etcd puts, and itself reached directly rather than through the
-/// aggregator. Writes bench.md, bench.json and SVG charts.
+/// aggregator, and beside Kubernetes' sample-apiserver (--only peer). Writes bench.md,
+/// bench.json and SVG charts.
 #[derive(Parser, Debug)]
 #[command(name = "apiserver-bench", after_help = groups_help())]
 struct Options {

@@ -33,6 +33,10 @@ pub const GROUPS: &[(&str, &str)] = &[
     ),
     ("start", "start to ready"),
     (
+        "peer",
+        "wardle serve beside Kubernetes' sample-apiserver (one dev host, an etcd 3.6 each): GET (HTTP/1.1, HTTP/2), LIST 500, CREATE, UPDATE, apply, LIST 10,000, RssAnon idle and loaded, start to ready, the watch fan-out, RssAnon per stored object and the paged sweep of 100,000",
+    ),
+    (
         "memory",
         "idle RSS, RSS with 100,000 objects, the paged sweep of them",
     ),

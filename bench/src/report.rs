@@ -7,6 +7,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use crate::peer::versus::{self, PEER, Versus};
 use crate::process::Usage;
 
 /// A per-delivery figure for a note, with two decimals, or "–" when there is none.
@@ -138,6 +139,10 @@ pub struct Row {
     /// Where the row is a point of the concurrency sweep: the operation and the clients.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sweep: Option<SweepPoint>,
+    /// Kubernetes' sample-apiserver in the same scenario, where the row has it (the peer
+    /// group), and wardle's ratios to it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer: Option<Versus>,
 }
 
 impl Row {
@@ -160,7 +165,14 @@ impl Row {
             target: None,
             notes: Vec::new(),
             sweep: None,
+            peer: None,
         }
+    }
+
+    /// With sample-apiserver's figures beside wardle's.
+    pub fn peer(mut self, versus: Versus) -> Self {
+        self.peer = Some(versus);
+        self
     }
 
     /// With a target.
@@ -299,10 +311,34 @@ impl Report {
                 format!("{}: {} {}", t.text, t.shown(), t.verdict())
             });
             let ratio = format!("{} ({})", figure(row.ratio), row.compared);
-            for (server, m, ratio, target) in [
-                ("wardle", &row.framework, ratio.as_str(), target.as_str()),
-                (row.baseline_name.as_str(), &row.baseline, "", ""),
-            ] {
+            let mut lines = vec![
+                ("wardle", &row.framework, ratio, target),
+                (
+                    row.baseline_name.as_str(),
+                    &row.baseline,
+                    String::new(),
+                    String::new(),
+                ),
+            ];
+            if let Some(v) = &row.peer {
+                let (what, r) = match v.per_cpu_second_ratio {
+                    Some(r) => ("req/CPU-s", Some(r)),
+                    None if v.bytes_ratio.is_some() => ("bytes", v.bytes_ratio),
+                    None => ("p50", v.p50_ratio),
+                };
+                let targets: Vec<String> = v
+                    .targets
+                    .iter()
+                    .map(|t| format!("{}: {} {}", t.text, t.shown(), t.verdict()))
+                    .collect();
+                lines.push((
+                    PEER,
+                    &v.peer,
+                    format!("wardle ÷ {PEER}: {} ({what})", figure(r)),
+                    targets.join("; "),
+                ));
+            }
+            for (server, m, ratio, target) in lines {
                 let _ = writeln!(
                     out,
                     "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -351,6 +387,7 @@ impl Report {
         if !notes.is_empty() {
             let _ = writeln!(out, "\n{}", notes.join("\n"));
         }
+        out.push_str(&versus::markdown(&self.rows));
         let targets: Vec<(&Row, &Target)> = self
             .rows
             .iter()

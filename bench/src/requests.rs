@@ -21,23 +21,30 @@ pub fn collection(namespace: &str) -> String {
 
 /// The Flunder every create sends: labels, a reference, replicas and two toppings.
 pub fn flunder(name: &str) -> Bytes {
-    Bytes::from(
-        serde_json::to_vec(&serde_json::json!({
-            "apiVersion": "wardle.example.com/v1alpha1",
-            "kind": "Flunder",
-            "metadata": {
-                "name": name,
-                "labels": {"app": "bench", "tier": "backend"},
-            },
-            "spec": {
-                "reference": "fischer-1",
-                "referenceType": "Fischer",
-                "replicas": 3,
-                "toppings": [{"name": "cheese", "amount": 2}, {"name": "olives", "amount": 1}],
-            },
-        }))
-        .expect("JSON"),
-    )
+    flunder_with(name, 3, None)
+}
+
+/// The Flunder of [`flunder`] with `replicas`, and with `resource_version` in its metadata
+/// if any (an update's precondition).
+pub fn flunder_with(name: &str, replicas: u64, resource_version: Option<&str>) -> Bytes {
+    let mut object = serde_json::json!({
+        "apiVersion": "wardle.example.com/v1alpha1",
+        "kind": "Flunder",
+        "metadata": {
+            "name": name,
+            "labels": {"app": "bench", "tier": "backend"},
+        },
+        "spec": {
+            "reference": "fischer-1",
+            "referenceType": "Fischer",
+            "replicas": replicas,
+            "toppings": [{"name": "cheese", "amount": 2}, {"name": "olives", "amount": 1}],
+        },
+    });
+    if let Some(rv) = resource_version {
+        object["metadata"]["resourceVersion"] = rv.into();
+    }
+    Bytes::from(serde_json::to_vec(&object).expect("JSON"))
 }
 
 /// A create of the Flunder `name` in `namespace`.

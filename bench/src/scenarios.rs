@@ -331,6 +331,20 @@ pub async fn run(plan: &Plan, work: &Path) -> Result<Report, Error> {
         rows.extend(aggregated::run(plan, work, &say).await?);
     }
 
+    if plan.runs("peer") {
+        // Chosen by name, it runs or fails; among all groups, it is left out where the
+        // upstream programs are not built (CI's smoke run).
+        match crate::peer::unavailable() {
+            Some(why) if plan.only.is_empty() => {
+                say(&format!("not beside sample-apiserver: {why}"))
+            }
+            _ => {
+                say("beside sample-apiserver");
+                rows.extend(crate::peer::run(plan, work, &say).await?);
+            }
+        }
+    }
+
     if plan.runs("start") {
         say("cold start");
         rows.push(cold_starts(plan, work, &pki, &recordings_file).await?);
@@ -400,7 +414,7 @@ fn etcd_cpu_row(rows: &[Row]) -> Option<Row> {
 }
 
 /// Start-up times, `runs` each: the median as p50, the slowest as p99.
-fn start_times(times: &mut [Duration]) -> Measurement {
+pub fn start_times(times: &mut [Duration]) -> Measurement {
     times.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     Measurement {

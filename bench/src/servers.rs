@@ -121,7 +121,7 @@ pub async fn wardle_executable(
 
 /// The `wardle` executable in this binary's directory (or the one above it, for a test build
 /// in `deps/`), if any.
-fn wardle_beside_this_binary() -> Option<PathBuf> {
+pub fn wardle_beside_this_binary() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
     let dir = exe.parent()?;
     [dir.join("wardle"), dir.parent()?.join("wardle")]
