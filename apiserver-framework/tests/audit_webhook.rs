@@ -15,7 +15,7 @@ use apiserver_framework::prelude::*;
 use apiserver_framework::server::GenericApiServer;
 use apiserver_framework::testing::wait;
 use apiserver_framework::tls::install_crypto_provider;
-use support_audit_receiver::{Shared, kubeconfig, serve_receiver};
+use support_audit_receiver::{Shared, kubeconfig, serve_receiver, webhook_flags};
 use support_kinds::Flunder;
 use support_local::start_local;
 
@@ -33,15 +33,8 @@ async fn every_event_of_a_burst_reaches_a_receiver_that_refuses_and_restarts() {
     let mut receiver = serve_receiver(listener, &cert, seen.clone());
     let config = dir.path().join("audit-webhook.kubeconfig");
     std::fs::write(&config, kubeconfig(addr, &cert.cert.pem())).unwrap();
-    let policy = dir.path().join("policy.yaml");
-    std::fs::write(
-        &policy,
-        "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n",
-    )
-    .unwrap();
-    let flags = [
-        format!("--audit-policy-file={}", policy.display()),
-        format!("--audit-webhook-config-file={}", config.display()),
+    let mut flags = webhook_flags(dir.path(), "policy.yaml", &config);
+    flags.extend([
         // Retries and batches quick enough for a test; the backoff's five tries span about
         // 2 s, longer than the receiver is away.
         "--audit-webhook-initial-backoff=200ms".to_string(),
@@ -49,7 +42,7 @@ async fn every_event_of_a_burst_reaches_a_receiver_that_refuses_and_restarts() {
         "--audit-webhook-batch-max-size=40".to_string(),
         "--audit-webhook-batch-throttle-qps=100".to_string(),
         "--audit-webhook-batch-throttle-burst=20".to_string(),
-    ];
+    ]);
     let server = GenericApiServer::builder("audited")
         .group(Group::new("wardle.example.com").resource::<Flunder>())
         .build();

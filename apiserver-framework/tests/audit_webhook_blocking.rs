@@ -12,7 +12,7 @@ mod support_local;
 use apiserver_framework::prelude::*;
 use apiserver_framework::server::GenericApiServer;
 use apiserver_framework::tls::install_crypto_provider;
-use support_audit_receiver::{Shared, kubeconfig, serve_receiver};
+use support_audit_receiver::{Shared, kubeconfig, serve_receiver, webhook_flags};
 use support_kinds::Flunder;
 use support_local::{Local, start_local};
 
@@ -20,19 +20,12 @@ const FLUNDERS: &str = "/apis/wardle.example.com/v1alpha1/namespaces/default/flu
 
 /// A server auditing every request at `Metadata` to the receiver at `config`, in `mode`.
 async fn audited(dir: &std::path::Path, config: &std::path::Path, mode: &str) -> Local {
-    let policy = dir.join(format!("policy-{mode}.yaml"));
-    std::fs::write(
-        &policy,
-        "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n",
-    )
-    .unwrap();
-    let flags = [
-        format!("--audit-policy-file={}", policy.display()),
-        format!("--audit-webhook-config-file={}", config.display()),
+    let mut flags = webhook_flags(dir, &format!("policy-{mode}.yaml"), config);
+    flags.extend([
         format!("--audit-webhook-mode={mode}"),
         // Five quick tries.
         "--audit-webhook-initial-backoff=10ms".to_string(),
-    ];
+    ]);
     let server = GenericApiServer::builder(mode)
         .group(Group::new("wardle.example.com").resource::<Flunder>())
         .build();

@@ -112,12 +112,24 @@ pub async fn creates_by(
     pids: &[u32],
     stop: Stop,
 ) -> load::LoadResult {
+    creates_of(create, clients, target, namespace, pids, stop).await
+}
+
+/// The creates of [`creates_by`], each request made by `make(target, namespace, name)`.
+pub async fn creates_of(
+    make: fn(&Target, &str, &str) -> http::Request<http_body_util::Full<Bytes>>,
+    clients: usize,
+    target: &Target,
+    namespace: &str,
+    pids: &[u32],
+    stop: Stop,
+) -> load::LoadResult {
     static ROUND: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let round = ROUND.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let ns = namespace.to_string();
     let work = Http {
         target: target.clone(),
-        make: move |t: &Target, _c: usize, i: u64| create(t, &ns, &format!("c-{round}-{i}")),
+        make: move |t: &Target, _c: usize, i: u64| make(t, &ns, &format!("c-{round}-{i}")),
         expect: StatusCode::CREATED,
     };
     load::run(work, clients, stop, pids).await

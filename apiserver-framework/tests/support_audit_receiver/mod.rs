@@ -120,3 +120,18 @@ current-context: default
 "
     )
 }
+
+/// The flags auditing every request at `Metadata` (a policy file written in `dir` as `name`) to
+/// the receiver the kubeconfig `config` names.
+pub fn webhook_flags(dir: &std::path::Path, name: &str, config: &std::path::Path) -> Vec<String> {
+    let policy = dir.join(name);
+    std::fs::write(
+        &policy,
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n",
+    )
+    .unwrap();
+    vec![
+        format!("--audit-policy-file={}", policy.display()),
+        format!("--audit-webhook-config-file={}", config.display()),
+    ]
+}

@@ -44,7 +44,7 @@ pub fn create(
 }
 
 /// A closed-loop load of creates of distinct Flunders in `namespace` by `clients` clients
-/// (until `stop`); each load's names are its own.
+/// (until `stop`), with the fields both servers' types have; each load's names are its own.
 pub async fn creates(
     target: &Target,
     namespace: &str,
@@ -52,15 +52,7 @@ pub async fn creates(
     pids: &[u32],
     stop: Stop,
 ) -> load::LoadResult {
-    static ROUND: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let round = ROUND.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let ns = namespace.to_string();
-    let work = Http {
-        target: target.clone(),
-        make: move |t: &Target, _c: usize, i: u64| create(t, &ns, &format!("c-{round}-{i}")),
-        expect: StatusCode::CREATED,
-    };
-    load::run(work, clients, stop, pids).await
+    crate::compare::creates_of(create, clients, target, namespace, pids, stop).await
 }
 
 /// Creates the Flunders `<prefix><i>` for `i` below `count` in `namespace` with `clients`
