@@ -36,6 +36,13 @@
 //! revision are unknown, so their clients must relist, exactly as after a `410 Gone`. Failed
 //! attempts are retried with a growing delay (up to one second).
 //!
+//! # Starting before the backend can be read
+//!
+//! When the first list fails (a KMS plugin that is down cannot decrypt what is stored; upstream's
+//! cacher starts unready in the same case), the cache starts empty and not ready: reads and
+//! watches go to the backend (and fail as it fails) while the cache lists it again, with the
+//! same growing delay, until it can; from then on it serves as above.
+//!
 //! # Lifetime
 //!
 //! The background task that follows the backend is aborted when the last handle to the
@@ -44,7 +51,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -142,6 +149,8 @@ struct Shared {
     applied: watch::Sender<u64>,
     window: usize,
     resyncs: AtomicU64,
+    /// Whether the cache holds the backend's contents (its first list succeeded).
+    ready: AtomicBool,
 }
 
 impl Shared {
@@ -185,6 +194,7 @@ impl Shared {
         drop(st);
         self.resyncs.fetch_add(1, Ordering::Relaxed);
         self.applied.send_replace(page.revision);
+        self.ready.store(true, Ordering::Release);
     }
 
     /// A list of what the cache holds; with `at`, only if the cache holds the state at that
@@ -262,18 +272,36 @@ impl Drop for CachedStorage {
 
 impl CachedStorage {
     /// Lists the whole backend, then follows it with a watch from the list's revision in a
-    /// background task. Fails if the first list or watch fails.
+    /// background task. When the first list fails, the cache starts not ready and keeps
+    /// listing in the background (see [Starting before the backend can be read](self)); a
+    /// watch that fails after a good list fails the call.
     pub async fn new(
         backend: Arc<dyn Storage>,
         options: CacheOptions,
     ) -> Result<Arc<Self>, StorageError> {
-        let (page, stream) = list_and_watch(&*backend).await?;
+        let first = match backend
+            .list(ListRequest {
+                prefix: String::new(),
+                ..Default::default()
+            })
+            .await
+        {
+            Ok(page) => {
+                let stream = backend.watch("", page.revision).await?;
+                Some((page, stream))
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "the watch cache cannot list its backend yet; it serves from the backend until it can");
+                None
+            }
+        };
+        let revision = first.as_ref().map_or(0, |(page, _)| page.revision);
         let (events, _) = broadcast::channel(options.watcher_buffer.max(1));
-        let (applied, _) = watch::channel(page.revision);
+        let (applied, _) = watch::channel(revision);
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
-                revision: page.revision,
-                start: page.revision,
+                revision,
+                start: revision,
                 data: BTreeMap::new(),
                 window: VecDeque::new(),
             }),
@@ -281,8 +309,12 @@ impl CachedStorage {
             applied,
             window: options.window.max(1),
             resyncs: AtomicU64::new(0),
+            ready: AtomicBool::new(first.is_some()),
         });
-        shared.state.lock().data = by_key(page.items);
+        let stream = first.map(|(page, stream)| {
+            shared.state.lock().data = by_key(page.items);
+            stream
+        });
         let task = tokio::spawn(follow(Arc::clone(&backend), Arc::clone(&shared), stream));
         Ok(Arc::new(CachedStorage {
             backend,
@@ -297,6 +329,11 @@ impl CachedStorage {
     /// The last backend revision the cache has applied.
     pub fn revision(&self) -> u64 {
         self.shared.state.lock().revision
+    }
+
+    /// Whether the cache holds its backend's contents (its first list succeeded).
+    pub fn is_ready(&self) -> bool {
+        self.shared.ready.load(Ordering::Acquire)
     }
 
     /// How many times the cache has relisted its backend since it was created.
@@ -329,8 +366,20 @@ async fn list_and_watch(backend: &dyn Storage) -> Result<(ListPage, WatchStream)
     Ok((page, stream))
 }
 
-/// The background task: applies the backend's events, and resynchronizes when its watch ends.
-async fn follow(backend: Arc<dyn Storage>, shared: Arc<Shared>, mut stream: WatchStream) {
+/// The background task: applies the backend's events, and resynchronizes when its watch ends;
+/// without a first `stream` (the first list failed), it lists the backend until it can.
+async fn follow(backend: Arc<dyn Storage>, shared: Arc<Shared>, stream: Option<WatchStream>) {
+    let mut stream = match stream {
+        Some(stream) => stream,
+        // Nothing to continue from: as after a compaction past the cache, a relist.
+        None => {
+            let nothing = StorageError::Compacted {
+                requested: 0,
+                compacted: 0,
+            };
+            resync(&*backend, &shared, Some(nothing)).await
+        }
+    };
     loop {
         let err = loop {
             match stream.next().await {
@@ -376,7 +425,7 @@ async fn resync(
 #[async_trait::async_trait]
 impl Storage for CachedStorage {
     async fn get(&self, key: &str) -> Result<Option<KeyValue>, StorageError> {
-        let Some(target) = self.backend.local_revision() else {
+        let Some(target) = self.backend.local_revision().filter(|_| self.is_ready()) else {
             return self.backend.get(key).await;
         };
         if self.wait_for(target, self.consistency_timeout).await {
@@ -393,6 +442,9 @@ impl Storage for CachedStorage {
     }
 
     async fn list(&self, req: ListRequest) -> Result<ListPage, StorageError> {
+        if !self.is_ready() {
+            return self.backend.list(req).await;
+        }
         if let Some(rev) = req.revision {
             // The next page of a list read at the cache's revision (nothing written since).
             if let Some(page) = self.shared.list(&req, Some(rev), &self.page_counts) {
@@ -440,6 +492,9 @@ impl Storage for CachedStorage {
     }
 
     async fn watch(&self, prefix: &str, after: u64) -> Result<WatchStream, StorageError> {
+        if !self.is_ready() {
+            return self.backend.watch(prefix, after).await;
+        }
         // "From now" is the backend's now: a write acknowledged before this call is not sent
         // even if the cache has not applied it yet.
         let after = if after == 0 {
