@@ -2,10 +2,36 @@
 
 use std::sync::Arc;
 
+use tracing::Instrument;
+
 use super::attributes::{AdmissionAttributes, Operation};
 use super::plugin::AdmissionPlugin;
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
+use crate::storage::traced::TRACE_TARGET;
+
+/// The OpenTelemetry span of one admission phase (`--tracing-config-file`): `name` with the
+/// resource and operation admitted; nothing when tracing is off.
+fn phase_span(name: &'static str, attrs: &AdmissionAttributes<'_>) -> tracing::Span {
+    tracing::trace_span!(
+        target: TRACE_TARGET,
+        "admission",
+        otel.name = name,
+        otel.kind = "internal",
+        otel.status_code = tracing::field::Empty,
+        operation = super::webhook::matching::operation_name(attrs.operation),
+        group = attrs.resource.group.as_str(),
+        resource = attrs.resource.plural.as_str(),
+        subresource = attrs.subresource.unwrap_or(""),
+    )
+}
+
+/// Marks `span` failed when `result` is an error.
+fn record<T>(span: &tracing::Span, result: &Result<T, ApiError>) {
+    if result.is_err() {
+        span.record("otel.status_code", "error");
+    }
+}
 
 /// The plugins of a server, run in order.
 #[derive(Clone, Default)]
@@ -51,6 +77,13 @@ impl AdmissionChain {
     /// and all of them a second time when one asks for it (see
     /// [`Reinvocation`](super::Reinvocation)).
     pub async fn mutate(&self, attrs: &mut AdmissionAttributes<'_>) -> Result<(), ApiError> {
+        let span = phase_span("Admission mutating", attrs);
+        let result = self.mutate_rounds(attrs).instrument(span.clone()).await;
+        record(&span, &result);
+        result
+    }
+
+    async fn mutate_rounds(&self, attrs: &mut AdmissionAttributes<'_>) -> Result<(), ApiError> {
         self.mutate_round(attrs).await?;
         if attrs.reinvocation.should_reinvoke && !attrs.reinvocation.is_reinvoke {
             attrs.reinvocation.is_reinvoke = true;
@@ -70,6 +103,13 @@ impl AdmissionChain {
 
     /// Runs every validating plugin (after the store's validation, right before storage).
     pub async fn validate(&self, attrs: &AdmissionAttributes<'_>) -> Result<(), ApiError> {
+        let span = phase_span("Admission validating", attrs);
+        let result = self.validate_all(attrs).instrument(span.clone()).await;
+        record(&span, &result);
+        result
+    }
+
+    async fn validate_all(&self, attrs: &AdmissionAttributes<'_>) -> Result<(), ApiError> {
         for p in &self.plugins {
             if p.phases().validates() && p.handles(attrs.resource, attrs.operation) {
                 p.validate(attrs).await?;

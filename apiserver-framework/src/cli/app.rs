@@ -474,6 +474,7 @@ impl App {
         let tracing = match &command {
             Command::Serve(o) => o.tracing.load()?,
             Command::Local(o) => o.tracing.load()?,
+            Command::DevHost(o) => o.tracing.load()?,
             _ => None,
         }
         .map(|config| Tracing::start(&config, &self.name))

@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::admissionregistration::v1 as reg;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use tracing::Instrument;
 
 use crate::admission::host::{HostObjects, wait_synced};
 use crate::admission::lifecycle::namespace_not_found;
@@ -29,6 +30,7 @@ use crate::admission::{AdmissionAttributes, AdmissionPlugin, Phases};
 use crate::error::ApiError;
 use crate::host_cluster::resolver::ServiceResolver;
 use crate::resource::ResourceInfo;
+use crate::storage::traced::TRACE_TARGET;
 use conditions::Matched;
 use versions::{MatchPolicy, Versioned};
 
@@ -57,6 +59,11 @@ struct Hook {
 }
 
 impl Hook {
+    /// The name of the configuration declaring this webhook (the start of its uid).
+    fn configuration(&self) -> &str {
+        self.uid.split('/').next().unwrap_or_default()
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn new(
         name: &str,
@@ -213,12 +220,30 @@ impl Dispatcher {
             }
         }
         let body = review.to_string().into_bytes();
+        // Upstream's span of a webhook call, with its attributes.
+        let span = tracing::trace_span!(
+            target: TRACE_TARGET,
+            "webhook",
+            otel.name = if mutating { "Call mutating webhook" } else { "Call validating webhook" },
+            otel.kind = "internal",
+            otel.status_code = tracing::field::Empty,
+            configuration = hook.configuration(),
+            webhook = hook.name.as_str(),
+            resource = %format_args!("{}/{}, Resource={}", attrs.resource.group, attrs.resource.version, attrs.resource.plural),
+            subresource = attrs.subresource.unwrap_or(""),
+            operation = matching::operation_name(attrs.operation),
+            UID = uid.as_str(),
+        );
         let result = client::post(&hook.client_config, &*self.resolver, hook.timeout, body)
+            .instrument(span.clone())
             .await
             .and_then(|body| {
                 review::verdict(&body, &uid, mutating)
                     .map_err(|e| format!("received invalid webhook response: {e}"))
             });
+        if result.is_err() {
+            span.record("otel.status_code", "error");
+        }
         match result {
             Ok(verdict) => {
                 // As upstream, recorded whether the webhook allows the request or not.
