@@ -120,6 +120,8 @@ exporters:
         let child = Command::new(binary())
             .arg("--config")
             .arg(format!("file:{}", config.display()))
+            // Jaeger's own spans are not wanted (they would go to localhost:4317).
+            .env("OTEL_SDK_DISABLED", "true")
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("clone the log handle"))
             .stderr(log)
@@ -130,7 +132,11 @@ exporters:
             dir,
             otlp_endpoint,
             query_url: format!("http://127.0.0.1:{query}"),
-            http: reqwest::Client::new(),
+            // No pooled connections: a test may ask from one runtime after another.
+            http: reqwest::Client::builder()
+                .pool_max_idle_per_host(0)
+                .build()
+                .expect("an HTTP client"),
         };
         let status = format!("http://127.0.0.1:{health}/status");
         let healthy = wait::poll("Jaeger to be healthy", START_TIMEOUT, || {
