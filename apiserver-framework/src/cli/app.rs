@@ -471,14 +471,16 @@ impl App {
         let cli = Cli::parse();
         let command = cli.command.unwrap_or(Command::Serve(cli.serve));
         // As upstream, a bad --tracing-config-file refuses to start.
-        let tracing = match &command {
-            Command::Serve(o) => o.tracing.load()?,
-            Command::Local(o) => o.tracing.load()?,
-            Command::DevHost(o) => o.tracing.load()?,
-            _ => None,
-        }
-        .map(|config| Tracing::start(&config, &self.name))
-        .transpose()?;
+        // The service name of the spans: the server's name, the development host's its own.
+        let (config, service) = match &command {
+            Command::Serve(o) => (o.tracing.load()?, self.name.clone()),
+            Command::Local(o) => (o.tracing.load()?, self.name.clone()),
+            Command::DevHost(o) => (o.tracing.load()?, format!("{}-dev-host", self.name)),
+            _ => (None, String::new()),
+        };
+        let tracing = config
+            .map(|config| Tracing::start(&config, &service))
+            .transpose()?;
         cli.logging.init_with(tracing.as_ref());
         let result = self.run_command(command).await;
         if let Some(tracing) = tracing {
