@@ -166,11 +166,7 @@ fn target_of(endpoint: &str) -> Result<String, TracingError> {
                 )));
             }
         }
-    } else if let Some(rest) = endpoint
-        .strip_prefix("unix:")
-        .or_else(|| endpoint.strip_prefix("unix-abstract:"))
-    {
-        let _ = rest;
+    } else if endpoint.starts_with("unix:") || endpoint.starts_with("unix-abstract:") {
         return Err(bad(
             "unix sockets are not supported by this server's exporter; use host:port".into(),
         ));
