@@ -279,3 +279,60 @@ fn a_bad_configuration_refuses_to_start_naming_the_field() {
     let out = refused("apiVersion: v1\nkind: ConfigMap\n");
     assert!(out.contains("TracingConfiguration"), "{out}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_in_another_version_holds_the_conversion() {
+    let jaeger = Jaeger::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let wardle = wardle_tracing_to(&jaeger, &dir, 0);
+    let client = wardle.client();
+    // Stored in v1alpha1 (wardle's storage version), read in v1beta1.
+    let res = client
+        .post(wardle.at(FLUNDERS))
+        .json(&json!({
+            "apiVersion": "wardle.example.com/v1alpha1",
+            "kind": "Flunder",
+            "metadata": {"name": "converted"},
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+    let (trace, parent) = (new_trace_id(), new_span_id());
+    let res = client
+        .get(wardle.at("/apis/wardle.example.com/v1beta1/namespaces/default/flunders/converted"))
+        .header("traceparent", format!("00-{trace}-{parent}-01"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+
+    let spans = jaeger
+        .wait_for_trace(&trace, EXPORTED, |spans| {
+            spans.iter().any(|s| s.name == "Convert")
+                && spans.iter().any(|s| s.name == "Get storage")
+        })
+        .await;
+    let request = span(
+        &spans,
+        "GET /apis/wardle.example.com/v1beta1/namespaces/{:namespace}/flunders/{:name}",
+    );
+    let convert = span(&spans, "Convert");
+    assert_eq!(convert.tag("from"), "wardle.example.com/v1alpha1");
+    assert_eq!(convert.tag("to"), "wardle.example.com/v1beta1");
+    assert!(
+        descends(&spans, convert, &request.span_id),
+        "{}",
+        describe(&spans)
+    );
+    let storage = span(&spans, "Get storage");
+    assert!(
+        storage.tag("key").ends_with("/default/converted"),
+        "{storage:?}"
+    );
+    assert!(
+        descends(&spans, storage, &request.span_id),
+        "{}",
+        describe(&spans)
+    );
+}
