@@ -24,6 +24,8 @@ pub struct Span {
     pub span_id: String,
     /// The parent span's id (its `CHILD_OF` reference), if any.
     pub parent: Option<String>,
+    /// Its links (`FOLLOWS_FROM` references): `(trace id, span id)` of each.
+    pub links: Vec<(String, String)>,
     /// The span's name (Jaeger's operation name).
     pub name: String,
     /// The `service.name` of the process that sent it.
@@ -261,6 +263,13 @@ fn spans_of(body: &Value) -> Vec<Vec<Span>> {
                         Value::String(s) => s.clone(),
                         other => other.to_string(),
                     };
+                    let links = s["references"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter(|r| r["refType"] == "FOLLOWS_FROM")
+                        .map(|r| (text(&r["traceID"]), text(&r["spanID"])))
+                        .collect();
                     let tags = s["tags"]
                         .as_array()
                         .into_iter()
@@ -272,6 +281,7 @@ fn spans_of(body: &Value) -> Vec<Vec<Span>> {
                         trace_id: text(&s["traceID"]),
                         span_id: text(&s["spanID"]),
                         parent,
+                        links,
                         name: text(&s["operationName"]),
                         service: text(&processes[process]["serviceName"]),
                         tags,
