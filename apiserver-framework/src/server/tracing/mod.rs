@@ -5,7 +5,7 @@
 //! When on, the framework's spans are `tracing` spans under the target
 //! [`TRACE_TARGET`](crate::storage::traced::TRACE_TARGET), exported over OTLP/gRPC by
 //! [`Tracing`]:
-//! - the request (the handler chain's filter after authentication, `filters::tracing`), named
+//! - the request (the handler chain's filter after authentication, `filters::request_span`), named
 //!   as upstream's `WithTracing` names it: `GET /apis/<group>/<version>/namespaces/{:namespace}/<resource>`
 //!   for resource requests, the method alone for others; its parent is the caller's
 //!   `traceparent` when the caller is in `system:masters` or `system:monitoring` (as upstream's
