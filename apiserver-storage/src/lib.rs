@@ -20,6 +20,7 @@ pub mod etcd;
 pub mod keys;
 pub mod memory;
 pub(crate) mod page_counts;
+pub mod traced;
 
 use std::sync::Arc;
 

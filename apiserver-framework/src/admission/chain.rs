@@ -3,11 +3,37 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use tracing::Instrument;
+
 use super::attributes::{AdmissionAttributes, Operation};
 use super::metrics;
 use super::plugin::AdmissionPlugin;
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
+use crate::storage::traced::TRACE_TARGET;
+
+/// The OpenTelemetry span of one admission phase (`--tracing-config-file`): `name` with the
+/// resource and operation admitted; nothing when tracing is off.
+fn phase_span(name: &'static str, attrs: &AdmissionAttributes<'_>) -> tracing::Span {
+    tracing::trace_span!(
+        target: TRACE_TARGET,
+        "admission",
+        otel.name = name,
+        otel.kind = "internal",
+        otel.status_code = tracing::field::Empty,
+        operation = attrs.operation.as_str(),
+        group = attrs.resource.group.as_str(),
+        resource = attrs.resource.plural.as_str(),
+        subresource = attrs.subresource.unwrap_or(""),
+    )
+}
+
+/// Marks `span` failed when `result` is an error.
+fn record<T>(span: &tracing::Span, result: &Result<T, ApiError>) {
+    if result.is_err() {
+        span.record("otel.status_code", "error");
+    }
+}
 
 /// The plugins of a server, run in order.
 #[derive(Clone, Default)]
@@ -55,15 +81,22 @@ impl AdmissionChain {
     ///
     /// The step and each plugin's part are recorded in upstream's admission metrics.
     pub async fn mutate(&self, attrs: &mut AdmissionAttributes<'_>) -> Result<(), ApiError> {
+        let span = phase_span("Admission mutating", attrs);
         let started = Instant::now();
-        let mut result = self.mutate_round(attrs).await;
-        if result.is_ok() && attrs.reinvocation.should_reinvoke && !attrs.reinvocation.is_reinvoke {
-            attrs.reinvocation.is_reinvoke = true;
-            result = self.mutate_round(attrs).await;
-        }
+        let result = self.mutate_rounds(attrs).instrument(span.clone()).await;
+        record(&span, &result);
         let operation = attrs.operation.as_str();
         metrics::global().observe_step(STEP_ADMIT, operation, result.is_err(), started.elapsed());
         result
+    }
+
+    async fn mutate_rounds(&self, attrs: &mut AdmissionAttributes<'_>) -> Result<(), ApiError> {
+        self.mutate_round(attrs).await?;
+        if attrs.reinvocation.should_reinvoke && !attrs.reinvocation.is_reinvoke {
+            attrs.reinvocation.is_reinvoke = true;
+            self.mutate_round(attrs).await?;
+        }
+        Ok(())
     }
 
     async fn mutate_round(&self, attrs: &mut AdmissionAttributes<'_>) -> Result<(), ApiError> {
@@ -82,8 +115,10 @@ impl AdmissionChain {
     ///
     /// The step and each plugin's part are recorded in upstream's admission metrics.
     pub async fn validate(&self, attrs: &AdmissionAttributes<'_>) -> Result<(), ApiError> {
+        let span = phase_span("Admission validating", attrs);
         let started = Instant::now();
-        let result = self.validate_each(attrs).await;
+        let result = self.validate_each(attrs).instrument(span.clone()).await;
+        record(&span, &result);
         metrics::global().observe_step(
             STEP_VALIDATE,
             attrs.operation.as_str(),

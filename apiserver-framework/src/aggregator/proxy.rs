@@ -14,9 +14,12 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use parking_lot::Mutex;
 use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use tracing::Instrument;
 
 use super::apiservice::APIService;
 use crate::host_cluster::resolver::Endpoint;
+use crate::server::tracing::propagation;
+use crate::storage::traced::TRACE_TARGET;
 use crate::tls::parse_certs;
 use crate::user::UserInfo;
 
@@ -488,7 +491,35 @@ pub(crate) async fn forward_once(
         on_upgrade
     });
     parts.extensions = http::Extensions::new();
-    match client.send(Request::from_parts(parts, body), fresh).await {
+    // The proxy hop's span (`--tracing-config-file`; nothing when off), named as upstream's
+    // `otelhttp` transport names it; the backend gets its context in `traceparent`.
+    let span = tracing::trace_span!(
+        target: TRACE_TARGET,
+        "proxy",
+        otel.name = %format_args!("HTTP {}", parts.method),
+        otel.kind = "client",
+        otel.status_code = tracing::field::Empty,
+        http.method = %parts.method,
+        http.url = %parts.uri,
+        http.status_code = tracing::field::Empty,
+    );
+    propagation::inject(&span, &mut parts.headers);
+    let sent = client
+        .send(Request::from_parts(parts, body), fresh)
+        .instrument(span.clone())
+        .await;
+    match &sent {
+        Ok(res) => {
+            span.record("http.status_code", res.status().as_u16());
+            if res.status().is_server_error() {
+                span.record("otel.status_code", "error");
+            }
+        }
+        Err(_) => {
+            span.record("otel.status_code", "error");
+        }
+    }
+    match sent {
         Ok(res) if res.status() == StatusCode::SWITCHING_PROTOCOLS && upgrade.is_some() => {
             Ok(super::upgrade::splice(upgrade, res, endpoint))
         }

@@ -23,7 +23,9 @@ use crate::resource::ApiResource;
 use crate::server::filters::filter::ChainInner;
 use crate::server::filters::{ChainLayers, ChainPosition, ChainService};
 use crate::server::generic::{GenericApiServer, GenericApiServerBuilder};
+use crate::server::tracing::Tracing;
 use crate::server::version::VersionInfo;
+use crate::storage::traced::TracedStorage;
 
 /// A server built with the framework: its resources, admission plugins and command line.
 ///
@@ -119,6 +121,9 @@ pub enum AppError {
     /// A resource or subresource cannot be served as registered (see [`RegistrationError`]).
     #[error(transparent)]
     Registration(#[from] RegistrationError),
+    /// `--tracing-config-file` is unreadable or invalid, or its exporter could not start.
+    #[error(transparent)]
+    Tracing(#[from] crate::server::tracing::TracingError),
 }
 
 impl App {
@@ -400,7 +405,10 @@ impl App {
         self.admission = opts
             .admission
             .select(plugins, &admission::options::HOST_PLUGINS)?;
-        let opened = opts.storage.open().await?;
+        let mut opened = opts.storage.open().await?;
+        if opts.tracing.enabled() {
+            opened.storage = TracedStorage::wrap(opened.storage);
+        }
         let mut builder = self.server_builder().storage(opened.storage);
         for check in opened.health_checks {
             builder = builder.health_check(check);
@@ -431,7 +439,10 @@ impl App {
 
     async fn start_local_inner(mut self, opts: &LocalOptions) -> Result<LocalServer, AppError> {
         let name = self.name.clone();
-        let opened = opts.storage.open().await.map_err(local::LocalError::from)?;
+        let mut opened = opts.storage.open().await.map_err(local::LocalError::from)?;
+        if opts.tracing.enabled() {
+            opened.storage = TracedStorage::wrap(opened.storage);
+        }
         let host = local::host(opened.storage.clone()).await?;
         let mut plugins = local::host_plugins(opened.storage.clone());
         plugins.append(&mut self.admission);
@@ -458,8 +469,29 @@ impl App {
     /// (SIGINT or SIGTERM).
     pub async fn run(self) -> Result<(), AppError> {
         let cli = Cli::parse();
-        cli.logging.init();
-        match cli.command.unwrap_or(Command::Serve(cli.serve)) {
+        let command = cli.command.unwrap_or(Command::Serve(cli.serve));
+        // As upstream, a bad --tracing-config-file refuses to start.
+        // The service name of the spans: the server's name, the development host's its own.
+        let (config, service) = match &command {
+            Command::Serve(o) => (o.tracing.load()?, self.name.clone()),
+            Command::Local(o) => (o.tracing.load()?, self.name.clone()),
+            Command::DevHost(o) => (o.tracing.load()?, format!("{}-dev-host", self.name)),
+            _ => (None, String::new()),
+        };
+        let tracing = config
+            .map(|config| Tracing::start(&config, &service))
+            .transpose()?;
+        cli.logging.init_with(tracing.as_ref());
+        let result = self.run_command(command).await;
+        if let Some(tracing) = tracing {
+            tracing.shutdown();
+        }
+        result
+    }
+
+    /// Runs `command` until it is done or stopped.
+    async fn run_command(self, command: Command) -> Result<(), AppError> {
+        match command {
             Command::Serve(opts) => {
                 let name = self.name.clone();
                 let server = self.start_serve(&opts).await?;

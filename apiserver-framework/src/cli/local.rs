@@ -17,6 +17,7 @@ use crate::devhost::tokens::random_token_of;
 use crate::devhost::{kubeconfig, local_host};
 use crate::server::generic::GenericApiServer;
 use crate::server::serve::{self, HandlerChain, RunningServer};
+use crate::server::tracing::TracingOptions;
 use crate::storage::Storage;
 use crate::tls::{ServingCert, TlsError, install_crypto_provider};
 use crate::user::UserInfo;
@@ -59,6 +60,10 @@ pub struct LocalOptions {
     /// Which admission plugins run (used by [`crate::App`]).
     #[command(flatten)]
     pub admission: AdmissionOptions,
+    /// OpenTelemetry tracing (the request spans; [`crate::App`] also traces storage and
+    /// exports the spans).
+    #[command(flatten)]
+    pub tracing: TracingOptions,
 }
 
 impl Default for LocalOptions {
@@ -75,6 +80,7 @@ impl Default for LocalOptions {
             audit: AuditOptions::default(),
             run: ServerRunOptions::default(),
             admission: AdmissionOptions::default(),
+            tracing: TracingOptions::default(),
         }
     }
 }
@@ -186,6 +192,7 @@ pub async fn start(
     )
     .with_limits(opts.run.limits())
     .with_profiling(opts.run.profiling)
+    .with_tracing(opts.tracing.enabled())
     .with_shutdown(opts.run.shutdown());
     if let Some(auditor) = opts.audit.build()? {
         chain = chain.with_audit(Arc::new(auditor));

@@ -6,8 +6,12 @@
 //! `PUT /debug/flags/v` sets a verbosity.
 
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::Layer;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 use crate::server::debug_flags::set_verbosity_setter;
+use crate::server::tracing::Tracing;
 
 /// Crates logging connection-level detail, kept at `info` below verbosity 6.
 const WIRE_CRATES: &[&str] = &[
@@ -76,8 +80,31 @@ impl LoggingOptions {
     }
 
     /// Installs a subscriber logging as these options say, unless one is installed already;
-    /// `PUT /debug/flags/v` then changes its verbosity (see `server::debug_flags`).
-    pub fn init(&self) {
+    /// `PUT /debug/flags/v` then changes its verbosity (see `server::debug_flags`). With
+    /// `tracing` (`--tracing-config-file`), its layer exports the framework's spans too. The log filter then applies to the log output
+    /// alone, so that the verbosity does not decide which spans are exported.
+    pub fn init_with(&self, tracing: Option<&Tracing>) {
+        let Some(tracing) = tracing else {
+            return self.init_logs_only();
+        };
+        let (filter, handle) = tracing_subscriber::reload::Layer::new(self.filter());
+        let installed = match self.logging_format {
+            LoggingFormat::Text => tracing_subscriber::registry()
+                .with(tracing_subscriber::fmt::layer().with_filter(filter))
+                .with(tracing.layer())
+                .try_init(),
+            LoggingFormat::Json => tracing_subscriber::registry()
+                .with(tracing_subscriber::fmt::layer().json().with_filter(filter))
+                .with(tracing.layer())
+                .try_init(),
+        };
+        if installed.is_ok() {
+            install_setter(handle);
+        }
+    }
+
+    /// The subscriber without tracing: the log output alone, its filter global.
+    fn init_logs_only(&self) {
         match self.logging_format {
             LoggingFormat::Text => {
                 let builder = tracing_subscriber::fmt()

@@ -130,6 +130,7 @@ pub async fn start(
         .with_request_header_config(setup.config)
         .with_limits(opts.run.limits())
         .with_profiling(opts.run.profiling)
+        .with_tracing(opts.tracing.enabled())
         .with_shutdown(opts.run.shutdown());
     if let Some(auditor) = opts.audit.build()? {
         chain = chain.with_audit(Arc::new(auditor));

@@ -10,6 +10,7 @@ use crate::authn::options::AuthenticationOptions;
 use crate::authz::options::DelegatingAuthorizationOptions;
 use crate::cli::server_run_options::ServerRunOptions;
 use crate::cli::storage_options::StorageOptions;
+use crate::server::tracing::TracingOptions;
 
 /// The minimum TLS version a server accepts (`--tls-min-version`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -95,6 +96,9 @@ pub struct ServeOptions {
     /// Which admission plugins run.
     #[command(flatten)]
     pub admission: AdmissionOptions,
+    /// OpenTelemetry tracing.
+    #[command(flatten)]
+    pub tracing: TracingOptions,
 }
 
 #[cfg(test)]

@@ -331,11 +331,10 @@ async fn start_host(extension: &Extension, opts: &DevHostOptions) -> Result<DevH
         .server_config()?;
     let listener =
         tokio::net::TcpListener::bind(SocketAddr::new(opts.bind_address, opts.secure_port)).await?;
-    let chain = Arc::new(HandlerChain::new(
-        server.clone(),
-        tokens.clone(),
-        authorizer,
-    ));
+    let chain = Arc::new(
+        HandlerChain::new(server.clone(), tokens.clone(), authorizer)
+            .with_tracing(opts.tracing.enabled()),
+    );
     // The kubeconfigs are written before the host answers anything, so that whoever waits for
     // it to be ready finds them.
     let url = serve::https_url(listener.local_addr()?);

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::aggregator::DEFAULT_REPLAY_BUDGET;
 use crate::duration::GoDuration;
+use crate::server::tracing::TracingOptions;
 
 /// Options of the development host.
 #[derive(Clone, Debug, clap::Args)]
@@ -36,6 +37,9 @@ pub struct DevHostOptions {
     /// is proxied all the same, only not retried once its body was read.
     #[arg(long, default_value_t = DEFAULT_REPLAY_BUDGET)]
     pub aggregator_replay_budget_bytes: usize,
+    /// OpenTelemetry tracing of the host's requests and its aggregator's proxy hops.
+    #[command(flatten)]
+    pub tracing: TracingOptions,
 }
 
 impl Default for DevHostOptions {
@@ -48,6 +52,7 @@ impl Default for DevHostOptions {
             more_backend_addresses: Vec::new(),
             availability_check_interval: GoDuration(Duration::from_secs(5)),
             aggregator_replay_budget_bytes: DEFAULT_REPLAY_BUDGET,
+            tracing: TracingOptions::default(),
         }
     }
 }

@@ -11,6 +11,7 @@ pub(crate) mod health;
 pub mod lifecycle;
 pub(crate) mod profiling;
 pub mod serve;
+pub mod tracing;
 pub(crate) mod until_stopped;
 pub(crate) mod version;
 

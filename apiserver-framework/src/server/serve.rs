@@ -41,6 +41,7 @@ pub struct HandlerChain {
     limits: RequestLimits,
     shutdown: ShutdownOptions,
     profiling: bool,
+    tracing: bool,
     layers: ChainLayers,
     /// The assembled chain, built on the first request.
     service: OnceLock<Arc<dyn Assembled>>,
@@ -67,6 +68,7 @@ impl HandlerChain {
             limits: RequestLimits::default(),
             shutdown: ShutdownOptions::default(),
             profiling: false,
+            tracing: false,
             layers,
             service: OnceLock::new(),
         }
@@ -82,6 +84,14 @@ impl HandlerChain {
     /// off unless set).
     pub fn with_profiling(mut self, enabled: bool) -> Self {
         self.profiling = enabled;
+        self
+    }
+
+    /// Gives each request an OpenTelemetry span, after authentication (`--tracing-config-file`;
+    /// off unless set, and then not in the chain at all). The spans reach an exporter only
+    /// when the process's subscriber has the layer of a [`crate::server::tracing::Tracing`].
+    pub fn with_tracing(mut self, enabled: bool) -> Self {
+        self.tracing = enabled;
         self
     }
 
@@ -163,6 +173,7 @@ impl HandlerChain {
             ))
             .layer(at(ChainPosition::BeforeAuthentication))
             .layer(authentication.layer())
+            .option_layer(self.tracing.then(filters::request_span::layer))
             .layer(at(ChainPosition::AfterAuthentication))
             .layer(filters::max_inflight::layer(in_flight))
             .layer(filters::audit::layer(self.auditor.clone()))

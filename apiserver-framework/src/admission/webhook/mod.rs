@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::admissionregistration::v1 as reg;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use tracing::Instrument;
 
 use crate::admission::host::{HostObjects, wait_synced};
 use crate::admission::lifecycle::namespace_not_found;
@@ -30,6 +31,7 @@ use crate::admission::{AdmissionAttributes, AdmissionPlugin, Phases};
 use crate::error::ApiError;
 use crate::host_cluster::resolver::ServiceResolver;
 use crate::resource::ResourceInfo;
+use crate::storage::traced::TRACE_TARGET;
 use conditions::Matched;
 use versions::{MatchPolicy, Versioned};
 
@@ -58,6 +60,11 @@ struct Hook {
 }
 
 impl Hook {
+    /// The name of the configuration declaring this webhook (the start of its uid).
+    fn configuration(&self) -> &str {
+        self.uid.split('/').next().unwrap_or_default()
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn new(
         name: &str,
@@ -239,8 +246,24 @@ impl Dispatcher {
             }
         }
         let body = review.to_string().into_bytes();
+        // Upstream's span of a webhook call, with its attributes.
+        let span = tracing::trace_span!(
+            target: TRACE_TARGET,
+            "webhook",
+            otel.name = if mutating { "Call mutating webhook" } else { "Call validating webhook" },
+            otel.kind = "internal",
+            otel.status_code = tracing::field::Empty,
+            configuration = hook.configuration(),
+            webhook = hook.name.as_str(),
+            resource = %format_args!("{}/{}, Resource={}", attrs.resource.group, attrs.resource.version, attrs.resource.plural),
+            subresource = attrs.subresource.unwrap_or(""),
+            operation,
+            UID = uid.as_str(),
+        );
         let started = Instant::now();
-        let called = client::post(&hook.client_config, &*self.resolver, hook.timeout, body).await;
+        let called = client::post(&hook.client_config, &*self.resolver, hook.timeout, body)
+            .instrument(span.clone())
+            .await;
         let elapsed = started.elapsed();
         attrs.notes.add_webhook_time(elapsed);
         let answered = called.is_ok();
@@ -248,6 +271,9 @@ impl Dispatcher {
             review::verdict(&body, &uid, mutating)
                 .map_err(|e| format!("received invalid webhook response: {e}"))
         });
+        if result.is_err() {
+            span.record("otel.status_code", "error");
+        }
         // As upstream: an allowing answer is 200, a refusal its status's code, a failed call
         // 0; rejected unless allowed or the failure is ignored.
         let (code, rejected) = match &result {

@@ -224,7 +224,20 @@ pub(crate) fn convert_bytes(
         converter.check(object, to)?;
         return Ok(Bytes::copy_from_slice(object));
     }
-    let out = converter.convert(value, to)?;
+    // An OpenTelemetry span of the conversion itself (`--tracing-config-file`; nothing when off).
+    let span = tracing::trace_span!(
+        target: crate::storage::traced::TRACE_TARGET,
+        "conversion",
+        otel.name = "Convert",
+        otel.kind = "internal",
+        otel.status_code = tracing::field::Empty,
+        from = from.as_str(),
+        to,
+    );
+    let _entered = span.enter();
+    let out = converter.convert(value, to).inspect_err(|_| {
+        span.record("otel.status_code", "error");
+    })?;
     serde_json::to_vec(&out)
         .map(Bytes::from)
         .map_err(|e| ConversionError::NotJson(e.to_string()))

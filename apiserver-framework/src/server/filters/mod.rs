@@ -7,6 +7,7 @@
 //! 4. `metrics`: counted in flight and recorded;
 //! 5. `timeout`: the request deadline (not for watches);
 //! 6. `authentication`: who the caller is;
+//!    then, with `--tracing-config-file` only, `request_span`: the request's OpenTelemetry span;
 //! 7. `max_inflight`: the in-flight limit;
 //! 8. `audit`: the audit event;
 //! 9. `impersonation`: acting as another user;
@@ -30,6 +31,7 @@ pub(crate) mod metrics;
 pub(crate) mod panic_recovery;
 pub(crate) mod position;
 pub(crate) mod request_info;
+pub(crate) mod request_span;
 pub(crate) mod step;
 pub(crate) mod timeout;
 

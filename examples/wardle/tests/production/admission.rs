@@ -1055,3 +1055,98 @@ async fn match_conditions_decide_whether_a_webhook_is_called() {
         ) >= 1.0
     );
 }
+
+/// Issue 48: with `--tracing-config-file`, a create's trace in wardle holds upstream's spans of
+/// the webhook calls (`Call mutating webhook`, `Call validating webhook`, with upstream's
+/// attributes) under the admission phases, under the request span; exported to a real OTLP
+/// receiver (Jaeger v2).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webhook_calls_are_spans_of_the_requests_trace() {
+    use crate::support::jaeger::{Jaeger, Span, describe};
+
+    let jaeger = Jaeger::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    // Wardle samples every request itself: the host sends no trace context.
+    let config = jaeger.tracing_config(dir.path(), 1_000_000);
+    let server = start_webhook_server().await;
+    let stack = Stack::start(&["--tracing-config-file", config.to_str().unwrap()]).await;
+    let base = format!("https://{}", server.addr);
+    mutating(
+        &stack,
+        "label-flunders",
+        vec![webhook(
+            "label.wardle.test",
+            &format!("{base}/mutate"),
+            &server.ca_pem,
+            json!({}),
+        )],
+    )
+    .await;
+    validating(
+        &stack,
+        "deny-marked-flunders",
+        vec![webhook(
+            "deny-marked.wardle.test",
+            &format!("{base}/deny-marked"),
+            &server.ca_pem,
+            json!({}),
+        )],
+    )
+    .await;
+    // Denied once wardle sees both configurations (the probes' names differ).
+    until(&stack, json!({"mark": "deny"}), |code, _| code == 403).await;
+
+    let spans: Vec<Span> = wait::poll("a trace with both webhook calls", TIMEOUT, || async {
+        jaeger
+            .traces_of("wardle", 1000)
+            .await
+            .into_iter()
+            .find(|t| {
+                ["Call mutating webhook", "Call validating webhook"]
+                    .iter()
+                    .all(|name| t.iter().any(|s| s.name == *name))
+            })
+            .ok_or("not yet")
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}; Jaeger's log:\n{}", jaeger.log()));
+    let named = |name: &str| {
+        spans
+            .iter()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("no {name} among:{}", describe(&spans)))
+    };
+    let request = named("POST /apis/wardle.example.com/v1alpha1/namespaces/{:namespace}/flunders");
+    assert_eq!(request.tag("http.status_code"), "403");
+    for (phase, call, configuration, hook) in [
+        (
+            "Admission mutating",
+            "Call mutating webhook",
+            "label-flunders",
+            "label.wardle.test",
+        ),
+        (
+            "Admission validating",
+            "Call validating webhook",
+            "deny-marked-flunders",
+            "deny-marked.wardle.test",
+        ),
+    ] {
+        let phase = named(phase);
+        let call = named(call);
+        assert_eq!(call.parent.as_deref(), Some(phase.span_id.as_str()));
+        assert_eq!(phase.parent.as_deref(), Some(request.span_id.as_str()));
+        assert_eq!(call.tag("configuration"), configuration);
+        assert_eq!(call.tag("webhook"), hook);
+        assert_eq!(call.tag("operation"), "CREATE");
+        assert_eq!(
+            call.tag("resource"),
+            "wardle.example.com/v1alpha1, Resource=flunders"
+        );
+        assert!(!call.tag("UID").is_empty(), "{call:?}");
+    }
+    assert_eq!(
+        named("Admission validating").tag("otel.status_code"),
+        "ERROR"
+    );
+}

@@ -8,6 +8,7 @@ mod profiling;
 mod stack;
 #[path = "../support/mod.rs"]
 mod support;
+mod tracing;
 mod versions;
 mod watch_prefix;
 

@@ -43,7 +43,16 @@ impl Stack {
 
     /// Like [`Stack::start`], running the wardle binary at `binary` (a release build, say).
     pub async fn start_binary(binary: PathBuf, extra: &[&str]) -> Stack {
-        let (host, dir, backend_port) = start_host().await;
+        Self::start_with_host(binary, |_| {}, extra).await
+    }
+
+    /// Like [`Stack::start_binary`], the host's options changed by `host` first.
+    pub async fn start_with_host(
+        binary: PathBuf,
+        host: impl FnOnce(&mut DevHostOptions),
+        extra: &[&str],
+    ) -> Stack {
+        let (host, dir, backend_port) = start_host_with(host).await;
         let mut args = serving_args(&host, backend_port);
         args.splice(0..0, ["serve".to_string()]);
         args.extend([
@@ -62,7 +71,7 @@ impl Stack {
     /// plugins of policies are disabled. (For `tests/client_go.rs`.)
     #[allow(dead_code)]
     pub async fn start_sample_apiserver(binary: PathBuf, etcd_servers: &str) -> Stack {
-        let (host, dir, backend_port) = start_host().await;
+        let (host, dir, backend_port) = start_host_with(|_| {}).await;
         let mut args = serving_args(&host, backend_port);
         args.extend(
             [
@@ -342,17 +351,21 @@ impl Drop for Stack {
     }
 }
 
-/// A dev host in a new temporary directory, with the free port its backend will serve on.
-async fn start_host() -> (DevHost, tempfile::TempDir, u16) {
+/// A dev host in a new temporary directory, its options changed by `change`, with the free
+/// port its backend will serve on.
+async fn start_host_with(
+    change: impl FnOnce(&mut DevHostOptions),
+) -> (DevHost, tempfile::TempDir, u16) {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let backend_port = apiserver_framework::testing::free_port().expect("a free port");
-    let opts = DevHostOptions {
+    let mut opts = DevHostOptions {
         secure_port: 0,
         dir: dir.path().join("dev-host"),
         backend_address: ([127, 0, 0, 1], backend_port).into(),
         availability_check_interval: GoDuration(Duration::from_millis(500)),
         ..Default::default()
     };
+    change(&mut opts);
     let host = wardle::app()
         .start_dev_host(&opts)
         .await

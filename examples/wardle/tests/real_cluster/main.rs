@@ -25,6 +25,7 @@ mod http;
 mod kubectl_flows;
 mod matrix;
 mod routing;
+mod tracing;
 
 use std::process::ExitCode;
 use std::sync::{Arc, OnceLock};
@@ -117,6 +118,10 @@ const CHECKS: &[Check] = &[
     (
         "configmap_changes_apply_without_restart",
         auth::configmap_changes_apply_without_restart,
+    ),
+    (
+        "one_trace_from_kube_apiserver_to_wardles_storage",
+        tracing::one_trace_from_kube_apiserver_to_wardles_storage,
     ),
     // Last: it stops wardle (and starts it again).
     ("availability_follows_wardle", controllers::availability),

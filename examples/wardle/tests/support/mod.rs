@@ -9,6 +9,7 @@ pub mod client_go;
 pub mod encryption;
 pub mod fixtures;
 pub mod in_process;
+pub mod jaeger;
 pub mod kubectl_matrix;
 pub mod process;
 pub mod prometheus;
