@@ -26,8 +26,9 @@ macro_rules! internal_modules {
 
 // Layer 1: ground floor
 // Errors and Status, field errors, durations, quoting, name and label validation, selectors,
-// resource info, schemas, the caller's identity, file and certificate utilities (fs, tls):
-// nothing here serves HTTP. `fs` is the crate `apiserver-files`, shared with storage.
+// resource info, schemas, the caller's identity, file and certificate utilities (fs, tls),
+// the W3C trace context of HTTP headers (trace_context): nothing here serves HTTP. `fs` is the
+// crate `apiserver-files`, shared with storage.
 pub mod duration;
 pub mod error;
 pub(crate) use apiserver_files as fs;
@@ -36,6 +37,7 @@ pub mod resource;
 pub mod schema;
 pub mod selector;
 pub mod tls;
+pub(crate) mod trace_context;
 pub mod user;
 pub mod validation;
 pub mod yaml_body;

@@ -18,9 +18,9 @@ use tracing::Instrument;
 
 use super::apiservice::APIService;
 use crate::host_cluster::resolver::Endpoint;
-use crate::server::tracing::propagation;
 use crate::storage::traced::TRACE_TARGET;
 use crate::tls::parse_certs;
+use crate::trace_context as propagation;
 use crate::user::UserInfo;
 
 /// The header naming the user a backend should act for.

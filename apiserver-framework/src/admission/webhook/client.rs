@@ -113,11 +113,14 @@ pub async fn post(
         .wrap_connector(http);
     let client: Client<_, Full<bytes::Bytes>> =
         Client::builder(TokioExecutor::new()).build(connector);
-    let request = Request::post(target.connect.clone())
+    let mut request = Request::post(target.connect.clone())
         .header(http::header::CONTENT_TYPE, "application/json")
         .header(http::header::ACCEPT, "application/json")
         .body(Full::new(bytes::Bytes::from(body)))
         .map_err(|e| fail(&e))?;
+    // The call's span (when tracing is on) goes to the webhook as its parent, as upstream's
+    // webhook client sends it.
+    crate::trace_context::inject(&tracing::Span::current(), request.headers_mut());
     let call = async {
         let response = client.request(request).await.map_err(|e| fail(&e))?;
         let status = response.status();

@@ -25,8 +25,8 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::audit::AuditId;
 use crate::authz::{ParsedRequest, Request as Asked};
-use crate::server::tracing::propagation;
 use crate::storage::traced::TRACE_TARGET;
+use crate::trace_context as propagation;
 use crate::user::UserInfo;
 
 /// The groups whose `traceparent` is taken as the request's parent.

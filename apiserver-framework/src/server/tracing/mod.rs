@@ -20,7 +20,6 @@
 pub mod config;
 pub mod exporter;
 pub mod options;
-pub mod propagation;
 
 pub use config::{TracingConfiguration, TracingError};
 pub use exporter::Tracing;

@@ -37,6 +37,8 @@ struct WebhookServer {
     addr: SocketAddr,
     ca_pem: String,
     seen: Seen,
+    /// The `traceparent` header of each call that had one, with the call's path.
+    traceparents: Arc<Mutex<Vec<(String, String)>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -138,6 +140,8 @@ async fn start_webhook_server() -> WebhookServer {
     let addr = listener.local_addr().expect("address");
     let seen: Seen = Arc::default();
     let recorded = seen.clone();
+    let traceparents: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let parents = traceparents.clone();
     let task = tokio::spawn(async move {
         loop {
             let Ok((tcp, _)) = listener.accept().await else {
@@ -145,14 +149,20 @@ async fn start_webhook_server() -> WebhookServer {
             };
             let acceptor = acceptor.clone();
             let seen = recorded.clone();
+            let parents = parents.clone();
             tokio::spawn(async move {
                 let Ok(tls) = acceptor.accept(tcp).await else {
                     return;
                 };
                 let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
                     let seen = seen.clone();
+                    let parents = parents.clone();
                     async move {
                         let path = req.uri().path().to_string();
+                        if let Some(parent) = req.headers().get("traceparent") {
+                            let parent = parent.to_str().unwrap_or_default().to_string();
+                            parents.lock().unwrap().push((path.clone(), parent));
+                        }
                         let body = req.into_body().collect().await.map(|b| b.to_bytes());
                         let review: Value = body
                             .ok()
@@ -178,6 +188,7 @@ async fn start_webhook_server() -> WebhookServer {
         addr,
         ca_pem: ca_cert.pem(),
         seen,
+        traceparents,
         task,
     }
 }
@@ -1149,4 +1160,18 @@ async fn webhook_calls_are_spans_of_the_requests_trace() {
         named("Admission validating").tag("otel.status_code"),
         "ERROR"
     );
+    // Each call sent its span to the webhook as the parent, in `traceparent`.
+    let sent = server.traceparents.lock().unwrap().clone();
+    for (path, call) in [
+        ("/mutate", "Call mutating webhook"),
+        ("/deny-marked", "Call validating webhook"),
+    ] {
+        let call = named(call);
+        let expected = format!("00-{}-{}-01", call.trace_id, call.span_id);
+        assert!(
+            sent.iter()
+                .any(|(p, parent)| p == path && *parent == expected),
+            "{path}: {expected} among {sent:?}"
+        );
+    }
 }

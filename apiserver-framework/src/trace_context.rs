@@ -1,7 +1,7 @@
 //! W3C trace context (`traceparent`, `tracestate`) in HTTP headers: read from a caller's request
 //! (kube-apiserver sends it to the backends it proxies to) and written on the requests the
-//! aggregator proxies, as upstream's `otelhttp` handler and transport do with the
-//! `TraceContext` propagator.
+//! aggregator proxies and on admission webhook calls, as upstream's `otelhttp` handler and
+//! transport do with the `TraceContext` propagator.
 
 use http::HeaderMap;
 use http::header::{HeaderName, HeaderValue};
