@@ -20,9 +20,10 @@ use std::time::Duration;
 
 use apiserver_framework::testing::etcd::Etcd;
 use apiserver_framework::testing::wait;
-use serde_json::Value;
 use support::client_go::build_upstream;
-use support::encryption::{create_flunder as create, etcdctl_get_prefix, occurrences};
+use support::encryption::{
+    create_flunder as create, etcdctl_get_prefix, flunder_references as references, occurrences,
+};
 use support::{FLUNDERS, Wardle};
 
 const NAME: &str = "testkms";
@@ -120,24 +121,6 @@ fn write_config(path: &Path, socket: &Path) {
 async fn get(wardle: &Wardle, path: &str) -> (u16, String) {
     let res = wardle.client().get(wardle.at(path)).send().await.unwrap();
     (res.status().as_u16(), res.text().await.unwrap())
-}
-
-/// Every Flunder's reference by name, through the API; panics unless the list is served.
-async fn references(wardle: &Wardle) -> Vec<(String, String)> {
-    let (status, body) = get(wardle, FLUNDERS).await;
-    assert_eq!(status, 200, "{body}");
-    let list: Value = serde_json::from_str(&body).unwrap();
-    list["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| {
-            (
-                o["metadata"]["name"].as_str().unwrap().to_string(),
-                o["spec"]["reference"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
 }
 
 fn expected(names: &[String]) -> Vec<(String, String)> {

@@ -15,10 +15,11 @@ use std::time::Duration;
 
 use apiserver_framework::testing::etcd::Etcd;
 use apiserver_framework::testing::wait;
-use serde_json::{Value, json};
+use serde_json::json;
 use support::client_go::build_upstream;
 use support::encryption::{
-    KEY_32, OTHER_KEY_32, etcdctl_get_prefix, migrate_storage, occurrences, write_config,
+    KEY_32, OTHER_KEY_32, etcdctl_get_prefix, flunder_references, migrate_storage, occurrences,
+    write_config,
 };
 use support::{FLUNDERS, Wardle};
 
@@ -213,28 +214,7 @@ async fn a_rotation_under_load_with_automatic_reload_fails_no_request() {
     assert!(failures.is_empty(), "failed requests: {failures:#?}");
 
     // Every object reads, with the last reference written to it.
-    let list: Value = wardle
-        .client()
-        .get(wardle.at(FLUNDERS))
-        .send()
-        .await
-        .unwrap()
-        .error_for_status()
-        .expect("every Flunder reads")
-        .json()
-        .await
-        .unwrap();
-    let read: BTreeMap<String, String> = list["items"]
-        .as_array()
-        .expect("items")
-        .iter()
-        .map(|o| {
-            (
-                o["metadata"]["name"].as_str().unwrap().to_string(),
-                o["spec"]["reference"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
+    let read: BTreeMap<String, String> = flunder_references(&wardle).await.into_iter().collect();
     let written = load.written.lock().unwrap().clone();
     assert_eq!(read, written, "the objects differ from what was written");
 

@@ -10,9 +10,11 @@ use std::time::Duration;
 
 use apiserver_framework::storage::embedded::EmbeddedStorage;
 use apiserver_framework::storage::{ListRequest, Storage as _};
-use serde_json::Value;
-use support::encryption::{KEY_32, OTHER_KEY_32, create_flunder, migrate_storage, write_config};
-use support::{FLUNDERS, Wardle};
+use support::Wardle;
+use support::encryption::{
+    KEY_32, OTHER_KEY_32, create_flunder, flunder_references as references, migrate_storage,
+    write_config,
+};
 
 const KEY1: (&str, &str) = ("key1", KEY_32);
 const KEY2: (&str, &str) = ("key2", OTHER_KEY_32);
@@ -22,32 +24,6 @@ async fn create(wardle: &Wardle, names: impl Iterator<Item = String>) {
     for name in names {
         assert_eq!(create_flunder(wardle, &name).await.0, 201, "{name}");
     }
-}
-
-/// Every Flunder's name and reference, listed through the API.
-async fn references(wardle: &Wardle) -> Vec<(String, String)> {
-    let list: Value = wardle
-        .client()
-        .get(wardle.at(FLUNDERS))
-        .send()
-        .await
-        .unwrap()
-        .error_for_status()
-        .expect("the list is served")
-        .json()
-        .await
-        .unwrap();
-    list["items"]
-        .as_array()
-        .expect("items")
-        .iter()
-        .map(|o| {
-            (
-                o["metadata"]["name"].as_str().unwrap().to_string(),
-                o["spec"]["reference"].as_str().unwrap_or("").to_string(),
-            )
-        })
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -93,3 +93,29 @@ pub fn migrate_storage(dir: &Path, args: &[&str]) -> String {
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// Every Flunder's name and `spec.reference` (empty when unset), listed through the API; the
+/// list must be served.
+pub async fn flunder_references(wardle: &Wardle) -> Vec<(String, String)> {
+    let res = wardle
+        .client()
+        .get(wardle.at(FLUNDERS))
+        .send()
+        .await
+        .unwrap();
+    let status = res.status();
+    let body = res.text().await.unwrap();
+    assert_eq!(status, 200, "the list is served: {body}");
+    let list: serde_json::Value = serde_json::from_str(&body).unwrap();
+    list["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|o| {
+            (
+                o["metadata"]["name"].as_str().unwrap().to_string(),
+                o["spec"]["reference"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
