@@ -9,6 +9,7 @@ mod support_storage;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use apiserver_framework::storage::cache::{CacheOptions, CachedStorage};
 use apiserver_framework::storage::etcd::{EtcdOptions, EtcdStorage};
 use apiserver_framework::storage::{EventKind, ListRequest, Storage, StorageError};
 use apiserver_framework::testing::wait;
@@ -375,6 +376,79 @@ async fn stores_with_different_prefixes_share_revisions_but_not_keys() {
         two.delete("/k/a", Some(r1)).await,
         Err(StorageError::Conflict { actual, .. }) if actual == r2
     ));
+}
+
+/// Asked for progress, a watch reports the revision that writes under another prefix made,
+/// after every change of its own: etcd's `RequestProgress`.
+#[tokio::test]
+async fn a_watch_asked_for_progress_reports_other_prefixes_revisions() {
+    let etcd = Etcd::start().expect("etcd starts");
+    let ours = etcd
+        .storage("/ours")
+        .await
+        .expect("connect to the test etcd");
+    let theirs = etcd
+        .storage("/theirs")
+        .await
+        .expect("connect to the test etcd");
+    let mut w = ours.watch("", 0).await.unwrap();
+    let mine = ours.create("/k/a", b("mine")).await.unwrap();
+    let other = theirs.create("/k/b", b("theirs")).await.unwrap();
+    assert!(other > mine);
+    ours.request_progress();
+    let ev = next_event(&mut w).await.unwrap();
+    assert_eq!((ev.kind, ev.kv.mod_revision), (EventKind::Created, mine));
+    // Asked again after the first request was sent: its answer may predate the other write.
+    let ev = loop {
+        ours.request_progress();
+        let ev = next_event(&mut w).await.unwrap();
+        assert_eq!(ev.kind, EventKind::Progress, "{ev:?}");
+        if ev.kv.mod_revision >= other {
+            break ev;
+        }
+    };
+    assert_eq!((&*ev.kv.key, ev.kv.value.len()), ("", 0));
+    // Later changes follow as before.
+    let later = ours.update("/k/a", b("mine again"), mine).await.unwrap();
+    let ev = next_event(&mut w).await.unwrap();
+    assert_eq!((ev.kind, ev.kv.mod_revision), (EventKind::Updated, later));
+}
+
+/// A watch cache on an etcd that other writers share (kube-apiserver's own prefix, another
+/// aggregated server) catches up with their revisions by asking its watch for progress: a
+/// consistent list is served from memory, not after waiting out the consistency timeout.
+#[tokio::test]
+async fn a_watch_cache_on_a_shared_etcd_serves_consistent_lists_from_memory() {
+    let etcd = Etcd::start().expect("etcd starts");
+    let ours = Arc::new(
+        etcd.storage("/ours")
+            .await
+            .expect("connect to the test etcd"),
+    );
+    let theirs = etcd
+        .storage("/theirs")
+        .await
+        .expect("connect to the test etcd");
+    let options = CacheOptions {
+        consistency_timeout: Duration::from_secs(30),
+        ..Default::default()
+    };
+    let cache = CachedStorage::new(ours, options).await.unwrap();
+    cache.create("/k/a", b("mine")).await.unwrap();
+    for n in 0..3 {
+        let written = theirs
+            .create(&format!("/k/{n}"), b("theirs"))
+            .await
+            .unwrap();
+        let page = cache.list(list("/k/")).await.unwrap();
+        assert_eq!(page.items.len(), 1);
+        assert!(
+            page.revision >= written,
+            "read at {} ≥ {written}",
+            page.revision
+        );
+    }
+    assert_eq!(cache.fallbacks(), 0, "every list was served from memory");
 }
 
 #[tokio::test]

@@ -10,7 +10,7 @@
 //! |---|---|
 //! | `create`, `update`, `delete`, `compact`, `current_revision` | the backend |
 //! | `get` | memory, once the cache has caught up with the backend's current revision, when the backend knows that revision without a round trip ([`Storage::local_revision`]: the embedded and memory stores); the backend otherwise (for etcd a consistent read of one key costs as much as learning the current revision) |
-//! | `list` with `revision: None` | memory, once the cache has caught up with the backend's current revision (consistent read); the backend if it does not within [`CacheOptions::consistency_timeout`] |
+//! | `list` with `revision: None` | memory, once the cache has caught up with the backend's current revision (consistent read; while it waits it asks the backend's watch for progress, so that revisions made by writes it does not watch, such as other prefixes of a shared etcd, are learned too); the backend if it does not within [`CacheOptions::consistency_timeout`] |
 //! | `list` with `from_cache` | memory, once the cache has applied every write made through it (no round trip to the backend) |
 //! | `list` at an explicit revision | memory when it is the cache's revision (the next page of a list the cache served, nothing written since); the backend otherwise (the cache keeps only the present) |
 //! | `watch` | memory: the event window, then live events |
@@ -76,6 +76,10 @@ pub struct CacheOptions {
     /// before it asks the backend instead (default 3 s).
     pub consistency_timeout: Duration,
 }
+
+/// How often a read waiting for the cache to catch up asks the backend's watch for progress
+/// (upstream's cacher asks every 100 ms while reads wait).
+const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
 
 impl Default for CacheOptions {
     fn default() -> Self {
@@ -159,6 +163,13 @@ impl Shared {
         let rev = event.kv.mod_revision;
         if rev <= st.revision {
             // Already applied (a re-watch may repeat the revision it started from).
+            return;
+        }
+        if event.kind == EventKind::Progress {
+            // Nothing changed up to `rev`: the cache holds the backend's state at `rev`.
+            st.revision = rev;
+            drop(st);
+            self.applied.send_replace(rev);
             return;
         }
         match event.kind {
@@ -261,6 +272,8 @@ pub struct CachedStorage {
     written: AtomicU64,
     /// What the last pages of lists counted after them.
     page_counts: PageCounts,
+    /// Consistent reads passed to the backend after waiting in vain.
+    fallbacks: AtomicU64,
     task: JoinHandle<()>,
 }
 
@@ -322,6 +335,7 @@ impl CachedStorage {
             consistency_timeout: options.consistency_timeout,
             written: AtomicU64::new(0),
             page_counts: PageCounts::default(),
+            fallbacks: AtomicU64::new(0),
             task,
         }))
     }
@@ -341,16 +355,43 @@ impl CachedStorage {
         self.shared.resyncs.load(Ordering::Relaxed)
     }
 
+    /// How many consistent reads the cache passed to its backend because it had not caught up
+    /// with the backend's revision within [`CacheOptions::consistency_timeout`] (upstream's
+    /// `apiserver_watch_cache_consistent_read_total` with `fallback="true"`).
+    pub fn fallbacks(&self) -> u64 {
+        self.fallbacks.load(Ordering::Relaxed)
+    }
+
     /// Waits until the cache has applied `revision`, at most `timeout`; whether it did.
+    ///
+    /// While it waits, it asks the backend's watch for progress every [`PROGRESS_INTERVAL`]: a
+    /// revision made by changes the cache does not watch (another prefix of a shared etcd)
+    /// arrives as progress instead of never.
     async fn wait_for(&self, revision: u64, timeout: Duration) -> bool {
         if *self.shared.applied.borrow() >= revision {
             return true;
         }
         let mut rx = self.shared.applied.subscribe();
-        matches!(
-            tokio::time::timeout(timeout, rx.wait_for(|r| *r >= revision)).await,
-            Ok(Ok(_))
-        )
+        let reached = rx.wait_for(|r| *r >= revision);
+        let ask = async {
+            let mut ticks = tokio::time::interval(PROGRESS_INTERVAL);
+            loop {
+                ticks.tick().await;
+                self.backend.request_progress();
+            }
+        };
+        let waited = tokio::time::timeout(timeout, async {
+            tokio::select! {
+                reached = reached => reached.is_ok(),
+                _ = ask => false,
+            }
+        })
+        .await;
+        let caught_up = matches!(waited, Ok(true));
+        if !caught_up {
+            self.fallbacks.fetch_add(1, Ordering::Relaxed);
+        }
+        caught_up
     }
 }
 
@@ -566,6 +607,10 @@ impl Storage for CachedStorage {
 
     fn local_revision(&self) -> Option<u64> {
         self.backend.local_revision()
+    }
+
+    fn request_progress(&self) {
+        self.backend.request_progress();
     }
 
     async fn compact(&self, revision: u64) -> Result<(), StorageError> {

@@ -50,6 +50,27 @@ pub enum EventKind {
     Updated,
     /// The key was deleted; the event carries the last value.
     Deleted,
+    /// No key changed: the watch has sent every event up to `kv.mod_revision` (the event's
+    /// key and values are empty). Sent by a backend whose revision also counts changes the
+    /// watch does not see (an etcd shared with other prefixes), after
+    /// [`Storage::request_progress`]; consumers that only want changes skip it.
+    Progress,
+}
+
+impl StorageEvent {
+    /// A [`Progress`](EventKind::Progress) event: every change up to `revision` was sent.
+    pub fn progress(revision: u64) -> Self {
+        StorageEvent {
+            kind: EventKind::Progress,
+            kv: KeyValue {
+                key: Arc::from(""),
+                value: Bytes::new(),
+                create_revision: 0,
+                mod_revision: revision,
+            },
+            prev: None,
+        }
+    }
 }
 
 /// One change, as seen by a watcher.
@@ -200,6 +221,13 @@ pub trait Storage: Send + Sync + 'static {
     fn local_revision(&self) -> Option<u64> {
         None
     }
+    /// Asks this store's open watches to report their progress: each sends a
+    /// [`Progress`](EventKind::Progress) event once it has sent every change up to the store's
+    /// current revision (etcd's `RequestProgress`). A watch cache asks while a consistent read
+    /// waits for a revision that changes outside its watch may have made. A store whose
+    /// revision moves only with changes its watches see needs nothing: the default does
+    /// nothing.
+    fn request_progress(&self) {}
 }
 
 #[cfg(test)]

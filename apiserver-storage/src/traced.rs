@@ -135,4 +135,8 @@ impl Storage for TracedStorage {
     fn local_revision(&self) -> Option<u64> {
         self.inner.local_revision()
     }
+
+    fn request_progress(&self) {
+        self.inner.request_progress();
+    }
 }

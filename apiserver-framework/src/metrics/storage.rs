@@ -239,6 +239,10 @@ impl Storage for InstrumentedStorage {
         self.inner.local_revision()
     }
 
+    fn request_progress(&self) {
+        self.inner.request_progress();
+    }
+
     async fn current_revision(&self) -> Result<u64, StorageError> {
         // A local store answers from a counter: nothing worth a storage metric (the watch cache
         // asks before every consistent read).

@@ -30,7 +30,9 @@ pub use provider::{KmsConfig, Provider};
 use rewrite::RewriteReport;
 
 use crate::keys::group_resource;
-use crate::{KeyValue, ListPage, ListRequest, Storage, StorageError, StorageEvent, WatchStream};
+use crate::{
+    EventKind, KeyValue, ListPage, ListRequest, Storage, StorageError, StorageEvent, WatchStream,
+};
 
 /// The providers of some resources, in order: the first writes, and each reads the values
 /// that carry its prefix (`identity` those that carry none).
@@ -289,6 +291,9 @@ impl Storage for EncryptedStorage {
                 let config = shared.read().clone();
                 async move {
                     let event = event?;
+                    if event.kind == EventKind::Progress {
+                        return Ok(event);
+                    }
                     let prev = match event.prev {
                         Some(kv) => Some(read(&config, kv).await?),
                         None => None,
@@ -305,6 +310,10 @@ impl Storage for EncryptedStorage {
 
     async fn current_revision(&self) -> Result<u64, StorageError> {
         self.inner.current_revision().await
+    }
+
+    fn request_progress(&self) {
+        self.inner.request_progress();
     }
 
     async fn compact(&self, revision: u64) -> Result<(), StorageError> {

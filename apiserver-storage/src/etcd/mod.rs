@@ -67,6 +67,9 @@ pub struct EtcdStorage {
     client: EtcdClient,
     keys: Keys,
     opts: EtcdOptions,
+    /// Bumped by [`Storage::request_progress`]; each open watch asks etcd for progress when it
+    /// changes.
+    progress: tokio::sync::watch::Sender<u64>,
 }
 
 impl std::fmt::Debug for EtcdStorage {
@@ -98,6 +101,7 @@ impl EtcdStorage {
             client,
             keys: Keys::new(opts.normalized_prefix()),
             opts,
+            progress: tokio::sync::watch::Sender::new(0),
         })
     }
 
@@ -365,7 +369,13 @@ impl Storage for EtcdStorage {
             .call("watch", || self.client.watch(create.clone()))
             .await
             .map_err(|e| e.into_storage("watch"))?;
-        Ok(watch::Feed::new(watch, self.keys.clone(), after).into_stream())
+        let progress = self.progress.subscribe();
+        Ok(watch::Feed::new(watch, self.keys.clone(), after, progress).into_stream())
+    }
+
+    fn request_progress(&self) {
+        self.progress
+            .send_modify(|asked| *asked = asked.wrapping_add(1));
     }
 
     async fn current_revision(&self) -> Result<u64, StorageError> {

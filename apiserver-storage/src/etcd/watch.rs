@@ -1,11 +1,13 @@
 //! An etcd watch as a [`WatchStream`]: events mapped to storage events, and every way the
 //! watch can stop (compaction, cancellation, a lost connection) ending the stream with an
-//! `Err`, never silently.
+//! `Err`, never silently. The store's requests for progress are passed on to etcd, and its
+//! progress responses become [`EventKind::Progress`] events.
 
 use std::collections::VecDeque;
 
 use bytes::Bytes;
 use futures::StreamExt;
+use tokio::sync::watch;
 
 use super::client::Watch;
 use super::error::describe;
@@ -21,16 +23,28 @@ pub(super) struct Feed {
     /// that etcd cancels for compaction needed the events after it.
     seen: u64,
     pending: VecDeque<StorageEvent>,
+    /// Changes each time the store is asked for progress ([`Storage::request_progress`]);
+    /// `None` once the store is gone.
+    ///
+    /// [`Storage::request_progress`]: crate::Storage::request_progress
+    progress: Option<watch::Receiver<u64>>,
 }
 
 impl Feed {
-    /// A feed of an etcd watch opened on `keys` for changes after revision `after`.
-    pub(super) fn new(watch: Watch, keys: Keys, after: u64) -> Self {
+    /// A feed of an etcd watch opened on `keys` for changes after revision `after`, which asks
+    /// etcd for progress whenever `progress` changes.
+    pub(super) fn new(
+        watch: Watch,
+        keys: Keys,
+        after: u64,
+        progress: watch::Receiver<u64>,
+    ) -> Self {
         Feed {
             watch,
             keys,
             seen: after,
             pending: VecDeque::new(),
+            progress: Some(progress),
         }
     }
 
@@ -51,7 +65,25 @@ impl Feed {
             if let Some(ev) = self.pending.pop_front() {
                 return Ok(ev);
             }
-            let resp = match self.watch.message().await {
+            let message = match &mut self.progress {
+                Some(progress) => tokio::select! {
+                    message = self.watch.message() => message,
+                    asked = progress.changed() => {
+                        match asked {
+                            // Coalesced: requests made while this one is sent make one.
+                            Ok(()) => {
+                                progress.borrow_and_update();
+                                // A stream that is closing says so by its next message.
+                                let _ = self.watch.request_progress().await;
+                            }
+                            Err(_) => self.progress = None,
+                        }
+                        continue;
+                    }
+                },
+                None => self.watch.message().await,
+            };
+            let resp = match message {
                 Ok(Some(resp)) => resp,
                 Ok(None) => {
                     return Err(StorageError::Unavailable(
@@ -77,7 +109,17 @@ impl Feed {
                     resp.cancel_reason
                 )));
             }
-            // Creation and progress responses carry no events.
+            // A response without events is the watch's creation (whose header revision may be
+            // ahead of events still to come) or a progress response: every change up to its
+            // header revision was sent.
+            if resp.events.is_empty() {
+                let at = resp.header.as_ref().map_or(0, |h| revision(h.revision));
+                if !resp.created && at > self.seen {
+                    self.seen = at;
+                    return Ok(StorageEvent::progress(at));
+                }
+                continue;
+            }
             for ev in resp.events {
                 if let Some(ev) = storage_event(&self.keys, ev) {
                     self.seen = self.seen.max(ev.kv.mod_revision);

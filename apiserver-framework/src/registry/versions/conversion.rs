@@ -20,7 +20,8 @@ use crate::error::FieldError;
 use crate::registry::cache::checked_values::CheckedValues;
 use crate::registry::store::strategy::Strategy;
 use crate::storage::{
-    CorruptValue, KeyValue, ListPage, ListRequest, Storage, StorageError, StorageEvent, WatchStream,
+    CorruptValue, EventKind, KeyValue, ListPage, ListRequest, Storage, StorageError, StorageEvent,
+    WatchStream,
 };
 
 /// Why an object could not be converted.
@@ -423,6 +424,9 @@ impl Storage for ConvertingStorage {
         Ok(stream
             .map(move |event| {
                 event.map(|mut e: StorageEvent| {
+                    if e.kind == EventKind::Progress {
+                        return e;
+                    }
                     e.kv.value = convert_value(converter.as_ref(), e.kv.value, &to, &prefix);
                     if let Some(prev) = e.prev.as_mut() {
                         let value = std::mem::take(&mut prev.value);
@@ -444,6 +448,10 @@ impl Storage for ConvertingStorage {
 
     fn local_revision(&self) -> Option<u64> {
         self.inner.local_revision()
+    }
+
+    fn request_progress(&self) {
+        self.inner.request_progress();
     }
 }
 

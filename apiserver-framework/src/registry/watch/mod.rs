@@ -90,6 +90,8 @@ fn filter(
                 (false, false) => None,
             }
         }
+        // Progress of the storage's watch, not a change.
+        EventKind::Progress => None,
     }?;
     Some(encoded.get_or_encode(kind, &ev.kv))
 }
