@@ -1,11 +1,13 @@
-//! What admission reads from the host cluster: its namespaces and webhook configurations,
-//! each kept by a `kube` reflector (list, then watch) through the host client.
+//! What admission reads from the host cluster: its namespaces, webhook configurations and
+//! validating admission policies with their bindings, each kept by a `kube` reflector (list,
+//! then watch) through the host client.
 
 use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::admissionregistration::v1::{
-    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+    MutatingWebhookConfiguration, ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+    ValidatingWebhookConfiguration,
 };
 use k8s_openapi::api::core::v1::Namespace;
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -29,6 +31,10 @@ pub struct HostObjects {
     pub mutating: Store<MutatingWebhookConfiguration>,
     /// The host's validating webhook configurations.
     pub validating: Store<ValidatingWebhookConfiguration>,
+    /// The host's validating admission policies.
+    pub policies: Store<ValidatingAdmissionPolicy>,
+    /// The host's bindings of validating admission policies.
+    pub policy_bindings: Store<ValidatingAdmissionPolicyBinding>,
     _tasks: std::sync::Arc<AbortOnDrop>,
 }
 
@@ -74,12 +80,16 @@ impl HostObjects {
         let (namespaces, a) = reflect(kube::Api::<Namespace>::all(client.clone()));
         let (mutating, b) = reflect(kube::Api::all(client.clone()));
         let (validating, c) = reflect(kube::Api::all(client.clone()));
+        let (policies, d) = reflect(kube::Api::all(client.clone()));
+        let (policy_bindings, e) = reflect(kube::Api::all(client.clone()));
         HostObjects {
             client,
             namespaces,
             mutating,
             validating,
-            _tasks: std::sync::Arc::new(AbortOnDrop(vec![a, b, c])),
+            policies,
+            policy_bindings,
+            _tasks: std::sync::Arc::new(AbortOnDrop(vec![a, b, c, d, e])),
         }
     }
 

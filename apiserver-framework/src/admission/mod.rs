@@ -52,6 +52,7 @@
 //! ```
 
 mod attributes;
+pub(crate) mod cel_json;
 mod chain;
 pub mod filter;
 pub(crate) mod host;
@@ -60,7 +61,9 @@ pub(crate) mod metrics;
 mod notes;
 pub(crate) mod options;
 mod plugin;
+pub(crate) mod policy;
 pub(crate) mod production;
+pub(crate) mod programs;
 mod reinvocation;
 pub(crate) mod webhook;
 

@@ -10,9 +10,10 @@ use crate::admission::AdmissionPlugin;
 
 /// The names of the plugins a production server adds in front of the application's own, in
 /// upstream's recommended order.
-pub const HOST_PLUGINS: [&str; 3] = [
+pub const HOST_PLUGINS: [&str; 4] = [
     crate::admission::lifecycle::NAME,
     crate::admission::webhook::MUTATING_NAME,
+    crate::admission::policy::VALIDATING_POLICY_NAME,
     crate::admission::webhook::VALIDATING_NAME,
 ];
 
@@ -20,8 +21,8 @@ pub const HOST_PLUGINS: [&str; 3] = [
 #[derive(Clone, Debug, Default, clap::Args)]
 pub struct AdmissionOptions {
     /// Admission plugins that should be enabled in addition to default enabled ones
-    /// (NamespaceLifecycle, MutatingAdmissionWebhook, ValidatingAdmissionWebhook and the
-    /// server's own plugins). Comma-delimited list of admission plugins. The order of plugins
+    /// (NamespaceLifecycle, MutatingAdmissionWebhook, ValidatingAdmissionPolicy,
+    /// ValidatingAdmissionWebhook and the server's own plugins). Comma-delimited list of admission plugins. The order of plugins
     /// in this flag does not matter.
     #[arg(long, value_delimiter = ',')]
     pub enable_admission_plugins: Vec<String>,

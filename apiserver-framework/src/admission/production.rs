@@ -1,12 +1,13 @@
 //! The plugins a production server puts in front of the application's own, in upstream's
 //! recommended order: `NamespaceLifecycle`, `MutatingAdmissionWebhook`,
-//! `ValidatingAdmissionWebhook`, all reading the host cluster.
+//! `ValidatingAdmissionPolicy`, `ValidatingAdmissionWebhook`, all reading the host cluster.
 
 use std::sync::Arc;
 
 use crate::admission::AdmissionPlugin;
 use crate::admission::host::HostObjects;
 use crate::admission::lifecycle::NamespaceLifecycle;
+use crate::admission::policy::ValidatingAdmissionPolicyPlugin;
 use crate::admission::webhook::client::DnsServiceResolver;
 use crate::admission::webhook::{MutatingAdmissionWebhook, ValidatingAdmissionWebhook};
 
@@ -20,6 +21,7 @@ pub fn host_plugins(client: kube::Client) -> Vec<Arc<dyn AdmissionPlugin>> {
             host.clone(),
             resolver.clone(),
         )),
+        Arc::new(ValidatingAdmissionPolicyPlugin::new(host.clone())),
         Arc::new(ValidatingAdmissionWebhook::new(host, resolver)),
     ]
 }

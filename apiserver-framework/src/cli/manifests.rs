@@ -186,7 +186,8 @@ pub fn render(
         "rules": [
             {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]},
             {"apiGroups": ["admissionregistration.k8s.io"],
-             "resources": ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"],
+             "resources": ["mutatingwebhookconfigurations", "validatingwebhookconfigurations",
+                           "validatingadmissionpolicies", "validatingadmissionpolicybindings"],
              "verbs": ["get", "list", "watch"]},
         ]}),
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",

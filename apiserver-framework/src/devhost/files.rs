@@ -119,11 +119,17 @@ rules:
   verbs: ["get", "list", "watch"]
   apiGroups: [""]
   resources: ["namespaces"]
-# ... and reads the webhook configurations (its admission webhooks).
+# ... and reads the webhook configurations and validating admission policies with their
+# bindings (its admission webhooks and policies) ...
 - users: ["{identity}"]
   verbs: ["get", "list", "watch"]
   apiGroups: ["admissionregistration.k8s.io"]
-  resources: ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"]
+  resources: ["mutatingwebhookconfigurations", "validatingwebhookconfigurations", "validatingadmissionpolicies", "validatingadmissionpolicybindings"]
+# ... and ConfigMaps, the usual parameters of policies.
+- users: ["{identity}"]
+  verbs: ["get", "list", "watch"]
+  apiGroups: [""]
+  resources: ["configmaps"]
 "#
     )
 }

@@ -17,6 +17,7 @@ use crate::devhost::core::{ConfigMap, Namespace};
 use crate::devhost::files::{self, HostFiles, SERVICE_NAME};
 use crate::devhost::kubeconfig;
 use crate::devhost::options::DevHostOptions;
+use crate::devhost::policies::{ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding};
 use crate::devhost::protobuf;
 use crate::devhost::reviews::{ReviewLog, SubjectAccessReviews, TokenReviews};
 use crate::devhost::rules::{RulesFile, RulesFileError};
@@ -255,7 +256,9 @@ async fn start_host(extension: &Extension, opts: &DevHostOptions) -> Result<DevH
         .group(
             Group::new(webhooks::GROUP)
                 .resource::<MutatingWebhookConfiguration>()
-                .resource::<ValidatingWebhookConfiguration>(),
+                .resource::<ValidatingWebhookConfiguration>()
+                .resource::<ValidatingAdmissionPolicy>()
+                .resource::<ValidatingAdmissionPolicyBinding>(),
         )
         .group(authentication)
         .group(authorization)

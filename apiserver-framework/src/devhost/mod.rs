@@ -19,6 +19,7 @@ pub(crate) mod local_host;
 pub mod node;
 pub(crate) mod options;
 pub mod pki;
+pub(crate) mod policies;
 // Public with the `testing` feature, for the fuzz targets of client input.
 internal_modules!(protobuf);
 pub(crate) mod reviews;

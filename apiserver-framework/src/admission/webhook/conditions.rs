@@ -11,40 +11,12 @@
 //! Not there yet: the `authorizer` variable (an expression naming it fails to evaluate) and
 //! upstream's cost limits (the evaluation is bounded only by the request's size limits).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-
 use kube_cel::KubeCelExt as _;
-use kube_cel::cel::{Context, Program, Value as CelValue};
+use kube_cel::cel::{Context, Value as CelValue};
+
+use crate::admission::cel_json::to_cel;
+pub(crate) use crate::admission::programs::Programs;
 use serde_json::Value;
-
-/// The most compiled expressions kept; past it the cache starts over (the expressions come
-/// from the host's webhook configurations, so the set is small and changes rarely).
-const MAX_PROGRAMS: usize = 1024;
-
-/// Expressions compiled once, by their text: the host's configurations are read again for
-/// each request, their expressions are not compiled again.
-#[derive(Default)]
-pub(crate) struct Programs {
-    compiled: Mutex<HashMap<String, Arc<Result<Program, String>>>>,
-}
-
-impl Programs {
-    /// `expression` compiled, or why it does not compile.
-    fn get(&self, expression: &str) -> Arc<Result<Program, String>> {
-        let mut compiled = self.compiled.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(program) = compiled.get(expression) {
-            return program.clone();
-        }
-        if compiled.len() >= MAX_PROGRAMS {
-            compiled.clear();
-        }
-        let program =
-            Arc::new(Program::compile(expression).map_err(|e| format!("compilation failed: {e}")));
-        compiled.insert(expression.to_string(), program.clone());
-        program
-    }
-}
 
 /// What a webhook's conditions decided.
 #[derive(Debug, PartialEq)]
@@ -84,9 +56,7 @@ pub(crate) fn evaluate(
         ("request", &bare),
     ];
     for (name, value) in variables {
-        if let Err(e) = context.add_variable(name, value) {
-            return Matched::Error(format!("variable {name}: {e}"));
-        }
+        context.add_variable_from_value(name, to_cel(value));
     }
     let mut errors = Vec::new();
     for (name, expression) in conditions {
@@ -185,18 +155,6 @@ mod tests {
         assert!(
             matches!(evaluate(&Programs::default(), &syntax, &review()), Matched::Error(e) if e.contains("compilation failed"))
         );
-    }
-
-    #[test]
-    fn an_expression_is_compiled_once() {
-        let programs = Programs::default();
-        let label = conditions(&[("label", "object.metadata.labels.tier == 'gold'")]);
-        assert_eq!(evaluate(&programs, &label, &review()), Matched::Yes);
-        let first = programs.get("object.metadata.labels.tier == 'gold'");
-        assert_eq!(evaluate(&programs, &label, &review()), Matched::Yes);
-        let again = programs.get("object.metadata.labels.tier == 'gold'");
-        assert!(Arc::ptr_eq(&first, &again));
-        assert_eq!(programs.compiled.lock().unwrap().len(), 1);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 mod admission;
 mod aggregator_routing;
+mod policies;
 mod profiling;
 mod stack;
 #[path = "../support/mod.rs"]

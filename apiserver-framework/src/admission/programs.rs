@@ -1,0 +1,53 @@
+//! CEL expressions compiled once, by their text: the host's webhook configurations and
+//! admission policies are read again for each request, their expressions are not compiled
+//! again.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use kube_cel::cel::Program;
+
+/// The most compiled expressions kept; past it the cache starts over (the expressions come
+/// from the host's webhook configurations and policies, so the set is small and changes
+/// rarely).
+const MAX_PROGRAMS: usize = 1024;
+
+/// Expressions compiled once, by their text: the host's configurations are read again for
+/// each request, their expressions are not compiled again.
+#[derive(Default)]
+pub(crate) struct Programs {
+    compiled: Mutex<HashMap<String, Arc<Result<Program, String>>>>,
+}
+
+impl Programs {
+    /// `expression` compiled, or why it does not compile.
+    pub(crate) fn get(&self, expression: &str) -> Arc<Result<Program, String>> {
+        let mut compiled = self.compiled.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(program) = compiled.get(expression) {
+            return program.clone();
+        }
+        if compiled.len() >= MAX_PROGRAMS {
+            compiled.clear();
+        }
+        let program =
+            Arc::new(Program::compile(expression).map_err(|e| format!("compilation failed: {e}")));
+        compiled.insert(expression.to_string(), program.clone());
+        program
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_expression_is_compiled_once() {
+        let programs = Programs::default();
+        let first = programs.get("object.metadata.labels.tier == 'gold'");
+        let again = programs.get("object.metadata.labels.tier == 'gold'");
+        assert!(first.is_ok());
+        assert!(Arc::ptr_eq(&first, &again));
+        assert_eq!(programs.compiled.lock().unwrap().len(), 1);
+        assert!(matches!(&*programs.get("object.("), Err(e) if e.contains("compilation failed")));
+    }
+}

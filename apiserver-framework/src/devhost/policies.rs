@@ -1,0 +1,42 @@
+//! The host's `admissionregistration.k8s.io/v1` validating admission policies and their
+//! bindings, so extension servers enforce them (`ValidatingAdmissionPolicy`) as in a cluster,
+//! and an author tries a policy with `kubectl apply` against the dev host.
+
+use k8s_openapi::api::admissionregistration::v1 as reg;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A validating admission policy of the host
+/// (`/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/<name>`).
+#[derive(
+    crate::ApiResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema,
+)]
+#[resource(
+    group = "admissionregistration.k8s.io",
+    version = "v1",
+    kind = "ValidatingAdmissionPolicy",
+    crate = "crate"
+)]
+pub struct ValidatingAdmissionPolicySpec {
+    /// The policy: what it matches, its parameters, variables, validations and audit
+    /// annotations.
+    #[serde(flatten)]
+    pub policy: reg::ValidatingAdmissionPolicySpec,
+}
+
+/// A binding of a validating admission policy of the host
+/// (`/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/<name>`).
+#[derive(
+    crate::ApiResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema,
+)]
+#[resource(
+    group = "admissionregistration.k8s.io",
+    version = "v1",
+    kind = "ValidatingAdmissionPolicyBinding",
+    crate = "crate"
+)]
+pub struct ValidatingAdmissionPolicyBindingSpec {
+    /// The binding: its policy, parameters, resources and validation actions.
+    #[serde(flatten)]
+    pub binding: reg::ValidatingAdmissionPolicyBindingSpec,
+}

@@ -1,0 +1,286 @@
+//! The host's ValidatingAdmissionPolicies applied to wardle's writes: a policy with a parameter
+//! (a ConfigMap of the host), variables, a `messageExpression` and an audit annotation denies a
+//! Flunder with upstream's Status and records the `Audit` action; another warns through
+//! kubectl; a missing parameter follows the policy's `failurePolicy`.
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use apiserver_framework::testing::wait;
+
+use crate::stack::{Stack, TIMEOUT};
+use crate::support::fixtures::{flunder, with_metadata};
+use crate::watch_prefix::{audit_events, audited_stack};
+
+/// Creates `body` on the host at `path` (under `/apis/admissionregistration.k8s.io/v1/` or
+/// `/api/v1/`) as its admin.
+async fn host_create(stack: &Stack, path: &str, body: Value) {
+    let url = format!("{}{path}", stack.host_url());
+    let (code, text) = stack.send_as("admin", Method::POST, &url, Some(body)).await;
+    assert_eq!(code, 201, "{path}: {text}");
+}
+
+/// A policy on Flunders, matched in v1beta1 (wardle's requests below are sent in v1alpha1).
+fn policy(name: &str, spec: Value) -> Value {
+    let mut spec = spec;
+    spec["matchConstraints"] = json!({"resourceRules": [{
+        "apiGroups": ["wardle.example.com"],
+        "apiVersions": ["v1beta1"],
+        "operations": ["CREATE", "UPDATE"],
+        "resources": ["flunders"],
+    }]});
+    json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name},
+        "spec": spec,
+    })
+}
+
+fn binding(name: &str, policy: &str, spec: Value) -> Value {
+    let mut spec = spec;
+    spec["policyName"] = json!(policy);
+    json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": name},
+        "spec": spec,
+    })
+}
+
+/// Creates a Flunder through the host as alice in v1alpha1: the code and the answer.
+async fn create(stack: &Stack, body: Value) -> (u16, Value) {
+    let url = format!(
+        "{}/apis/wardle.example.com/v1alpha1/namespaces/default/flunders",
+        stack.host_url()
+    );
+    let (code, text) = stack.send_as("alice", Method::POST, &url, Some(body)).await;
+    let value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
+    (code, value)
+}
+
+/// Creates `<prefix><n>` Flunders with `labels` until one is answered `code` (wardle has seen
+/// the host's policies); returns that answer.
+async fn until_answered(stack: &Stack, prefix: &str, labels: Value, code: u16) -> Value {
+    let mut n = 0;
+    wait::poll("wardle to apply the host's policy", TIMEOUT, || {
+        let body = with_metadata(flunder(&format!("{prefix}{n}")), "labels", labels.clone());
+        n += 1;
+        async move {
+            match create(stack, body).await {
+                (c, body) if c == code => Ok(body),
+                (c, body) => Err(format!("{c} {body}")),
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A policy with a ConfigMap parameter denies Flunders whose name starts with the parameter's
+/// prefix (`Deny` and `Audit`), with upstream's 422 Status; its audit annotation is recorded
+/// for the Flunders it lets through; a second policy's `Warn` action reaches kubectl.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_policy_denies_warns_and_audits_flunder_writes() {
+    let (stack, audit) = audited_stack().await;
+    host_create(
+        &stack,
+        "/api/v1/namespaces/default/configmaps",
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": "flunder-limits"},
+               "data": {"forbiddenPrefix": "bad-"}}),
+    )
+    .await;
+    let names = policy(
+        "flunder-names",
+        json!({
+            "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+            "variables": [
+                {"name": "name", "expression": "object.metadata.name"},
+                {"name": "prefix", "expression": "params.data.forbiddenPrefix"},
+            ],
+            "validations": [{
+                "expression": "!variables.name.startsWith(variables.prefix)",
+                "messageExpression": "'name ' + variables.name + ' starts with ' + variables.prefix",
+            }, {
+                // The policy matched v1beta1: the object was converted to it.
+                "expression": "object.apiVersion == 'wardle.example.com/v1beta1'",
+            }],
+            "auditAnnotations": [{
+                "key": "name-length",
+                "valueExpression": "string(size(object.metadata.name))",
+            }],
+        }),
+    );
+    let admissionregistration = "/apis/admissionregistration.k8s.io/v1";
+    host_create(
+        &stack,
+        &format!("{admissionregistration}/validatingadmissionpolicies"),
+        names,
+    )
+    .await;
+    host_create(
+        &stack,
+        &format!("{admissionregistration}/validatingadmissionpolicybindings"),
+        binding(
+            "flunder-names-binding",
+            "flunder-names",
+            json!({
+                "paramRef": {"name": "flunder-limits", "namespace": "default",
+                             "parameterNotFoundAction": "Deny"},
+                "validationActions": ["Deny", "Audit"],
+            }),
+        ),
+    )
+    .await;
+    let tiers = policy(
+        "flunder-tiers",
+        json!({"validations": [{
+            "expression": "!has(object.metadata.labels) || !('tier' in object.metadata.labels) || object.metadata.labels['tier'] != 'bronze'",
+            "message": "bronze flunders are discouraged",
+        }]}),
+    );
+    host_create(
+        &stack,
+        &format!("{admissionregistration}/validatingadmissionpolicies"),
+        tiers,
+    )
+    .await;
+    host_create(
+        &stack,
+        &format!("{admissionregistration}/validatingadmissionpolicybindings"),
+        binding(
+            "flunder-tiers-binding",
+            "flunder-tiers",
+            json!({"validationActions": ["Warn"]}),
+        ),
+    )
+    .await;
+
+    until_answered(&stack, "bad-probe-", json!({}), 422).await;
+    let (code, status) = create(&stack, flunder("bad-one")).await;
+    let message = "flunders.wardle.example.com \"bad-one\" is forbidden: ValidatingAdmissionPolicy 'flunder-names' with binding 'flunder-names-binding' denied request: name bad-one starts with bad-";
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(
+        (
+            &status["reason"],
+            &status["message"],
+            &status["details"]["name"],
+            &status["details"]["group"],
+            &status["details"]["kind"],
+            &status["details"]["causes"][0]["message"],
+        ),
+        (
+            &json!("Invalid"),
+            &json!(message),
+            &json!("bad-one"),
+            &json!("wardle.example.com"),
+            &json!("flunders"),
+            &json!(
+                message
+                    .split_once("is forbidden: ")
+                    .map(|(_, m)| m)
+                    .unwrap()
+            ),
+        ),
+        "{status}"
+    );
+
+    let (code, body) = create(&stack, flunder("good-one")).await;
+    assert_eq!(code, 201, "{body}");
+
+    let file = stack.path("bronze.json");
+    let bronze = with_metadata(flunder("bronze-one"), "labels", json!({"tier": "bronze"}));
+    std::fs::write(&file, bronze.to_string()).expect("the Flunder's file");
+    let out = stack.kubectl(
+        "alice",
+        &["create", "-n", "default", "-f", &file.display().to_string()],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("Warning: Validation failed for ValidatingAdmissionPolicy 'flunder-tiers' with binding 'flunder-tiers-binding': bronze flunders are discouraged"),
+        "{stderr}"
+    );
+
+    let created = |name: &'static str| {
+        move |e: &Value| e["verb"] == "create" && e["objectRef"]["name"] == name
+    };
+    let events = audit_events(audit.path(), 1, created("bad-one")).await;
+    let failure: Value = serde_json::from_str(
+        events[0]["annotations"]["validation.policy.admission.k8s.io/validation_failure"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no validation failure annotation: {}", events[0])),
+    )
+    .unwrap();
+    assert_eq!(
+        failure,
+        json!([{
+            "message": "name bad-one starts with bad-",
+            "policy": "flunder-names",
+            "binding": "flunder-names-binding",
+            "expressionIndex": 0,
+            "validationActions": ["Deny", "Audit"],
+        }])
+    );
+    let events = audit_events(audit.path(), 1, created("good-one")).await;
+    assert_eq!(
+        events[0]["annotations"]["flunder-names/name-length"], "8",
+        "{}",
+        events[0]
+    );
+}
+
+/// A binding whose parameter is missing fails the request under `failurePolicy: Fail` with
+/// upstream's message, and is skipped under `Ignore`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_parameter_follows_the_failure_policy() {
+    let stack = Stack::start(&[]).await;
+    let admissionregistration = "/apis/admissionregistration.k8s.io/v1";
+    for (name, failure_policy) in [("strict", "Fail"), ("lenient", "Ignore")] {
+        let mut spec = policy(
+            name,
+            json!({
+                "failurePolicy": failure_policy,
+                "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+                "validations": [{"expression": "true"}],
+            }),
+        );
+        // Each policy takes only the Flunders labelled with its name.
+        spec["spec"]["matchConstraints"]["objectSelector"] =
+            json!({"matchLabels": {"policy": name}});
+        host_create(
+            &stack,
+            &format!("{admissionregistration}/validatingadmissionpolicies"),
+            spec,
+        )
+        .await;
+        host_create(
+            &stack,
+            &format!("{admissionregistration}/validatingadmissionpolicybindings"),
+            binding(
+                &format!("{name}-binding"),
+                name,
+                json!({
+                    "paramRef": {"name": "absent", "namespace": "default",
+                                 "parameterNotFoundAction": "Deny"},
+                    "validationActions": ["Deny"],
+                }),
+            ),
+        )
+        .await;
+    }
+    let status = until_answered(&stack, "strict-", json!({"policy": "strict"}), 422).await;
+    let message = status["message"].as_str().unwrap_or_default();
+    assert!(
+        message.ends_with("is forbidden: ValidatingAdmissionPolicy 'strict' with binding 'strict-binding' denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"),
+        "{status}"
+    );
+    let lenient = with_metadata(
+        flunder("lenient-one"),
+        "labels",
+        json!({"policy": "lenient"}),
+    );
+    let (code, body) = create(&stack, lenient).await;
+    assert_eq!(code, 201, "{body}");
+}
