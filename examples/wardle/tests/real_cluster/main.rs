@@ -24,6 +24,7 @@ mod controllers;
 mod http;
 mod kubectl_flows;
 mod matrix;
+mod policies;
 mod routing;
 mod tracing;
 
@@ -65,6 +66,10 @@ const CHECKS: &[Check] = &[
     (
         "namespace_lifecycle_follows_the_host",
         routing::namespace_lifecycle,
+    ),
+    (
+        "validating_admission_policies_of_the_cluster",
+        policies::policies,
     ),
     ("service_account_tokens", auth::service_account_tokens),
     (
