@@ -32,6 +32,38 @@ pub(crate) fn to_cel(value: &Value) -> CelValue {
     }
 }
 
+/// A CEL value as JSON, for the objects policies build; a value JSON has no form for (a
+/// function, an opaque value, a timestamp) is an error naming its type.
+pub(crate) fn from_cel(value: &CelValue) -> Result<Value, String> {
+    Ok(match value {
+        CelValue::Null => Value::Null,
+        CelValue::Bool(b) => Value::Bool(*b),
+        CelValue::Int(i) => Value::from(*i),
+        CelValue::UInt(u) => Value::from(*u),
+        CelValue::Float(f) => serde_json::Number::from_f64(*f)
+            .map(Value::Number)
+            .ok_or_else(|| format!("{f} has no JSON form"))?,
+        CelValue::String(s) => Value::String(s.to_string()),
+        CelValue::List(items) => {
+            Value::Array(items.iter().map(from_cel).collect::<Result<_, _>>()?)
+        }
+        CelValue::Map(map) => {
+            let mut fields = serde_json::Map::new();
+            for (key, value) in map.map.iter() {
+                let key = match key {
+                    Key::String(s) => s.to_string(),
+                    Key::Int(i) => i.to_string(),
+                    Key::Uint(u) => u.to_string(),
+                    Key::Bool(b) => b.to_string(),
+                };
+                fields.insert(key, from_cel(value)?);
+            }
+            Value::Object(fields)
+        }
+        other => return Err(format!("a {:?} has no JSON form", other.type_of())),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -46,5 +78,7 @@ mod tests {
         assert_eq!(run("object.n * 2"), CelValue::Int(10));
         assert_eq!(run("object.l[0] + 1"), CelValue::Int(2));
         assert_eq!(run("object.f * 2.0"), CelValue::Float(3.0));
+        let back = json!({"n": 5, "f": 1.5, "l": [1, "a", null, true], "m": {"k": {}}});
+        assert_eq!(from_cel(&to_cel(&back)).unwrap(), back);
     }
 }

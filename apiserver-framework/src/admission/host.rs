@@ -38,7 +38,8 @@ pub struct HostObjects {
     _tasks: std::sync::Arc<AbortOnDrop>,
 }
 
-struct AbortOnDrop(Vec<tokio::task::JoinHandle<()>>);
+/// Tasks aborted when the last handle is dropped.
+pub(crate) struct AbortOnDrop(pub(crate) Vec<tokio::task::JoinHandle<()>>);
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
@@ -48,7 +49,8 @@ impl Drop for AbortOnDrop {
     }
 }
 
-fn reflect<K>(api: kube::Api<K>) -> (Store<K>, tokio::task::JoinHandle<()>)
+/// A reflector of `api`'s objects: the store, and the task that keeps it.
+pub(crate) fn reflect<K>(api: kube::Api<K>) -> (Store<K>, tokio::task::JoinHandle<()>)
 where
     K: kube::Resource<DynamicType = ()>
         + Clone

@@ -10,8 +10,9 @@ use crate::admission::AdmissionPlugin;
 
 /// The names of the plugins a production server adds in front of the application's own, in
 /// upstream's recommended order.
-pub const HOST_PLUGINS: [&str; 4] = [
+pub const HOST_PLUGINS: [&str; 5] = [
     crate::admission::lifecycle::NAME,
+    crate::admission::policy::mutating::MUTATING_POLICY_NAME,
     crate::admission::webhook::MUTATING_NAME,
     crate::admission::policy::VALIDATING_POLICY_NAME,
     crate::admission::webhook::VALIDATING_NAME,

@@ -124,7 +124,7 @@ rules:
 - users: ["{identity}"]
   verbs: ["get", "list", "watch"]
   apiGroups: ["admissionregistration.k8s.io"]
-  resources: ["mutatingwebhookconfigurations", "validatingwebhookconfigurations", "validatingadmissionpolicies", "validatingadmissionpolicybindings"]
+  resources: ["mutatingwebhookconfigurations", "validatingwebhookconfigurations", "validatingadmissionpolicies", "validatingadmissionpolicybindings", "mutatingadmissionpolicies", "mutatingadmissionpolicybindings"]
 # ... and ConfigMaps, the usual parameters of policies.
 - users: ["{identity}"]
   verbs: ["get", "list", "watch"]

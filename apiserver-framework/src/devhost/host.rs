@@ -17,7 +17,10 @@ use crate::devhost::core::{ConfigMap, Namespace};
 use crate::devhost::files::{self, HostFiles, SERVICE_NAME};
 use crate::devhost::kubeconfig;
 use crate::devhost::options::DevHostOptions;
-use crate::devhost::policies::{ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding};
+use crate::devhost::policies::{
+    MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding, ValidatingAdmissionPolicy,
+    ValidatingAdmissionPolicyBinding,
+};
 use crate::devhost::protobuf;
 use crate::devhost::reviews::{ReviewLog, SubjectAccessReviews, TokenReviews};
 use crate::devhost::rules::{RulesFile, RulesFileError};
@@ -258,7 +261,9 @@ async fn start_host(extension: &Extension, opts: &DevHostOptions) -> Result<DevH
                 .resource::<MutatingWebhookConfiguration>()
                 .resource::<ValidatingWebhookConfiguration>()
                 .resource::<ValidatingAdmissionPolicy>()
-                .resource::<ValidatingAdmissionPolicyBinding>(),
+                .resource::<ValidatingAdmissionPolicyBinding>()
+                .resource::<MutatingAdmissionPolicy>()
+                .resource::<MutatingAdmissionPolicyBinding>(),
         )
         .group(authentication)
         .group(authorization)

@@ -13,7 +13,9 @@
 
 use std::collections::HashMap;
 
-use k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicySpec;
+use k8s_openapi::api::admissionregistration::v1::{
+    MatchCondition, ValidatingAdmissionPolicySpec, Variable,
+};
 use kube_cel::KubeCelExt as _;
 use kube_cel::cel::{Context, Value as CelValue};
 use serde_json::Value;
@@ -82,50 +84,61 @@ fn run(programs: &Programs, expression: &str, context: &Context) -> Result<CelVa
     }
 }
 
-/// Evaluates `spec` against `inputs`.
-pub(crate) fn evaluate(
+/// The context of a policy's expressions: `inputs`, and its `variables` evaluated in order (each
+/// seeing those before it) as `variables`, with the variables that failed and why. `None` when
+/// one of its `conditions` is false; an error when one fails.
+pub(crate) struct Prepared<'a> {
+    /// What the expressions see.
+    pub context: Context<'a>,
+    /// The variables that failed to evaluate: (name, why).
+    pub failed: Vec<(String, String)>,
+}
+
+impl Prepared<'_> {
+    /// The error of a failed variable `expression` names, if any.
+    pub(crate) fn failed_variable(&self, expression: &str) -> Option<String> {
+        self.failed
+            .iter()
+            .find(|(name, _)| expression.contains(&format!("variables.{name}")))
+            .map(|(_, e)| e.clone())
+    }
+}
+
+/// Builds the context of a policy's expressions (see [`Prepared`]).
+pub(crate) fn prepare<'a>(
     programs: &Programs,
-    spec: &ValidatingAdmissionPolicySpec,
+    conditions: &[MatchCondition],
+    variables: &[Variable],
     inputs: &Inputs<'_>,
-) -> Outcome {
+) -> Result<Option<Prepared<'a>>, String> {
     let mut context = Context::default().with_all();
-    let variables = [
+    let bound = [
         ("object", inputs.object),
         ("oldObject", inputs.old_object),
         ("request", inputs.request),
         ("params", inputs.params),
         ("namespaceObject", inputs.namespace_object),
     ];
-    for (name, value) in variables {
+    for (name, value) in bound {
         context.add_variable_from_value(name, to_cel(value));
     }
     // Match conditions: a false one skips the policy; otherwise an error fails it.
-    for condition in spec.match_conditions.iter().flatten() {
-        match run(programs, &condition.expression, &context) {
-            Ok(CelValue::Bool(true)) => {}
-            Ok(CelValue::Bool(false)) => return Outcome::default(),
-            Ok(other) => {
-                return Outcome {
-                    decisions: vec![Decision::Error(format!(
-                        "expression '{}' resulted in a {:?}, not a bool",
-                        condition.expression,
-                        other.type_of()
-                    ))],
-                    annotations: Vec::new(),
-                };
-            }
-            Err(e) => {
-                return Outcome {
-                    decisions: vec![Decision::Error(e)],
-                    annotations: Vec::new(),
-                };
+    for condition in conditions {
+        match run(programs, &condition.expression, &context)? {
+            CelValue::Bool(true) => {}
+            CelValue::Bool(false) => return Ok(None),
+            other => {
+                return Err(format!(
+                    "expression '{}' resulted in a {:?}, not a bool",
+                    condition.expression,
+                    other.type_of()
+                ));
             }
         }
     }
-    // Variables, in order, each seeing those before it.
     let mut values: HashMap<String, CelValue> = HashMap::new();
     let mut failed: Vec<(String, String)> = Vec::new();
-    for variable in spec.variables.iter().flatten() {
+    for variable in variables {
         context.add_variable_from_value("variables", values.clone());
         match run(programs, &variable.expression, &context) {
             Ok(value) => {
@@ -135,12 +148,33 @@ pub(crate) fn evaluate(
         }
     }
     context.add_variable_from_value("variables", values);
-    let failed_variable = |expression: &str| {
-        failed
-            .iter()
-            .find(|(name, _)| expression.contains(&format!("variables.{name}")))
-            .map(|(_, e)| e.clone())
+    Ok(Some(Prepared { context, failed }))
+}
+
+/// Evaluates `spec` against `inputs`.
+pub(crate) fn evaluate(
+    programs: &Programs,
+    spec: &ValidatingAdmissionPolicySpec,
+    inputs: &Inputs<'_>,
+) -> Outcome {
+    let prepared = prepare(
+        programs,
+        spec.match_conditions.as_deref().unwrap_or_default(),
+        spec.variables.as_deref().unwrap_or_default(),
+        inputs,
+    );
+    let prepared = match prepared {
+        Ok(Some(prepared)) => prepared,
+        Ok(None) => return Outcome::default(),
+        Err(e) => {
+            return Outcome {
+                decisions: vec![Decision::Error(e)],
+                annotations: Vec::new(),
+            };
+        }
     };
+    let context = &prepared.context;
+    let failed_variable = |expression: &str| prepared.failed_variable(expression);
     let decisions = spec
         .validations
         .iter()
@@ -149,10 +183,10 @@ pub(crate) fn evaluate(
             if let Some(e) = failed_variable(&validation.expression) {
                 return Decision::Error(e);
             }
-            match run(programs, &validation.expression, &context) {
+            match run(programs, &validation.expression, context) {
                 Ok(CelValue::Bool(true)) => Decision::Admit,
                 Ok(CelValue::Bool(false)) => Decision::Deny {
-                    message: message(programs, validation, &context),
+                    message: message(programs, validation, context),
                     reason: validation
                         .reason
                         .clone()
@@ -176,7 +210,7 @@ pub(crate) fn evaluate(
             let expression = &annotation.value_expression;
             let value = match failed_variable(expression) {
                 Some(e) => Err(e),
-                None => run(programs, expression, &context),
+                None => run(programs, expression, context),
             };
             match value {
                 Ok(CelValue::String(s)) => {
@@ -242,9 +276,7 @@ fn cut(s: &str, max: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::admissionregistration::v1::{
-        AuditAnnotation, MatchCondition, Validation, Variable,
-    };
+    use k8s_openapi::api::admissionregistration::v1::{AuditAnnotation, Validation};
     use serde_json::json;
 
     fn validation(expression: &str) -> Validation {

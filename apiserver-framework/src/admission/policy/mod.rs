@@ -15,6 +15,9 @@
 
 pub(crate) mod evaluation;
 pub(crate) mod matching;
+pub(crate) mod mutating;
+pub(crate) mod mutating_kinds;
+pub(crate) mod objects;
 pub(crate) mod params;
 
 use std::collections::BTreeMap;
@@ -76,7 +79,7 @@ fn ignores_failures(policy: &ValidatingAdmissionPolicy) -> bool {
 
 /// The request's namespace as `namespaceObject` (`null` for cluster-scoped resources and
 /// namespaces themselves).
-async fn namespace_object(
+pub(crate) async fn namespace_object(
     host: &HostObjects,
     attrs: &AdmissionAttributes<'_>,
 ) -> Result<Value, ApiError> {

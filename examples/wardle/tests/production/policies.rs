@@ -1,7 +1,8 @@
 //! The host's ValidatingAdmissionPolicies applied to wardle's writes: a policy with a parameter
 //! (a ConfigMap of the host), variables, a `messageExpression` and an audit annotation denies a
 //! Flunder with upstream's Status and records the `Audit` action; another warns through
-//! kubectl; a missing parameter follows the policy's `failurePolicy`.
+//! kubectl; a missing parameter follows the policy's `failurePolicy`. MutatingAdmissionPolicies,
+//! once enabled, label and annotate Flunders by apply configuration and by JSON patch.
 
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -283,4 +284,83 @@ async fn a_missing_parameter_follows_the_failure_policy() {
     );
     let (code, body) = create(&stack, lenient).await;
     assert_eq!(code, 201, "{body}");
+}
+
+/// With `MutatingAdmissionPolicy` enabled, a policy's apply configuration labels a Flunder sent
+/// in v1alpha1 (the policy matched v1beta1) and its JSON patch annotates it; a failing
+/// mutation refuses the write with upstream's message under `failurePolicy: Fail`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mutating_policy_labels_and_annotates_flunders() {
+    let stack = Stack::start(&["--enable-admission-plugins=MutatingAdmissionPolicy"]).await;
+    let admissionregistration = "/apis/admissionregistration.k8s.io/v1beta1";
+    let mut mutating = policy(
+        "flunder-labels",
+        json!({
+            "variables": [{"name": "version", "expression": "object.apiVersion.split('/')[1]"}],
+            "mutations": [{
+                "patchType": "ApplyConfiguration",
+                "applyConfiguration": {"expression":
+                    "Object{metadata: Object.metadata{labels: {'mutated-in': variables.version}}}"},
+            }, {
+                "patchType": "JSONPatch",
+                "jsonPatch": {"expression":
+                    "[JSONPatch{op: 'add', path: '/metadata/annotations', value: {'patched': 'yes'}}]"},
+            }, {
+                "patchType": "JSONPatch",
+                "jsonPatch": {"expression":
+                    "object.metadata.name.startsWith('broken') ? [JSONPatch{op: 'remove', path: '/spec/nothing'}] : []"},
+            }],
+        }),
+    );
+    mutating["apiVersion"] = json!("admissionregistration.k8s.io/v1beta1");
+    mutating["kind"] = json!("MutatingAdmissionPolicy");
+    host_create(
+        &stack,
+        &format!("{admissionregistration}/mutatingadmissionpolicies"),
+        mutating,
+    )
+    .await;
+    let mut bound = binding("flunder-labels-binding", "flunder-labels", json!({}));
+    bound["apiVersion"] = json!("admissionregistration.k8s.io/v1beta1");
+    bound["kind"] = json!("MutatingAdmissionPolicyBinding");
+    host_create(
+        &stack,
+        &format!("{admissionregistration}/mutatingadmissionpolicybindings"),
+        bound,
+    )
+    .await;
+
+    let mut n = 0;
+    let stack_ref = &stack;
+    let created = wait::poll("wardle to apply the mutating policy", TIMEOUT, || {
+        let name = format!("probe-{n}");
+        n += 1;
+        async move {
+            match create(stack_ref, flunder(&name)).await {
+                (201, body) if body["metadata"]["labels"]["mutated-in"] == "v1beta1" => Ok(body),
+                (code, body) => Err(format!("{code} {body}")),
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        created["metadata"]["annotations"],
+        json!({"patched": "yes"}),
+        "{created}"
+    );
+    assert_eq!(created["apiVersion"], "wardle.example.com/v1alpha1");
+
+    let (code, status) = create(&stack, flunder("broken-one")).await;
+    assert_eq!(code, 403, "{status}");
+    assert_eq!(status["reason"], "Invalid", "{status}");
+    let message = status["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("policy 'flunder-labels' with binding 'flunder-labels-binding' denied request: JSONPatch: "),
+        "{status}"
+    );
+    assert_eq!(
+        status["details"]["causes"][0]["message"], message,
+        "{status}"
+    );
 }

@@ -1,0 +1,314 @@
+//! `MutatingAdmissionPolicy`: the host cluster's `admissionregistration.k8s.io/v1beta1`
+//! mutating admission policies and their bindings applied to this server's writes (upstream's
+//! `pkg/admission/plugin/policy/mutating`). Off unless enabled
+//! (`--enable-admission-plugins=MutatingAdmissionPolicy`), as upstream's feature gate of the
+//! same name is off in Kubernetes 1.34; the host must serve the kinds (kube-apiserver with that
+//! feature gate and `admissionregistration.k8s.io/v1beta1` enabled, or the dev host).
+//!
+//! Policies run in name order with their bindings, matched as the validating policies are
+//! ([`super::matching`]), once per parameter; a policy whose `matchConditions` hold applies its
+//! `mutations` in order to the object in the version it matched: an `ApplyConfiguration`'s
+//! object is merged into it (maps merged field by field, everything else replaced), a
+//! `JSONPatch`'s operations are applied to it. An error (an expression that fails, a patch that
+//! does not apply) follows the policy's `failurePolicy`: under `Fail`, the default, the request
+//! is refused with upstream's `403` and message `policy '<p>' with binding '<b>' denied request:
+//! <why>`. Not there yet: `reinvocationPolicy: IfNeeded`.
+
+use std::sync::{Arc, OnceLock};
+
+use kube::runtime::reflector::Store;
+use serde_json::Value;
+
+use super::evaluation::{self, Inputs};
+use super::matching;
+use super::mutating_kinds::{MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding, Mutation};
+use super::objects;
+use super::params::Params;
+use crate::admission::host::{AbortOnDrop, HostObjects, reflect, wait_synced};
+use crate::admission::programs::Programs;
+use crate::admission::webhook::review;
+use crate::admission::webhook::versions::Versioned;
+use crate::admission::{AdmissionAttributes, AdmissionPlugin, Phases};
+use crate::error::{ApiError, StatusCause};
+
+/// The name of the plugin.
+pub const MUTATING_POLICY_NAME: &str = "MutatingAdmissionPolicy";
+
+/// The host's mutating policies and bindings, watched from the first request on.
+struct Watched {
+    policies: Store<MutatingAdmissionPolicy>,
+    bindings: Store<MutatingAdmissionPolicyBinding>,
+    _tasks: AbortOnDrop,
+}
+
+/// Applies the host's mutating admission policies.
+pub struct MutatingAdmissionPolicyPlugin {
+    host: HostObjects,
+    params: Params,
+    programs: Programs,
+    watched: OnceLock<Arc<Watched>>,
+}
+
+impl MutatingAdmissionPolicyPlugin {
+    /// The plugin reading policies, bindings and parameters from `host`.
+    pub fn new(host: HostObjects) -> Self {
+        MutatingAdmissionPolicyPlugin {
+            params: Params::new(host.client.clone()),
+            host,
+            programs: Programs::default(),
+            watched: OnceLock::new(),
+        }
+    }
+
+    fn watched(&self) -> Arc<Watched> {
+        self.watched
+            .get_or_init(|| {
+                let (policies, a) = reflect(kube::Api::all(self.host.client.clone()));
+                let (bindings, b) = reflect(kube::Api::all(self.host.client.clone()));
+                Arc::new(Watched {
+                    policies,
+                    bindings,
+                    _tasks: AbortOnDrop(vec![a, b]),
+                })
+            })
+            .clone()
+    }
+}
+
+/// One policy's error: the policy, the binding, why.
+struct PolicyError {
+    policy: String,
+    binding: String,
+    message: String,
+}
+
+#[async_trait::async_trait]
+impl AdmissionPlugin for MutatingAdmissionPolicyPlugin {
+    fn name(&self) -> &str {
+        MUTATING_POLICY_NAME
+    }
+
+    fn enabled_by_default(&self) -> bool {
+        false
+    }
+
+    fn phases(&self) -> Phases {
+        Phases::Mutate
+    }
+
+    async fn mutate(&self, attrs: &mut AdmissionAttributes<'_>) -> Result<(), ApiError> {
+        let watched = self.watched();
+        wait_synced(&watched.policies, attrs).await?;
+        wait_synced(&watched.bindings, attrs).await?;
+        let mut policies = watched.policies.state();
+        if policies.is_empty() || attrs.object.is_none() {
+            return Ok(());
+        }
+        policies.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        let mut bindings = watched.bindings.state();
+        bindings.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        let mut errors = Vec::new();
+        for policy in &policies {
+            let name = policy.metadata.name.clone().unwrap_or_default();
+            let ignore = policy.spec.failure_policy.as_deref() == Some("Ignore");
+            for binding in bindings
+                .iter()
+                .filter(|b| b.spec.policy_name.as_deref() == Some(name.as_str()))
+            {
+                let binding_name = binding.metadata.name.clone().unwrap_or_default();
+                if let Err(message) = self.apply(policy, binding, attrs).await
+                    && !ignore
+                {
+                    errors.push(PolicyError {
+                        policy: name.clone(),
+                        binding: binding_name,
+                        message,
+                    });
+                }
+            }
+        }
+        match errors.is_empty() {
+            true => Ok(()),
+            false => Err(denied(attrs, errors)),
+        }
+    }
+}
+
+impl MutatingAdmissionPolicyPlugin {
+    /// Applies `policy` through `binding` when they take the request: an error says why it
+    /// failed (the failure policy decides).
+    async fn apply(
+        &self,
+        policy: &MutatingAdmissionPolicy,
+        binding: &MutatingAdmissionPolicyBinding,
+        attrs: &mut AdmissionAttributes<'_>,
+    ) -> Result<(), String> {
+        let spec = &policy.spec;
+        let Some(constraints) = &spec.match_constraints else {
+            return Ok(());
+        };
+        let version = match matching::matches(constraints, &self.host, attrs).await {
+            Ok(Some(version)) => version,
+            Ok(None) => return Ok(()),
+            Err(e) => return Err(format!("failed to configure policy: {}", e.message)),
+        };
+        match matching::binding_matches(&binding.spec.match_resources, &self.host, attrs).await {
+            Ok(true) => {}
+            Ok(false) => return Ok(()),
+            Err(e) => return Err(format!("failed to configure binding: {}", e.message)),
+        }
+        let params = self
+            .params
+            .collect(
+                spec.param_kind.as_ref(),
+                binding.spec.param_ref.as_ref(),
+                attrs.namespace.unwrap_or_default(),
+            )
+            .await
+            .map_err(|e| format!("failed to configure binding: {e}"))?;
+        let namespace_object = super::namespace_object(&self.host, attrs)
+            .await
+            .map_err(|e| e.message)?;
+        for param in &params {
+            let mut versioned = Versioned::new(attrs, version).map_err(|e| e.message)?;
+            let review = review::request(attrs, &versioned, "");
+            let mut request = review["request"].clone();
+            if let Some(map) = request.as_object_mut() {
+                map.remove("object");
+                map.remove("oldObject");
+                map.remove("uid");
+            }
+            let object = versioned.object.clone().unwrap_or(Value::Null);
+            let old_object = versioned.old_object.clone().unwrap_or(Value::Null);
+            let inputs = Inputs {
+                object: &object,
+                old_object: &old_object,
+                request: &request,
+                params: param,
+                namespace_object: &namespace_object,
+            };
+            let Some(prepared) = evaluation::prepare(
+                &self.programs,
+                spec.match_conditions.as_deref().unwrap_or_default(),
+                spec.variables.as_deref().unwrap_or_default(),
+                &inputs,
+            )?
+            else {
+                continue;
+            };
+            let mut mutated = object.clone();
+            for mutation in spec.mutations.iter().flatten() {
+                mutate(&mut mutated, mutation, &prepared)?;
+            }
+            if mutated == object {
+                continue;
+            }
+            versioned.object = Some(mutated);
+            let stored = versioned.stored_object(attrs).map_err(|e| e.message)?;
+            if let (Some(object), Some(stored)) = (attrs.object.as_deref_mut(), stored)
+                && *object != stored
+            {
+                *object = stored;
+                attrs.reinvocation.object_changed();
+                attrs.reinvocation.should_reinvoke = true;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Applies one mutation to `object`.
+fn mutate(
+    object: &mut Value,
+    mutation: &Mutation,
+    prepared: &evaluation::Prepared<'_>,
+) -> Result<(), String> {
+    let (expression, apply) = match mutation.patch_type.as_str() {
+        "ApplyConfiguration" => (mutation.apply_configuration.as_ref(), true),
+        "JSONPatch" => (mutation.json_patch.as_ref(), false),
+        other => return Err(format!("unsupported patch type {other:?}")),
+    };
+    let expression = expression
+        .and_then(|e| e.expression.as_deref())
+        .unwrap_or_default();
+    if let Some(e) = prepared.failed_variable(expression) {
+        return Err(e);
+    }
+    let value = objects::evaluate(expression, &prepared.context)?;
+    if apply {
+        if !value.is_object() {
+            return Err(format!(
+                "apply configuration must be an object, but got {value}"
+            ));
+        }
+        merge(object, value);
+        Ok(())
+    } else {
+        let patch: json_patch::Patch = serde_json::from_value(value)
+            .map_err(|e| format!("JSONPatch expression must return a list of JSONPatch: {e}"))?;
+        json_patch::patch(object, &patch).map_err(|e| format!("JSONPatch: {e}"))
+    }
+}
+
+/// Merges an apply configuration into `object`: maps field by field, anything else replaced.
+fn merge(object: &mut Value, configuration: Value) {
+    match (object, configuration) {
+        (Value::Object(into), Value::Object(from)) => {
+            for (key, value) in from {
+                match into.get_mut(&key) {
+                    Some(existing) => merge(existing, value),
+                    None => {
+                        into.insert(key, value);
+                    }
+                }
+            }
+        }
+        (object, configuration) => *object = configuration,
+    }
+}
+
+/// Upstream's Status for policy errors: `403` with the first error's message, each as a cause.
+fn denied(attrs: &AdmissionAttributes<'_>, errors: Vec<PolicyError>) -> ApiError {
+    let mut err = attrs.forbidden("admission request denied by policy");
+    let messages: Vec<String> = errors
+        .into_iter()
+        .map(|e| {
+            format!(
+                "policy '{}' with binding '{}' denied request: {}",
+                e.policy, e.binding, e.message
+            )
+        })
+        .collect();
+    if let Some(first) = messages.first() {
+        err.message = first.clone();
+        err.reason = "Invalid".into();
+    }
+    let details = err.details.get_or_insert_with(Default::default);
+    for message in messages {
+        details.causes.push(StatusCause {
+            message,
+            ..Default::default()
+        });
+    }
+    err
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn apply_configurations_merge_maps_and_replace_the_rest() {
+        let mut object =
+            json!({"metadata": {"name": "f", "labels": {"a": "1"}}, "spec": {"items": [1, 2]}});
+        merge(
+            &mut object,
+            json!({"metadata": {"labels": {"b": "2"}}, "spec": {"items": [3]}}),
+        );
+        assert_eq!(
+            object,
+            json!({"metadata": {"name": "f", "labels": {"a": "1", "b": "2"}}, "spec": {"items": [3]}})
+        );
+    }
+}
