@@ -108,6 +108,12 @@ fn forbidden(a: &Answer) -> bool {
     a.status == 403
 }
 
+/// Whether an answer is not a 429 (upstream's watch cache answers `429` to watches until it
+/// has listed its store, after a restart).
+fn not_throttled(a: &Answer) -> bool {
+    a.status != 429
+}
+
 /// The whole corpus, in order.
 pub fn corpus() -> Vec<Request> {
     let mut c = Vec::new();
@@ -126,6 +132,7 @@ pub fn corpus() -> Vec<Request> {
     c.extend(errors());
     c.extend(unvalidated());
     c.extend(openapi());
+    c.extend(compaction());
     c
 }
 
@@ -1302,5 +1309,58 @@ fn openapi() -> Vec<Request> {
         get("openapi v3 protobuf", format!("/openapi/v3{V1A}"))
             .accept("application/com.github.proto-openapi.spec.v3@v1.0+protobuf")
             .view(View::NoBody),
+    ]
+}
+
+/// Compaction: each store compacted to its current revision and its server restarted
+/// (`Targets::compact_and_restart`). Lists at an older resource version, continue tokens of
+/// lists read before and watches from an older resource version answer `410 Gone`.
+fn compaction() -> Vec<Request> {
+    let after_f0 = |what: &str| format!("{FL}?{what}resourceVersion={{rvf0}}");
+    vec![
+        get("list after compaction", FL)
+            .compact_first()
+            .until(|a| a.status == 200)
+            .capture("rvcompacted", "/metadata/resourceVersion"),
+        get(
+            "list exact rv of f0 after compaction",
+            after_f0("resourceVersionMatch=Exact&"),
+        ),
+        get("list limit at rv of f0 after compaction", after_f0("limit=2&")),
+        get(
+            "list not older than rv of f0 after compaction",
+            after_f0("resourceVersionMatch=NotOlderThan&"),
+        )
+        .until(not_throttled),
+        get(
+            "list continue after compaction",
+            format!("{FL}?limit=2&continue={{continue1}}"),
+        )
+        .capture("continue410", "/metadata/continue"),
+        get(
+            "list continue of the expired answer",
+            format!("{FL}?limit=2&continue={{continue410}}"),
+        ),
+        get(
+            "watch from f0 after compaction",
+            after_f0("watch=true&timeoutSeconds=1&"),
+        )
+        .until(not_throttled),
+        get(
+            "watch one object from f0 after compaction",
+            format!(
+                "{V1A}/watch/namespaces/default/flunders/f1?timeoutSeconds=1&resourceVersion={{rvf0}}"
+            ),
+        )
+        .until(not_throttled),
+        get(
+            "watch from the list after compaction",
+            format!("{FL}?watch=true&timeoutSeconds=1&resourceVersion={{rvcompacted}}"),
+        )
+        .until(not_throttled),
+        get(
+            "get f1 at rv of f0 after compaction",
+            format!("{FL}/f1?resourceVersion={{rvf0}}"),
+        ),
     ]
 }

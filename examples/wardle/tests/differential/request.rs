@@ -52,6 +52,9 @@ pub struct Request {
     /// A condition to wait for: the request is sent again (to each target on its own) until its
     /// answer meets it, and the answer that does is compared.
     pub until: Option<fn(&Answer) -> bool>,
+    /// Before it is sent, each target's store is compacted to its current revision and its
+    /// server restarted (see `Targets::compact_and_restart`).
+    pub compact_first: bool,
 }
 
 impl Request {
@@ -67,6 +70,7 @@ impl Request {
             captures: Vec::new(),
             view: View::Whole,
             until: None,
+            compact_first: false,
         }
     }
 
@@ -109,6 +113,13 @@ impl Request {
     /// Sent again until its answer meets `condition` (see [`Request::until`]).
     pub fn until(mut self, condition: fn(&Answer) -> bool) -> Self {
         self.until = Some(condition);
+        self
+    }
+
+    /// Sent after each target's store is compacted and its server restarted (see
+    /// [`Request::compact_first`]).
+    pub fn compact_first(mut self) -> Self {
+        self.compact_first = true;
         self
     }
 
