@@ -108,6 +108,11 @@ fn forbidden(a: &Answer) -> bool {
     a.status == 403
 }
 
+/// Whether an answer's status is 429 (the condition of requests sent while others are held).
+fn too_many(a: &Answer) -> bool {
+    a.status == 429
+}
+
 /// Whether an answer is not a 429 (upstream's watch cache answers `429` to watches until it
 /// has listed its store, after a restart).
 fn not_throttled(a: &Answer) -> bool {
@@ -132,6 +137,7 @@ pub fn corpus() -> Vec<Request> {
     c.extend(errors());
     c.extend(unvalidated());
     c.extend(openapi());
+    c.extend(throttling());
     c.extend(compaction());
     c
 }
@@ -1309,6 +1315,47 @@ fn openapi() -> Vec<Request> {
         get("openapi v3 protobuf", format!("/openapi/v3{V1A}"))
             .accept("application/com.github.proto-openapi.spec.v3@v1.0+protobuf")
             .view(View::NoBody),
+    ]
+}
+
+/// How many mutating requests sample-apiserver serves at once: genericapiserver's default
+/// `MaxMutatingRequestsInFlight` (it has no flag to change it; priority and fairness is off in
+/// the suite, so this limit applies), as wardle's `--max-mutating-requests-inflight`.
+const MAX_MUTATING_IN_FLIGHT: usize = 200;
+
+/// How many of the admin's creates are held: more than the limit, which the server serves all
+/// the same (`system:masters` is never refused; each held request must succeed). The margin
+/// is wide: now and then a few of the held requests had not reached the limit yet however long
+/// the suite waited (on sample-apiserver and on wardle alike, with one more than the limit, in
+/// about one run of three), so that no 429 came; with 50 more, all the places are taken.
+const HELD: usize = MAX_MUTATING_IN_FLIGHT + 50;
+
+/// The in-flight limit: while more of the admin's dry-run creates than the limit allows are
+/// held in flight (their bodies not finished), a mutating request of anyone else is refused
+/// with `429` and `Retry-After` (the admin's never are, nor are reads, which have a limit of
+/// their own).
+fn throttling() -> Vec<Request> {
+    let held = post(
+        "held create",
+        format!("{FL}?dryRun=All"),
+        flunder("held", None, json!({"held": "yes"})),
+    );
+    vec![
+        post(
+            "too many requests create as bob",
+            FL,
+            flunder("refused", None, json!({})),
+        )
+        .by(Identity::Bob)
+        .while_held(held.clone(), HELD)
+        .until(too_many),
+        delete("too many requests delete anonymous", format!("{FL}/f2"))
+            .by(Identity::Anonymous)
+            .while_held(held.clone(), HELD)
+            .until(too_many),
+        get("read while writes are held as bob", format!("{FL}/f1"))
+            .by(Identity::Bob)
+            .while_held(held, HELD),
     ]
 }
 

@@ -55,6 +55,11 @@ pub struct Request {
     /// Before it is sent, each target's store is compacted to its current revision and its
     /// server restarted (see `Targets::compact_and_restart`).
     pub compact_first: bool,
+    /// A request (the admin's, with a body) held in flight so many times at once while this
+    /// one is sent: each copy's body is sent but for its last byte, so that the server has
+    /// admitted it and waits in its handler; the last bytes are sent once this request is
+    /// answered (see `Target::hold`).
+    pub while_held: Option<(Box<Request>, usize)>,
 }
 
 impl Request {
@@ -71,6 +76,7 @@ impl Request {
             view: View::Whole,
             until: None,
             compact_first: false,
+            while_held: None,
         }
     }
 
@@ -120,6 +126,13 @@ impl Request {
     /// [`Request::compact_first`]).
     pub fn compact_first(mut self) -> Self {
         self.compact_first = true;
+        self
+    }
+
+    /// Sent while `held` is held in flight `copies` times at once (see
+    /// [`Request::while_held`]).
+    pub fn while_held(mut self, held: Request, copies: usize) -> Self {
+        self.while_held = Some((Box::new(held), copies));
         self
     }
 

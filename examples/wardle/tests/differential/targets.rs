@@ -50,6 +50,7 @@ impl Targets {
                 name,
                 url: stack.wardle_url(),
                 client: client(stack),
+                held_client: held_client(stack),
                 admin_token: stack.token(users::ADMIN),
                 bob_token: stack.token(users::BOB),
                 vars: HashMap::new(),
@@ -106,6 +107,23 @@ fn client(stack: &Stack) -> reqwest::Client {
     reqwest::Client::builder()
         .use_preconfigured_tls(tls::http1_config(&stack.host.files.ca_pem))
         .timeout(ANSWER_TIMEOUT)
+        .build()
+        .expect("a client")
+}
+
+/// The client of held requests: a client certificate of `system:masters` from the host's CA,
+/// and no idle connections kept.
+fn held_client(stack: &Stack) -> reqwest::Client {
+    let (cert, key) = stack.issue_client_cert("ca", "held-admin", Some("system:masters"), false);
+    let identity = format!("{cert}{key}");
+    reqwest::Client::builder()
+        .use_preconfigured_tls(tls::client_config_with_identity(
+            &stack.host.files.ca_pem,
+            &identity,
+            tls::HTTP1,
+        ))
+        .timeout(ANSWER_TIMEOUT)
+        .pool_max_idle_per_host(0)
         .build()
         .expect("a client")
 }
