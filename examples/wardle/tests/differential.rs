@@ -73,6 +73,9 @@ async fn wardle_answers_as_sample_apiserver_does() {
     let mut undecided = 0;
     let mut compared = 0;
     for req in &corpus {
+        if req.compact_first {
+            targets.compact_and_restart().await;
+        }
         let answers: Vec<Answer> = futures::future::join_all(
             targets
                 .targets

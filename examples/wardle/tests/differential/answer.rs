@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use futures::StreamExt;
 use prost::Message;
 use serde_json::{Value, json};
 
@@ -29,6 +30,11 @@ pub struct Target {
     pub url: String,
     /// A client trusting its serving certificate's CA.
     pub client: reqwest::Client,
+    /// The client of held requests (`Target::hold`): it presents a client certificate of
+    /// `system:masters` issued by the host's CA, which the server authenticates itself (no
+    /// TokenReview, whose cached answer may expire while hundreds of requests start), and
+    /// keeps no idle connection: each held request opens a connection of its own.
+    pub held_client: reqwest::Client,
     /// The bearer tokens of the admin and of bob.
     pub admin_token: String,
     /// Bob's token.
@@ -75,8 +81,22 @@ impl Target {
     }
 
     /// Sends `req` (again, while its answer does not meet its [`Request::until`] condition, for
-    /// at most [`UNTIL_TIMEOUT`]) and reads its answer.
+    /// at most [`UNTIL_TIMEOUT`]) and reads its answer. With [`Request::while_held`], the held
+    /// requests are sent first, and released once it is answered.
     pub async fn answer(&mut self, req: &Request) -> Answer {
+        let mut held: Vec<Held> = match &req.while_held {
+            Some((h, copies)) => (0..*copies).map(|_| self.hold(h)).collect(),
+            None => Vec::new(),
+        };
+        for h in &mut held {
+            h.sent().await;
+        }
+        let answer = self.answer_until(req).await;
+        futures::future::join_all(held.into_iter().map(|h| h.release(self.name))).await;
+        answer
+    }
+
+    async fn answer_until(&mut self, req: &Request) -> Answer {
         let Some(condition) = req.until else {
             return self.send(req).await;
         };
@@ -99,21 +119,9 @@ impl Target {
     /// Sends `req` and reads its answer (the whole stream, for a watch); remembers its captures.
     pub async fn send(&mut self, req: &Request) -> Answer {
         let url = format!("{}{}", self.url, self.substitute(&req.path));
-        let mut builder = self.client.request(req.method.clone(), &url);
-        match req.identity {
-            Identity::Admin => builder = builder.bearer_auth(&self.admin_token),
-            Identity::Bob => builder = builder.bearer_auth(&self.bob_token),
-            Identity::Anonymous => {}
-        }
-        for (name, value) in &req.headers {
-            builder = builder.header(name, self.substitute(value));
-        }
-        if let Some(body) = &req.body {
-            let text = String::from_utf8(body.clone());
-            builder = match text {
-                Ok(text) => builder.body(self.substitute(&text)),
-                Err(bytes) => builder.body(bytes.into_bytes()),
-            };
+        let mut builder = self.request(req, &url);
+        if let Some(body) = self.body(req) {
+            builder = builder.body(body);
         }
         let res = builder
             .send()
@@ -176,6 +184,118 @@ impl Target {
             headers,
             body,
         }
+    }
+}
+
+impl Target {
+    /// `req` to `url` as its identity, with its headers, without its body.
+    fn request(&self, req: &Request, url: &str) -> reqwest::RequestBuilder {
+        let builder = self.client.request(req.method.clone(), url);
+        let builder = match req.identity {
+            Identity::Admin => builder.bearer_auth(&self.admin_token),
+            Identity::Bob => builder.bearer_auth(&self.bob_token),
+            Identity::Anonymous => builder,
+        };
+        self.with_headers(builder, req)
+    }
+
+    /// `builder` with the headers of `req`.
+    fn with_headers(
+        &self,
+        mut builder: reqwest::RequestBuilder,
+        req: &Request,
+    ) -> reqwest::RequestBuilder {
+        for (name, value) in &req.headers {
+            builder = builder.header(name, self.substitute(value));
+        }
+        builder
+    }
+
+    /// The body of `req`, its remembered values substituted when it is text.
+    fn body(&self, req: &Request) -> Option<Vec<u8>> {
+        let body = req.body.as_ref()?;
+        Some(match String::from_utf8(body.clone()) {
+            Ok(text) => self.substitute(&text).into_bytes(),
+            Err(bytes) => bytes.into_bytes(),
+        })
+    }
+
+    /// Starts `req` with its body sent but for the last byte (the body is chunked), so that
+    /// the server admits it and its handler waits for the rest, in flight. It is sent by
+    /// [`Target::held_client`], as a member of `system:masters`, whatever its identity.
+    pub fn hold(&self, req: &Request) -> Held {
+        let url = format!("{}{}", self.url, self.substitute(&req.path));
+        let mut body = self
+            .body(req)
+            .unwrap_or_else(|| panic!("the held request {} has a body", req.name));
+        let last = body.split_off(body.len().saturating_sub(1));
+        let (rest, chunks) = futures::channel::mpsc::unbounded::<Result<Vec<u8>, std::io::Error>>();
+        // The client asks for the body's first part once the connection is open and the
+        // request's head written: then the request is told sent.
+        let (started, head_sent) = futures::channel::oneshot::channel();
+        let first = futures::stream::once(async move {
+            let _ = started.send(());
+            Ok(body)
+        });
+        let held = self.held_client.request(req.method.clone(), &url);
+        let sent = self
+            .with_headers(held, req)
+            .body(reqwest::Body::wrap_stream(first.chain(chunks)))
+            .send();
+        let name = req.name.clone();
+        let answer = tokio::spawn(async move {
+            match sent.await {
+                Ok(res) => (res.status().as_u16(), res.text().await.unwrap_or_default()),
+                Err(e) => panic!("the held request {name}: {e}"),
+            }
+        });
+        Held {
+            name: req.name.clone(),
+            head_sent: Some(head_sent),
+            rest,
+            last,
+            answer,
+        }
+    }
+}
+
+/// A request held in flight by [`Target::hold`].
+pub struct Held {
+    name: String,
+    /// Told once the request's head is written and its body asked for.
+    head_sent: Option<futures::channel::oneshot::Receiver<()>>,
+    /// The body's stream, open.
+    rest: futures::channel::mpsc::UnboundedSender<Result<Vec<u8>, std::io::Error>>,
+    /// The body's last byte.
+    last: Vec<u8>,
+    /// Its status and body, once answered.
+    answer: tokio::task::JoinHandle<(u16, String)>,
+}
+
+impl Held {
+    /// Waits until the request's head is written (its connection open) and the first part of
+    /// its body asked for: the server has it, or will have it at once.
+    pub async fn sent(&mut self) {
+        if let Some(head_sent) = self.head_sent.take() {
+            head_sent
+                .await
+                .unwrap_or_else(|_| panic!("the held request {} failed", self.name));
+        }
+    }
+
+    /// Sends the last byte and waits for the answer, which must be a success (the request is
+    /// the admin's, whom the in-flight limit never refuses).
+    pub async fn release(self, target: &str) {
+        self.rest
+            .unbounded_send(Ok(self.last))
+            .expect("the held body is open");
+        drop(self.rest);
+        let (status, body) = self.answer.await.expect("the held request's task");
+        assert!(
+            (200..300).contains(&status),
+            "{target}: the held request {} answered {status}: {body}",
+            self.name
+        );
     }
 }
 

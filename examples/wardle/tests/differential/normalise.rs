@@ -129,6 +129,20 @@ impl<'a> Normaliser<'a> {
         out
     }
 
+    /// `s` with the resource versions of a `too old resource version: A (B)` message (a
+    /// watch from before the compacted revision) named as the others are: A, the one asked
+    /// for, and B, where the server's history starts.
+    fn too_old(&self, s: &str) -> String {
+        const MARK: &str = "too old resource version: ";
+        let Some(rest) = s.strip_prefix(MARK) else {
+            return s.to_string();
+        };
+        match rest.strip_suffix(')').and_then(|r| r.split_once(" (")) {
+            Some((asked, start)) => format!("{MARK}{} ({})", self.rv(asked), self.rv(start)),
+            None => format!("{MARK}{}", self.rv(rest)),
+        }
+    }
+
     fn walk(&mut self, v: &mut Value, key: Option<&str>) {
         match v {
             Value::Object(map) => {
@@ -198,7 +212,9 @@ impl<'a> Normaliser<'a> {
                     }
                 }
             }
-            Value::String(s) => *s = without_quoted_rvs(&without_hash(&self.substitute(s))),
+            Value::String(s) => {
+                *s = self.too_old(&without_quoted_rvs(&without_hash(&self.substitute(s))))
+            }
             _ => {}
         }
     }

@@ -52,6 +52,14 @@ pub struct Request {
     /// A condition to wait for: the request is sent again (to each target on its own) until its
     /// answer meets it, and the answer that does is compared.
     pub until: Option<fn(&Answer) -> bool>,
+    /// Before it is sent, each target's store is compacted to its current revision and its
+    /// server restarted (see `Targets::compact_and_restart`).
+    pub compact_first: bool,
+    /// A request (the admin's, with a body) held in flight so many times at once while this
+    /// one is sent: each copy's body is sent but for its last byte, so that the server has
+    /// admitted it and waits in its handler; the last bytes are sent once this request is
+    /// answered (see `Target::hold`).
+    pub while_held: Option<(Box<Request>, usize)>,
 }
 
 impl Request {
@@ -67,6 +75,8 @@ impl Request {
             captures: Vec::new(),
             view: View::Whole,
             until: None,
+            compact_first: false,
+            while_held: None,
         }
     }
 
@@ -109,6 +119,20 @@ impl Request {
     /// Sent again until its answer meets `condition` (see [`Request::until`]).
     pub fn until(mut self, condition: fn(&Answer) -> bool) -> Self {
         self.until = Some(condition);
+        self
+    }
+
+    /// Sent after each target's store is compacted and its server restarted (see
+    /// [`Request::compact_first`]).
+    pub fn compact_first(mut self) -> Self {
+        self.compact_first = true;
+        self
+    }
+
+    /// Sent while `held` is held in flight `copies` times at once (see
+    /// [`Request::while_held`]).
+    pub fn while_held(mut self, held: Request, copies: usize) -> Self {
+        self.while_held = Some((Box::new(held), copies));
         self
     }
 

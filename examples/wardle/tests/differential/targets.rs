@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use apiserver_framework::devhost::files::users;
+use apiserver_framework::storage::Storage;
 use apiserver_framework::testing::etcd::Etcd;
 use apiserver_framework::testing::tls;
 
@@ -21,8 +22,8 @@ pub struct Targets {
     pub targets: Vec<Target>,
     /// The stacks (dev host and server), stopped on drop.
     pub stacks: Vec<Stack>,
-    /// The two etcds.
-    _etcds: Vec<Etcd>,
+    /// The two etcds: sample-apiserver's, then wardle's.
+    etcds: Vec<Etcd>,
 }
 
 impl Targets {
@@ -49,6 +50,7 @@ impl Targets {
                 name,
                 url: stack.wardle_url(),
                 client: client(stack),
+                held_client: held_client(stack),
                 admin_token: stack.token(users::ADMIN),
                 bob_token: stack.token(users::BOB),
                 vars: HashMap::new(),
@@ -57,8 +59,26 @@ impl Targets {
         Targets {
             targets,
             stacks,
-            _etcds: vec![upstream_etcd, wardle_etcd],
+            etcds: vec![upstream_etcd, wardle_etcd],
         }
+    }
+
+    /// Stops the three servers, compacts each store to its current revision (the two etcds
+    /// through etcd's Compact call, the embedded store through its own `Storage::compact`)
+    /// and starts the servers again: their watch caches start afresh at the current revision,
+    /// so that what answers a request from an older resource version is the same on each (a
+    /// running cache may still hold events its store compacted away).
+    pub async fn compact_and_restart(&mut self) {
+        for stack in &mut self.stacks {
+            stack.stop_wardle();
+        }
+        for etcd in &self.etcds {
+            let store = etcd.storage("/registry").await.expect("a client of etcd");
+            let revision = store.current_revision().await.expect("etcd's revision");
+            store.compact(revision).await.expect("compact etcd");
+        }
+        self.stacks[2].compact_embedded_store().await;
+        futures::future::join_all(self.stacks.iter_mut().map(|s| s.start_wardle())).await;
     }
 
     /// The logs of the three servers, for a failure's report.
@@ -87,6 +107,23 @@ fn client(stack: &Stack) -> reqwest::Client {
     reqwest::Client::builder()
         .use_preconfigured_tls(tls::http1_config(&stack.host.files.ca_pem))
         .timeout(ANSWER_TIMEOUT)
+        .build()
+        .expect("a client")
+}
+
+/// The client of held requests: a client certificate of `system:masters` from the host's CA,
+/// and no idle connections kept.
+fn held_client(stack: &Stack) -> reqwest::Client {
+    let (cert, key) = stack.issue_client_cert("ca", "held-admin", Some("system:masters"), false);
+    let identity = format!("{cert}{key}");
+    reqwest::Client::builder()
+        .use_preconfigured_tls(tls::client_config_with_identity(
+            &stack.host.files.ca_pem,
+            &identity,
+            tls::HTTP1,
+        ))
+        .timeout(ANSWER_TIMEOUT)
+        .pool_max_idle_per_host(0)
         .build()
         .expect("a client")
 }
