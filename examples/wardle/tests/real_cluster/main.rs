@@ -71,6 +71,10 @@ const CHECKS: &[Check] = &[
         "validating_admission_policies_of_the_cluster",
         policies::policies,
     ),
+    (
+        "mutating_admission_policies_of_the_cluster",
+        policies::mutating_policies,
+    ),
     ("service_account_tokens", auth::service_account_tokens),
     (
         "metrics_are_authorized_by_the_host",

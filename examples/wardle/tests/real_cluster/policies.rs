@@ -1,7 +1,8 @@
 //! The cluster's ValidatingAdmissionPolicies hold for wardle's resources: one policy, created in
 //! kube-apiserver, matches Flunders (in v1beta1) and the host's own ConfigMaps; wardle denies a
 //! Flunder with the same Status that kube-apiserver gives the ConfigMap (message, reason, code
-//! and causes), and a `Warn` binding's warning reaches kubectl.
+//! and causes), and a `Warn` binding's warning reaches kubectl. A MutatingAdmissionPolicy labels
+//! Flunders as it labels ConfigMaps.
 
 use serde_json::{Value, json};
 
@@ -180,4 +181,91 @@ pub fn policies(cluster: &RealCluster) {
     assert!(out.status.success() && stderr.contains(warning), "{stderr}");
 
     cluster.kubectl_input_ok("admin", &["delete", "-f", "-"], POLICY);
+}
+
+const MUTATING_POLICY: &str = r#"
+apiVersion: admissionregistration.k8s.io/v1beta1
+kind: MutatingAdmissionPolicy
+metadata:
+  name: label-on-create
+spec:
+  failurePolicy: Fail
+  reinvocationPolicy: Never
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: ["wardle.example.com"], apiVersions: ["v1beta1"], operations: ["CREATE"], resources: ["flunders"]}
+    - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["configmaps"]}
+  variables:
+  - {name: kind, expression: "object.kind.lowerAscii()"}
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: "Object{metadata: Object.metadata{labels: {'labelled-by': 'policy', 'kind': variables.kind}}}"
+---
+apiVersion: admissionregistration.k8s.io/v1beta1
+kind: MutatingAdmissionPolicyBinding
+metadata:
+  name: label-on-create-in-alice
+spec:
+  policyName: label-on-create
+  matchResources:
+    namespaceSelector:
+      matchLabels: {kubernetes.io/metadata.name: alice}
+---
+# alice may create ConfigMaps in her namespace, for the comparison.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: alice-edits-for-mutation, namespace: alice}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}
+"#;
+
+/// A MutatingAdmissionPolicy created in kube-apiserver (its beta API enabled) labels a Flunder
+/// created on wardle, as it labels a ConfigMap created on kube-apiserver.
+pub fn mutating_policies(cluster: &RealCluster) {
+    cluster.kubectl_input_ok("admin", &["apply", "-f", "-"], MUTATING_POLICY);
+    let flunders = "/apis/wardle.example.com/v1alpha1/namespaces/alice/flunders";
+    let flunder = |name: &str| {
+        json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
+               "metadata": {"name": name}, "spec": {"reference": "x", "referenceType": "Fischer"}})
+    };
+    let configmap =
+        |name: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}});
+    let labels = |created: &(u16, Value)| created.1["metadata"]["labels"].clone();
+    let mut n = 0;
+    let mut labelled = Value::Null;
+    cluster.wait_until("wardle applies the mutating policy", TIMEOUT, || {
+        n += 1;
+        let created = create_as_alice(cluster, flunders, flunder(&format!("mutated-{n}")));
+        labelled = labels(&created);
+        created.0 == 201 && labelled["labelled-by"] == "policy"
+    });
+    // The policy matched v1beta1: the object it saw was a v1beta1 Flunder.
+    assert_eq!(
+        labelled,
+        json!({"labelled-by": "policy", "kind": "flunder"}),
+        "{labelled}"
+    );
+    let mut n = 0;
+    cluster.wait_until(
+        "kube-apiserver applies the mutating policy",
+        TIMEOUT,
+        || {
+            n += 1;
+            let created = create_as_alice(
+                cluster,
+                "/api/v1/namespaces/alice/configmaps",
+                configmap(&format!("mutated-{n}")),
+            );
+            labelled = labels(&created);
+            created.0 == 201 && labelled["labelled-by"] == "policy"
+        },
+    );
+    assert_eq!(
+        labelled,
+        json!({"labelled-by": "policy", "kind": "configmap"}),
+        "{labelled}"
+    );
+    cluster.kubectl_input_ok("admin", &["delete", "-f", "-"], MUTATING_POLICY);
 }
