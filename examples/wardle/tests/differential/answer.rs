@@ -28,6 +28,8 @@ pub struct Target {
     pub name: &'static str,
     /// `https://127.0.0.1:<port>` of the server itself (not of the aggregator in front).
     pub url: String,
+    /// `https://127.0.0.1:<port>` of its dev host (trusted by the same client).
+    pub host_url: String,
     /// A client trusting its serving certificate's CA.
     pub client: reqwest::Client,
     /// The client of held requests (`Target::hold`): it presents a client certificate of
@@ -118,7 +120,12 @@ impl Target {
 
     /// Sends `req` and reads its answer (the whole stream, for a watch); remembers its captures.
     pub async fn send(&mut self, req: &Request) -> Answer {
-        let url = format!("{}{}", self.url, self.substitute(&req.path));
+        let base = if req.to_host {
+            &self.host_url
+        } else {
+            &self.url
+        };
+        let url = format!("{base}{}", self.substitute(&req.path));
         let mut builder = self.request(req, &url);
         if let Some(body) = self.body(req) {
             builder = builder.body(body);
@@ -224,7 +231,12 @@ impl Target {
     /// the server admits it and its handler waits for the rest, in flight. It is sent by
     /// [`Target::held_client`], as a member of `system:masters`, whatever its identity.
     pub fn hold(&self, req: &Request) -> Held {
-        let url = format!("{}{}", self.url, self.substitute(&req.path));
+        let base = if req.to_host {
+            &self.host_url
+        } else {
+            &self.url
+        };
+        let url = format!("{base}{}", self.substitute(&req.path));
         let mut body = self
             .body(req)
             .unwrap_or_else(|| panic!("the held request {} has a body", req.name));

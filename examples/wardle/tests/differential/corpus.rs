@@ -137,6 +137,7 @@ pub fn corpus() -> Vec<Request> {
     c.extend(errors());
     c.extend(unvalidated());
     c.extend(openapi());
+    c.extend(policies());
     c.extend(throttling());
     c.extend(compaction());
     c
@@ -1329,6 +1330,133 @@ const MAX_MUTATING_IN_FLIGHT: usize = 200;
 /// the suite waited (on sample-apiserver and on wardle alike, with one more than the limit, in
 /// about one run of three), so that no 429 came; with 50 more, all the places are taken.
 const HELD: usize = MAX_MUTATING_IN_FLIGHT + 50;
+
+/// The host's ValidatingAdmissionPolicies, created on each target's dev host: a policy with a
+/// ConfigMap parameter, a variable and a `messageExpression` denies (`Deny`) Flunders whose name
+/// starts with the parameter's prefix, another warns (`Warn`) of bronze ones; both take only
+/// Flunders labelled `policy-test: "yes"`, so that the rest of the corpus is untouched. The
+/// server reads the policies through its own watch: the first denial is waited for.
+fn policies() -> Vec<Request> {
+    let host = |name: &str, path: &str, body: Value| {
+        Request::new(format!("policy host {name}"), Method::POST, path)
+            .json(body)
+            .to_host()
+    };
+    let vap = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
+    let vapb = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings";
+    // As a real host returns them, defaulted: sample-apiserver's matcher takes an unset
+    // `matchPolicy` for `Exact` and an unset `namespaceSelector` for one that selects nothing
+    // (kube-apiserver defaults them to `Equivalent` and `{}`; the dev host stores policies as
+    // they are sent).
+    let rules = json!({
+        "matchPolicy": "Equivalent",
+        "namespaceSelector": {},
+        "resourceRules": [{"apiGroups": ["wardle.example.com"], "apiVersions": ["v1beta1"],
+                           "operations": ["CREATE", "UPDATE"], "resources": ["flunders"]}],
+        "objectSelector": {"matchLabels": {"policy-test": "yes"}},
+    });
+    let flunder = |name: &str, tier: &str| {
+        json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
+               "metadata": {"name": name, "labels": {"policy-test": "yes", "tier": tier}},
+               "spec": {"reference": "x", "referenceType": "Fischer"}})
+    };
+    let denied: fn(&Answer) -> bool = |a| a.status == 422;
+    vec![
+        host(
+            "params",
+            "/api/v1/namespaces/default/configmaps",
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "policy-params"}, "data": {"prefix": "bad-"}}),
+        ),
+        host(
+            "deny policy",
+            vap,
+            json!({"apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy", "metadata": {"name": "no-bad-names"},
+            "spec": {
+                "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+                "matchConstraints": rules.clone(),
+                "variables": [{"name": "name", "expression": "object.metadata.name"}],
+                "validations": [{
+                    "expression": "!variables.name.startsWith(params.data.prefix)",
+                    "messageExpression": "'name ' + variables.name + ' starts with ' + params.data.prefix",
+                }, {
+                    "expression": "object.spec.referenceType == 'Fischer' || object.metadata.name.size() < 5",
+                    "message": "long names refer to Fischers",
+                    "reason": "Forbidden",
+                }],
+            }}),
+        ),
+        host(
+            "deny binding",
+            vapb,
+            json!({"apiVersion": "admissionregistration.k8s.io/v1",
+                   "kind": "ValidatingAdmissionPolicyBinding",
+                   "metadata": {"name": "no-bad-names-binding"},
+                   "spec": {"policyName": "no-bad-names",
+                            "paramRef": {"name": "policy-params", "namespace": "default",
+                                         "parameterNotFoundAction": "Deny"},
+                            "validationActions": ["Deny"]}}),
+        ),
+        host(
+            "warn policy",
+            vap,
+            json!({"apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy", "metadata": {"name": "no-bronze"},
+            "spec": {
+                "matchConstraints": rules,
+                "validations": [{"expression": "object.metadata.labels['tier'] != 'bronze'",
+                                 "message": "bronze is discouraged"}],
+            }}),
+        ),
+        host(
+            "warn binding",
+            vapb,
+            json!({"apiVersion": "admissionregistration.k8s.io/v1",
+                   "kind": "ValidatingAdmissionPolicyBinding",
+                   "metadata": {"name": "no-bronze-binding"},
+                   "spec": {"policyName": "no-bronze", "validationActions": ["Warn"]}}),
+        ),
+        // A dry run, sent again until the server has read the policy.
+        Request::new(
+            "policy denies a bad name in a dry run",
+            Method::POST,
+            format!("{FL}?dryRun=All"),
+        )
+        .json(flunder("bad-policy", "gold"))
+        .until(denied),
+        Request::new("policy denies a bad name", Method::POST, FL)
+            .json(flunder("bad-policy", "gold")),
+        Request::new("policy denies a Flunder reference", Method::POST, FL).json({
+            let mut f = flunder("refers-to-flunder", "gold");
+            f["spec"]["referenceType"] = json!("Flunder");
+            f
+        }),
+        Request::new(
+            "policy dry run denied too",
+            Method::POST,
+            format!("{FL}?dryRun=All"),
+        )
+        .json(flunder("bad-dry-run", "gold")),
+        Request::new("policy warns of bronze", Method::POST, FL).json(flunder("shiny", "bronze")),
+        Request::new("policy lets gold through", Method::POST, FL).json(flunder("golden", "gold")),
+        Request::new(
+            "policy update to a bad tier warned",
+            Method::PATCH,
+            format!("{FL}/golden"),
+        )
+        .header("Content-Type", "application/merge-patch+json")
+        .body_of(
+            "application/merge-patch+json",
+            r#"{"metadata":{"labels":{"tier":"bronze"}}}"#,
+        ),
+        Request::new("policy untouched without the label", Method::POST, FL).json(
+            json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
+                   "metadata": {"name": "bad-but-unlabelled"},
+                   "spec": {"reference": "x", "referenceType": "Fischer"}}),
+        ),
+    ]
+}
 
 /// The in-flight limit: while more of the admin's dry-run creates than the limit allows are
 /// held in flight (their bodies not finished), a mutating request of anyone else is refused

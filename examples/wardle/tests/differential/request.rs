@@ -60,6 +60,9 @@ pub struct Request {
     /// admitted it and waits in its handler; the last bytes are sent once this request is
     /// answered (see `Target::hold`).
     pub while_held: Option<(Box<Request>, usize)>,
+    /// Sent to the target's dev host instead of the server: the host's objects the server reads
+    /// (admission policies and their parameters).
+    pub to_host: bool,
 }
 
 impl Request {
@@ -77,6 +80,7 @@ impl Request {
             until: None,
             compact_first: false,
             while_held: None,
+            to_host: false,
         }
     }
 
@@ -133,6 +137,12 @@ impl Request {
     /// [`Request::while_held`]).
     pub fn while_held(mut self, held: Request, copies: usize) -> Self {
         self.while_held = Some((Box::new(held), copies));
+        self
+    }
+
+    /// Sent to the target's dev host (see [`Request::to_host`]).
+    pub fn to_host(mut self) -> Self {
+        self.to_host = true;
         self
     }
 

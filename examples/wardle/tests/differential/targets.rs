@@ -49,6 +49,7 @@ impl Targets {
             .map(|(stack, name)| Target {
                 name,
                 url: stack.wardle_url(),
+                host_url: stack.host_url().to_string(),
                 client: client(stack),
                 held_client: held_client(stack),
                 admin_token: stack.token(users::ADMIN),

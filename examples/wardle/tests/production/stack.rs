@@ -67,8 +67,10 @@ impl Stack {
     /// by `scripts/build-upstream sample-apiserver`), storing in the etcd at `etcd_servers`:
     /// the same serving certificate, identity and flags as wardle, and two more. The host
     /// serves neither `flowcontrol.apiserver.k8s.io` nor admission policies, whose informers
-    /// sample-apiserver would wait for: priority and fairness is off, and the two admission
-    /// plugins of policies are disabled. (For `tests/client_go.rs`.)
+    /// sample-apiserver would wait for: priority and fairness is off. Its
+    /// `ValidatingAdmissionPolicy` plugin reads the dev host's policies, as wardle's does; its
+    /// `MutatingAdmissionPolicy` plugin is off, as wardle's is by default (and as upstream's
+    /// feature gate is in 1.34). (For `tests/client_go.rs` and the differential suite.)
     #[allow(dead_code)]
     pub async fn start_sample_apiserver(binary: PathBuf, etcd_servers: &str) -> Stack {
         let (host, dir, backend_port) = start_host_with(|_| {}).await;
@@ -78,7 +80,7 @@ impl Stack {
                 "--etcd-servers",
                 etcd_servers,
                 "--enable-priority-and-fairness=false",
-                "--disable-admission-plugins=ValidatingAdmissionPolicy,MutatingAdmissionPolicy",
+                "--disable-admission-plugins=MutatingAdmissionPolicy",
             ]
             .map(String::from),
         );
