@@ -8,6 +8,8 @@ use std::sync::{Arc, Mutex};
 use kube_cel::cel::common::ast::{EntryExpr, Expr};
 use kube_cel::cel::{IdedExpr, Program};
 
+use crate::admission::cost::metered;
+
 /// The most compiled expressions kept; past it the cache starts over (the expressions come
 /// from the host's webhook configurations and policies, so the set is small and changes
 /// rarely).
@@ -17,12 +19,12 @@ const MAX_PROGRAMS: usize = 1024;
 /// each request, their expressions are not compiled again.
 #[derive(Default)]
 pub(crate) struct Programs {
-    compiled: Mutex<HashMap<String, Arc<Result<Program, String>>>>,
+    compiled: Mutex<HashMap<String, Arc<Result<IdedExpr, String>>>>,
 }
 
 impl Programs {
-    /// `expression` compiled, or why it does not compile.
-    pub(crate) fn get(&self, expression: &str) -> Arc<Result<Program, String>> {
+    /// `expression` compiled and metered ([`metered`]), or why it does not compile.
+    pub(crate) fn get(&self, expression: &str) -> Arc<Result<IdedExpr, String>> {
         let mut compiled = self.compiled.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(program) = compiled.get(expression) {
             return program.clone();
@@ -35,7 +37,7 @@ impl Programs {
                 .map_err(|e| format!("compilation failed: {e}"))
                 .and_then(|program| match unsupported(program.expression()) {
                     Some(what) => Err(format!("compilation failed: {what} is not supported")),
-                    None => Ok(program),
+                    None => Ok(metered(program.expression())),
                 }),
         );
         compiled.insert(expression.to_string(), program.clone());

@@ -8,8 +8,9 @@
 //! `params` (the binding's parameter, or `null`), `namespaceObject` (the request's namespace,
 //! `null` for cluster-scoped resources) and `variables` (the policy's `variables`, each able to
 //! name the ones before it). Variables are evaluated once, in order, before the validations; one
-//! that fails fails the validations that name it, with its error. Not there yet: the
-//! `authorizer` variable, and upstream's cost limits.
+//! that fails fails the validations that name it, with its error. Each expression runs within
+//! upstream's per-call cost budget ([`crate::admission::cost`]). Not there yet: the `authorizer`
+//! variable.
 
 use std::collections::HashMap;
 
@@ -21,6 +22,7 @@ use kube_cel::cel::{Context, Value as CelValue};
 use serde_json::Value;
 
 use crate::admission::cel_json::to_cel;
+use crate::admission::cost::{Meter, PER_CALL_LIMIT};
 use crate::admission::programs::Programs;
 
 /// Upstream's longest message a `messageExpression` may give
@@ -75,10 +77,15 @@ pub(crate) struct Outcome {
 }
 
 /// Runs `expression` in `context`; upstream's messages for what fails.
-fn run(programs: &Programs, expression: &str, context: &Context) -> Result<CelValue, String> {
+fn run(
+    programs: &Programs,
+    meter: &Meter,
+    expression: &str,
+    context: &Context,
+) -> Result<CelValue, String> {
     match &*programs.get(expression) {
-        Ok(program) => program
-            .execute(context)
+        Ok(program) => meter
+            .run(program, context)
             .map_err(|e| format!("expression '{expression}' resulted in error: {e}")),
         Err(e) => Err(format!("compilation error: {e}")),
     }
@@ -90,6 +97,8 @@ fn run(programs: &Programs, expression: &str, context: &Context) -> Result<CelVa
 pub(crate) struct Prepared<'a> {
     /// What the expressions see.
     pub context: Context<'a>,
+    /// The budget each expression run in `context` has.
+    pub meter: Meter,
     /// The variables that failed to evaluate: (name, why).
     pub failed: Vec<(String, String)>,
 }
@@ -122,9 +131,10 @@ pub(crate) fn prepare<'a>(
     for (name, value) in bound {
         context.add_variable_from_value(name, to_cel(value));
     }
+    let meter = Meter::install(&mut context, PER_CALL_LIMIT);
     // Match conditions: a false one skips the policy; otherwise an error fails it.
     for condition in conditions {
-        match run(programs, &condition.expression, &context)? {
+        match run(programs, &meter, &condition.expression, &context)? {
             CelValue::Bool(true) => {}
             CelValue::Bool(false) => return Ok(None),
             other => {
@@ -140,7 +150,7 @@ pub(crate) fn prepare<'a>(
     let mut failed: Vec<(String, String)> = Vec::new();
     for variable in variables {
         context.add_variable_from_value("variables", values.clone());
-        match run(programs, &variable.expression, &context) {
+        match run(programs, &meter, &variable.expression, &context) {
             Ok(value) => {
                 values.insert(variable.name.clone(), value);
             }
@@ -148,7 +158,11 @@ pub(crate) fn prepare<'a>(
         }
     }
     context.add_variable_from_value("variables", values);
-    Ok(Some(Prepared { context, failed }))
+    Ok(Some(Prepared {
+        context,
+        meter,
+        failed,
+    }))
 }
 
 /// Evaluates `spec` against `inputs`.
@@ -174,6 +188,7 @@ pub(crate) fn evaluate(
         }
     };
     let context = &prepared.context;
+    let meter = &prepared.meter;
     let failed_variable = |expression: &str| prepared.failed_variable(expression);
     let decisions = spec
         .validations
@@ -183,10 +198,10 @@ pub(crate) fn evaluate(
             if let Some(e) = failed_variable(&validation.expression) {
                 return Decision::Error(e);
             }
-            match run(programs, &validation.expression, context) {
+            match run(programs, meter, &validation.expression, context) {
                 Ok(CelValue::Bool(true)) => Decision::Admit,
                 Ok(CelValue::Bool(false)) => Decision::Deny {
-                    message: message(programs, validation, context),
+                    message: message(programs, meter, validation, context),
                     reason: validation
                         .reason
                         .clone()
@@ -210,7 +225,7 @@ pub(crate) fn evaluate(
             let expression = &annotation.value_expression;
             let value = match failed_variable(expression) {
                 Some(e) => Err(e),
-                None => run(programs, expression, context),
+                None => run(programs, meter, expression, context),
             };
             match value {
                 Ok(CelValue::String(s)) => {
@@ -239,11 +254,12 @@ pub(crate) fn evaluate(
 /// (trimmed, one line, at most [`MAX_MESSAGE_BYTES`]), else its `message`, else the expression.
 fn message(
     programs: &Programs,
+    meter: &Meter,
     validation: &k8s_openapi::api::admissionregistration::v1::Validation,
     context: &Context,
 ) -> String {
     if let Some(expression) = validation.message_expression.as_deref()
-        && let Ok(CelValue::String(s)) = run(programs, expression, context)
+        && let Ok(CelValue::String(s)) = run(programs, meter, expression, context)
     {
         let s = s.trim();
         if !s.is_empty() && s.len() <= MAX_MESSAGE_BYTES && !s.contains('\n') {

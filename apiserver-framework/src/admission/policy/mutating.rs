@@ -234,7 +234,7 @@ fn mutate(
     if let Some(e) = prepared.failed_variable(expression) {
         return Err(e);
     }
-    let value = objects::evaluate(expression, &prepared.context)?;
+    let value = objects::evaluate(expression, &prepared.context, &prepared.meter)?;
     if apply {
         if !value.is_object() {
             return Err(format!(

@@ -9,9 +9,10 @@ use kube_cel::cel::common::ast::{
     EntryExpr, Expr, IdedEntryExpr, LiteralValue, MapEntryExpr, MapExpr,
 };
 use kube_cel::cel::common::types::CelString;
-use kube_cel::cel::{Context, IdedExpr, Program, Value as CelValue};
+use kube_cel::cel::{Context, IdedExpr, Program};
 
 use crate::admission::cel_json::from_cel;
+use crate::admission::cost::{Meter, metered};
 
 /// `expr` with every object construction turned into the map of its fields.
 fn as_maps(expr: &IdedExpr) -> IdedExpr {
@@ -103,10 +104,15 @@ fn as_maps(expr: &IdedExpr) -> IdedExpr {
 
 /// Evaluates `expression`, whose object constructions are maps of their fields, in `context`:
 /// the value as JSON, or upstream's message for what failed.
-pub(crate) fn evaluate(expression: &str, context: &Context) -> Result<serde_json::Value, String> {
+pub(crate) fn evaluate(
+    expression: &str,
+    context: &Context,
+    meter: &Meter,
+) -> Result<serde_json::Value, String> {
     let program = Program::compile(expression).map_err(|e| format!("compilation error: {e}"))?;
-    let expr = as_maps(program.expression());
-    let value = CelValue::resolve(&expr, context)
+    let expr = metered(&as_maps(program.expression()));
+    let value = meter
+        .run(&expr, context)
         .map_err(|e| format!("expression '{expression}' resulted in error: {e}"))?;
     from_cel(&value).map_err(|e| format!("expression '{expression}' resulted in error: {e}"))
 }
@@ -114,16 +120,18 @@ pub(crate) fn evaluate(expression: &str, context: &Context) -> Result<serde_json
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kube_cel::cel::Value as CelValue;
     use serde_json::json;
 
     #[test]
     fn object_constructions_are_maps_of_their_fields() {
         let mut context = Context::default();
         context.add_variable_from_value("n", CelValue::Int(2));
+        let meter = Meter::install(&mut context, crate::admission::cost::PER_CALL_LIMIT);
         assert_eq!(
             evaluate(
                 "Object{metadata: Object.metadata{labels: {'mutated': 'yes'}}, spec: Object.spec{replicas: n * 2}}",
-                &context
+                &context, &meter
             )
             .unwrap(),
             json!({"metadata": {"labels": {"mutated": "yes"}}, "spec": {"replicas": 4}})
@@ -131,11 +139,12 @@ mod tests {
         assert_eq!(
             evaluate(
                 "[JSONPatch{op: 'add', path: '/metadata/labels/a', value: 'b'}]",
-                &context
+                &context,
+                &meter
             )
             .unwrap(),
             json!([{"op": "add", "path": "/metadata/labels/a", "value": "b"}])
         );
-        assert!(evaluate("Object{a: missing}", &context).is_err());
+        assert!(evaluate("Object{a: missing}", &context, &meter).is_err());
     }
 }

@@ -8,13 +8,14 @@
 //! As upstream: the first condition that is `false` skips the webhook; otherwise an error in
 //! any (an expression that does not compile or evaluate, or is not a bool) fails the request
 //! with `403 Forbidden` under `failurePolicy: Fail` and skips the webhook under `Ignore`.
-//! Not there yet: the `authorizer` variable (an expression naming it fails to evaluate) and
-//! upstream's cost limits (the evaluation is bounded only by the request's size limits).
+//! Each expression runs within upstream's per-call cost budget ([`crate::admission::cost`]).
+//! Not there yet: the `authorizer` variable (an expression naming it fails to evaluate).
 
 use kube_cel::KubeCelExt as _;
 use kube_cel::cel::{Context, Value as CelValue};
 
 use crate::admission::cel_json::to_cel;
+use crate::admission::cost::{Meter, PER_CALL_LIMIT};
 pub(crate) use crate::admission::programs::Programs;
 use serde_json::Value;
 
@@ -58,10 +59,11 @@ pub(crate) fn evaluate(
     for (name, value) in variables {
         context.add_variable_from_value(name, to_cel(value));
     }
+    let meter = Meter::install(&mut context, PER_CALL_LIMIT);
     let mut errors = Vec::new();
     for (name, expression) in conditions {
         let result = match &*programs.get(expression) {
-            Ok(program) => program.execute(&context).map_err(|e| e.to_string()),
+            Ok(program) => meter.run(program, &context),
             Err(e) => Err(e.clone()),
         };
         match result {

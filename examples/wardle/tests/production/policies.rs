@@ -364,3 +364,43 @@ async fn a_mutating_policy_labels_and_annotates_flunders() {
         "{status}"
     );
 }
+
+/// An expression that would take a billion steps stops at upstream's per-call cost budget and
+/// the write is refused (`failurePolicy: Fail`) with upstream's error, at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expensive_expression_runs_out_of_budget() {
+    let stack = Stack::start(&[]).await;
+    let admissionregistration = "/apis/admissionregistration.k8s.io/v1";
+    let expensive = "lists.range(1000).all(x, lists.range(1000).all(y, lists.range(1000).all(z, x + y + z >= 0)))";
+    let mut spec = policy(
+        "expensive",
+        json!({"validations": [{"expression": expensive}]}),
+    );
+    spec["spec"]["matchConstraints"]["objectSelector"] =
+        json!({"matchLabels": {"policy": "expensive"}});
+    host_create(
+        &stack,
+        &format!("{admissionregistration}/validatingadmissionpolicies"),
+        spec,
+    )
+    .await;
+    host_create(
+        &stack,
+        &format!("{admissionregistration}/validatingadmissionpolicybindings"),
+        binding(
+            "expensive-binding",
+            "expensive",
+            json!({"validationActions": ["Deny"]}),
+        ),
+    )
+    .await;
+    let status = until_answered(&stack, "costly-", json!({"policy": "expensive"}), 422).await;
+    assert_eq!(
+        status["message"],
+        format!(
+            "flunders.wardle.example.com \"{}\" is forbidden: ValidatingAdmissionPolicy 'expensive' with binding 'expensive-binding' denied request: expression '{expensive}' resulted in error: operation cancelled: actual cost limit exceeded",
+            status["details"]["name"].as_str().unwrap_or_default()
+        ),
+        "{status}"
+    );
+}
