@@ -7,11 +7,14 @@ pub(crate) mod object_meta;
 pub(crate) mod structural;
 #[cfg(test)]
 mod tests;
+pub mod validate;
 
 pub use structural::{
     Field, ListType, NodeId, NodeKind, PatchStrategy, Rest, ScalarType, SchemaNode,
     StructuralSchema,
 };
+
+pub use validate::{RuleError, SchemaValidator};
 
 use schemars::{JsonSchema, generate::SchemaSettings};
 use serde_json::{Map, Value, json};
