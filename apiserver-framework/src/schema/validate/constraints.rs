@@ -27,9 +27,10 @@ pub(super) struct Constraints {
     unique_items: bool,
     min_properties: Option<u64>,
     max_properties: Option<u64>,
-    required: Vec<String>,
-    /// `nullable: false` with a declared type: `null` is refused.
-    refuses_null: bool,
+    /// The object's required fields (checked by the node, which knows which nulls are pruned).
+    pub(super) required: Vec<String>,
+    /// `nullable: false` with a declared type: `null` is refused (a field's is pruned first).
+    pub(super) refuses_null: bool,
     format: Option<String>,
 }
 
@@ -148,11 +149,6 @@ impl Constraints {
                         size,
                         format!("{name} in body should have at least {min} properties"),
                     ));
-                }
-                for key in &self.required {
-                    if !map.contains_key(key) {
-                        errs.push(FieldError::required(super::child(path, key), ""));
-                    }
                 }
             }
             Value::Bool(_) => {}

@@ -217,8 +217,25 @@ impl Node {
             .check(value, path, &self.type_name, &mut mine);
         match value {
             Value::Object(map) => {
+                // As upstream, which prunes a field's `null` where the schema does not allow
+                // it (`PruneNonNullableNullsWithoutDefaults`) before validating: such a field is
+                // missing.
+                let pruned = |name: &str, v: &Value| {
+                    v.is_null()
+                        && self
+                            .properties
+                            .get(name)
+                            .is_some_and(|n| n.constraints.refuses_null)
+                };
+                for key in &self.constraints.required {
+                    if map.get(key).is_none_or(|v| pruned(key, v)) {
+                        mine.push(FieldError::required(child(path, key), ""));
+                    }
+                }
                 for (name, sub) in &self.properties {
-                    if let Some(v) = map.get(name) {
+                    if let Some(v) = map.get(name)
+                        && !pruned(name, v)
+                    {
                         let o = old.and_then(|o| o.get(name));
                         sub.check_constraints(v, o, &child(path, name), &mut mine);
                     }

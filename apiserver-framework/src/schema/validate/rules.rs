@@ -152,13 +152,16 @@ impl Node {
         if !self.checks {
             return;
         }
-        if !self.rules.is_empty() {
+        // As upstream, rules do not see a `null` (of a nullable field).
+        if !self.rules.is_empty() && !value.is_null() {
             self.evaluate(base, value, old, path, errs);
         }
         match value {
             Value::Object(map) => {
                 for (name, sub) in &self.properties {
-                    if let Some(v) = map.get(name) {
+                    if let Some(v) = map.get(name)
+                        && !(v.is_null() && self.prunes_null(name))
+                    {
                         let o = old.and_then(|o| o.get(name));
                         sub.check_rules(base, v, o, &child(path, name), errs);
                     }
@@ -255,6 +258,14 @@ impl Node {
         }
     }
 
+    /// Whether a `null` in field `name` is pruned before validation (the field does not allow
+    /// it).
+    fn prunes_null(&self, name: &str) -> bool {
+        self.properties
+            .get(name)
+            .is_some_and(|n| n.constraints.refuses_null)
+    }
+
     /// `value` as CEL sees it under this node: declared field names escaped, numbers of
     /// `type: number` as doubles.
     fn to_cel(&self, value: &Value) -> CelValue {
@@ -283,6 +294,9 @@ impl Node {
             Value::Object(map) => {
                 let mut out = HashMap::with_capacity(map.len());
                 for (k, v) in map {
+                    if v.is_null() && self.prunes_null(k) {
+                        continue;
+                    }
                     let (key, v) = match (self.properties.get(k), &self.additional) {
                         (Some(sub), _) => (escape(k), sub.to_cel(v)),
                         (None, Some(sub)) => (k.clone(), sub.to_cel(v)),
