@@ -88,8 +88,8 @@ async fn each_constraint_is_refused_with_upstreams_cause() {
             "Invalid value: 11: spec.size in body should be less than or equal to 10"
         )]
     );
-    // maxLength and pattern, in one Status; the rules are then left unchecked, as upstream
-    // does after a blocking error.
+    // maxLength (upstream reports only the first of maxLength, minLength and pattern that
+    // fails); the rules are then left unchecked, as upstream does after a blocking error.
     let long = GadgetSpec {
         name: Some("abcdef1".into()),
         ..spec(1)
@@ -104,11 +104,6 @@ async fn each_constraint_is_refused_with_upstreams_cause() {
                 "Too long: may not be more than 5 bytes"
             ),
             cause(
-                "spec.name",
-                "FieldValueInvalid",
-                "Invalid value: \"abcdef1\": spec.name in body should match '^[a-z]+$'"
-            ),
-            cause(
                 "<nil>",
                 "FieldValueInvalid",
                 "Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"
@@ -117,9 +112,23 @@ async fn each_constraint_is_refused_with_upstreams_cause() {
     );
     assert!(
         message.starts_with(
-            "Gadget.schema.example.com \"g\" is invalid: [spec.name: Too long: may not be more than 5 bytes, spec.name: Invalid value: \"abcdef1\""
+            "Gadget.schema.example.com \"g\" is invalid: [spec.name: Too long: may not be more than 5 bytes, <nil>: Invalid value: null: some validation rules"
         ),
         "{message}"
+    );
+    // pattern
+    let upper = GadgetSpec {
+        name: Some("Abc".into()),
+        ..spec(1)
+    };
+    let (_, causes) = invalid(gadgets.create(&pp, &gadget("g", upper)).await);
+    assert_eq!(
+        causes,
+        [cause(
+            "spec.name",
+            "FieldValueInvalid",
+            "Invalid value: \"Abc\": spec.name in body should match '^[a-z]+$'"
+        )]
     );
     // minLength
     let short = GadgetSpec {

@@ -189,6 +189,19 @@ impl Constraints {
                 (b as i64).to_string()
             }
         };
+        if let Some(factor) = self.multiple_of
+            && factor > 0.0
+            && (data / factor).fract() != 0.0
+        {
+            errs.push(FieldError::invalid(
+                path,
+                value.clone(),
+                format!(
+                    "{name} in body should be a multiple of {}",
+                    go_float(factor)
+                ),
+            ));
+        }
         if let Some(max) = self.maximum {
             let fails = if self.exclusive_maximum {
                 data >= max
@@ -227,19 +240,6 @@ impl Constraints {
                 ));
             }
         }
-        if let Some(factor) = self.multiple_of
-            && factor > 0.0
-            && (data / factor).fract() != 0.0
-        {
-            errs.push(FieldError::invalid(
-                path,
-                value.clone(),
-                format!(
-                    "{name} in body should be a multiple of {}",
-                    go_float(factor)
-                ),
-            ));
-        }
     }
 
     fn check_string(
@@ -250,13 +250,14 @@ impl Constraints {
         name: &str,
         errs: &mut Vec<FieldError>,
     ) {
+        // As upstream's string validator, only the first of maxLength, minLength and pattern
+        // that fails is reported.
         let chars = s.chars().count() as u64;
         if let Some(max) = self.max_length
             && chars > max
         {
             errs.push(FieldError::too_long(path, max as usize));
-        }
-        if let Some(min) = self.min_length
+        } else if let Some(min) = self.min_length
             && chars < min
         {
             errs.push(FieldError::invalid(
@@ -264,8 +265,7 @@ impl Constraints {
                 value.clone(),
                 format!("{name} in body should be at least {min} chars long"),
             ));
-        }
-        if let Some((pattern, re)) = &self.pattern
+        } else if let Some((pattern, re)) = &self.pattern
             && !re.as_ref().is_some_and(|re| re.is_match(s))
         {
             errs.push(FieldError::invalid(

@@ -213,8 +213,12 @@ impl Node {
             return;
         }
         let mut mine = Vec::new();
-        self.constraints
-            .check(value, path, &self.type_name, &mut mine);
+        // In upstream's order: a list's items before the list's own constraints, an object's
+        // own constraints before its fields, and its required fields last.
+        if !value.is_array() {
+            self.constraints
+                .check(value, path, &self.type_name, &mut mine);
+        }
         match value {
             Value::Object(map) => {
                 // As upstream, which prunes a field's `null` where the schema does not allow
@@ -227,11 +231,6 @@ impl Node {
                             .get(name)
                             .is_some_and(|n| n.constraints.refuses_null)
                 };
-                for key in &self.constraints.required {
-                    if map.get(key).is_none_or(|v| pruned(key, v)) {
-                        mine.push(FieldError::required(child(path, key), ""));
-                    }
-                }
                 for (name, sub) in &self.properties {
                     if let Some(v) = map.get(name)
                         && !pruned(name, v)
@@ -248,6 +247,11 @@ impl Node {
                         }
                     }
                 }
+                for key in &self.constraints.required {
+                    if map.get(key).is_none_or(|v| pruned(key, v)) {
+                        mine.push(FieldError::required(child(path, key), ""));
+                    }
+                }
             }
             Value::Array(items) => {
                 if let Some(sub) = &self.items {
@@ -256,6 +260,8 @@ impl Node {
                         sub.check_constraints(v, o, &format!("{path}[{i}]"), &mut mine);
                     }
                 }
+                self.constraints
+                    .check(value, path, &self.type_name, &mut mine);
             }
             _ => {}
         }

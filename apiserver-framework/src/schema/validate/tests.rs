@@ -76,8 +76,13 @@ fn constraints_have_upstream_messages() {
         ),
         [
             "spec.name: Too long: may not be more than 5 bytes [FieldValueTooLong]",
-            "spec.name: Invalid value: \"abcdef9\": spec.name in body should match '^[a-z]+$' [FieldValueInvalid]",
             "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation [FieldValueInvalid]",
+        ]
+    );
+    assert_eq!(
+        messages(&v, obj(json!({"size": 1, "max": 5, "name": "A1"})), None),
+        [
+            "spec.name: Invalid value: \"A1\": spec.name in body should match '^[a-z]+$' [FieldValueInvalid]"
         ]
     );
     assert_eq!(
@@ -191,4 +196,17 @@ fn a_schema_without_checks_is_empty() {
         "properties": {"reference": {"type": "string", "nullable": true}}}}});
     assert!(SchemaValidator::new(&plain).unwrap().is_empty());
     assert!(!SchemaValidator::new(&schema()).unwrap().is_empty());
+}
+
+#[test]
+fn message_expressions_use_kubernetes_cel_libraries() {
+    let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "owners": {"type": "array", "maxItems": 10, "items": {"type": "string", "maxLength": 10},
+                   "x-kubernetes-validations": [{"rule": "self.size() <= 2",
+                       "messageExpression": "'at most 2 owners, not ' + string(self.size())"}]}}}}});
+    let v = SchemaValidator::new(&schema).unwrap();
+    assert_eq!(
+        messages(&v, obj(json!({"owners": ["a", "b", "c"]})), None),
+        ["spec.owners: Invalid value: \"array\": at most 2 owners, not 3 [FieldValueInvalid]"]
+    );
 }
