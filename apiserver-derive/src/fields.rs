@@ -292,6 +292,24 @@ mod tests {
     }
 
     #[test]
+    fn rules_are_kept_as_written() {
+        let input: syn::DeriveInput = syn::parse_quote! {
+            struct S {
+                #[resource(validation = "self > 0", validation = Rule::new("self < 9"))]
+                size: i64,
+            }
+        };
+        let fields = parse(&input).unwrap();
+        let rules: Vec<String> = fields[0]
+            .validations
+            .iter()
+            .map(|e| quote::quote!(#e).to_string())
+            .collect();
+        // A string stays a string (darling's own `syn::Expr` would parse its contents).
+        assert_eq!(rules, ["\"self > 0\"", "Rule :: new (\"self < 9\")"]);
+    }
+
+    #[test]
     fn bad_values_are_reported() {
         let input: syn::DeriveInput = syn::parse_quote! {
             struct S {
