@@ -12,7 +12,7 @@ use apiserver_framework::App;
 use apiserver_framework::storage::Storage;
 use apiserver_framework::storage::memory::MemoryStorage;
 use apiserver_framework::testing::{TestServer, expect_status};
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use support::schema_types::{Broken, Gadget, GadgetSpec};
 
@@ -390,5 +390,42 @@ async fn the_rules_are_published_in_openapi_v2_and_v3() {
     assert_eq!(
         gadget["properties"]["spec"]["properties"]["lock"]["x-kubernetes-validations"][0]["reason"],
         json!("FieldValueForbidden")
+    );
+}
+
+/// wardle's Fischer publishes sample-apiserver's schema, which constrains nothing: its writes
+/// skip schema validation. Its Flunder's schema names the reference types and keys its toppings
+/// by name: a topping named twice is refused as a CRD's map list refuses it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wardles_schemas_are_enforced_too() {
+    use apiserver_framework::resource::ApiResource as _;
+    use apiserver_framework::schema::SchemaValidator;
+    let fischer = SchemaValidator::new(&wardle::Fischer::resource_info().schema).unwrap();
+    assert!(fischer.is_empty());
+
+    let server = support::in_process::start().await;
+    let flunders: Api<DynamicObject> = Api::namespaced_with(
+        server.client(),
+        "default",
+        &ApiResource::erase::<wardle::Flunder>(&()),
+    );
+    let twice: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
+        "metadata": {"name": "twice"},
+        "spec": {"toppings": [{"name": "a"}, {"name": "b"}, {"name": "a", "amount": 2}]},
+    }))
+    .unwrap();
+    let (message, causes) = invalid(flunders.create(&PostParams::default(), &twice).await);
+    assert_eq!(
+        message,
+        "Flunder.wardle.example.com \"twice\" is invalid: spec.toppings[2]: Duplicate value: {\"name\":\"a\"}"
+    );
+    assert_eq!(
+        causes,
+        [cause(
+            "spec.toppings[2]",
+            "FieldValueDuplicate",
+            "Duplicate value: {\"name\":\"a\"}"
+        )]
     );
 }

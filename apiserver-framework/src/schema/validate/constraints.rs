@@ -301,11 +301,11 @@ impl Constraints {
                 format!("{name} in body should have at least {min} items"),
             ));
         }
+        let mut seen = std::collections::HashSet::new();
         if self.unique_items
-            && items
+            && !items
                 .iter()
-                .enumerate()
-                .any(|(i, v)| items[..i].contains(v))
+                .all(|v| seen.insert(serde_json::to_string(v).unwrap_or_default()))
         {
             errs.push(FieldError::invalid(
                 path,

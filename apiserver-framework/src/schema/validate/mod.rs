@@ -14,7 +14,7 @@ mod rules;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::Value;
 
@@ -179,26 +179,34 @@ impl Node {
         Ok(node)
     }
 
-    /// The old value of item `index` of list `new`: only items of a `map` list correlate, by
-    /// their keys (upstream's `CorrelatedObject`).
-    fn correlate_item<'a>(
-        &self,
-        new: &[Value],
-        index: usize,
-        old: Option<&'a Value>,
-    ) -> Option<&'a Value> {
+    /// The identity of an item of a `map` list: its key fields' values, as JSON text.
+    fn item_key(&self, item: &Value) -> String {
+        let keys: Vec<&Value> = self
+            .map_keys
+            .iter()
+            .map(|k| item.get(k).unwrap_or(&Value::Null))
+            .collect();
+        serde_json::to_string(&keys).unwrap_or_default()
+    }
+
+    /// The stored items of a list, by key, that the new items correlate with: only items of a
+    /// `map` list correlate, by their keys (upstream's `CorrelatedObject`); `None` for other
+    /// lists or without a stored list.
+    fn old_items<'a>(&self, old: Option<&'a Value>) -> Option<HashMap<String, &'a Value>> {
         if self.list_type.as_deref() != Some("map") || self.map_keys.is_empty() {
             return None;
         }
-        let item = new.get(index)?;
-        let key = |v: &Value| -> Vec<Value> {
-            self.map_keys
-                .iter()
-                .map(|k| v.get(k).cloned().unwrap_or(Value::Null))
-                .collect()
-        };
-        let wanted = key(item);
-        old?.as_array()?.iter().find(|o| key(o) == wanted)
+        let old = old?.as_array()?;
+        Some(old.iter().map(|o| (self.item_key(o), o)).collect())
+    }
+
+    /// The stored item `item` correlates with, in `old_items`.
+    fn correlate<'a>(
+        &self,
+        item: &Value,
+        old_items: &Option<HashMap<String, &'a Value>>,
+    ) -> Option<&'a Value> {
+        old_items.as_ref()?.get(&self.item_key(item)).copied()
     }
 
     /// The value constraints of this node and its children, ratcheted on `old`.
@@ -255,8 +263,9 @@ impl Node {
             }
             Value::Array(items) => {
                 if let Some(sub) = &self.items {
+                    let old_items = self.old_items(old);
                     for (i, v) in items.iter().enumerate() {
-                        let o = self.correlate_item(items, i, old);
+                        let o = self.correlate(v, &old_items);
                         sub.check_constraints(v, o, &format!("{path}[{i}]"), &mut mine);
                     }
                 }
@@ -295,26 +304,25 @@ impl Node {
             Value::Array(items) => {
                 match self.list_type.as_deref() {
                     Some("set") => {
+                        let mut seen = HashSet::with_capacity(items.len());
                         for (i, v) in items.iter().enumerate() {
-                            if items[..i].contains(v) {
+                            if !seen.insert(serde_json::to_string(v).unwrap_or_default()) {
                                 errs.push(duplicate(format!("{path}[{i}]"), v.clone()));
                             }
                         }
                     }
                     Some("map") if !self.map_keys.is_empty() => {
-                        let key = |v: &Value| -> Value {
-                            let mut k = serde_json::Map::new();
-                            for name in &self.map_keys {
-                                if let Some(x) = v.get(name) {
-                                    k.insert(name.clone(), x.clone());
+                        let mut seen = HashSet::with_capacity(items.len());
+                        for (i, v) in items.iter().enumerate() {
+                            if !seen.insert(self.item_key(v)) {
+                                // Upstream names the duplicate by its key fields.
+                                let mut key = serde_json::Map::new();
+                                for name in &self.map_keys {
+                                    if let Some(x) = v.get(name) {
+                                        key.insert(name.clone(), x.clone());
+                                    }
                                 }
-                            }
-                            Value::Object(k)
-                        };
-                        let keys: Vec<Value> = items.iter().map(key).collect();
-                        for (i, k) in keys.iter().enumerate() {
-                            if keys[..i].contains(k) {
-                                errs.push(duplicate(format!("{path}[{i}]"), k.clone()));
+                                errs.push(duplicate(format!("{path}[{i}]"), Value::Object(key)));
                             }
                         }
                     }

@@ -177,8 +177,9 @@ impl Node {
             }
             Value::Array(items) => {
                 if let Some(sub) = &self.items {
+                    let old_items = self.old_items(old);
                     for (i, v) in items.iter().enumerate() {
-                        let o = self.correlate_item(items, i, old);
+                        let o = self.correlate(v, &old_items);
                         sub.check_rules(base, v, o, &format!("{path}[{i}]"), errs);
                     }
                 }
