@@ -34,8 +34,21 @@ struct RawArgs {
     root: Option<SpannedValue<String>>,
     #[darling(multiple, rename = "derive")]
     derives: Vec<syn::Path>,
+    #[darling(multiple, rename = "validation")]
+    validations: Vec<RuleExpr>,
     #[darling(rename = "crate")]
     krate: Option<syn::Path>,
+}
+
+/// A `validation = ...` value as written: a string (the CEL rule) or an expression of a type
+/// that converts into `kube_core::Rule` (`Rule::new("...").message("...")`), as kube-derive's
+/// `#[kube(validation = ...)]`. Unlike darling's `syn::Expr`, a string stays a string.
+pub struct RuleExpr(pub syn::Expr);
+
+impl FromMeta for RuleExpr {
+    fn from_expr(expr: &syn::Expr) -> darling::Result<Self> {
+        Ok(RuleExpr(expr.clone()))
+    }
 }
 
 /// The raw `scale(...)`.
@@ -132,6 +145,8 @@ pub struct ResourceArgs {
     pub root: syn::Ident,
     /// Extra derives for the root type.
     pub derives: Vec<syn::Path>,
+    /// CEL rules of the whole object (`x-kubernetes-validations` at the schema's root).
+    pub validations: Vec<syn::Expr>,
     /// Path of the framework crate.
     pub krate: syn::Path,
 }
@@ -346,6 +361,7 @@ impl ResourceArgs {
             flat: raw.flat.is_present(),
             root: root.expect("a missing root is reported as an error"),
             derives: raw.derives,
+            validations: raw.validations.into_iter().map(|r| r.0).collect(),
             krate: raw
                 .krate
                 .unwrap_or_else(|| syn::parse_quote!(::apiserver_framework)),

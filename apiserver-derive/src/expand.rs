@@ -212,8 +212,19 @@ fn generate(
             quote!(&["spec", #name])
         };
         let pairs = f.extensions.iter().map(|(k, v)| quote!((#k, #v)));
+        let rules = f.validations.iter().map(|rule| {
+            quote_spanned! {rule.span()=>
+                let schema = #krate::schema::add_rule(schema, #path, #rule);
+            }
+        });
         quote! {
             let schema = #krate::schema::extend_property(schema, #path, &[#(#pairs),*]);
+            #(#rules)*
+        }
+    });
+    let root_rules = args.validations.iter().map(|rule| {
+        quote_spanned! {rule.span()=>
+            let schema = #krate::schema::add_rule(schema, &[], #rule);
         }
     });
     let schema = quote! {
@@ -221,6 +232,7 @@ fn generate(
             let schema =
                 #krate::schema::object_schema(#description, #spec_schema, #status_schema, #flat);
             #(#extend)*
+            #(#root_rules)*
             schema
         }
     };

@@ -1,8 +1,9 @@
-//! Field-level `#[resource(...)]`: list and map semantics of the spec's fields.
+//! Field-level `#[resource(...)]`: list and map semantics and CEL rules of the spec's fields.
 //!
 //! They become the schema extensions Kubernetes clients and the server read:
 //! `x-kubernetes-list-type`, `x-kubernetes-list-map-keys`, `x-kubernetes-map-type`,
-//! `x-kubernetes-patch-strategy` and `x-kubernetes-patch-merge-key`.
+//! `x-kubernetes-patch-strategy`, `x-kubernetes-patch-merge-key` and
+//! `x-kubernetes-validations`.
 
 use darling::FromField;
 use darling::util::SpannedValue;
@@ -18,6 +19,8 @@ struct RawField {
     map_type: Option<SpannedValue<String>>,
     patch_strategy: Option<SpannedValue<String>>,
     patch_merge_key: Option<SpannedValue<String>>,
+    #[darling(multiple, rename = "validation")]
+    validations: Vec<crate::attrs::RuleExpr>,
 }
 
 /// The schema extensions of one field, keyed by its JSON name.
@@ -26,6 +29,8 @@ pub struct FieldExtensions {
     pub json_name: String,
     /// Extension key and JSON value text pairs, e.g. `("x-kubernetes-list-type", "\"map\"")`.
     pub extensions: Vec<(&'static str, String)>,
+    /// CEL rules of the field (`x-kubernetes-validations`): strings or `kube_core::Rule`s.
+    pub validations: Vec<syn::Expr>,
 }
 
 const LIST_TYPES: &[&str] = &["atomic", "set", "map"];
@@ -148,10 +153,11 @@ pub fn parse(input: &syn::DeriveInput) -> syn::Result<Vec<FieldExtensions>> {
         if let Some(k) = merge_key {
             extensions.push(("x-kubernetes-patch-merge-key", json_string(&k)));
         }
-        if !extensions.is_empty() {
+        if !extensions.is_empty() || !raw.validations.is_empty() {
             out.push(FieldExtensions {
                 json_name,
                 extensions,
+                validations: raw.validations.into_iter().map(|r| r.0).collect(),
             });
         }
     }
@@ -283,6 +289,24 @@ mod tests {
             fields[1].extensions[1],
             ("x-kubernetes-patch-strategy", "\"merge\"".to_string())
         );
+    }
+
+    #[test]
+    fn rules_are_kept_as_written() {
+        let input: syn::DeriveInput = syn::parse_quote! {
+            struct S {
+                #[resource(validation = "self > 0", validation = Rule::new("self < 9"))]
+                size: i64,
+            }
+        };
+        let fields = parse(&input).unwrap();
+        let rules: Vec<String> = fields[0]
+            .validations
+            .iter()
+            .map(|e| quote::quote!(#e).to_string())
+            .collect();
+        // A string stays a string (darling's own `syn::Expr` would parse its contents).
+        assert_eq!(rules, ["\"self > 0\"", "Rule :: new (\"self < 9\")"]);
     }
 
     #[test]

@@ -43,11 +43,12 @@
 //! | `crate = "path"` | path of the framework crate (default: `::apiserver_framework`) |
 //! | `selectable_field = ".spec.x"` | a field usable in field selectors as `spec.x=value` (repeatable) |
 //! | `scale(spec_replicas_path, status_replicas_path, label_selector_path)` | the `scale` subresource (`autoscaling/v1 Scale`); the first two are required |
+//! | `validation = "rule"` or `validation = Rule::new("rule").message(..)` | a CEL rule of the whole object (`self` is the object), as kube-derive's `#[kube(validation = ...)]`: published in `x-kubernetes-validations` and checked on every write (repeatable) |
 //!
 //! # Attribute keys of `#[resource(...)]` on the spec's fields
 //!
 //! They publish list and map semantics in the schema, which strategic merge patch, `kubectl
-//! apply` and server-side apply follow:
+//! apply` and server-side apply follow, and the field's CEL rules:
 //!
 //! | key | meaning |
 //! |-----|---------|
@@ -56,6 +57,7 @@
 //! | `map_type = "atomic" \| "granular"` | `x-kubernetes-map-type` |
 //! | `patch_strategy = "merge" \| "retainKeys" \| "merge,retainKeys" \| "replace"` | overrides the strategy implied by `list_type` |
 //! | `patch_merge_key = "name"` | overrides the merge key implied by `list_map_key` |
+//! | `validation = "rule"` or `validation = Rule::new("rule")...` | a CEL rule of the field's value (`x-kubernetes-validations`; repeatable), with `kube_core::Rule`'s message, `messageExpression`, `fieldPath` and reason |
 //!
 //! Nested types are plain `JsonSchema` types; give their fields the same semantics with
 //! schemars' `#[schemars(extend("x-kubernetes-list-type" = "map", ...))]`.

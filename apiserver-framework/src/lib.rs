@@ -125,6 +125,8 @@ pub mod prelude {
     #[doc(no_inline)]
     pub use crate::resource::{ResourceInfo, Scope};
     #[doc(no_inline)]
+    pub use crate::schema::{Reason, Rule};
+    #[doc(no_inline)]
     pub use async_trait::async_trait;
     #[doc(no_inline)]
     pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;

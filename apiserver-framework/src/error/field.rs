@@ -27,6 +27,8 @@ pub enum FieldErrorKind {
     NotFound(Value),
     /// The value has the wrong type (`FieldValueTypeInvalid`).
     TypeInvalid(Value),
+    /// A list or map has too many items; the value is how many (`FieldValueTooMany`).
+    TooMany(Value),
 }
 
 /// One validation error: a field path, what is wrong, and an optional detail.
@@ -107,6 +109,7 @@ impl FieldError {
             FieldErrorKind::TooLong => "FieldValueTooLong",
             FieldErrorKind::NotFound(_) => "FieldValueNotFound",
             FieldErrorKind::TypeInvalid(_) => "FieldValueTypeInvalid",
+            FieldErrorKind::TooMany(_) => "FieldValueTooMany",
         }
     }
 
@@ -133,6 +136,7 @@ impl FieldError {
             FieldErrorKind::TooLong => ("Too long", None, self.detail.clone()),
             FieldErrorKind::NotFound(v) => ("Not found", Some(v), self.detail.clone()),
             FieldErrorKind::TypeInvalid(v) => ("Invalid value", Some(v), self.detail.clone()),
+            FieldErrorKind::TooMany(v) => ("Too many", Some(v), self.detail.clone()),
         };
         let mut out = text.to_string();
         if let Some(v) = value {

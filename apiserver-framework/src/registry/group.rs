@@ -62,6 +62,17 @@ pub enum RegistrationError {
         /// The subresource's name.
         name: String,
     },
+    /// A resource whose schema declares an `x-kubernetes-validations` rule that cannot be used:
+    /// it does not compile, gives an unknown reason, or its estimated cost is over the limit.
+    #[error("{resource} {version}: {error}")]
+    InvalidValidationRule {
+        /// `<plural>.<group>`.
+        resource: String,
+        /// The version.
+        version: String,
+        /// What is wrong, naming the rule and where it is declared.
+        error: String,
+    },
     /// A custom subresource of a resource its group does not serve.
     #[error(
         "subresource {plural}/{name} is registered for {plural} in {version}, which group {group:?} does not serve"
@@ -182,12 +193,25 @@ impl Group {
         if !self.accepts(&info) {
             return self;
         }
+        self.check_rules(&info);
         self.factories.push(Box::new(
             move |storage: &Arc<dyn Storage>, _: &StorageVersions| {
                 vec![Arc::new(Store::<T>::new(storage.clone(), strategy)) as Arc<dyn RestStorage>]
             },
         ));
         self
+    }
+
+    /// Records an [`RegistrationError::InvalidValidationRule`] when a rule of `info`'s schema
+    /// cannot be used.
+    fn check_rules(&mut self, info: &crate::resource::ResourceInfo) {
+        if let Err(e) = crate::schema::SchemaValidator::new(&info.schema) {
+            self.errors.push(RegistrationError::InvalidValidationRule {
+                resource: info.group_resource(),
+                version: info.version.clone(),
+                error: e.to_string(),
+            });
+        }
     }
 
     /// Serves the built-in kind `T` with the generic store and the default strategy, accepting
@@ -229,6 +253,9 @@ impl Group {
                 expected: kind.group().to_string(),
             });
             return self;
+        }
+        for info in kind.declared_infos() {
+            self.check_rules(info);
         }
         for v in kind.served_versions() {
             self.add_version(&v);

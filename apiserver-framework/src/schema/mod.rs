@@ -7,11 +7,15 @@ pub(crate) mod object_meta;
 pub(crate) mod structural;
 #[cfg(test)]
 mod tests;
+pub mod validate;
 
 pub use structural::{
     Field, ListType, NodeId, NodeKind, PatchStrategy, Rest, ScalarType, SchemaNode,
     StructuralSchema,
 };
+
+pub use kube_core::{Message, Reason, Rule};
+pub use validate::{RuleError, SchemaValidator};
 
 use schemars::{JsonSchema, generate::SchemaSettings};
 use serde_json::{Map, Value, json};
@@ -140,6 +144,33 @@ pub fn extend_property(mut schema: Value, path: &[&str], extensions: &[(&str, &s
         for (key, value) in extensions {
             let value = serde_json::from_str(value).unwrap_or(Value::String((*value).into()));
             map.insert((*key).to_string(), value);
+        }
+    }
+    schema
+}
+
+/// Adds the CEL rule `rule` (a string, or a [`Rule`] with its message, `fieldPath` and reason) to
+/// the `x-kubernetes-validations` of the property at `path` (a list of property names from the
+/// object's root; empty: the root); a path that does not exist is left alone.
+///
+/// `#[derive(ApiResource)]` calls it for `#[resource(validation = ...)]` on the spec and on its
+/// fields.
+pub fn add_rule(mut schema: Value, path: &[&str], rule: impl Into<Rule>) -> Value {
+    let mut node = &mut schema;
+    for name in path {
+        match node.get_mut("properties").and_then(|p| p.get_mut(*name)) {
+            Some(next) => node = next,
+            None => return schema,
+        }
+    }
+    let rule = serde_json::to_value(rule.into()).unwrap_or_default();
+    if let Value::Object(map) = node {
+        match map
+            .entry("x-kubernetes-validations")
+            .or_insert_with(|| Value::Array(Vec::new()))
+        {
+            Value::Array(rules) => rules.push(rule),
+            other => *other = Value::Array(vec![rule]),
         }
     }
     schema

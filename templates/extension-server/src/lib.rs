@@ -6,7 +6,8 @@
 use apiserver_framework::prelude::*;
 
 // Replace Widget with your own resource; the book's "Defining resources" chapter explains every
-// attribute of the derive.
+// attribute of the derive, and "Policies and validation rules" the schema's constraints and
+// CEL rules such as the one on `purpose`.
 
 /// A Widget is something with a size and a purpose.
 #[derive(ApiResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -34,7 +35,8 @@ use apiserver_framework::prelude::*;
 pub struct WidgetSpec {
     /// How big the widget is (at least 1).
     pub size: u32,
-    /// What the widget is for (default: `general`).
+    /// What the widget is for (default: `general`); it cannot change once set.
+    #[resource(validation = Rule::new("self == oldSelf").message("purpose cannot change once set"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub purpose: Option<String>,
 }

@@ -69,6 +69,36 @@ async fn an_invalid_widget_is_refused() {
 }
 
 #[tokio::test]
+async fn the_purpose_cannot_change() {
+    let server = TestServer::start(app()).await.expect("the server starts");
+    let widgets: Api<Widget> = Api::namespaced(server.client(), "default");
+    let mut created = widgets
+        .create(&PostParams::default(), &widget("fixed", 2))
+        .await
+        .expect("create a Widget");
+    // The rule on `purpose` (a CEL transition rule) compares it with the stored value.
+    created.spec.purpose = Some("toys".into());
+    let status = expect_status(
+        widgets
+            .replace("fixed", &PostParams::default(), &created)
+            .await,
+        422,
+        "Invalid",
+    );
+    assert_eq!(
+        status.message,
+        "Widget.{{group}} \"fixed\" is invalid: spec.purpose: Invalid value: \"string\": purpose cannot change once set"
+    );
+    // Other fields may change.
+    created.spec.purpose = Some("general".into());
+    created.spec.size = 5;
+    widgets
+        .replace("fixed", &PostParams::default(), &created)
+        .await
+        .expect("change the size");
+}
+
+#[tokio::test]
 async fn admission_refuses_reserved_names() {
     let server = TestServer::start(app()).await.expect("the server starts");
     let widgets: Api<Widget> = Api::namespaced(server.client(), "default");

@@ -43,6 +43,7 @@ impl<T: ApiResource> Store<T> {
         let mut errs = self.validate_name(&name);
         errs.extend(validation::object_meta(obj.meta()));
         errs.extend(self.strategy.validate(&obj));
+        errs.extend(self.validate_schema(&obj, None)?);
         if !errs.is_empty() {
             return Err(ApiError::invalid(&self.info, &name, &errs));
         }

@@ -18,6 +18,7 @@ mod errors;
 pub(crate) mod fixture;
 mod list;
 mod managed_fields;
+mod schema_validation;
 pub mod strategy;
 mod update;
 mod watch;
@@ -37,7 +38,7 @@ use crate::registry::rest::{
 use crate::registry::store::encoding::{KnownStart, with_resource_version};
 use crate::registry::store::strategy::Strategy;
 use crate::resource::{ApiResource, ResourceInfo};
-use crate::schema::StructuralSchema;
+use crate::schema::{SchemaValidator, StructuralSchema};
 use crate::storage::{KeyValue, Storage};
 
 pub(crate) use errors::storage_error;
@@ -59,6 +60,10 @@ pub struct Store<T: ApiResource> {
     schema: StructuralSchema,
     /// How protobuf bodies of `T` decode, for built-in kinds (none: they answer 415).
     protobuf: Option<ProtobufDecoder>,
+    /// The schema's constraints and `x-kubernetes-validations` rules, checked on every write;
+    /// `Err`: a rule that cannot be used (registering the resource reports it, and the server
+    /// does not start; a store made by hand fails every write with it).
+    validator: Result<SchemaValidator, String>,
     _marker: PhantomData<fn() -> T>,
 }
 
@@ -67,6 +72,7 @@ impl<T: ApiResource> Store<T> {
     pub fn new(storage: Arc<dyn Storage>, strategy: Arc<dyn Strategy<T>>) -> Self {
         let info = T::resource_info();
         let schema = StructuralSchema::from_openapi(&info.schema);
+        let validator = SchemaValidator::new(&info.schema).map_err(|e| e.to_string());
         // As kube-apiserver: `/<resource>/` for the core group, `/<group>/<resource>/` otherwise.
         let prefix = if info.group.is_empty() {
             format!("/{}/", info.plural)
@@ -84,6 +90,7 @@ impl<T: ApiResource> Store<T> {
             encoded: Arc::default(),
             schema,
             protobuf: None,
+            validator,
             _marker: PhantomData,
         }
     }

@@ -127,6 +127,7 @@ impl<T: ApiResource> Store<T> {
         errs.extend(validation::object_meta(new.meta()));
         errs.extend(finalizers_while_deleting(&old, &new));
         errs.extend(self.strategy.validate_update(&new, &old));
+        errs.extend(self.validate_schema(&new, Some(&old))?);
         if !errs.is_empty() {
             return Err(ApiError::invalid(&self.info, name, &errs).into());
         }

@@ -113,6 +113,11 @@ impl<H: Send + Sync + 'static> Kind<H> {
         self
     }
 
+    /// What the server knows about each declared version, in declaration order.
+    pub(crate) fn declared_infos(&self) -> impl Iterator<Item = &ResourceInfo> {
+        self.declared.iter().map(|d| &d.info)
+    }
+
     /// Stores objects in `version` (by default the preferred version). Objects stored in
     /// another version are still read (converted); [`VersionedStorage::migrate`] rewrites them.
     pub fn storage_version(mut self, version: impl Into<String>) -> Self {

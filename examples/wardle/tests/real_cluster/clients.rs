@@ -21,7 +21,7 @@ use crate::support::fixtures::typed_flunder;
 use crate::support::process::run_ok;
 
 /// A kube-rs client of the cluster as `user`.
-async fn kube_client(cluster: &RealCluster, user: &str) -> Client {
+pub async fn kube_client(cluster: &RealCluster, user: &str) -> Client {
     let kubeconfig = Kubeconfig::read_from(cluster.kubeconfig(user)).expect("read the kubeconfig");
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
         .await

@@ -26,6 +26,7 @@ mod kubectl_flows;
 mod matrix;
 mod policies;
 mod routing;
+mod schema_validation;
 mod tracing;
 
 use std::process::ExitCode;
@@ -111,6 +112,10 @@ const CHECKS: &[Check] = &[
     ),
     ("kube_rs_discovery_finds_wardle", matrix::kube_rs_discovery),
     ("kube_rs_typed_watch_and_apply", clients::kube_rs),
+    (
+        "crd_and_framework_refuse_alike",
+        schema_validation::crd_and_framework_refuse_alike,
+    ),
     ("websocket_console_across_the_proxy", clients::websocket),
     ("idle_watch_still_delivers", clients::long_watch),
     ("python_client_through_kube_apiserver", clients::python),

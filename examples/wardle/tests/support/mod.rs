@@ -13,6 +13,7 @@ pub mod jaeger;
 pub mod kubectl_matrix;
 pub mod process;
 pub mod prometheus;
+pub mod schema_types;
 
 use std::fs::File;
 use std::io::Read;
