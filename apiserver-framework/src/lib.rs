@@ -27,8 +27,9 @@ macro_rules! internal_modules {
 // Layer 1: ground floor
 // Errors and Status, field errors, durations, quoting, name and label validation, selectors,
 // resource info, schemas, the caller's identity, file and certificate utilities (fs, tls),
-// the W3C trace context of HTTP headers (trace_context): nothing here serves HTTP. `fs` is the
-// crate `apiserver-files`, shared with storage.
+// the W3C trace context of HTTP headers (trace_context), Kubernetes' CEL (cel): nothing here
+// serves HTTP. `fs` is the crate `apiserver-files`, shared with storage.
+pub(crate) mod cel;
 pub mod duration;
 pub mod error;
 pub(crate) use apiserver_files as fs;

@@ -52,9 +52,7 @@
 //! ```
 
 mod attributes;
-pub(crate) mod cel_json;
 mod chain;
-pub(crate) mod cost;
 pub mod filter;
 pub(crate) mod host;
 pub(crate) mod lifecycle;

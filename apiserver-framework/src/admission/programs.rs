@@ -5,10 +5,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use kube_cel::cel::common::ast::{EntryExpr, Expr};
-use kube_cel::cel::{IdedExpr, Program};
+use kube_cel::cel::IdedExpr;
 
-use crate::admission::cost::metered;
+use crate::cel::compile;
+use crate::cel::cost::metered;
 
 /// The most compiled expressions kept; past it the cache starts over (the expressions come
 /// from the host's webhook configurations and policies, so the set is small and changes
@@ -32,47 +32,9 @@ impl Programs {
         if compiled.len() >= MAX_PROGRAMS {
             compiled.clear();
         }
-        let program = Arc::new(
-            Program::compile(expression)
-                .map_err(|e| format!("compilation failed: {e}"))
-                .and_then(|program| match unsupported(program.expression()) {
-                    Some(what) => Err(format!("compilation failed: {what} is not supported")),
-                    None => Ok(metered(program.expression())),
-                }),
-        );
+        let program = Arc::new(compile(expression).map(|program| metered(program.expression())));
         compiled.insert(expression.to_string(), program.clone());
         program
-    }
-}
-
-/// The first construct of `expr` the `cel` crate's interpreter cannot evaluate (it panics on
-/// them): object construction (`Type{field: value}`), used by mutating policies' apply
-/// configurations and JSON patches.
-fn unsupported(expr: &IdedExpr) -> Option<&'static str> {
-    match &expr.expr {
-        Expr::Unspecified => Some("an unspecified expression"),
-        Expr::Struct(_) => Some("object construction (Type{field: value})"),
-        Expr::Ident(_) | Expr::Literal(_) => None,
-        Expr::Select(select) => unsupported(&select.operand),
-        Expr::Call(call) => call
-            .target
-            .as_deref()
-            .and_then(unsupported)
-            .or_else(|| call.args.iter().find_map(unsupported)),
-        Expr::List(list) => list.elements.iter().find_map(unsupported),
-        Expr::Map(map) => map.entries.iter().find_map(|entry| match &entry.expr {
-            EntryExpr::MapEntry(e) => unsupported(&e.key).or_else(|| unsupported(&e.value)),
-            EntryExpr::StructField(_) => Some("object construction (Type{field: value})"),
-        }),
-        Expr::Comprehension(c) => [
-            &c.iter_range,
-            &c.accu_init,
-            &c.loop_cond,
-            &c.loop_step,
-            &c.result,
-        ]
-        .into_iter()
-        .find_map(unsupported),
     }
 }
 

@@ -9,7 +9,7 @@
 //! `null` for cluster-scoped resources) and `variables` (the policy's `variables`, each able to
 //! name the ones before it). Variables are evaluated once, in order, before the validations; one
 //! that fails fails the validations that name it, with its error. Each expression runs within
-//! upstream's per-call cost budget ([`crate::admission::cost`]). Not there yet: the `authorizer`
+//! upstream's per-call cost budget ([`crate::cel::cost`]). Not there yet: the `authorizer`
 //! variable.
 
 use std::collections::HashMap;
@@ -21,9 +21,9 @@ use kube_cel::KubeCelExt as _;
 use kube_cel::cel::{Context, Value as CelValue};
 use serde_json::Value;
 
-use crate::admission::cel_json::to_cel;
-use crate::admission::cost::{Meter, PER_CALL_LIMIT};
 use crate::admission::programs::Programs;
+use crate::cel::cost::{Meter, PER_CALL_LIMIT};
+use crate::cel::json::to_cel;
 
 /// Upstream's longest message a `messageExpression` may give
 /// (`MaxEvaluatedMessageExpressionSizeBytes`); a longer one falls back to `message`.

@@ -11,8 +11,8 @@ use kube_cel::cel::common::ast::{
 use kube_cel::cel::common::types::CelString;
 use kube_cel::cel::{Context, IdedExpr, Program};
 
-use crate::admission::cel_json::from_cel;
-use crate::admission::cost::{Meter, metered};
+use crate::cel::cost::{Meter, metered};
+use crate::cel::json::from_cel;
 
 /// `expr` with every object construction turned into the map of its fields.
 fn as_maps(expr: &IdedExpr) -> IdedExpr {
@@ -127,7 +127,7 @@ mod tests {
     fn object_constructions_are_maps_of_their_fields() {
         let mut context = Context::default();
         context.add_variable_from_value("n", CelValue::Int(2));
-        let meter = Meter::install(&mut context, crate::admission::cost::PER_CALL_LIMIT);
+        let meter = Meter::install(&mut context, crate::cel::cost::PER_CALL_LIMIT);
         assert_eq!(
             evaluate(
                 "Object{metadata: Object.metadata{labels: {'mutated': 'yes'}}, spec: Object.spec{replicas: n * 2}}",

@@ -8,15 +8,15 @@
 //! As upstream: the first condition that is `false` skips the webhook; otherwise an error in
 //! any (an expression that does not compile or evaluate, or is not a bool) fails the request
 //! with `403 Forbidden` under `failurePolicy: Fail` and skips the webhook under `Ignore`.
-//! Each expression runs within upstream's per-call cost budget ([`crate::admission::cost`]).
+//! Each expression runs within upstream's per-call cost budget ([`crate::cel::cost`]).
 //! Not there yet: the `authorizer` variable (an expression naming it fails to evaluate).
 
 use kube_cel::KubeCelExt as _;
 use kube_cel::cel::{Context, Value as CelValue};
 
-use crate::admission::cel_json::to_cel;
-use crate::admission::cost::{Meter, PER_CALL_LIMIT};
 pub(crate) use crate::admission::programs::Programs;
+use crate::cel::cost::{Meter, PER_CALL_LIMIT};
+use crate::cel::json::to_cel;
 use serde_json::Value;
 
 /// What a webhook's conditions decided.

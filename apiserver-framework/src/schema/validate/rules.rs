@@ -15,8 +15,9 @@
 //! from `kube-cel`, whose `Rule` reads the rules and whose cost estimate bounds them when they
 //! are compiled. kube-cel's own `Validator` is not used: it pairs list items with old ones by
 //! index (upstream correlates only `map` lists, by key), does not ratchet, and reports its own
-//! messages rather than upstream's field errors. Not there yet: upstream's runtime cost budget
-//! (the `cel` crate does not count cost), and typed values for `format: date-time` and
+//! messages rather than upstream's field errors. Each rule and message expression runs within
+//! upstream's per-call cost budget ([`crate::cel::cost`]); one over it ends the rules of the
+//! object with upstream's error. Not there yet: typed values for `format: date-time` and
 //! `duration` strings (they are strings to the rules).
 
 use std::collections::HashMap;
@@ -24,17 +25,20 @@ use std::sync::Arc;
 
 use kube_cel::KubeCelExt as _;
 use kube_cel::cel::objects::{Key, Map};
-use kube_cel::cel::{Context, Program, Value as CelValue};
+use kube_cel::cel::{Context, IdedExpr, Program, Value as CelValue};
 use serde_json::Value;
 
 use super::{Node, RuleError, child};
+use crate::cel::cost::{Meter, OUT_OF_BUDGET, PER_CALL_LIMIT, metered};
 use crate::error::{FieldError, FieldErrorKind};
 
 /// One compiled rule.
 pub(super) struct CompiledRule {
     rule: kube_cel::Rule,
-    program: Program,
-    message: Option<Program>,
+    /// The rule, metered for the cost budget.
+    expr: IdedExpr,
+    /// The message expression, metered.
+    message: Option<IdedExpr>,
     /// A transition rule: it names `oldSelf`.
     uses_old_self: bool,
     /// `fieldPath` without its leading dot.
@@ -82,13 +86,13 @@ pub(super) fn compile(schema: &Value, path: &str) -> Result<Vec<CompiledRule>, R
         if rule.rule.trim().is_empty() {
             return Err(error("rule is empty".into()));
         }
-        let program =
-            Program::compile(&rule.rule).map_err(|e| error(format!("compilation failed: {e}")))?;
+        let program = crate::cel::compile(&rule.rule).map_err(error)?;
         let message = match &rule.message_expression {
-            Some(expr) => Some(
-                Program::compile(expr)
-                    .map_err(|e| error(format!("messageExpression compilation failed: {e}")))?,
-            ),
+            Some(expr) => Some(metered(
+                crate::cel::compile(expr)
+                    .map_err(|e| error(format!("messageExpression {e}")))?
+                    .expression(),
+            )),
             None => None,
         };
         if let Some(reason) = &rule.reason
@@ -120,7 +124,7 @@ pub(super) fn compile(schema: &Value, path: &str) -> Result<Vec<CompiledRule>, R
             .to_string();
         out.push(CompiledRule {
             rule,
-            program,
+            expr: metered(program.expression()),
             message,
             uses_old_self,
             field_path,
@@ -130,13 +134,23 @@ pub(super) fn compile(schema: &Value, path: &str) -> Result<Vec<CompiledRule>, R
 }
 
 thread_local! {
-    /// Kubernetes' CEL libraries, registered once per thread.
-    static BASE: Context<'static> = Context::default().with_all();
+    /// Kubernetes' CEL libraries, registered once per thread, and the meter of the rules run
+    /// in it.
+    static BASE: (Context<'static>, Meter) = {
+        let mut context = Context::default().with_all();
+        let meter = Meter::install(&mut context, PER_CALL_LIMIT);
+        (context, meter)
+    };
 }
 
 /// Runs `f` with a context holding Kubernetes' CEL libraries.
 pub(super) fn with_context<R>(f: impl FnOnce(&Context<'static>) -> R) -> R {
-    BASE.with(|base| f(base))
+    BASE.with(|(base, _)| f(base))
+}
+
+/// The meter installed in this thread's context.
+fn meter() -> Meter {
+    BASE.with(|(_, meter)| meter.clone())
 }
 
 impl Node {
@@ -210,7 +224,8 @@ impl Node {
             }
             let text = rule_text(&rule.rule);
             let kind = Value::String(self.type_name.clone());
-            match rule.program.execute(&ctx) {
+            let meter = meter();
+            match meter.run(&rule.expr, &ctx) {
                 Ok(CelValue::Bool(true)) => {}
                 Ok(CelValue::Bool(false)) => {
                     if !rule.uses_old_self && unchanged {
@@ -224,7 +239,7 @@ impl Node {
                     let message = rule
                         .message
                         .as_ref()
-                        .and_then(|m| match m.execute(&ctx) {
+                        .and_then(|m| match meter.run(m, &ctx) {
                             Ok(CelValue::String(s))
                                 if !s.trim().is_empty() && !s.contains('\n') =>
                             {
@@ -250,6 +265,16 @@ impl Node {
                         other.type_of()
                     ),
                 )),
+                Err(e) if e == OUT_OF_BUDGET => {
+                    errs.push(FieldError::invalid(
+                        path,
+                        kind,
+                        format!(
+                            "'{e}': no further validation rules will be run due to call cost exceeds limit for rule: {text}"
+                        ),
+                    ));
+                    return;
+                }
                 Err(e) => errs.push(FieldError::invalid(
                     path,
                     kind,

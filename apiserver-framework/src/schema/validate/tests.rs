@@ -210,3 +210,26 @@ fn message_expressions_use_kubernetes_cel_libraries() {
         ["spec.owners: Invalid value: \"array\": at most 2 owners, not 3 [FieldValueInvalid]"]
     );
 }
+
+#[test]
+fn a_rule_over_the_runtime_budget_stops_with_upstreams_error() {
+    // The estimate cannot know `n`: the rule is loaded, and stopped when it runs.
+    let rule = "lists.range(self.n).all(x, x + 1 > x)";
+    let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "properties": {"n": {"type": "integer"}},
+        "x-kubernetes-validations": [{"rule": rule}, {"rule": "false", "message": "not reached"}]}}});
+    let v = SchemaValidator::new(&schema).unwrap();
+    assert!(
+        messages(&v, obj(json!({"n": 10})), None)
+            .iter()
+            .all(|m| m.contains("not reached"))
+    );
+    let started = std::time::Instant::now();
+    assert_eq!(
+        messages(&v, obj(json!({"n": 400_000})), None),
+        [format!(
+            "spec: Invalid value: \"object\": 'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {rule} [FieldValueInvalid]"
+        )]
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+}

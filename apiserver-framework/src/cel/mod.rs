@@ -1,0 +1,51 @@
+//! Kubernetes' CEL on the `cel` crate and `kube-cel`'s libraries, as the schema's rules and
+//! admission (webhook match conditions, admission policies) use it: expressions compiled with
+//! what the interpreter cannot evaluate refused ([`compile`]), JSON values as Kubernetes' CEL
+//! sees them ([`json`]), and upstream's per-call cost budget ([`cost`]).
+
+pub(crate) mod cost;
+pub(crate) mod json;
+
+use kube_cel::cel::common::ast::{EntryExpr, Expr};
+use kube_cel::cel::{IdedExpr, Program};
+
+/// `expression` compiled, or why not (upstream's `compilation failed: ...`); an expression with
+/// a construct the interpreter cannot evaluate is refused here rather than at its first use.
+pub(crate) fn compile(expression: &str) -> Result<Program, String> {
+    let program = Program::compile(expression).map_err(|e| format!("compilation failed: {e}"))?;
+    match unsupported(program.expression()) {
+        Some(what) => Err(format!("compilation failed: {what} is not supported")),
+        None => Ok(program),
+    }
+}
+
+/// The first construct of `expr` the `cel` crate's interpreter cannot evaluate (it panics on
+/// them): object construction (`Type{field: value}`), used by mutating policies' apply
+/// configurations and JSON patches.
+pub(crate) fn unsupported(expr: &IdedExpr) -> Option<&'static str> {
+    match &expr.expr {
+        Expr::Unspecified => Some("an unspecified expression"),
+        Expr::Struct(_) => Some("object construction (Type{field: value})"),
+        Expr::Ident(_) | Expr::Literal(_) => None,
+        Expr::Select(select) => unsupported(&select.operand),
+        Expr::Call(call) => call
+            .target
+            .as_deref()
+            .and_then(unsupported)
+            .or_else(|| call.args.iter().find_map(unsupported)),
+        Expr::List(list) => list.elements.iter().find_map(unsupported),
+        Expr::Map(map) => map.entries.iter().find_map(|entry| match &entry.expr {
+            EntryExpr::MapEntry(e) => unsupported(&e.key).or_else(|| unsupported(&e.value)),
+            EntryExpr::StructField(_) => Some("object construction (Type{field: value})"),
+        }),
+        Expr::Comprehension(c) => [
+            &c.iter_range,
+            &c.accu_init,
+            &c.loop_cond,
+            &c.loop_step,
+            &c.result,
+        ]
+        .into_iter()
+        .find_map(unsupported),
+    }
+}
