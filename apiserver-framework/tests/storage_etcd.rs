@@ -1,7 +1,7 @@
 //! The etcd storage backend against a real etcd (started per test by `support_etcd`):
 //! revisions, create-if-absent, compare-and-swap, delete, paged lists at a revision, watch
-//! replay and live events, compaction, prefixes, a watch cache behind writes it does not
-//! watch, large values, concurrent writers, TLS, and an etcd that goes away and comes back.
+//! replay and live events, compaction, prefixes, large values, concurrent writers, TLS, and
+//! an etcd that goes away and comes back.
 
 mod support_etcd;
 mod support_storage;
@@ -9,7 +9,6 @@ mod support_storage;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use apiserver_framework::storage::cache::{CacheOptions, CachedStorage};
 use apiserver_framework::storage::etcd::{EtcdOptions, EtcdStorage};
 use apiserver_framework::storage::{EventKind, ListRequest, Storage, StorageError};
 use apiserver_framework::testing::wait;
@@ -376,51 +375,6 @@ async fn stores_with_different_prefixes_share_revisions_but_not_keys() {
         two.delete("/k/a", Some(r1)).await,
         Err(StorageError::Conflict { actual, .. }) if actual == r2
     ));
-}
-
-/// A watch cache on etcd answers a consistent list from memory even when etcd's revision was
-/// moved on by writes it does not watch (another server's prefix, the compaction key): it asks
-/// its watch for etcd's progress report instead of waiting out its consistency timeout.
-#[tokio::test]
-async fn a_watch_cache_catches_up_with_writes_outside_its_prefix() {
-    let etcd = Etcd::start().expect("etcd starts");
-    let ours = etcd
-        .storage("/ours")
-        .await
-        .expect("connect to the test etcd");
-    let theirs = etcd
-        .storage("/theirs")
-        .await
-        .expect("connect to the test etcd");
-    // A timeout longer than the test's own: a list that waited it out would fail the test.
-    let options = CacheOptions {
-        consistency_timeout: Duration::from_secs(600),
-        ..Default::default()
-    };
-    let cache = CachedStorage::new(Arc::new(ours), options).await.unwrap();
-    let mine = cache.create("/k/a", b("ours")).await.unwrap();
-    let mut last = 0;
-    for i in 0..3 {
-        last = theirs
-            .create(&format!("/k/{i}"), b("theirs"))
-            .await
-            .unwrap();
-    }
-    assert!(last > mine);
-    let page = tokio::time::timeout(Duration::from_secs(30), cache.list(list("/k/")))
-        .await
-        .expect("the consistent list answers without waiting out the cache's timeout")
-        .unwrap();
-    assert!(page.revision >= last, "{} < {last}", page.revision);
-    let keys: Vec<&str> = page.items.iter().map(|kv| &*kv.key).collect();
-    assert_eq!(keys, ["/k/a"]);
-    assert!(cache.revision() >= last, "the cache itself moved on");
-    // Its own writes after the report are applied as before.
-    let next = cache.create("/k/b", b("ours again")).await.unwrap();
-    let page = cache.list(list("/k/")).await.unwrap();
-    assert!(page.revision >= next);
-    let keys: Vec<&str> = page.items.iter().map(|kv| &*kv.key).collect();
-    assert_eq!(keys, ["/k/a", "/k/b"]);
 }
 
 #[tokio::test]

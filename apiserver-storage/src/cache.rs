@@ -10,7 +10,7 @@
 //! |---|---|
 //! | `create`, `update`, `delete`, `compact`, `current_revision` | the backend |
 //! | `get` | memory, once the cache has caught up with the backend's current revision, when the backend knows that revision without a round trip ([`Storage::local_revision`]: the embedded and memory stores); the backend otherwise (for etcd a consistent read of one key costs as much as learning the current revision) |
-//! | `list` with `revision: None` | memory, once the cache has caught up with the backend's current revision (consistent read; while it waits it asks its backend watch for progress reports, which tell it has caught up when writes it does not watch moved etcd's revision on, as upstream's cacher does); the backend if it does not within [`CacheOptions::consistency_timeout`] |
+//! | `list` with `revision: None` | memory, once the cache has caught up with the backend's current revision (consistent read); the backend if it does not within [`CacheOptions::consistency_timeout`] |
 //! | `list` with `from_cache` | memory, once the cache has applied every write made through it (no round trip to the backend) |
 //! | `list` at an explicit revision | memory when it is the cache's revision (the next page of a list the cache served, nothing written since); the backend otherwise (the cache keeps only the present) |
 //! | `watch` | memory: the event window, then live events |
@@ -62,13 +62,8 @@ use tokio::task::JoinHandle;
 
 use super::page_counts::PageCounts;
 use super::{
-    EventKind, KeyValue, ListPage, ListRequest, OnProgress, RequestProgress, Storage, StorageError,
-    StorageEvent, WatchStream,
+    EventKind, KeyValue, ListPage, ListRequest, Storage, StorageError, StorageEvent, WatchStream,
 };
-
-/// While a consistent read waits for the cache, how often it asks the backend's watch for a
-/// progress report (upstream's cacher asks every 100 ms, `progressRequestPeriod`).
-const PROGRESS_REQUEST_EVERY: Duration = Duration::from_millis(100);
 
 /// How a [`CachedStorage`] is sized.
 #[derive(Clone, Debug)]
@@ -156,8 +151,6 @@ struct Shared {
     resyncs: AtomicU64,
     /// Whether the cache holds the backend's contents (its first list succeeded).
     ready: AtomicBool,
-    /// Asks the backend watch the cache follows for a progress report, when it can.
-    progress: Mutex<Option<RequestProgress>>,
 }
 
 impl Shared {
@@ -189,31 +182,6 @@ impl Shared {
         let _ = self.events.send(Message::Event(Arc::new(event)));
         drop(st);
         self.applied.send_replace(rev);
-    }
-
-    /// The backend watch has handed out every change up to `rev` (and the cache has applied
-    /// them, see [`OnProgress`]): the cache holds the backend's state at `rev`, though its
-    /// last event is older (the backend's revision moved on by writes it does not watch).
-    fn progressed(&self, rev: u64) {
-        let mut st = self.state.lock();
-        if rev <= st.revision {
-            return;
-        }
-        st.revision = rev;
-        drop(st);
-        self.applied.send_if_modified(|applied| {
-            let newer = rev > *applied;
-            if newer {
-                *applied = rev;
-            }
-            newer
-        });
-    }
-
-    /// Asks the backend watch for a progress report; whether it can.
-    fn request_progress(&self) -> bool {
-        let request = self.progress.lock().clone();
-        request.is_some_and(|request| request())
     }
 
     fn reset(&self, page: ListPage) {
@@ -318,13 +286,16 @@ impl CachedStorage {
             })
             .await
         {
-            Ok(page) => Some(page),
+            Ok(page) => {
+                let stream = backend.watch("", page.revision).await?;
+                Some((page, stream))
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "the watch cache cannot list its backend yet; it serves from the backend until it can");
                 None
             }
         };
-        let revision = first.as_ref().map_or(0, |page| page.revision);
+        let revision = first.as_ref().map_or(0, |(page, _)| page.revision);
         let (events, _) = broadcast::channel(options.watcher_buffer.max(1));
         let (applied, _) = watch::channel(revision);
         let shared = Arc::new(Shared {
@@ -339,16 +310,11 @@ impl CachedStorage {
             window: options.window.max(1),
             resyncs: AtomicU64::new(0),
             ready: AtomicBool::new(first.is_some()),
-            progress: Mutex::new(None),
         });
-        let stream = match first {
-            Some(page) => {
-                let stream = watch_backend(&*backend, &shared, page.revision).await?;
-                shared.state.lock().data = by_key(page.items);
-                Some(stream)
-            }
-            None => None,
-        };
+        let stream = first.map(|(page, stream)| {
+            shared.state.lock().data = by_key(page.items);
+            stream
+        });
         let task = tokio::spawn(follow(Arc::clone(&backend), Arc::clone(&shared), stream));
         Ok(Arc::new(CachedStorage {
             backend,
@@ -376,63 +342,27 @@ impl CachedStorage {
     }
 
     /// Waits until the cache has applied `revision`, at most `timeout`; whether it did.
-    /// Meanwhile it asks the backend watch for progress reports (at once, then every
-    /// [`PROGRESS_REQUEST_EVERY`]): the backend's revision may have moved on by writes the
-    /// cache does not watch, and only such a report tells that nothing is missing.
     async fn wait_for(&self, revision: u64, timeout: Duration) -> bool {
         if *self.shared.applied.borrow() >= revision {
             return true;
         }
         let mut rx = self.shared.applied.subscribe();
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            let until = if self.shared.request_progress() {
-                deadline.min(tokio::time::Instant::now() + PROGRESS_REQUEST_EVERY)
-            } else {
-                deadline
-            };
-            match tokio::time::timeout_at(until, rx.wait_for(|r| *r >= revision)).await {
-                Ok(Ok(_)) => return true,
-                Ok(Err(_)) => return false,
-                Err(_) if until >= deadline => return false,
-                Err(_) => {}
-            }
-        }
+        matches!(
+            tokio::time::timeout(timeout, rx.wait_for(|r| *r >= revision)).await,
+            Ok(Ok(_))
+        )
     }
 }
 
-/// A watch of the whole backend after `revision`, its progress reported to `shared` (and
-/// the means to ask for it kept there).
-async fn watch_backend(
-    backend: &dyn Storage,
-    shared: &Arc<Shared>,
-    revision: u64,
-) -> Result<WatchStream, StorageError> {
-    let weak = Arc::downgrade(shared);
-    let on_progress: OnProgress = Arc::new(move |rev| {
-        if let Some(shared) = weak.upgrade() {
-            shared.progressed(rev);
-        }
-    });
-    let (stream, request) = backend
-        .watch_with_progress("", revision, on_progress)
-        .await?;
-    *shared.progress.lock() = request;
-    Ok(stream)
-}
-
 /// A list of the whole backend and a watch from its revision.
-async fn list_and_watch(
-    backend: &dyn Storage,
-    shared: &Arc<Shared>,
-) -> Result<(ListPage, WatchStream), StorageError> {
+async fn list_and_watch(backend: &dyn Storage) -> Result<(ListPage, WatchStream), StorageError> {
     let page = backend
         .list(ListRequest {
             prefix: String::new(),
             ..Default::default()
         })
         .await?;
-    let stream = watch_backend(backend, shared, page.revision).await?;
+    let stream = backend.watch("", page.revision).await?;
     Ok((page, stream))
 }
 
@@ -466,20 +396,20 @@ async fn follow(backend: Arc<dyn Storage>, shared: Arc<Shared>, stream: Option<W
 /// the backend still has it, else after a relist. Retries until it succeeds.
 async fn resync(
     backend: &dyn Storage,
-    shared: &Arc<Shared>,
+    shared: &Shared,
     mut err: Option<StorageError>,
 ) -> WatchStream {
     let mut delay = Duration::from_millis(20);
     loop {
         if !matches!(err, Some(StorageError::Compacted { .. })) {
             let from = shared.state.lock().revision;
-            match watch_backend(backend, shared, from).await {
+            match backend.watch("", from).await {
                 Ok(stream) => return stream,
                 Err(e) => err = Some(e),
             }
         }
         if matches!(err, Some(StorageError::Compacted { .. })) {
-            match list_and_watch(backend, shared).await {
+            match list_and_watch(backend).await {
                 Ok((page, stream)) => {
                     shared.reset(page);
                     return stream;

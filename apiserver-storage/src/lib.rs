@@ -168,18 +168,6 @@ pub struct CorruptValue {
 /// too far behind and must relist: `Compacted`).
 pub type WatchStream = BoxStream<'static, Result<StorageEvent, StorageError>>;
 
-/// Told by a watch stream opened with [`Storage::watch_with_progress`] that the stream has
-/// handed out every change under its prefix up to a revision (etcd's progress notifications).
-///
-/// It is called on the task that polls the stream, between two of its items, once every item
-/// before it has been handed out: a consumer that handles each item before polling for the
-/// next (as the watch cache does) has seen the state of its prefix at that revision.
-pub type OnProgress = Arc<dyn Fn(u64) + Send + Sync>;
-
-/// Asks the backend to report a watch's progress (see [`OnProgress`]) soon; false once the
-/// watch has ended. Cheap and not waiting: a request while one is under way may be dropped.
-pub type RequestProgress = Arc<dyn Fn() -> bool + Send + Sync>;
-
 /// A key-value store with revisions and watch.
 #[async_trait::async_trait]
 pub trait Storage: Send + Sync + 'static {
@@ -200,23 +188,6 @@ pub trait Storage: Send + Sync + 'static {
     ) -> Result<(u64, KeyValue), StorageError>;
     /// Watches keys under `prefix` for changes after revision `after` (0 = from now).
     async fn watch(&self, prefix: &str, after: u64) -> Result<WatchStream, StorageError>;
-    /// Watches like [`watch`](Storage::watch), and also reports the watch's progress to
-    /// `on_progress` when the backend tells it, with the means to ask the backend for it; no
-    /// means (and no reports) for a backend that has none (the default: a store whose watches
-    /// see every change of its revisions needs none).
-    ///
-    /// A watch cache in front of etcd needs it: etcd's revision is the cluster's, moved on by
-    /// writes outside the watched prefix (another server's, the compaction key's), which the
-    /// watch never sees; a progress report tells the cache it is not behind.
-    async fn watch_with_progress(
-        &self,
-        prefix: &str,
-        after: u64,
-        on_progress: OnProgress,
-    ) -> Result<(WatchStream, Option<RequestProgress>), StorageError> {
-        let _ = on_progress;
-        Ok((self.watch(prefix, after).await?, None))
-    }
     /// The latest revision.
     async fn current_revision(&self) -> Result<u64, StorageError>;
     /// Forgets history up to and including `revision`.

@@ -17,10 +17,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 
 use crate::metrics::{Metrics, global};
-use crate::storage::{
-    KeyValue, ListPage, ListRequest, OnProgress, RequestProgress, Storage, StorageError,
-    WatchStream,
-};
+use crate::storage::{KeyValue, ListPage, ListRequest, Storage, StorageError, WatchStream};
 
 /// A storage whose calls are recorded in the [`global`] metrics.
 pub(crate) struct InstrumentedStorage {
@@ -236,21 +233,6 @@ impl Storage for InstrumentedStorage {
         let _ = self.count_of(prefix);
         self.timed("watch", prefix, self.inner.watch(prefix, after))
             .await
-    }
-
-    async fn watch_with_progress(
-        &self,
-        prefix: &str,
-        after: u64,
-        on_progress: OnProgress,
-    ) -> Result<(WatchStream, Option<RequestProgress>), StorageError> {
-        let _ = self.count_of(prefix);
-        self.timed(
-            "watch",
-            prefix,
-            self.inner.watch_with_progress(prefix, after, on_progress),
-        )
-        .await
     }
 
     fn local_revision(&self) -> Option<u64> {

@@ -30,10 +30,7 @@ pub use provider::{KmsConfig, Provider};
 use rewrite::RewriteReport;
 
 use crate::keys::group_resource;
-use crate::{
-    KeyValue, ListPage, ListRequest, OnProgress, RequestProgress, Storage, StorageError,
-    StorageEvent, WatchStream,
-};
+use crate::{KeyValue, ListPage, ListRequest, Storage, StorageError, StorageEvent, WatchStream};
 
 /// The providers of some resources, in order: the first writes, and each reads the values
 /// that carry its prefix (`identity` those that carry none).
@@ -190,30 +187,6 @@ pub struct EncryptedStorage {
 }
 
 impl EncryptedStorage {
-    /// The events of an inner watch, decrypted one after the other.
-    fn decrypted(&self, events: WatchStream) -> WatchStream {
-        let shared = self.config.clone();
-        events
-            .then(move |event| {
-                // Each event with the configuration current when it arrives: a value written
-                // under a key added by a reload reads.
-                let config = shared.read().clone();
-                async move {
-                    let event = event?;
-                    let prev = match event.prev {
-                        Some(kv) => Some(read(&config, kv).await?),
-                        None => None,
-                    };
-                    Ok(StorageEvent {
-                        kind: event.kind,
-                        kv: read(&config, event.kv).await?,
-                        prev,
-                    })
-                }
-            })
-            .boxed()
-    }
-
     /// `inner`, its values encrypted as `config` says.
     pub fn new(inner: Arc<dyn Storage>, config: EncryptionConfig) -> Arc<EncryptedStorage> {
         Arc::new(EncryptedStorage {
@@ -307,23 +280,27 @@ impl Storage for EncryptedStorage {
     }
 
     async fn watch(&self, prefix: &str, after: u64) -> Result<WatchStream, StorageError> {
+        let shared = self.config.clone();
         let events = self.inner.watch(prefix, after).await?;
-        Ok(self.decrypted(events))
-    }
-
-    async fn watch_with_progress(
-        &self,
-        prefix: &str,
-        after: u64,
-        on_progress: OnProgress,
-    ) -> Result<(WatchStream, Option<RequestProgress>), StorageError> {
-        // Each event is decrypted before the next is polled for, so a progress report of the
-        // inner stream still comes after every event before it has been handed out.
-        let (events, request) = self
-            .inner
-            .watch_with_progress(prefix, after, on_progress)
-            .await?;
-        Ok((self.decrypted(events), request))
+        Ok(events
+            .then(move |event| {
+                // Each event with the configuration current when it arrives: a value written
+                // under a key added by a reload reads.
+                let config = shared.read().clone();
+                async move {
+                    let event = event?;
+                    let prev = match event.prev {
+                        Some(kv) => Some(read(&config, kv).await?),
+                        None => None,
+                    };
+                    Ok(StorageEvent {
+                        kind: event.kind,
+                        kv: read(&config, event.kv).await?,
+                        prev,
+                    })
+                }
+            })
+            .boxed())
     }
 
     async fn current_revision(&self) -> Result<u64, StorageError> {

@@ -251,22 +251,6 @@ impl Watch {
             .await
     }
 
-    /// A means to ask for a progress response (as [`Watch::request_progress`]) that does not
-    /// wait: the request is dropped when the stream's queue of requests is full (one already
-    /// under way will answer), and the means answers false once the stream is closed.
-    pub fn progress_requester(&self) -> crate::RequestProgress {
-        let requests = self.requests.clone();
-        std::sync::Arc::new(move || {
-            let progress = WatchRequest {
-                request: Some(WatchRequestKind::Progress(WatchProgressRequest {})),
-            };
-            !matches!(
-                requests.try_send(progress),
-                Err(mpsc::error::TrySendError::Closed(_))
-            )
-        })
-    }
-
     /// Cancels the watch `watch_id` (from its creation response); etcd confirms with a
     /// `canceled` response.
     pub async fn cancel(&self, watch_id: i64) -> Result<(), Status> {

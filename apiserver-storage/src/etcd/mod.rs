@@ -59,10 +59,7 @@ use self::proto::{
     Compare, CompareResult, OpResult, RangeRequest, RequestOp, ResponseHeader, TxnRequest,
     TxnResponse, WatchCreateRequest,
 };
-use super::{
-    KeyValue, ListPage, ListRequest, OnProgress, RequestProgress, Storage, StorageError,
-    WatchStream,
-};
+use super::{KeyValue, ListPage, ListRequest, Storage, StorageError, WatchStream};
 
 /// A [`Storage`] on etcd. Cheap to share behind an `Arc`; requests run concurrently over one
 /// HTTP/2 connection per etcd member.
@@ -82,36 +79,6 @@ impl std::fmt::Debug for EtcdStorage {
 }
 
 impl EtcdStorage {
-    /// An etcd watch of the keys under `prefix` for changes after revision `after` (0: from
-    /// now), as a feed of storage events.
-    async fn open_watch(&self, prefix: &str, after: u64) -> Result<watch::Feed, StorageError> {
-        let (key, range_end) = self.keys.range(prefix, None);
-        let mut create = WatchCreateRequest {
-            key,
-            range_end,
-            prev_kv: true,
-            ..Default::default()
-        };
-        if after > 0 {
-            // A read at `after` fails when etcd no longer has it: the same rule as `list`,
-            // answered at once (a watch would be canceled only by etcd's next sync).
-            let check = count_only(self.keys.probe(), etcd_revision(after));
-            match self
-                .call("watch", || self.client.range(check.clone()))
-                .await
-            {
-                Ok(_) | Err(Failure::Future) => {}
-                Err(failure) => return Err(self.revision_error(after, failure).await),
-            }
-            create.start_revision = etcd_revision(after.saturating_add(1));
-        }
-        let watch = self
-            .call("watch", || self.client.watch(create.clone()))
-            .await
-            .map_err(|e| e.into_storage("watch"))?;
-        Ok(watch::Feed::new(watch, self.keys.clone(), after))
-    }
-
     /// A store on the etcd cluster at `opts.servers`.
     ///
     /// Reads the TLS files and sets up the connections, which are made on first use (and
@@ -374,18 +341,31 @@ impl Storage for EtcdStorage {
     }
 
     async fn watch(&self, prefix: &str, after: u64) -> Result<WatchStream, StorageError> {
-        Ok(self.open_watch(prefix, after).await?.into_stream())
-    }
-
-    async fn watch_with_progress(
-        &self,
-        prefix: &str,
-        after: u64,
-        on_progress: OnProgress,
-    ) -> Result<(WatchStream, Option<RequestProgress>), StorageError> {
-        let feed = self.open_watch(prefix, after).await?;
-        let request = feed.progress_requester();
-        Ok((feed.with_progress(on_progress).into_stream(), Some(request)))
+        let (key, range_end) = self.keys.range(prefix, None);
+        let mut create = WatchCreateRequest {
+            key,
+            range_end,
+            prev_kv: true,
+            ..Default::default()
+        };
+        if after > 0 {
+            // A read at `after` fails when etcd no longer has it: the same rule as `list`,
+            // answered at once (a watch would be canceled only by etcd's next sync).
+            let check = count_only(self.keys.probe(), etcd_revision(after));
+            match self
+                .call("watch", || self.client.range(check.clone()))
+                .await
+            {
+                Ok(_) | Err(Failure::Future) => {}
+                Err(failure) => return Err(self.revision_error(after, failure).await),
+            }
+            create.start_revision = etcd_revision(after.saturating_add(1));
+        }
+        let watch = self
+            .call("watch", || self.client.watch(create.clone()))
+            .await
+            .map_err(|e| e.into_storage("watch"))?;
+        Ok(watch::Feed::new(watch, self.keys.clone(), after).into_stream())
     }
 
     async fn current_revision(&self) -> Result<u64, StorageError> {

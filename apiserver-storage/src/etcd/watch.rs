@@ -11,9 +11,7 @@ use super::client::Watch;
 use super::error::describe;
 use super::keys::{Keys, revision};
 use super::proto::{Event, EventType};
-use crate::{
-    EventKind, KeyValue, OnProgress, RequestProgress, StorageError, StorageEvent, WatchStream,
-};
+use crate::{EventKind, KeyValue, StorageError, StorageEvent, WatchStream};
 
 /// An open etcd watch and the events received but not yet handed out.
 pub(super) struct Feed {
@@ -23,8 +21,6 @@ pub(super) struct Feed {
     /// that etcd cancels for compaction needed the events after it.
     seen: u64,
     pending: VecDeque<StorageEvent>,
-    /// Told of progress responses, when the watch was opened for it.
-    on_progress: Option<OnProgress>,
 }
 
 impl Feed {
@@ -35,22 +31,7 @@ impl Feed {
             keys,
             seen: after,
             pending: VecDeque::new(),
-            on_progress: None,
         }
-    }
-
-    /// The same feed, telling `on_progress` the revision of each progress response: etcd
-    /// sends one (on request, or every few minutes when asked at creation) only once it has
-    /// sent the stream every event up to its header's revision. It is told when the feed
-    /// reads the response, which is after every event before it has been handed out.
-    pub(super) fn with_progress(mut self, on_progress: OnProgress) -> Self {
-        self.on_progress = Some(on_progress);
-        self
-    }
-
-    /// A means to ask etcd for a progress response on this feed's watch stream.
-    pub(super) fn progress_requester(&self) -> RequestProgress {
-        self.watch.progress_requester()
     }
 
     /// The feed as a stream that ends after its first `Err`.
@@ -96,16 +77,7 @@ impl Feed {
                     resp.cancel_reason
                 )));
             }
-            // Creation and progress responses carry no events. A creation response's revision
-            // is etcd's when the watch was made, not how far it has sent events.
-            if resp.events.is_empty() && !resp.created {
-                if let (Some(on_progress), Some(header)) = (&self.on_progress, &resp.header) {
-                    let at = revision(header.revision);
-                    self.seen = self.seen.max(at);
-                    on_progress(at);
-                }
-                continue;
-            }
+            // Creation and progress responses carry no events.
             for ev in resp.events {
                 if let Some(ev) = storage_event(&self.keys, ev) {
                     self.seen = self.seen.max(ev.kv.mod_revision);
