@@ -218,12 +218,12 @@ pub async fn sweep(
 }
 
 /// Sweeps each side's server [`ROUNDS`] times, the sides in turns, probing each side's
-/// process; each side's figures and its mean time of a sweep.
+/// process; each side's figures, its mean time of a sweep and its slowest page in ms.
 pub async fn sweeps<const N: usize>(
     sides: [(&Target, u32); N],
     collection: &str,
     limit: u64,
-) -> Result<[(Measurement, Duration); N], Error> {
+) -> Result<[(Measurement, Duration, f64); N], Error> {
     let mut totals: [(u64, Duration, Histogram<u64>, f64, u64); N] =
         std::array::from_fn(|_| (0, Duration::ZERO, histogram(), 0.0, 0));
     for _ in 0..ROUNDS {
@@ -240,6 +240,7 @@ pub async fn sweeps<const N: usize>(
         }
     }
     Ok(totals.map(|(pages, elapsed, latencies, cpu, rss)| {
+        let slowest_ms = latencies.max() as f64 / 1000.0;
         let usage = crate::process::Usage {
             cpu_seconds: cpu,
             first_cpu_seconds: cpu,
@@ -249,6 +250,7 @@ pub async fn sweeps<const N: usize>(
         (
             Measurement::of_latencies(pages, 0, elapsed, &latencies, usage),
             elapsed / ROUNDS,
+            slowest_ms,
         )
     }))
 }
@@ -272,7 +274,7 @@ pub async fn paged_sweep(
     let file = write_recordings(work, "recordings-pages.json", &recordings)?;
     drop(recordings);
     let base = servers::baseline(work, "baseline-pages", pki, &file).await?;
-    let [(w, w_time), (b, b_time)] = sweeps(
+    let [(w, w_time, _), (b, b_time, _)] = sweeps(
         [(&server.target, server.pid()), (&base.target, base.pid())],
         &path,
         limit,

@@ -28,6 +28,7 @@ mod memory;
 mod peer;
 mod plan;
 mod process;
+mod profile;
 mod report;
 mod requests;
 mod scenarios;
@@ -63,6 +64,14 @@ struct Options {
     /// Only these groups of scenarios, comma-separated (listed below); all by default.
     #[arg(long, value_delimiter = ',', value_parser = group_name)]
     only: Vec<String>,
+    /// Only these rows of the peer group, comma-separated (listed below); all by default.
+    #[arg(long, value_delimiter = ',', value_parser = peer_row_name)]
+    rows: Vec<String>,
+    /// Takes CPU profiles of both servers during the peer group's loads and writes them here:
+    /// `perf record` of wardle, sample-apiserver and the bench itself, and Go's
+    /// `/debug/pprof/profile` of sample-apiserver.
+    #[arg(long)]
+    profile: Option<PathBuf>,
     /// Clients of the closed-loop scenarios (full run).
     #[arg(long, default_value_t = 64)]
     concurrency: usize,
@@ -90,6 +99,10 @@ fn groups_help() -> String {
     for (name, what) in plan::GROUPS {
         help.push_str(&format!("  {name:<11} {what}\n"));
     }
+    help.push_str("\nRows of the peer group (--rows):\n");
+    for (name, what) in plan::PEER_ROWS {
+        help.push_str(&format!("  {name:<11} {what}\n"));
+    }
     help.push_str(&format!(
         "\nEnvironment:\n  {}=1  the baseline batches its HTTP/2 writes as wardle's server does\n  (a run to compare; the report's mode says so)\n",
         process::BASELINE_BATCHED_ENV
@@ -106,6 +119,15 @@ fn group_name(name: &str) -> Result<String, String> {
             "not a group of scenarios; one of {}",
             names.join(", ")
         ))
+    }
+}
+
+fn peer_row_name(name: &str) -> Result<String, String> {
+    if plan::PEER_ROWS.iter().any(|(r, _)| *r == name) {
+        Ok(name.to_string())
+    } else {
+        let names: Vec<&str> = plan::PEER_ROWS.iter().map(|(r, _)| *r).collect();
+        Err(format!("not a peer row; one of {}", names.join(", ")))
     }
 }
 
@@ -129,6 +151,8 @@ fn main() -> ExitCode {
         })
     };
     plan.only = options.only.clone();
+    plan.rows = options.rows.clone();
+    plan.profile = options.profile.clone();
     // Thousands of watch connections in the bench and in the servers it spawns (which inherit
     // the limit).
     if let Err(e) = process::raise_open_files() {

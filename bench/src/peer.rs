@@ -37,6 +37,8 @@ const NAMESPACES: &[&str] = &[
     "peer-update",
     "peer-apply",
     fan_out::NAMESPACE,
+    fan_out::MANY_NAMESPACES[0],
+    fan_out::MANY_NAMESPACES[1],
     stored::NAMESPACE,
     "peer-get",
 ];
@@ -50,7 +52,9 @@ pub fn unavailable() -> Option<String> {
 /// The rows of the peer group, in the order of priority: start to ready and idle
 /// memory (taken first, on empty prefixes), GET one object over HTTP/1.1 and HTTP/2, LIST,
 /// CREATE, UPDATE, server-side apply, the big LIST, memory once loaded; then the watch
-/// fan-out, the memory a stored object takes and the paged sweep through them.
+/// fan-out, the memory a stored object takes and the paged sweep through them; last the
+/// fan-outs to 10,000 watchers (over HTTP/2, then HTTP/1.1), which may stop a server. Only
+/// the rows `plan.rows` names, when it names some.
 pub async fn run(plan: &Plan, work: &Path, say: &impl Fn(&str)) -> Result<Vec<Row>, Error> {
     say("  etcd and the development host");
     let stack = Stack::start(work).await?;
@@ -67,7 +71,12 @@ pub async fn run(plan: &Plan, work: &Path, say: &impl Fn(&str)) -> Result<Vec<Ro
         vec![sample.ready_after],
         vec![bare.ready_after],
     ];
-    for _ in 1..plan.start_runs {
+    let start_runs = if plan.runs_row("start") {
+        plan.start_runs
+    } else {
+        1
+    };
+    for _ in 1..start_runs {
         drop(wardle);
         wardle = stack.wardle().await?;
         times[0].push(wardle.ready_after);
@@ -81,7 +90,7 @@ pub async fn run(plan: &Plan, work: &Path, say: &impl Fn(&str)) -> Result<Vec<Ro
     let [w, s, b] = times.map(|mut t| start_times(&mut t));
     let r = ratio(w.p50_ms, b.p50_ms);
     let v = Versus::start(&w, s);
-    rows.push(
+    let start_row = plan.runs_row("start").then(|| {
         Row::new(
             "peer: start to /readyz 200",
             w,
@@ -94,18 +103,21 @@ pub async fn run(plan: &Plan, work: &Path, say: &impl Fn(&str)) -> Result<Vec<Ro
         .note(format!(
             "{} starts each, in turns; p50 is the median, p99 the slowest; both servers against the running dev host and etcd",
             plan.start_runs
-        )),
-    );
+        ))
+    });
+    rows.extend(start_row);
 
-    // The measured subject is memory: the servers settle before it is read.
-    tokio::time::sleep(plan.settle).await;
-    rows.push(memory_row(
-        "peer: idle anonymous memory",
-        anon(wardle.pid()),
-        anon(bare.pid()),
-        anon(sample.pid()),
-        "RssAnon from /proc/PID/status (heap and stacks, no file-backed pages), ready and idle, before any object",
-    ));
+    if plan.runs_row("memory") {
+        // The measured subject is memory: the servers settle before it is read.
+        tokio::time::sleep(plan.settle).await;
+        rows.push(memory_row(
+            "peer: idle anonymous memory",
+            anon(wardle.pid()),
+            anon(bare.pid()),
+            anon(sample.pid()),
+            "RssAnon from /proc/PID/status (heap and stacks, no file-backed pages), ready and idle, before any object",
+        ));
+    }
     drop(bare);
 
     say("  filling both servers");
@@ -122,8 +134,16 @@ pub async fn run(plan: &Plan, work: &Path, say: &impl Fn(&str)) -> Result<Vec<Ro
         [sample.pid(), stack.sample_etcd.proc.pid],
     );
     let mut recordings = Recordings::new();
-    let ws = prepare(plan, &wardle, &w_pids, &paths, Some(&mut recordings)).await?;
-    let ss = prepare(plan, &sample, &s_pids, &paths, None).await?;
+    let ws = prepare(
+        plan,
+        "wardle",
+        &wardle,
+        &w_pids,
+        &paths,
+        Some(&mut recordings),
+    )
+    .await?;
+    let ss = prepare(plan, PEER, &sample, &s_pids, &paths, None).await?;
     let recordings_file = write_recordings(stack.dir(), "recordings.json", &recordings)?;
     let bare = servers::baseline(stack.dir(), "baseline", &pki, &recordings_file).await?;
     let b_pids = [bare.pid()];
@@ -138,141 +158,191 @@ pub async fn run(plan: &Plan, work: &Path, say: &impl Fn(&str)) -> Result<Vec<Ro
         throughput_row(scenario, w, "bare baseline", b, None).peer(v)
     };
 
-    say("  GET one object (HTTP/1.1)");
-    let (w, s, b) = alternate3(
-        plan,
-        |stop| gets(wt, &paths.one, conc, &w_pids, stop),
-        |stop| gets(st, &paths.one, conc, &s_pids, stop),
-        |stop| gets(bt, &paths.one, conc, &b_pids, stop),
-    )
-    .await;
-    rows.push(
-        row("peer: GET one object", w, b, s, (ws.get, ss.get))
-            .note(format!("{conc} clients over HTTP/1.1; {setup}")),
-    );
+    if plan.runs_row("get") {
+        say("  GET one object (HTTP/1.1)");
+        let (w, s, b) = alternate3(
+            plan,
+            |stop| gets(wt, &paths.one, conc, &w_pids, stop),
+            |stop| gets(st, &paths.one, conc, &s_pids, stop),
+            |stop| gets(bt, &paths.one, conc, &b_pids, stop),
+        )
+        .await;
+        rows.push(
+            row("peer: GET one object", w, b, s, (ws.get, ss.get))
+                .note(format!("{conc} clients over HTTP/1.1; {setup}")),
+        );
+    }
 
-    say("  GET one object (HTTP/2)");
-    let (w2, s2, b2) = (
-        wt.http2(plan.h2_streams),
-        st.http2(plan.h2_streams),
-        bt.http2(plan.h2_streams),
-    );
-    let (w, s, b) = alternate3(
-        plan,
-        |stop| gets(&w2, &paths.one, conc, &w_pids, stop),
-        |stop| gets(&s2, &paths.one, conc, &s_pids, stop),
-        |stop| gets(&b2, &paths.one, conc, &b_pids, stop),
-    )
-    .await;
-    rows.push(
-        row("peer: GET one object, HTTP/2", w, b, s, (ws.get, ss.get)).note(format!(
-            "{conc} clients, {} to an HTTP/2 connection",
-            plan.h2_streams
-        )),
-    );
+    if plan.runs_row("get-h2") {
+        say("  GET one object (HTTP/2)");
+        let (w2, s2, b2) = (
+            wt.http2(plan.h2_streams),
+            st.http2(plan.h2_streams),
+            bt.http2(plan.h2_streams),
+        );
+        let (w, s, b) = alternate3(
+            plan,
+            |stop| gets(&w2, &paths.one, conc, &w_pids, stop),
+            |stop| gets(&s2, &paths.one, conc, &s_pids, stop),
+            |stop| gets(&b2, &paths.one, conc, &b_pids, stop),
+        )
+        .await;
+        rows.push(
+            row("peer: GET one object, HTTP/2", w, b, s, (ws.get, ss.get)).note(format!(
+                "{conc} clients, {} to an HTTP/2 connection",
+                plan.h2_streams
+            )),
+        );
+    }
 
-    say("  LIST");
-    let (w, s, b) = alternate3(
-        plan,
-        |stop| gets(wt, &paths.list, conc, &w_pids, stop),
-        |stop| gets(st, &paths.list, conc, &s_pids, stop),
-        |stop| gets(bt, &paths.list, conc, &b_pids, stop),
-    )
-    .await;
-    rows.push(row(
-        &format!("peer: LIST {} objects", plan.list_size),
-        w,
-        b,
-        s,
-        (ws.list, ss.list),
-    ));
-
-    say("  CREATE");
-    let (w, s, b) = alternate3(
-        plan,
-        |stop| writes::creates(wt, "peer-create", conc, &w_pids, stop),
-        |stop| writes::creates(st, "peer-create", conc, &s_pids, stop),
-        |stop| writes::creates(bt, "peer-create", conc, &b_pids, stop),
-    )
-    .await;
-    rows.push(row("peer: CREATE", w, b, s, (ws.create, ss.create)));
-
-    say("  UPDATE");
-    let (w, s, b) = alternate3(
-        plan,
-        |stop| writes::updates(wt, "peer-update", "u-", conc, &w_pids, stop),
-        |stop| writes::updates(st, "peer-update", "u-", conc, &s_pids, stop),
-        |stop| writes::updates(bt, "peer-update", "u-", conc, &b_pids, stop),
-    )
-    .await;
-    rows.push(
-        row("peer: UPDATE", w, b, s, (ws.update, ss.update)).note(
-            "PUT of each client's own Flunder with a new label value, its last resourceVersion as precondition",
-        ),
-    );
-
-    say("  server-side apply");
-    let (w, s, b) = alternate3(
-        plan,
-        |stop| writes::applies(wt, "peer-apply", "a-", conc, &w_pids, stop),
-        |stop| writes::applies(st, "peer-apply", "a-", conc, &s_pids, stop),
-        |stop| writes::applies(bt, "peer-apply", "a-", conc, &b_pids, stop),
-    )
-    .await;
-    rows.push(
-        row("peer: server-side apply", w, b, s, (ws.apply, ss.apply)).note(format!(
-            "PATCH application/apply-patch+yaml of each client's own Flunder with a new label value, fieldManager {}, force",
-            writes::MANAGER
-        )),
-    );
-
-    say("  LIST, big and unpaged");
-    let clients = plan.big_list_clients;
-    let (w, s, b) = alternate3(
-        plan,
-        |stop| gets(wt, &paths.big_list, clients, &w_pids, stop),
-        |stop| gets(st, &paths.big_list, clients, &s_pids, stop),
-        |stop| gets(bt, &paths.big_list, clients, &b_pids, stop),
-    )
-    .await;
-    rows.push(
-        row(
-            &format!("peer: LIST {} objects, unpaged", plan.big_list_size),
+    if plan.runs_row("list") {
+        say("  LIST");
+        let (w, s, b) = alternate3(
+            plan,
+            |stop| gets(wt, &paths.list, conc, &w_pids, stop),
+            |stop| gets(st, &paths.list, conc, &s_pids, stop),
+            |stop| gets(bt, &paths.list, conc, &b_pids, stop),
+        )
+        .await;
+        rows.push(row(
+            &format!("peer: LIST {} objects", plan.list_size),
             w,
             b,
             s,
-            (ws.big_list, ss.big_list),
-        )
-        .note(format!("{clients} clients")),
-    );
+            (ws.list, ss.list),
+        ));
+    }
 
-    tokio::time::sleep(plan.settle).await;
-    rows.push(memory_row(
-        "peer: loaded anonymous memory",
-        anon(wardle.pid()),
-        anon(bare.pid()),
-        anon(sample.pid()),
-        &format!(
-            "RssAnon after the rows above, settled: each server holding {} Flunders and those the CREATE row made; the bare baseline holding wardle's recorded answers",
-            1 + plan.list_size + plan.big_list_size + 2 * plan.concurrency as u64
-        ),
-    ));
-
-    say("  watch fan-out");
-    rows.push(fan_out::row(plan, (wt, &w_pids), (st, &s_pids), (bt, &b_pids)).await?);
-    drop(bare);
-
-    rows.extend(
-        stored::rows(
+    if plan.runs_row("create") {
+        say("  CREATE");
+        let (w, s, b) = alternate3(
             plan,
-            stack.dir(),
-            &pki,
-            (&wardle, &w_pids),
-            (&sample, &s_pids),
-            ws.create,
-            say,
+            |stop| writes::creates(wt, "peer-create", conc, &w_pids, stop),
+            |stop| writes::creates(st, "peer-create", conc, &s_pids, stop),
+            |stop| writes::creates(bt, "peer-create", conc, &b_pids, stop),
         )
-        .await?,
+        .await;
+        rows.push(row("peer: CREATE", w, b, s, (ws.create, ss.create)));
+    }
+
+    if plan.runs_row("update") {
+        say("  UPDATE");
+        let (w, s, b) = alternate3(
+            plan,
+            |stop| writes::updates(wt, "peer-update", "u-", conc, &w_pids, stop),
+            |stop| writes::updates(st, "peer-update", "u-", conc, &s_pids, stop),
+            |stop| writes::updates(bt, "peer-update", "u-", conc, &b_pids, stop),
+        )
+        .await;
+        rows.push(
+            row("peer: UPDATE", w, b, s, (ws.update, ss.update)).note(
+                "PUT of each client's own Flunder with a new label value, its last resourceVersion as precondition",
+            ),
+        );
+    }
+
+    if plan.runs_row("apply") {
+        say("  server-side apply");
+        let (w, s, b) = alternate3(
+            plan,
+            |stop| writes::applies(wt, "peer-apply", "a-", conc, &w_pids, stop),
+            |stop| writes::applies(st, "peer-apply", "a-", conc, &s_pids, stop),
+            |stop| writes::applies(bt, "peer-apply", "a-", conc, &b_pids, stop),
+        )
+        .await;
+        rows.push(
+            row("peer: server-side apply", w, b, s, (ws.apply, ss.apply)).note(format!(
+                "PATCH application/apply-patch+yaml of each client's own Flunder with a new label value, fieldManager {}, force",
+                writes::MANAGER
+            )),
+        );
+    }
+
+    if plan.runs_row("big-list") {
+        say("  LIST, big and unpaged");
+        let clients = plan.big_list_clients;
+        let (w, s, b) = alternate3(
+            plan,
+            |stop| gets(wt, &paths.big_list, clients, &w_pids, stop),
+            |stop| gets(st, &paths.big_list, clients, &s_pids, stop),
+            |stop| gets(bt, &paths.big_list, clients, &b_pids, stop),
+        )
+        .await;
+        rows.push(
+            row(
+                &format!("peer: LIST {} objects, unpaged", plan.big_list_size),
+                w,
+                b,
+                s,
+                (ws.big_list, ss.big_list),
+            )
+            .note(format!("{clients} clients")),
+        );
+    }
+
+    if plan.runs_row("memory") {
+        tokio::time::sleep(plan.settle).await;
+        rows.push(memory_row(
+            "peer: loaded anonymous memory",
+            anon(wardle.pid()),
+            anon(bare.pid()),
+            anon(sample.pid()),
+            &format!(
+                "RssAnon after the rows above, settled: each server holding {} Flunders and those the CREATE row made; the bare baseline holding wardle's recorded answers",
+                1 + plan.list_size + plan.big_list_size + 2 * plan.concurrency as u64
+            ),
+        ));
+    }
+
+    let sides = (
+        ("wardle", wt, &w_pids[..]),
+        (PEER, st, &s_pids[..]),
+        ("baseline", bt, &b_pids[..]),
     );
+    if plan.runs_row("watch") {
+        say(&format!(
+            "  watch fan-out to {} watchers",
+            plan.fan_out.watchers
+        ));
+        let (w, s, b) = sides;
+        let ns = fan_out::NAMESPACE;
+        rows.push(fan_out::row(plan, plan.fan_out, ns, None, w, s, b).await?);
+    }
+
+    if plan.runs_row("stored") {
+        rows.extend(
+            stored::rows(
+                plan,
+                stack.dir(),
+                &pki,
+                (&wardle, &w_pids),
+                (&sample, &s_pids),
+                ws.create,
+                say,
+            )
+            .await?,
+        );
+    }
+
+    // Last: a server that cannot take them is stopped (see `fan_out::row`).
+    let many = plan.peer_many_watchers;
+    for (row, streams, ns) in [
+        (
+            "watch-10000-h2",
+            Some(plan.many_watchers_streams),
+            fan_out::MANY_NAMESPACES[0],
+        ),
+        ("watch-10000", None, fan_out::MANY_NAMESPACES[1]),
+    ] {
+        if plan.runs_row(row) {
+            say(&format!(
+                "  watch fan-out to {} watchers ({row})",
+                many.watchers
+            ));
+            let (w, s, b) = sides;
+            rows.push(fan_out::row(plan, many, ns, streams, w, s, b).await?);
+        }
+    }
+    drop(bare);
     Ok(rows)
 }

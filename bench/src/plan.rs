@@ -42,6 +42,33 @@ pub const GROUPS: &[(&str, &str)] = &[
     ),
 ];
 
+/// The rows of the peer group `--rows` can choose (the group's other rows are skipped; both
+/// servers are started and filled all the same), with what each measures.
+pub const PEER_ROWS: &[(&str, &str)] = &[
+    ("start", "start to ready, 10 starts each"),
+    ("memory", "idle and loaded anonymous memory"),
+    ("get", "GET one object over HTTP/1.1"),
+    ("get-h2", "GET one object over HTTP/2"),
+    ("list", "LIST 500 objects"),
+    ("create", "CREATE"),
+    ("update", "UPDATE"),
+    ("apply", "server-side apply"),
+    ("big-list", "LIST 10,000 objects, unpaged"),
+    ("watch", "the watch fan-out to 1,000 watchers"),
+    (
+        "watch-10000-h2",
+        "the watch fan-out to 10,000 watchers over HTTP/2, 100 to a connection",
+    ),
+    (
+        "watch-10000",
+        "the watch fan-out to 10,000 watchers over HTTP/1.1, a connection each",
+    ),
+    (
+        "stored",
+        "RssAnon per stored object over 100,000 Flunders, and the paged sweep of them",
+    ),
+];
+
 /// The sizes of a run.
 #[derive(Clone, Debug)]
 pub struct Plan {
@@ -65,6 +92,9 @@ pub struct Plan {
     pub page_limit: u64,
     /// The watch fan-out.
     pub fan_out: FanOut,
+    /// The peer group's fan-out to many watchers (HTTP/1.1, a connection each, as its
+    /// fan-out to `fan_out.watchers`).
+    pub peer_many_watchers: FanOut,
     /// The watch fan-outs through the aggregator (each also directly).
     pub aggregated_fan_outs: Vec<FanOut>,
     /// The fan-out to many watchers.
@@ -88,6 +118,10 @@ pub struct Plan {
     pub settle: Duration,
     /// The groups of scenarios to run ([`GROUPS`]); all when empty.
     pub only: Vec<String>,
+    /// The rows of the peer group to run ([`PEER_ROWS`]); all when empty.
+    pub rows: Vec<String>,
+    /// Where the servers' CPU profiles are written, when they are taken (`--profile`).
+    pub profile: Option<std::path::PathBuf>,
 }
 
 /// The knobs of a full run (`--help`).
@@ -128,6 +162,13 @@ impl Plan {
             },
             // 1,000 watchers as directly; 100, which fit in one HTTP/2 connection's default
             // limit of concurrent streams (200 in hyper) when the aggregator multiplexes them.
+            // 10,000 watchers at a tenth of the rate: as many deliveries a second as the
+            // 1,000-watcher row.
+            peer_many_watchers: FanOut {
+                watchers: 10_000,
+                events: 200,
+                rate: knobs.watch_rate / 10.0,
+            },
             aggregated_fan_outs: [1000, 100]
                 .map(|watchers| FanOut {
                     watchers,
@@ -149,6 +190,8 @@ impl Plan {
             memory_samples: 10,
             settle: Duration::from_secs(2),
             only: Vec::new(),
+            rows: Vec::new(),
+            profile: None,
         }
     }
 
@@ -169,6 +212,11 @@ impl Plan {
                 events: 20,
                 rate: 200.0,
             },
+            peer_many_watchers: FanOut {
+                watchers: 40,
+                events: 10,
+                rate: 100.0,
+            },
             aggregated_fan_outs: vec![FanOut {
                 watchers: 10,
                 events: 20,
@@ -188,12 +236,19 @@ impl Plan {
             memory_samples: 2,
             settle: Duration::from_millis(200),
             only: Vec::new(),
+            rows: Vec::new(),
+            profile: None,
         }
     }
 
     /// Whether the group of scenarios `group` runs.
     pub fn runs(&self, group: &str) -> bool {
         self.only.is_empty() || self.only.iter().any(|g| g == group)
+    }
+
+    /// Whether the peer row `row` ([`PEER_ROWS`]) runs.
+    pub fn runs_row(&self, row: &str) -> bool {
+        self.rows.is_empty() || self.rows.iter().any(|r| r == row)
     }
 
     /// The same plan with another measured time (and a warm-up scaled with it).

@@ -369,6 +369,7 @@ impl Report {
                     (r.baseline_name.as_str(), &r.baseline),
                 ]
                 .into_iter()
+                .chain(r.peer.as_ref().map(|v| (versus::PEER, &v.peer)))
                 .filter(|(_, m)| m.errors > 0)
                 .map(move |(server, m)| {
                     format!(

@@ -157,6 +157,9 @@ pub async fn run(
     deliver(opened, target, shape, create, pids).await
 }
 
+/// How long a watcher waits for its events after the writer's last create.
+const GRACE: Duration = Duration::from_secs(30);
+
 /// How long opening the watches of a fan-out may take.
 pub const OPEN_WITHIN: Duration = Duration::from_secs(120);
 
@@ -175,28 +178,41 @@ pub async fn deliver(
     let origin = Instant::now();
     let nanos = move || origin.elapsed().as_nanos() as u64;
     let events = shape.events;
-    let deadline = Duration::from_secs_f64(events as f64 / shape.rate + 30.0);
+    // Each watcher waits for its events until GRACE after the writer's last create (however
+    // long the creates took: a server whose creates slow down under the fan-out still has
+    // every event counted, late).
+    let (writer_done, done) = tokio::sync::watch::channel(false);
     let mut watchers = Vec::with_capacity(opened.watches.len());
     for (sender, mut body) in opened.watches {
+        let mut done = done.clone();
         watchers.push(tokio::spawn(async move {
             let _keep = sender;
             let mut received = vec![u64::MAX; events];
             let (mut count, mut pending) = (0usize, Vec::<u8>::new());
-            let end = tokio::time::Instant::now() + deadline;
+            let grace_over = async move {
+                let _ = done.wait_for(|d| *d).await;
+                tokio::time::sleep(GRACE).await;
+            };
+            tokio::pin!(grace_over);
             let mut ended = None;
             while count < events {
-                let frame = match tokio::time::timeout_at(end, body.frame()).await {
-                    Ok(Some(Ok(frame))) => frame,
-                    Ok(Some(Err(e))) => {
+                let frame = tokio::select! {
+                    frame = body.frame() => frame,
+                    () = &mut grace_over => {
+                        ended = Some(format!(
+                            "nothing more came within {GRACE:?} of the last create"
+                        ));
+                        break;
+                    }
+                };
+                let frame = match frame {
+                    Some(Ok(frame)) => frame,
+                    Some(Err(e)) => {
                         ended = Some(format!("its stream failed: {e}"));
                         break;
                     }
-                    Ok(None) => {
+                    None => {
                         ended = Some("its stream ended".to_string());
-                        break;
-                    }
-                    Err(_) => {
-                        ended = Some(format!("nothing more came within {deadline:?}"));
                         break;
                     }
                 };
@@ -250,6 +266,7 @@ pub async fn deliver(
         }
     }
 
+    let _ = writer_done.send(true);
     let mut latencies = histogram();
     let (mut delivered, mut missed) = (0u64, 0u64);
     let mut last = 0u64;

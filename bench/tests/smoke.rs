@@ -104,6 +104,8 @@ fn the_smoke_run_measures_every_scenario() {
             "peer: WATCH 10 watchers × 20 events",
             "peer: RssAnon per stored object, 200 Flunders",
             "peer: paged LIST of 200 objects, limit=50",
+            "peer: WATCH 40 watchers × 10 events, HTTP/2",
+            "peer: WATCH 40 watchers × 10 events",
         ] {
             let peer = &row(name)["peer"];
             assert_eq!(peer["peer"]["errors"], 0, "{name}: {peer}");

@@ -79,10 +79,13 @@ pub struct Paths {
     pub big_list: String,
 }
 
-/// Fills `server` with the objects of the rows and answers one request of each kind, adding
-/// its answers to `recordings` when given (wardle's, which the bare baseline answers with).
+/// Fills `server` (called `name`) with the objects of the rows and answers one request of
+/// each kind, adding its answers to `recordings` when given (wardle's, which the bare baseline
+/// answers with). When the plan takes profiles, the GET and LIST answers are also written
+/// beside them (`answers/<name>-get.json`, …) for comparing the servers' bytes.
 pub async fn prepare(
     plan: &Plan,
+    name: &str,
     server: &Server,
     pids: &[u32],
     paths: &Paths,
@@ -108,14 +111,19 @@ pub async fn prepare(
     writes::fill(t, "peer-update", "u-", clients, conc, pids).await?;
     writes::fill(t, "peer-apply", "a-", clients, conc, pids).await?;
     let mut sizes = Sizes::default();
-    for (path, size) in [
-        (&paths.one, &mut sizes.get),
-        (&paths.list, &mut sizes.list),
-        (&paths.big_list, &mut sizes.big_list),
+    let answers = plan.profile.as_ref().map(|dir| dir.join("answers"));
+    for (path, size, what) in [
+        (&paths.one, &mut sizes.get, "get"),
+        (&paths.list, &mut sizes.list, "list"),
+        (&paths.big_list, &mut sizes.big_list, "big-list"),
     ] {
         let get = t.request(Method::GET, path, Bytes::new());
         let (headers, body) = send_once(t, get, StatusCode::OK).await?;
         *size = body.len();
+        if let Some(dir) = &answers {
+            std::fs::create_dir_all(dir)?;
+            std::fs::write(dir.join(format!("{name}-{what}.json")), &body)?;
+        }
         if let Some(r) = recordings.as_deref_mut() {
             r.insert(
                 baseline::key(&Method::GET, path),
@@ -129,7 +137,11 @@ pub async fn prepare(
     sizes.create = body.len();
     if let Some(r) = recordings.as_deref_mut() {
         // The fan-out's creates are answered with the same bytes.
-        for collection in [created.clone(), collection(fan_out::NAMESPACE)] {
+        let watched = [fan_out::NAMESPACE]
+            .iter()
+            .chain(&fan_out::MANY_NAMESPACES)
+            .map(|ns| collection(ns));
+        for collection in std::iter::once(created.clone()).chain(watched) {
             r.insert(
                 baseline::key(&Method::POST, &collection),
                 recorded(StatusCode::CREATED, &headers, body.clone()),

@@ -7,10 +7,12 @@ use std::path::Path;
 use crate::baseline::Recordings;
 use crate::client::Error;
 use crate::lists::{ratio_of, sweep, sweeps};
+use crate::peer::versus::PEER;
 use crate::peer::versus::Versus;
 use crate::peer::writes;
 use crate::plan::Plan;
 use crate::process::anon_bytes;
+use crate::profile::Profiles;
 use crate::report::{Measurement, Row, mib};
 use crate::requests::{collection, write_recordings};
 use crate::servers::{self, Server};
@@ -86,7 +88,19 @@ pub async fn rows(
     let file = write_recordings(dir, "recordings-pages.json", &recordings)?;
     drop(recordings);
     let bare = servers::baseline(dir, "baseline-pages", pki, &file).await?;
-    let [(wm, w_time), (sm, s_time), (bm, b_time)] = sweeps(
+    // Three rounds of each server's sweep, about as long as the recording one each.
+    let length = first.elapsed * 6;
+    let profiles = Profiles::start(
+        plan,
+        "sweep",
+        &[("wardle", w.pid()), (PEER, s.pid())],
+        Some((&s.target, length)),
+    );
+    let [
+        (wm, w_time, w_slowest),
+        (sm, s_time, s_slowest),
+        (bm, b_time, _),
+    ] = sweeps(
         [
             (&w.target, w.pid()),
             (&s.target, s.pid()),
@@ -96,6 +110,7 @@ pub async fn rows(
         limit,
     )
     .await?;
+    profiles.finish().await;
     let versus = Versus::throughput(&wm, sm, None);
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
     rows.push(
@@ -109,12 +124,14 @@ pub async fn rows(
         )
         .peer(versus)
         .note(format!(
-            "{} pages a sweep on one connection, following each page's continue token; a sweep took {:.0} ms on wardle, {:.0} ms on sample-apiserver ({:.2} ×), {:.0} ms on the bare baseline (means of 3); req/s and req/CPU-s count pages, CPU the server's own process",
+            "{} pages a sweep on one connection, following each page's continue token; a sweep took {:.0} ms on wardle, {:.0} ms on sample-apiserver ({:.2} ×), {:.0} ms on the bare baseline (means of 3); the slowest page {:.0} ms on wardle, {:.0} ms on sample-apiserver; req/s and req/CPU-s count pages, CPU the server's own process",
             first.pages,
             ms(w_time),
             ms(s_time),
             ratio_of(w_time, s_time).unwrap_or(f64::NAN),
             ms(b_time),
+            w_slowest,
+            s_slowest,
         )),
     );
     Ok(rows)
