@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use kube_cel::KubeCelExt as _;
 use kube_cel::cel::objects::{Key, Map};
-use kube_cel::cel::{Context, IdedExpr, Program, Value as CelValue};
+use kube_cel::cel::{Context, IdedExpr, Value as CelValue};
 use serde_json::Value;
 
 use super::{Node, RuleError, child};

@@ -1340,7 +1340,7 @@ fn policies() -> Vec<Request> {
     let host = |name: &str, path: &str, body: Value| {
         Request::new(format!("policy host {name}"), Method::POST, path)
             .json(body)
-            .to_host()
+            .sent_to_host()
     };
     let vap = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
     let vapb = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings";

@@ -141,7 +141,7 @@ impl Request {
     }
 
     /// Sent to the target's dev host (see [`Request::to_host`]).
-    pub fn to_host(mut self) -> Self {
+    pub fn sent_to_host(mut self) -> Self {
         self.to_host = true;
         self
     }
