@@ -138,6 +138,7 @@ pub fn corpus() -> Vec<Request> {
     c.extend(unvalidated());
     c.extend(openapi());
     c.extend(policies());
+    c.extend(mutating_policies());
     c.extend(throttling());
     c.extend(compaction());
     c
@@ -1455,6 +1456,85 @@ fn policies() -> Vec<Request> {
                    "metadata": {"name": "bad-but-unlabelled"},
                    "spec": {"reference": "x", "referenceType": "Fischer"}}),
         ),
+    ]
+}
+
+/// The host's MutatingAdmissionPolicies (v1beta1, each server's plugin on): an apply
+/// configuration labels and a JSON patch annotates Flunders labelled `mutate-test: "yes"`. The
+/// policy matches v1alpha1, the version the requests are sent in: sample-apiserver cannot
+/// convert a Flunder mutated in v1beta1 back (`converting (v1beta1.Flunder) to
+/// (v1alpha1.Flunder): unknown conversion`), which wardle can (`tests/production/policies.rs`).
+/// The first mutation is waited for in a dry run.
+fn mutating_policies() -> Vec<Request> {
+    let flunder = |name: &str| {
+        json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
+               "metadata": {"name": name, "labels": {"mutate-test": "yes"}},
+               "spec": {"reference": "x", "referenceType": "Fischer"}})
+    };
+    let mutated: fn(&Answer) -> bool = |a| {
+        a.status == 201
+            && matches!(&a.body, super::answer::Body::Document(d)
+                if d["metadata"]["labels"]["mutated-in"] == "v1alpha1")
+    };
+    vec![
+        Request::new(
+            "mutating policy host policy",
+            Method::POST,
+            "/apis/admissionregistration.k8s.io/v1beta1/mutatingadmissionpolicies",
+        )
+        .json(json!({
+            "apiVersion": "admissionregistration.k8s.io/v1beta1",
+            "kind": "MutatingAdmissionPolicy", "metadata": {"name": "label-flunders"},
+            "spec": {
+                "failurePolicy": "Fail",
+                "reinvocationPolicy": "Never",
+                "matchConstraints": {
+                    "matchPolicy": "Equivalent",
+                    "namespaceSelector": {},
+                    "objectSelector": {"matchLabels": {"mutate-test": "yes"}},
+                    "resourceRules": [{"apiGroups": ["wardle.example.com"],
+                                       "apiVersions": ["v1alpha1"],
+                                       "operations": ["CREATE"], "resources": ["flunders"]}],
+                },
+                "variables": [{"name": "version",
+                               "expression": "object.apiVersion.split('/')[1]"}],
+                "mutations": [{
+                    "patchType": "ApplyConfiguration",
+                    "applyConfiguration": {"expression":
+                        "Object{metadata: Object.metadata{labels: {'mutated-in': variables.version}}}"},
+                }, {
+                    "patchType": "JSONPatch",
+                    "jsonPatch": {"expression":
+                        "[JSONPatch{op: 'add', path: '/metadata/annotations', value: {'patched': 'yes'}}]"},
+                }],
+            },
+        }))
+        .sent_to_host(),
+        Request::new(
+            "mutating policy host binding",
+            Method::POST,
+            "/apis/admissionregistration.k8s.io/v1beta1/mutatingadmissionpolicybindings",
+        )
+        .json(json!({
+            "apiVersion": "admissionregistration.k8s.io/v1beta1",
+            "kind": "MutatingAdmissionPolicyBinding",
+            "metadata": {"name": "label-flunders-binding"},
+            "spec": {"policyName": "label-flunders"},
+        }))
+        .sent_to_host(),
+        Request::new(
+            "mutating policy labels a dry run",
+            Method::POST,
+            format!("{FL}?dryRun=All"),
+        )
+        .json(flunder("mutated"))
+        .until(mutated),
+        Request::new("mutating policy labels and annotates", Method::POST, FL)
+            .json(flunder("mutated")),
+        Request::new("mutating policy leaves unlabelled ones", Method::POST, FL).json(json!({
+            "apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
+            "metadata": {"name": "not-mutated"},
+            "spec": {"reference": "x", "referenceType": "Fischer"}})),
     ]
 }
 

@@ -35,11 +35,14 @@ impl Targets {
         let upstream_etcd = Etcd::start_binary(&etcd_binary).expect("etcd 3.6 starts");
         let wardle_etcd = Etcd::start_binary(&etcd_binary).expect("etcd 3.6 starts");
         let (upstream_url, wardle_url) = (upstream_etcd.url(), wardle_etcd.url());
-        let on_etcd_flags = ["--etcd-servers", wardle_url.as_str()];
+        // Mutating admission policies on, as sample-apiserver's feature gate is here.
+        let mutating = "--enable-admission-plugins=MutatingAdmissionPolicy";
+        let on_etcd_flags = ["--etcd-servers", wardle_url.as_str(), mutating];
+        let embedded_flags = [mutating];
         let (upstream, on_etcd, embedded) = tokio::join!(
             Stack::start_sample_apiserver(sample_apiserver, &upstream_url),
             Stack::start(&on_etcd_flags),
-            Stack::start(&[]),
+            Stack::start(&embedded_flags),
         );
         let stacks = vec![upstream, on_etcd, embedded];
         let names = ["sample-apiserver", "wardle (etcd)", "wardle (embedded)"];

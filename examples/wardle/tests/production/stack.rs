@@ -67,10 +67,11 @@ impl Stack {
     /// by `scripts/build-upstream sample-apiserver`), storing in the etcd at `etcd_servers`:
     /// the same serving certificate, identity and flags as wardle, and two more. The host
     /// serves neither `flowcontrol.apiserver.k8s.io` nor admission policies, whose informers
-    /// sample-apiserver would wait for: priority and fairness is off. Its
-    /// `ValidatingAdmissionPolicy` plugin reads the dev host's policies, as wardle's does; its
-    /// `MutatingAdmissionPolicy` plugin is off, as wardle's is by default (and as upstream's
-    /// feature gate is in 1.34). (For `tests/client_go.rs` and the differential suite.)
+    /// sample-apiserver would wait for: priority and fairness is off. Its admission policy
+    /// plugins read the dev host's policies, as wardle's do: `ValidatingAdmissionPolicy`, and
+    /// `MutatingAdmissionPolicy` with its feature gate on (off by default in 1.34, as wardle's
+    /// plugin is; the differential suite turns wardle's on). (For `tests/client_go.rs` and the
+    /// differential suite.)
     #[allow(dead_code)]
     pub async fn start_sample_apiserver(binary: PathBuf, etcd_servers: &str) -> Stack {
         let (host, dir, backend_port) = start_host_with(|_| {}).await;
@@ -80,7 +81,7 @@ impl Stack {
                 "--etcd-servers",
                 etcd_servers,
                 "--enable-priority-and-fairness=false",
-                "--disable-admission-plugins=MutatingAdmissionPolicy",
+                "--feature-gates=MutatingAdmissionPolicy=true",
             ]
             .map(String::from),
         );
