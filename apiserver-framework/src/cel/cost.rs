@@ -12,7 +12,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use kube_cel::cel::common::ast::{EntryExpr, Expr, LiteralValue};
+use kube_cel::cel::common::ast::{EntryExpr, Expr, IdedEntryExpr, LiteralValue};
 use kube_cel::cel::common::types::CelInt;
 use kube_cel::cel::{Context, ExecutionError, IdedExpr, Value as CelValue};
 
@@ -33,22 +33,8 @@ fn nodes(expr: &IdedExpr) -> u64 {
         }
         Expr::Select(select) => nodes(&select.operand),
         Expr::List(list) => list.elements.iter().map(nodes).sum(),
-        Expr::Map(map) => map
-            .entries
-            .iter()
-            .map(|entry| match &entry.expr {
-                EntryExpr::MapEntry(e) => nodes(&e.key) + nodes(&e.value),
-                EntryExpr::StructField(f) => nodes(&f.value),
-            })
-            .sum(),
-        Expr::Struct(object) => object
-            .entries
-            .iter()
-            .map(|entry| match &entry.expr {
-                EntryExpr::MapEntry(e) => nodes(&e.key) + nodes(&e.value),
-                EntryExpr::StructField(f) => nodes(&f.value),
-            })
-            .sum(),
+        Expr::Map(map) => entries_nodes(&map.entries),
+        Expr::Struct(object) => entries_nodes(&object.entries),
         Expr::Comprehension(c) => {
             nodes(&c.iter_range)
                 + nodes(&c.accu_init)
@@ -57,6 +43,30 @@ fn nodes(expr: &IdedExpr) -> u64 {
                 + nodes(&c.result)
         }
         Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => 0,
+    }
+}
+
+/// The nodes of a map's or an object's entries.
+fn entries_nodes(entries: &[IdedEntryExpr]) -> u64 {
+    entries
+        .iter()
+        .map(|entry| match &entry.expr {
+            EntryExpr::MapEntry(e) => nodes(&e.key) + nodes(&e.value),
+            EntryExpr::StructField(f) => nodes(&f.value),
+        })
+        .sum()
+}
+
+/// A map's or an object's entries, metered.
+fn meter_entries(entries: &mut [IdedEntryExpr]) {
+    for entry in entries {
+        match &mut entry.expr {
+            EntryExpr::MapEntry(e) => {
+                e.key = metered(&e.key);
+                e.value = metered(&e.value);
+            }
+            EntryExpr::StructField(f) => f.value = metered(&f.value),
+        }
     }
 }
 
@@ -107,28 +117,12 @@ pub(crate) fn metered(expr: &IdedExpr) -> IdedExpr {
         }
         Expr::Map(map) => {
             let mut map = map.clone();
-            for entry in &mut map.entries {
-                match &mut entry.expr {
-                    EntryExpr::MapEntry(e) => {
-                        e.key = metered(&e.key);
-                        e.value = metered(&e.value);
-                    }
-                    EntryExpr::StructField(f) => f.value = metered(&f.value),
-                }
-            }
+            meter_entries(&mut map.entries);
             Expr::Map(map)
         }
         Expr::Struct(object) => {
             let mut object = object.clone();
-            for entry in &mut object.entries {
-                match &mut entry.expr {
-                    EntryExpr::MapEntry(e) => {
-                        e.key = metered(&e.key);
-                        e.value = metered(&e.value);
-                    }
-                    EntryExpr::StructField(f) => f.value = metered(&f.value),
-                }
-            }
+            meter_entries(&mut object.entries);
             Expr::Struct(object)
         }
         other => other.clone(),

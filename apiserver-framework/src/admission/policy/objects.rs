@@ -18,56 +18,10 @@ use crate::cel::json::from_cel;
 fn as_maps(expr: &IdedExpr) -> IdedExpr {
     let rewritten = match &expr.expr {
         Expr::Struct(object) => Expr::Map(MapExpr {
-            entries: object
-                .entries
-                .iter()
-                .map(|entry| IdedEntryExpr {
-                    id: entry.id,
-                    expr: match &entry.expr {
-                        EntryExpr::StructField(field) => EntryExpr::MapEntry(MapEntryExpr {
-                            key: IdedExpr {
-                                id: entry.id,
-                                expr: Expr::Literal(LiteralValue::String(CelString::from(
-                                    field.field.clone(),
-                                ))),
-                            },
-                            value: as_maps(&field.value),
-                            optional: field.optional,
-                        }),
-                        EntryExpr::MapEntry(e) => EntryExpr::MapEntry(MapEntryExpr {
-                            key: as_maps(&e.key),
-                            value: as_maps(&e.value),
-                            optional: e.optional,
-                        }),
-                    },
-                })
-                .collect(),
+            entries: object.entries.iter().map(entry_as_map).collect(),
         }),
         Expr::Map(map) => Expr::Map(MapExpr {
-            entries: map
-                .entries
-                .iter()
-                .map(|entry| IdedEntryExpr {
-                    id: entry.id,
-                    expr: match &entry.expr {
-                        EntryExpr::MapEntry(e) => EntryExpr::MapEntry(MapEntryExpr {
-                            key: as_maps(&e.key),
-                            value: as_maps(&e.value),
-                            optional: e.optional,
-                        }),
-                        EntryExpr::StructField(field) => EntryExpr::MapEntry(MapEntryExpr {
-                            key: IdedExpr {
-                                id: entry.id,
-                                expr: Expr::Literal(LiteralValue::String(CelString::from(
-                                    field.field.clone(),
-                                ))),
-                            },
-                            value: as_maps(&field.value),
-                            optional: field.optional,
-                        }),
-                    },
-                })
-                .collect(),
+            entries: map.entries.iter().map(entry_as_map).collect(),
         }),
         Expr::Call(call) => {
             let mut call = call.clone();
@@ -100,6 +54,27 @@ fn as_maps(expr: &IdedExpr) -> IdedExpr {
         id: expr.id,
         expr: rewritten,
     }
+}
+
+/// A map's or an object's entry as a map entry (an object's field by its name), its key and
+/// value read as maps too.
+fn entry_as_map(entry: &IdedEntryExpr) -> IdedEntryExpr {
+    let expr = match &entry.expr {
+        EntryExpr::StructField(field) => EntryExpr::MapEntry(MapEntryExpr {
+            key: IdedExpr {
+                id: entry.id,
+                expr: Expr::Literal(LiteralValue::String(CelString::from(field.field.clone()))),
+            },
+            value: as_maps(&field.value),
+            optional: field.optional,
+        }),
+        EntryExpr::MapEntry(e) => EntryExpr::MapEntry(MapEntryExpr {
+            key: as_maps(&e.key),
+            value: as_maps(&e.value),
+            optional: e.optional,
+        }),
+    };
+    IdedEntryExpr { id: entry.id, expr }
 }
 
 /// Evaluates `expression`, whose object constructions are maps of their fields, in `context`:

@@ -21,6 +21,23 @@ async fn host_create(stack: &Stack, path: &str, body: Value) {
     assert_eq!(code, 201, "{path}: {text}");
 }
 
+/// Creates a ValidatingAdmissionPolicy and its binding on the host.
+async fn create_policy(stack: &Stack, policy: Value, binding: Value) {
+    let admissionregistration = "/apis/admissionregistration.k8s.io/v1";
+    host_create(
+        stack,
+        &format!("{admissionregistration}/validatingadmissionpolicies"),
+        policy,
+    )
+    .await;
+    host_create(
+        stack,
+        &format!("{admissionregistration}/validatingadmissionpolicybindings"),
+        binding,
+    )
+    .await;
+}
+
 /// A policy on Flunders, matched in v1beta1 (wardle's requests below are sent in v1alpha1).
 fn policy(name: &str, spec: Value) -> Value {
     let mut spec = spec;
@@ -113,16 +130,9 @@ async fn a_host_policy_denies_warns_and_audits_flunder_writes() {
             }],
         }),
     );
-    let admissionregistration = "/apis/admissionregistration.k8s.io/v1";
-    host_create(
+    create_policy(
         &stack,
-        &format!("{admissionregistration}/validatingadmissionpolicies"),
         names,
-    )
-    .await;
-    host_create(
-        &stack,
-        &format!("{admissionregistration}/validatingadmissionpolicybindings"),
         binding(
             "flunder-names-binding",
             "flunder-names",
@@ -141,15 +151,9 @@ async fn a_host_policy_denies_warns_and_audits_flunder_writes() {
             "message": "bronze flunders are discouraged",
         }]}),
     );
-    host_create(
+    create_policy(
         &stack,
-        &format!("{admissionregistration}/validatingadmissionpolicies"),
         tiers,
-    )
-    .await;
-    host_create(
-        &stack,
-        &format!("{admissionregistration}/validatingadmissionpolicybindings"),
         binding(
             "flunder-tiers-binding",
             "flunder-tiers",
@@ -237,7 +241,6 @@ async fn a_host_policy_denies_warns_and_audits_flunder_writes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_parameter_follows_the_failure_policy() {
     let stack = Stack::start(&[]).await;
-    let admissionregistration = "/apis/admissionregistration.k8s.io/v1";
     for (name, failure_policy) in [("strict", "Fail"), ("lenient", "Ignore")] {
         let mut spec = policy(
             name,
@@ -250,15 +253,9 @@ async fn a_missing_parameter_follows_the_failure_policy() {
         // Each policy takes only the Flunders labelled with its name.
         spec["spec"]["matchConstraints"]["objectSelector"] =
             json!({"matchLabels": {"policy": name}});
-        host_create(
+        create_policy(
             &stack,
-            &format!("{admissionregistration}/validatingadmissionpolicies"),
             spec,
-        )
-        .await;
-        host_create(
-            &stack,
-            &format!("{admissionregistration}/validatingadmissionpolicybindings"),
             binding(
                 &format!("{name}-binding"),
                 name,
@@ -370,7 +367,6 @@ async fn a_mutating_policy_labels_and_annotates_flunders() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expensive_expression_runs_out_of_budget() {
     let stack = Stack::start(&[]).await;
-    let admissionregistration = "/apis/admissionregistration.k8s.io/v1";
     let expensive = "lists.range(1000).all(x, lists.range(1000).all(y, lists.range(1000).all(z, x + y + z >= 0)))";
     let mut spec = policy(
         "expensive",
@@ -378,15 +374,9 @@ async fn an_expensive_expression_runs_out_of_budget() {
     );
     spec["spec"]["matchConstraints"]["objectSelector"] =
         json!({"matchLabels": {"policy": "expensive"}});
-    host_create(
+    create_policy(
         &stack,
-        &format!("{admissionregistration}/validatingadmissionpolicies"),
         spec,
-    )
-    .await;
-    host_create(
-        &stack,
-        &format!("{admissionregistration}/validatingadmissionpolicybindings"),
         binding(
             "expensive-binding",
             "expensive",

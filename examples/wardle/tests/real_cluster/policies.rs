@@ -114,12 +114,29 @@ fn normalised(status: &Value, resource: &str, plural: &str) -> String {
         .replace(resource, "RESOURCE")
 }
 
+/// Deletes the Flunders and ConfigMaps these checks created in alice's namespace (labelled
+/// `policy-check: "yes"`), which the checks after them do not expect.
+fn remove_checked_objects(cluster: &RealCluster) {
+    cluster.kubectl_ok(
+        "admin",
+        &[
+            "delete",
+            "flunders,configmaps",
+            "-n",
+            "alice",
+            "-l",
+            "policy-check=yes",
+        ],
+    );
+}
+
 pub fn policies(cluster: &RealCluster) {
     cluster.kubectl_input_ok("admin", &["apply", "-f", "-"], POLICY);
 
     let flunder = |name: &str| {
         json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
-               "metadata": {"name": name}, "spec": {"reference": "x", "referenceType": "Fischer"}})
+               "metadata": {"name": name, "labels": {"policy-check": "yes"}},
+               "spec": {"reference": "x", "referenceType": "Fischer"}})
     };
     let flunders = "/apis/wardle.example.com/v1alpha1/namespaces/alice/flunders";
     let mut n = 0;
@@ -132,7 +149,8 @@ pub fn policies(cluster: &RealCluster) {
         create_as_alice(
             cluster,
             "/api/v1/namespaces/alice/configmaps",
-            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": name, "labels": {"policy-check": "yes"}}}),
         )
     };
     // kube-apiserver learns of alice's RoleBinding and of the policy through its own watches.
@@ -161,7 +179,7 @@ pub fn policies(cluster: &RealCluster) {
     // The Warn action: kubectl prints the warning, as for the ConfigMap.
     let bronze = |kind_yaml: &str| {
         format!(
-            "{kind_yaml}\nmetadata:\n  name: shiny\n  namespace: alice\n  labels: {{tier: bronze}}\n"
+            "{kind_yaml}\nmetadata:\n  name: shiny\n  namespace: alice\n  labels: {{tier: bronze, policy-check: 'yes'}}\n"
         )
     };
     let out = cluster.kubectl_with_input(
@@ -181,6 +199,7 @@ pub fn policies(cluster: &RealCluster) {
     assert!(out.status.success() && stderr.contains(warning), "{stderr}");
 
     cluster.kubectl_input_ok("admin", &["delete", "-f", "-"], POLICY);
+    remove_checked_objects(cluster);
 }
 
 const MUTATING_POLICY: &str = r#"
@@ -228,10 +247,13 @@ pub fn mutating_policies(cluster: &RealCluster) {
     let flunders = "/apis/wardle.example.com/v1alpha1/namespaces/alice/flunders";
     let flunder = |name: &str| {
         json!({"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
-               "metadata": {"name": name}, "spec": {"reference": "x", "referenceType": "Fischer"}})
+               "metadata": {"name": name, "labels": {"policy-check": "yes"}},
+               "spec": {"reference": "x", "referenceType": "Fischer"}})
     };
-    let configmap =
-        |name: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}});
+    let configmap = |name: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": name, "labels": {"policy-check": "yes"}}})
+    };
     let labels = |created: &(u16, Value)| created.1["metadata"]["labels"].clone();
     let mut n = 0;
     let mut labelled = Value::Null;
@@ -244,7 +266,7 @@ pub fn mutating_policies(cluster: &RealCluster) {
     // The policy matched v1beta1: the object it saw was a v1beta1 Flunder.
     assert_eq!(
         labelled,
-        json!({"labelled-by": "policy", "kind": "flunder"}),
+        json!({"labelled-by": "policy", "kind": "flunder", "policy-check": "yes"}),
         "{labelled}"
     );
     let mut n = 0;
@@ -264,8 +286,9 @@ pub fn mutating_policies(cluster: &RealCluster) {
     );
     assert_eq!(
         labelled,
-        json!({"labelled-by": "policy", "kind": "configmap"}),
+        json!({"labelled-by": "policy", "kind": "configmap", "policy-check": "yes"}),
         "{labelled}"
     );
     cluster.kubectl_input_ok("admin", &["delete", "-f", "-"], MUTATING_POLICY);
+    remove_checked_objects(cluster);
 }
