@@ -17,12 +17,30 @@ const MAX_PROGRAMS: usize = 1024;
 
 /// Expressions compiled once, by their text: the host's configurations are read again for
 /// each request, their expressions are not compiled again.
-#[derive(Default)]
 pub(crate) struct Programs {
     compiled: Mutex<HashMap<String, Arc<Result<IdedExpr, String>>>>,
+    /// How an expression is compiled.
+    build: fn(&str) -> Result<IdedExpr, String>,
+}
+
+impl Default for Programs {
+    fn default() -> Self {
+        Programs::with(|expression| {
+            compile(expression).map(|program| metered(program.expression()))
+        })
+    }
 }
 
 impl Programs {
+    /// Expressions compiled by `build` (e.g. a mutation's, whose object constructions are read
+    /// as maps), once each.
+    pub(crate) fn with(build: fn(&str) -> Result<IdedExpr, String>) -> Self {
+        Programs {
+            compiled: Mutex::new(HashMap::new()),
+            build,
+        }
+    }
+
     /// `expression` compiled and metered ([`metered`]), or why it does not compile.
     pub(crate) fn get(&self, expression: &str) -> Arc<Result<IdedExpr, String>> {
         let mut compiled = self.compiled.lock().unwrap_or_else(|e| e.into_inner());
@@ -32,7 +50,7 @@ impl Programs {
         if compiled.len() >= MAX_PROGRAMS {
             compiled.clear();
         }
-        let program = Arc::new(compile(expression).map(|program| metered(program.expression())));
+        let program = Arc::new((self.build)(expression));
         compiled.insert(expression.to_string(), program.clone());
         program
     }

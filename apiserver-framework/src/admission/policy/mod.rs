@@ -168,6 +168,8 @@ impl ValidatingAdmissionPolicyPlugin {
             },
         };
         let mut versioned: Option<(Value, Value, Value)> = None;
+        // The request's namespace, read once for all the policy's bindings.
+        let mut namespace_read: Option<Value> = None;
         let mut annotations: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for binding in bindings {
             let Some(binding_spec) = binding.spec.as_ref() else {
@@ -225,7 +227,10 @@ impl ValidatingAdmissionPolicyPlugin {
             let Some((object, old_object, request)) = versioned.as_ref() else {
                 continue;
             };
-            let namespace_object = namespace_object(&self.host, attrs).await?;
+            if namespace_read.is_none() {
+                namespace_read = Some(namespace_object(&self.host, attrs).await?);
+            }
+            let namespace_object = namespace_read.as_ref().unwrap_or(&Value::Null);
             let actions = binding_spec.validation_actions.clone().unwrap_or_default();
             for param in &params {
                 let outcome = evaluation::evaluate(
@@ -236,7 +241,7 @@ impl ValidatingAdmissionPolicyPlugin {
                         old_object,
                         request,
                         params: param,
-                        namespace_object: &namespace_object,
+                        namespace_object,
                     },
                 );
                 for (index, decision) in outcome.decisions.into_iter().enumerate() {

@@ -46,6 +46,8 @@ pub struct MutatingAdmissionPolicyPlugin {
     host: HostObjects,
     params: Params,
     programs: Programs,
+    /// The mutations' expressions, whose object constructions are maps.
+    mutations: Programs,
     watched: OnceLock<Arc<Watched>>,
 }
 
@@ -56,6 +58,7 @@ impl MutatingAdmissionPolicyPlugin {
             params: Params::new(host.client.clone()),
             host,
             programs: Programs::default(),
+            mutations: Programs::with(objects::compile),
             watched: OnceLock::new(),
         }
     }
@@ -198,7 +201,7 @@ impl MutatingAdmissionPolicyPlugin {
             };
             let mut mutated = object.clone();
             for mutation in spec.mutations.iter().flatten() {
-                mutate(&mut mutated, mutation, &prepared)?;
+                mutate(&self.mutations, &mut mutated, mutation, &prepared)?;
             }
             if mutated == object {
                 continue;
@@ -219,6 +222,7 @@ impl MutatingAdmissionPolicyPlugin {
 
 /// Applies one mutation to `object`.
 fn mutate(
+    programs: &Programs,
     object: &mut Value,
     mutation: &Mutation,
     prepared: &evaluation::Prepared<'_>,
@@ -234,7 +238,7 @@ fn mutate(
     if let Some(e) = prepared.failed_variable(expression) {
         return Err(e);
     }
-    let value = objects::evaluate(expression, &prepared.context, &prepared.meter)?;
+    let value = objects::evaluate(programs, expression, &prepared.context, &prepared.meter)?;
     if apply {
         if !value.is_object() {
             return Err(format!(

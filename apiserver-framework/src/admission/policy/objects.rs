@@ -11,6 +11,7 @@ use kube_cel::cel::common::ast::{
 use kube_cel::cel::common::types::CelString;
 use kube_cel::cel::{Context, IdedExpr, Program};
 
+use crate::admission::programs::Programs;
 use crate::cel::cost::{Meter, metered};
 use crate::cel::json::from_cel;
 
@@ -77,15 +78,29 @@ fn entry_as_map(entry: &IdedEntryExpr) -> IdedEntryExpr {
     IdedEntryExpr { id: entry.id, expr }
 }
 
-/// Evaluates `expression`, whose object constructions are maps of their fields, in `context`:
-/// the value as JSON, or upstream's message for what failed.
+/// `expression` compiled with its object constructions read as maps, and metered; for
+/// [`Programs::with`].
+pub(crate) fn compile(expression: &str) -> Result<IdedExpr, String> {
+    let program = Program::compile(expression).map_err(|e| format!("compilation failed: {e}"))?;
+    let expr = as_maps(program.expression());
+    match crate::cel::unsupported(&expr) {
+        Some(what) => Err(format!("compilation failed: {what} is not supported")),
+        None => Ok(metered(&expr)),
+    }
+}
+
+/// Evaluates `expression` (compiled once through `programs`, made with [`compile`]) in
+/// `context`: the value as JSON, or upstream's message for what failed.
 pub(crate) fn evaluate(
+    programs: &Programs,
     expression: &str,
     context: &Context,
     meter: &Meter,
 ) -> Result<serde_json::Value, String> {
-    let program = Program::compile(expression).map_err(|e| format!("compilation error: {e}"))?;
-    let expr = metered(&as_maps(program.expression()));
+    let expr = match &*programs.get(expression) {
+        Ok(expr) => expr.clone(),
+        Err(e) => return Err(format!("compilation error: {e}")),
+    };
     let value = meter
         .run(&expr, context)
         .map_err(|e| format!("expression '{expression}' resulted in error: {e}"))?;
@@ -97,14 +112,17 @@ mod tests {
     use super::*;
     use kube_cel::cel::Value as CelValue;
     use serde_json::json;
+    use std::sync::Arc;
 
     #[test]
     fn object_constructions_are_maps_of_their_fields() {
         let mut context = Context::default();
         context.add_variable_from_value("n", CelValue::Int(2));
         let meter = Meter::install(&mut context, crate::cel::cost::PER_CALL_LIMIT);
+        let programs = Programs::with(compile);
         assert_eq!(
             evaluate(
+                &programs,
                 "Object{metadata: Object.metadata{labels: {'mutated': 'yes'}}, spec: Object.spec{replicas: n * 2}}",
                 &context, &meter
             )
@@ -113,6 +131,7 @@ mod tests {
         );
         assert_eq!(
             evaluate(
+                &programs,
                 "[JSONPatch{op: 'add', path: '/metadata/labels/a', value: 'b'}]",
                 &context,
                 &meter
@@ -120,6 +139,11 @@ mod tests {
             .unwrap(),
             json!([{"op": "add", "path": "/metadata/labels/a", "value": "b"}])
         );
-        assert!(evaluate("Object{a: missing}", &context, &meter).is_err());
+        assert!(evaluate(&programs, "Object{a: missing}", &context, &meter).is_err());
+        // Compiled once.
+        assert!(Arc::ptr_eq(
+            &programs.get("Object{a: missing}"),
+            &programs.get("Object{a: missing}")
+        ));
     }
 }
