@@ -264,19 +264,11 @@ impl<'s> Builder<'s> {
             let items = has_items.then(|| self.place(&items, doc, depth + 1));
             let list_type = match list_type {
                 Some("set") => ListType::Set,
-                Some("map") => ListType::Map(
+                Some("map") => ListType::Map(map_keys(
                     flat.schemas
                         .iter()
-                        .find_map(|(s, _)| s.get("x-kubernetes-list-map-keys"))
-                        .and_then(Value::as_array)
-                        .map(|keys| {
-                            keys.iter()
-                                .filter_map(Value::as_str)
-                                .map(str::to_string)
-                                .collect()
-                        })
-                        .unwrap_or_default(),
-                ),
+                        .find_map(|(s, _)| s.get("x-kubernetes-list-map-keys")),
+                )),
                 _ => ListType::Atomic,
             };
             Shape::List { items, list_type }
@@ -378,6 +370,18 @@ impl<'s> Builder<'s> {
 }
 
 /// The target of a local `$ref` in `doc`, see [`Builder::resolve`].
+/// The keys an `x-kubernetes-list-map-keys` value names (none when absent).
+pub(crate) fn map_keys(keys: Option<&Value>) -> Vec<String> {
+    keys.and_then(Value::as_array)
+        .map(|keys| {
+            keys.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 fn resolve<'s>(doc: &'s Value, reference: &str) -> Option<&'s Value> {
     let pointer = reference.strip_prefix('#')?;
     if pointer.is_empty() {

@@ -143,16 +143,7 @@ impl Node {
                 .get("x-kubernetes-list-type")
                 .and_then(Value::as_str)
                 .map(str::to_string),
-            map_keys: schema
-                .get("x-kubernetes-list-map-keys")
-                .and_then(Value::as_array)
-                .map(|keys| {
-                    keys.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_default(),
+            map_keys: super::build::map_keys(schema.get("x-kubernetes-list-map-keys")),
             ..Node::default()
         };
         node.rules = rules::compile(schema, path)?;
