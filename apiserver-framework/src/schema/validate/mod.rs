@@ -1,7 +1,7 @@
 //! Enforcing a resource's published schema on writes, as kube-apiserver enforces a
 //! CustomResourceDefinition's: the value constraints of the OpenAPI v3 schema
-//! ([`constraints`]), the list invariants of `x-kubernetes-list-type` `set` and `map`, and the
-//! CEL rules of `x-kubernetes-validations` ([`rules`]), with upstream's field errors and
+//! (module `constraints`), the list invariants of `x-kubernetes-list-type` `set` and `map`, and the
+//! CEL rules of `x-kubernetes-validations` (module `rules`), with upstream's field errors and
 //! ratcheting (`CRDValidationRatcheting`, on by default since Kubernetes 1.30): on update, a
 //! value left as it was in the stored object does not fail the write, whatever it breaks.
 //!
