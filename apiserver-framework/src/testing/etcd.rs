@@ -209,6 +209,15 @@ impl EtcdCluster {
         self.is_running(i) && !self.members[i].paused
     }
 
+    /// The last `lines` lines member `i` logged since it last started (its own words on
+    /// elections and peers, for a failing test to show); empty if there is no log.
+    pub fn log_tail(&self, i: usize, lines: usize) -> String {
+        let log = std::fs::read_to_string(log_path(self.dir.path(), &self.members[i]))
+            .unwrap_or_default();
+        let all: Vec<&str> = log.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+
     /// Kills member `i` at once (SIGKILL), keeping its data directory and ports.
     pub fn kill(&mut self, i: usize) {
         self.members[i].kill();

@@ -38,6 +38,8 @@ pub const ACK: u8 = 0x1;
 pub const END_HEADERS: u8 = 0x4;
 /// The most of an answer's body kept to read its `Status` code.
 const MAX_BODY: usize = 4096;
+/// The whole body of a 429 from the in-flight limit, as upstream's `MaxInFlightLimit` writes it.
+const TOO_MANY_REQUESTS: &str = "Too many requests, please try again later.\n";
 /// The streams between two `PING`s of [`flood`].
 pub const CHUNK: usize = 20;
 /// The attacker's flow-control windows: answers it never reads do not stall the server.
@@ -49,7 +51,7 @@ const CONNECTION_WINDOW: u32 = 16 << 20;
 pub struct Outcome {
     /// When the answer to the `PING` after its HEADERS arrived: the server had read them.
     pub read: Option<Duration>,
-    /// The `code` of the answer's `Status` body (0: none read).
+    /// The answer's code, read from its body (0: none read; see `status_code`).
     pub status: u16,
     /// The bytes of the answer's body.
     pub body_bytes: usize,
@@ -275,9 +277,14 @@ async fn read_frame(
     Some((head[3], head[4], id))
 }
 
-/// The `code` of the `Status` a DATA frame's payload begins (0 when there is none).
+/// The answer's code read from its body: the `code` of the `Status` it begins, or 429 for the
+/// plain text of a request refused by the in-flight limit (upstream's `http.Error` body, which
+/// carries no `Status`); 0 when there is neither.
 fn status_code(payload: &[u8]) -> u16 {
     let text = String::from_utf8_lossy(payload);
+    if text.starts_with(TOO_MANY_REQUESTS) {
+        return 429;
+    }
     text.split_once("\"code\":")
         .and_then(|(_, rest)| rest.get(..3))
         .and_then(|code| code.parse().ok())
