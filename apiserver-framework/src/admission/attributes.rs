@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::{AdmissionNotes, Reinvocation};
+use crate::cel::authorizer::{Authorize, Checks, ResourceTarget};
 use crate::error::ApiError;
 use crate::resource::{ApiResource, ResourceInfo};
 use crate::user::UserInfo;
@@ -95,6 +96,9 @@ pub struct AdmissionAttributes<'a> {
     pub(crate) typed_object: Option<&'a (dyn Any + Send + Sync)>,
     /// The typed form of `old_object`, when the store holds it.
     pub(crate) typed_old_object: Option<&'a (dyn Any + Send + Sync)>,
+    /// The server's authorizer, which admission's CEL expressions ask (`authorizer`), as
+    /// upstream's `WantsAuthorizer` plugins get it; `None` where the server has none.
+    pub(crate) authorizer: Option<&'a dyn Authorize>,
 }
 
 impl<'a> AdmissionAttributes<'a> {
@@ -159,6 +163,19 @@ impl<'a> AdmissionAttributes<'a> {
             })?
             .map_err(|e| ApiError::internal(format!("converting for admission: {e}")))?;
         decode(&converted).map(|t| Some(Cow::Owned(t)))
+    }
+
+    /// Fresh authorization checks for admission's CEL expressions on this request, with
+    /// `authorizer.requestResource` naming the request's resource, subresource, namespace and
+    /// name.
+    pub(crate) fn checks(&self) -> Checks {
+        Checks::new(Some(ResourceTarget {
+            group: self.request_resource.group.clone(),
+            resource: self.request_resource.plural.clone(),
+            subresource: self.subresource.unwrap_or_default().to_string(),
+            namespace: self.namespace.unwrap_or_default().to_string(),
+            name: self.name.to_string(),
+        }))
     }
 
     /// The upstream `403 Forbidden` for this request, with `reason` as the explanation.

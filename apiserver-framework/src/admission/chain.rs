@@ -1,6 +1,6 @@
 //! [`AdmissionChain`]: the plugins of a server, as the store runs them.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use tracing::Instrument;
@@ -8,6 +8,7 @@ use tracing::Instrument;
 use super::attributes::{AdmissionAttributes, Operation};
 use super::metrics;
 use super::plugin::AdmissionPlugin;
+use crate::cel::authorizer::Authorize;
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
 use crate::storage::traced::TRACE_TARGET;
@@ -39,12 +40,29 @@ fn record<T>(span: &tracing::Span, result: &Result<T, ApiError>) {
 #[derive(Clone, Default)]
 pub struct AdmissionChain {
     plugins: Vec<Arc<dyn AdmissionPlugin>>,
+    /// The server's authorizer, for the `authorizer` of admission's CEL expressions.
+    authorizer: OnceLock<Arc<dyn Authorize>>,
 }
 
 impl AdmissionChain {
     /// A chain of the given plugins.
     pub fn new(plugins: Vec<Arc<dyn AdmissionPlugin>>) -> Self {
-        AdmissionChain { plugins }
+        AdmissionChain {
+            plugins,
+            authorizer: OnceLock::new(),
+        }
+    }
+
+    /// Gives admission's CEL expressions the server's `authorizer`, as upstream's
+    /// `WantsAuthorizer` plugin initializer does, when the server's handler chain is assembled
+    /// (the first one given stays).
+    pub(crate) fn authorize_with(&self, authorizer: Arc<dyn Authorize>) {
+        let _ = self.authorizer.set(authorizer);
+    }
+
+    /// The authorizer admission's CEL expressions ask, once the server has one.
+    pub(crate) fn authorizer(&self) -> Option<&dyn Authorize> {
+        self.authorizer.get().map(|a| a.as_ref())
     }
 
     /// Adds a plugin at the end.

@@ -9,6 +9,7 @@
 //! `UnionAuthorizer` (the first decision wins), and [`DelegatingAuthorizerConfig`] putting the
 //! delegated ones together.
 
+pub(crate) mod admission_checks;
 pub(crate) mod allow_all;
 pub mod attributes;
 pub(crate) mod cache;

@@ -151,15 +151,24 @@ impl Meter {
         context.add_function(
             CHARGE,
             move |weight: i64, value: CelValue| -> Result<CelValue, ExecutionError> {
-                let weight = u64::try_from(weight).unwrap_or(u64::MAX);
-                let spent = charged.spent.fetch_add(weight, Ordering::Relaxed) + weight;
-                if spent > charged.limit {
-                    return Err(ExecutionError::function_error(CHARGE, OUT_OF_BUDGET));
-                }
+                charged.charge(CHARGE, u64::try_from(weight).unwrap_or(u64::MAX))?;
                 Ok(value)
             },
         );
         meter
+    }
+
+    /// Charges `cost` for a call of `function` to the expression running: an error once its
+    /// budget is spent.
+    pub(crate) fn charge(&self, function: &str, cost: u64) -> Result<(), ExecutionError> {
+        let spent = self
+            .spent
+            .fetch_add(cost, Ordering::Relaxed)
+            .saturating_add(cost);
+        if spent > self.limit {
+            return Err(ExecutionError::function_error(function, OUT_OF_BUDGET));
+        }
+        Ok(())
     }
 
     /// Runs `expr` (made by [`metered`]) in `context`, where this meter is installed; an

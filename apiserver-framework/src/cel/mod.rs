@@ -1,13 +1,34 @@
 //! Kubernetes' CEL on the `cel` crate and `kube-cel`'s libraries, as the schema's rules and
 //! admission (webhook match conditions, admission policies) use it: expressions compiled with
 //! what the interpreter cannot evaluate refused ([`compile`]), JSON values as Kubernetes' CEL
-//! sees them ([`json`]), and upstream's per-call cost budget ([`cost`]).
+//! sees them ([`json`]), upstream's per-call cost budget ([`cost`]), and the authorizer library
+//! ([`authorizer`]).
 
+pub(crate) mod authorizer;
 pub(crate) mod cost;
 pub(crate) mod json;
 
+use kube_cel::KubeCelExt as _;
 use kube_cel::cel::common::ast::{EntryExpr, Expr};
-use kube_cel::cel::{IdedExpr, Program};
+use kube_cel::cel::extractors::This;
+use kube_cel::cel::{Context, ExecutionError, FunctionContext, IdedExpr, Program, Value};
+
+/// A context with CEL's standard functions and Kubernetes' libraries (`kube-cel`), where
+/// `string()` also converts a bool (`'true'`, `'false'`) as CEL's specification and upstream do
+/// (the `cel` crate's conversion refuses bools).
+pub(crate) fn context<'a>() -> Context<'a> {
+    let mut context = Context::default().with_all();
+    context.add_function("string", string);
+    context
+}
+
+/// CEL's `string()` conversion, bools included.
+fn string(ftx: &FunctionContext, This(this): This<Value>) -> Result<Value, ExecutionError> {
+    match this {
+        Value::Bool(b) => Ok(Value::String(std::sync::Arc::new(b.to_string()))),
+        other => kube_cel::cel::functions::string(ftx, This(other)),
+    }
+}
 
 /// `expression` compiled, or why not (upstream's `compilation failed: ...`); an expression with
 /// a construct the interpreter cannot evaluate is refused here rather than at its first use.

@@ -14,7 +14,8 @@ use serde_json::{Value, json};
 
 use crate::admission::{AdmissionChain, AdmissionNotes};
 use crate::audit::AuditContext;
-use crate::authz::ParsedRequest;
+use crate::authz::admission_checks::AdmissionChecks;
+use crate::authz::{Authorizer, ParsedRequest};
 use crate::discovery::{self, ServedGroup, aggregated, legacy};
 use crate::endpoints::handlers;
 use crate::endpoints::query::Query;
@@ -116,6 +117,17 @@ impl GenericApiServer {
         let mut server = Some(self);
         while let Some(s) = server {
             s.lifecycle.start_post_start_hooks(&self.readyz);
+            server = s.delegate.as_deref();
+        }
+    }
+
+    /// Gives the admission of this server and of every delegate after it `authorizer`, for
+    /// the `authorizer` of admission's CEL expressions (the first one given stays).
+    pub(crate) fn authorize_admission_with(&self, authorizer: &Arc<dyn Authorizer>) {
+        let mut server = Some(self);
+        while let Some(s) = server {
+            s.admission
+                .authorize_with(Arc::new(AdmissionChecks(authorizer.clone())));
             server = s.delegate.as_deref();
         }
     }

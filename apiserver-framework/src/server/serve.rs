@@ -58,6 +58,7 @@ impl HandlerChain {
         authorizer: Arc<dyn Authorizer>,
     ) -> Self {
         let layers = server.chain_layers().clone();
+        server.authorize_admission_with(&authorizer);
         HandlerChain {
             server,
             authenticator,

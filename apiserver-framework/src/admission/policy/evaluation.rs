@@ -8,20 +8,20 @@
 //! `params` (the binding's parameter, or `null`), `namespaceObject` (the request's namespace,
 //! `null` for cluster-scoped resources) and `variables` (the policy's `variables`, each able to
 //! name the ones before it). Variables are evaluated once, in order, before the validations; one
-//! that fails fails the validations that name it, with its error. Each expression runs within
-//! upstream's per-call cost budget ([`crate::cel::cost`]). Not there yet: the `authorizer`
-//! variable.
+//! that fails fails the validations that name it, with its error. `authorizer` and
+//! `authorizer.requestResource` ask the server's authorizer ([`crate::cel::authorizer`]). Each
+//! expression runs within upstream's per-call cost budget ([`crate::cel::cost`]).
 
 use std::collections::HashMap;
 
 use k8s_openapi::api::admissionregistration::v1::{
     MatchCondition, ValidatingAdmissionPolicySpec, Variable,
 };
-use kube_cel::KubeCelExt as _;
 use kube_cel::cel::{Context, Value as CelValue};
 use serde_json::Value;
 
 use crate::admission::programs::Programs;
+use crate::cel::authorizer::Checks;
 use crate::cel::cost::{Meter, PER_CALL_LIMIT};
 use crate::cel::json::to_cel;
 
@@ -43,6 +43,8 @@ pub(crate) struct Inputs<'a> {
     pub params: &'a Value,
     /// The request's namespace.
     pub namespace_object: &'a Value,
+    /// The authorization checks of the request (`authorizer`).
+    pub checks: &'a Checks,
 }
 
 /// What one validation decided.
@@ -120,7 +122,7 @@ pub(crate) fn prepare<'a>(
     variables: &[Variable],
     inputs: &Inputs<'_>,
 ) -> Result<Option<Prepared<'a>>, String> {
-    let mut context = Context::default().with_all();
+    let mut context = crate::cel::context();
     let bound = [
         ("object", inputs.object),
         ("oldObject", inputs.old_object),
@@ -132,6 +134,7 @@ pub(crate) fn prepare<'a>(
         context.add_variable_from_value(name, to_cel(value));
     }
     let meter = Meter::install(&mut context, PER_CALL_LIMIT);
+    inputs.checks.install(&mut context, &meter);
     // Match conditions: a false one skips the policy; otherwise an error fails it.
     for condition in conditions {
         match run(programs, &meter, &condition.expression, &context)? {
@@ -317,6 +320,7 @@ mod tests {
                 request: &request,
                 params: &params,
                 namespace_object: &namespace,
+                checks: &Checks::default(),
             },
         )
     }

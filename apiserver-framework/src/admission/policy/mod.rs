@@ -32,6 +32,7 @@ use crate::admission::programs::Programs;
 use crate::admission::webhook::review;
 use crate::admission::webhook::versions::Versioned;
 use crate::admission::{AdmissionAttributes, AdmissionPlugin, Phases};
+use crate::cel::authorizer::evaluate_with_checks;
 use crate::error::{ApiError, StatusCause};
 use evaluation::{Annotation, Decision, Inputs};
 use params::Params;
@@ -169,6 +170,7 @@ impl ValidatingAdmissionPolicyPlugin {
         };
         let mut versioned: Option<(Value, Value, Value)> = None;
         // The request's namespace, read once for all the policy's bindings.
+        let checks = attrs.checks();
         let mut namespace_read: Option<Value> = None;
         let mut annotations: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for binding in bindings {
@@ -233,17 +235,22 @@ impl ValidatingAdmissionPolicyPlugin {
             let namespace_object = namespace_read.as_ref().unwrap_or(&Value::Null);
             let actions = binding_spec.validation_actions.clone().unwrap_or_default();
             for param in &params {
-                let outcome = evaluation::evaluate(
-                    &self.programs,
-                    spec,
-                    &Inputs {
-                        object,
-                        old_object,
-                        request,
-                        params: param,
-                        namespace_object,
-                    },
-                );
+                let outcome =
+                    evaluate_with_checks(&checks, attrs.authorizer, attrs.user, |checks| {
+                        evaluation::evaluate(
+                            &self.programs,
+                            spec,
+                            &Inputs {
+                                object,
+                                old_object,
+                                request,
+                                params: param,
+                                namespace_object,
+                                checks,
+                            },
+                        )
+                    })
+                    .await;
                 for (index, decision) in outcome.decisions.into_iter().enumerate() {
                     let (message, reason) = match decision {
                         Decision::Admit => continue,

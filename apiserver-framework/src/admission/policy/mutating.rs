@@ -29,6 +29,7 @@ use crate::admission::programs::Programs;
 use crate::admission::webhook::review;
 use crate::admission::webhook::versions::Versioned;
 use crate::admission::{AdmissionAttributes, AdmissionPlugin, Phases};
+use crate::cel::authorizer::evaluate_with_checks;
 use crate::error::{ApiError, StatusCause};
 
 /// The name of the plugin.
@@ -172,6 +173,8 @@ impl MutatingAdmissionPolicyPlugin {
         let namespace_object = super::namespace_object(&self.host, attrs)
             .await
             .map_err(|e| e.message)?;
+        let checks = attrs.checks();
+        let (authorizer, user) = (attrs.authorizer, attrs.user);
         for param in &params {
             let mut versioned = Versioned::new(attrs, version).map_err(|e| e.message)?;
             let review = review::request(attrs, &versioned, "");
@@ -183,29 +186,34 @@ impl MutatingAdmissionPolicyPlugin {
             }
             let object = versioned.object.clone().unwrap_or(Value::Null);
             let old_object = versioned.old_object.clone().unwrap_or(Value::Null);
-            let inputs = Inputs {
-                object: &object,
-                old_object: &old_object,
-                request: &request,
-                params: param,
-                namespace_object: &namespace_object,
-            };
-            let Some(prepared) = evaluation::prepare(
-                &self.programs,
-                spec.match_conditions.as_deref().unwrap_or_default(),
-                spec.variables.as_deref().unwrap_or_default(),
-                &inputs,
-            )?
-            else {
+            let mutated = evaluate_with_checks(&checks, authorizer, user, |checks| {
+                let inputs = Inputs {
+                    object: &object,
+                    old_object: &old_object,
+                    request: &request,
+                    params: param,
+                    namespace_object: &namespace_object,
+                    checks,
+                };
+                let Some(prepared) = evaluation::prepare(
+                    &self.programs,
+                    spec.match_conditions.as_deref().unwrap_or_default(),
+                    spec.variables.as_deref().unwrap_or_default(),
+                    &inputs,
+                )?
+                else {
+                    return Ok(None);
+                };
+                let mut mutated = object.clone();
+                for mutation in spec.mutations.iter().flatten() {
+                    mutate(&self.mutations, &mut mutated, mutation, &prepared)?;
+                }
+                Ok::<_, String>(Some(mutated))
+            })
+            .await?;
+            let Some(mutated) = mutated.filter(|mutated| *mutated != object) else {
                 continue;
             };
-            let mut mutated = object.clone();
-            for mutation in spec.mutations.iter().flatten() {
-                mutate(&self.mutations, &mut mutated, mutation, &prepared)?;
-            }
-            if mutated == object {
-                continue;
-            }
             versioned.object = Some(mutated);
             let stored = versioned.stored_object(attrs).map_err(|e| e.message)?;
             if let (Some(object), Some(stored)) = (attrs.object.as_deref_mut(), stored)

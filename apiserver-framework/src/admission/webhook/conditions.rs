@@ -8,13 +8,14 @@
 //! As upstream: the first condition that is `false` skips the webhook; otherwise an error in
 //! any (an expression that does not compile or evaluate, or is not a bool) fails the request
 //! with `403 Forbidden` under `failurePolicy: Fail` and skips the webhook under `Ignore`.
-//! Each expression runs within upstream's per-call cost budget ([`crate::cel::cost`]).
-//! Not there yet: the `authorizer` variable (an expression naming it fails to evaluate).
+//! `authorizer` and `authorizer.requestResource` ask the server's authorizer
+//! ([`crate::cel::authorizer`]). Each expression runs within upstream's per-call cost budget
+//! ([`crate::cel::cost`]).
 
-use kube_cel::KubeCelExt as _;
-use kube_cel::cel::{Context, Value as CelValue};
+use kube_cel::cel::Value as CelValue;
 
 pub(crate) use crate::admission::programs::Programs;
+use crate::cel::authorizer::Checks;
 use crate::cel::cost::{Meter, PER_CALL_LIMIT};
 use crate::cel::json::to_cel;
 use serde_json::Value;
@@ -30,12 +31,14 @@ pub(crate) enum Matched {
     Error(String),
 }
 
-/// Evaluates `conditions` (name, expression), compiled through `programs`, against a request's `review` (its
-/// `AdmissionReview`, as the webhook would receive it).
+/// Evaluates `conditions` (name, expression), compiled through `programs`, against a request's
+/// `review` (its `AdmissionReview`, as the webhook would receive it), with the request's
+/// authorization `checks`.
 pub(crate) fn evaluate(
     programs: &Programs,
     conditions: &[(String, String)],
     review: &Value,
+    checks: &Checks,
 ) -> Matched {
     if conditions.is_empty() {
         return Matched::Yes;
@@ -47,7 +50,7 @@ pub(crate) fn evaluate(
         map.remove("oldObject");
         map.remove("uid");
     }
-    let mut context = Context::default().with_all();
+    let mut context = crate::cel::context();
     let variables = [
         ("object", request.get("object").unwrap_or(&Value::Null)),
         (
@@ -60,6 +63,7 @@ pub(crate) fn evaluate(
         context.add_variable_from_value(name, to_cel(value));
     }
     let meter = Meter::install(&mut context, PER_CALL_LIMIT);
+    checks.install(&mut context, &meter);
     let mut errors = Vec::new();
     for (name, expression) in conditions {
         let result = match &*programs.get(expression) {
@@ -118,7 +122,7 @@ mod tests {
             ),
         ]);
         assert_eq!(
-            evaluate(&Programs::default(), &all, &review()),
+            evaluate(&Programs::default(), &all, &review(), &Checks::default()),
             Matched::Yes
         );
         let one_false = conditions(&[
@@ -126,7 +130,12 @@ mod tests {
             ("not-bob", "request.userInfo.username == 'bob'"),
         ]);
         assert_eq!(
-            evaluate(&Programs::default(), &one_false, &review()),
+            evaluate(
+                &Programs::default(),
+                &one_false,
+                &review(),
+                &Checks::default()
+            ),
             Matched::No {
                 name: "not-bob".into()
             }
@@ -140,22 +149,22 @@ mod tests {
             ("false", "false"),
         ]);
         assert_eq!(
-            evaluate(&Programs::default(), &both, &review()),
+            evaluate(&Programs::default(), &both, &review(), &Checks::default()),
             Matched::No {
                 name: "false".into()
             }
         );
         let broken = conditions(&[("broken", "object.metadata.missing == 'x'")]);
         assert!(
-            matches!(evaluate(&Programs::default(), &broken, &review()), Matched::Error(e) if e.contains("object.metadata.missing"))
+            matches!(evaluate(&Programs::default(), &broken, &review(), &Checks::default()), Matched::Error(e) if e.contains("object.metadata.missing"))
         );
         let not_bool = conditions(&[("int", "1 + 1")]);
         assert!(
-            matches!(evaluate(&Programs::default(), &not_bool, &review()), Matched::Error(e) if e.contains("not a bool"))
+            matches!(evaluate(&Programs::default(), &not_bool, &review(), &Checks::default()), Matched::Error(e) if e.contains("not a bool"))
         );
         let syntax = conditions(&[("syntax", "object.(")]);
         assert!(
-            matches!(evaluate(&Programs::default(), &syntax, &review()), Matched::Error(e) if e.contains("compilation failed"))
+            matches!(evaluate(&Programs::default(), &syntax, &review(), &Checks::default()), Matched::Error(e) if e.contains("compilation failed"))
         );
     }
 
@@ -166,7 +175,7 @@ mod tests {
             ("quantity", "quantity('1Gi').isGreaterThan(quantity('1Mi'))"),
         ]);
         assert_eq!(
-            evaluate(&Programs::default(), &k8s, &review()),
+            evaluate(&Programs::default(), &k8s, &review(), &Checks::default()),
             Matched::Yes
         );
     }

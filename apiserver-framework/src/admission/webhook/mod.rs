@@ -28,6 +28,7 @@ use crate::admission::host::{HostObjects, wait_synced};
 use crate::admission::lifecycle::namespace_not_found;
 use crate::admission::metrics::{self, RejectionType};
 use crate::admission::{AdmissionAttributes, AdmissionPlugin, Phases};
+use crate::cel::authorizer::evaluate_with_checks;
 use crate::error::ApiError;
 use crate::host_cluster::resolver::ServiceResolver;
 use crate::resource::ResourceInfo;
@@ -208,7 +209,11 @@ impl Dispatcher {
         let kind = if mutating { "admit" } else { "validating" };
         let operation = attrs.operation.as_str();
         let started = Instant::now();
-        let matched = conditions::evaluate(&self.programs, &hook.match_conditions, &review);
+        let matched =
+            evaluate_with_checks(&attrs.checks(), attrs.authorizer, attrs.user, |checks| {
+                conditions::evaluate(&self.programs, &hook.match_conditions, &review, checks)
+            })
+            .await;
         if !hook.match_conditions.is_empty() {
             admission.observe_match_conditions(
                 &hook.name,

@@ -68,6 +68,7 @@ impl<T: ApiResource> Store<T> {
             registry: ctx.registry.as_ref(),
             typed_object: typed.map(|t| t as _),
             typed_old_object: write.old.map(|t| t as _),
+            authorizer: ctx.admission.authorizer(),
         };
         match phase {
             Phase::Mutating => {
@@ -110,6 +111,7 @@ impl<T: ApiResource> Store<T> {
             registry: ctx.registry.as_ref(),
             typed_object: Some(obj),
             typed_old_object: write.old.map(|t| t as _),
+            authorizer: ctx.admission.authorizer(),
         };
         ctx.admission.validate(&attrs).await?;
         Ok(Some(value))
@@ -144,6 +146,7 @@ impl<T: ApiResource> Store<T> {
             registry: ctx.registry.as_ref(),
             typed_object: None,
             typed_old_object: Some(obj),
+            authorizer: ctx.admission.authorizer(),
         };
         ctx.admission.mutate(&mut attrs).await?;
         ctx.admission.validate(&attrs).await

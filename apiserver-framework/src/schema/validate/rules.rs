@@ -23,7 +23,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use kube_cel::KubeCelExt as _;
 use kube_cel::cel::objects::{Key, Map};
 use kube_cel::cel::{Context, IdedExpr, Value as CelValue};
 use serde_json::Value;
@@ -137,7 +136,7 @@ thread_local! {
     /// Kubernetes' CEL libraries, registered once per thread, and the meter of the rules run
     /// in it.
     static BASE: (Context<'static>, Meter) = {
-        let mut context = Context::default().with_all();
+        let mut context = crate::cel::context();
         let meter = Meter::install(&mut context, PER_CALL_LIMIT);
         (context, meter)
     };

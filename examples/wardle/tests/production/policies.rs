@@ -2,7 +2,8 @@
 //! (a ConfigMap of the host), variables, a `messageExpression` and an audit annotation denies a
 //! Flunder with upstream's Status and records the `Audit` action; another warns through
 //! kubectl; a missing parameter follows the policy's `failurePolicy`. MutatingAdmissionPolicies,
-//! once enabled, label and annotate Flunders by apply configuration and by JSON patch.
+//! once enabled, label and annotate Flunders by apply configuration and by JSON patch. A
+//! policy's expressions ask wardle's authorizer through `authorizer`.
 
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -389,6 +390,54 @@ async fn an_expensive_expression_runs_out_of_budget() {
         status["message"],
         format!(
             "flunders.wardle.example.com \"{}\" is forbidden: ValidatingAdmissionPolicy 'expensive' with binding 'expensive-binding' denied request: expression '{expensive}' resulted in error: operation cancelled: actual cost limit exceeded",
+            status["details"]["name"].as_str().unwrap_or_default()
+        ),
+        "{status}"
+    );
+}
+
+/// A policy's expressions ask wardle's authorizer (the host's SubjectAccessReview) through
+/// `authorizer`: alice, an editor of wardle's resources, may create and delete the Flunder she
+/// creates (`authorizer.requestResource`) but not delete the host's nodes, and a service
+/// account with no rules may not create Flunders.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_asks_the_authorizer() {
+    let stack = Stack::start(&[]).await;
+    let decisions = "'delete flunders: ' + string(authorizer.requestResource.check('delete').allowed()) + ', delete nodes: ' + string(authorizer.group('').resource('nodes').check('delete').allowed())";
+    let mut spec = policy(
+        "authorized",
+        json!({
+            "variables": [{
+                "name": "builderMayCreate",
+                "expression": "authorizer.serviceAccount('default', 'builder').group('wardle.example.com').resource('flunders').namespace('default').check('create').allowed()",
+            }],
+            "validations": [
+                {"expression": "authorizer.requestResource.check('create').allowed()",
+                 "message": "creators only"},
+                {"expression": "!variables.builderMayCreate", "message": "builder may create"},
+                {"expression": "false", "messageExpression": decisions},
+            ],
+        }),
+    );
+    spec["spec"]["matchConstraints"]["objectSelector"] =
+        json!({"matchLabels": {"policy": "authorized"}});
+    create_policy(
+        &stack,
+        spec,
+        binding(
+            "authorized-binding",
+            "authorized",
+            json!({"validationActions": ["Deny"]}),
+        ),
+    )
+    .await;
+    // Upstream answers the first denial: the first two validations hold, the third reports
+    // the decisions.
+    let status = until_answered(&stack, "asked-", json!({"policy": "authorized"}), 422).await;
+    assert_eq!(
+        status["message"],
+        format!(
+            "flunders.wardle.example.com \"{}\" is forbidden: ValidatingAdmissionPolicy 'authorized' with binding 'authorized-binding' denied request: delete flunders: true, delete nodes: false",
             status["details"]["name"].as_str().unwrap_or_default()
         ),
         "{status}"
