@@ -1067,6 +1067,69 @@ async fn match_conditions_decide_whether_a_webhook_is_called() {
     );
 }
 
+/// A webhook's `matchConditions` may ask wardle's authorizer (the host's SubjectAccessReview):
+/// a webhook gated on a permission alice lacks (deleting the host's nodes) is not called for
+/// her writes; one gated on a permission she has (deleting the Flunder she creates,
+/// `authorizer.requestResource`) is, and denies it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn match_conditions_ask_the_authorizer() {
+    let (server, stack, base) = webhook_stack().await;
+    let labelled = "has(object.metadata.labels) && 'authz' in object.metadata.labels";
+    let gate = |name: &str, expression: &str| {
+        json!({"matchConditions": [
+            {"name": "labelled", "expression": labelled},
+            {"name": name, "expression": expression},
+        ]})
+    };
+    validating(
+        &stack,
+        "authorized-conditions",
+        vec![
+            webhook(
+                "node-deleters.wardle.test",
+                &format!("{base}/node-deleters"),
+                &server.ca_pem,
+                gate(
+                    "may-delete-nodes",
+                    "authorizer.group('').resource('nodes').check('delete').allowed()",
+                ),
+            ),
+            webhook(
+                "flunder-deleters.wardle.test",
+                &format!("{base}/deny-all"),
+                &server.ca_pem,
+                gate(
+                    "may-delete-it",
+                    "authorizer.requestResource.check('delete').allowed()",
+                ),
+            ),
+        ],
+    )
+    .await;
+    let (_, denied) = until(&stack, json!({"authz": "yes"}), |code, _| code == 403).await;
+    assert_eq!(
+        denied["message"],
+        "admission webhook \"flunder-deleters.wardle.test\" denied the request: every flunder denied",
+        "{denied}"
+    );
+    // The webhook server answers any other path (`/node-deleters`) by allowing: it records
+    // every call.
+    let seen = server.seen.lock().unwrap().clone();
+    let called = |path: &str| {
+        seen.iter()
+            .filter(|(p, r)| {
+                p == path && r["request"]["object"]["metadata"]["labels"]["authz"] == "yes"
+            })
+            .count()
+    };
+    assert!(called("/deny-all") >= 1, "{seen:?}");
+    assert_eq!(
+        called("/node-deleters"),
+        0,
+        "a webhook whose condition alice's permissions fail is not called"
+    );
+}
+
 /// Issue 48: with `--tracing-config-file`, a create's trace in wardle holds upstream's spans of
 /// the webhook calls (`Call mutating webhook`, `Call validating webhook`, with upstream's
 /// attributes) under the admission phases, under the request span; exported to a real OTLP
