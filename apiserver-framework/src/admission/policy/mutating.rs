@@ -12,7 +12,9 @@
 //! `JSONPatch`'s operations are applied to it. An error (an expression that fails, a patch that
 //! does not apply) follows the policy's `failurePolicy`: under `Fail`, the default, the request
 //! is refused with upstream's `403` and message `policy '<p>' with binding '<b>' denied request:
-//! <why>`. Not there yet: `reinvocationPolicy: IfNeeded`.
+//! <why>`. A policy that changes the object asks for a second round of the mutating plugins
+//! ([`crate::admission::Reinvocation`]); in it, only the `reinvocationPolicy: IfNeeded` ones
+//! that ran before a later change of the object run again, each once.
 
 use std::sync::{Arc, OnceLock};
 
@@ -111,6 +113,9 @@ impl AdmissionPlugin for MutatingAdmissionPolicyPlugin {
         policies.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         let mut bindings = watched.bindings.state();
         bindings.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        let reinvoking = attrs.reinvocation.is_reinvoke;
+        let object = attrs.object.as_deref();
+        attrs.reinvocation.policies.begin(reinvoking, object);
         let mut errors = Vec::new();
         for policy in &policies {
             let name = policy.metadata.name.clone().unwrap_or_default();
@@ -131,6 +136,8 @@ impl AdmissionPlugin for MutatingAdmissionPolicyPlugin {
                 }
             }
         }
+        let object = attrs.object.as_deref();
+        attrs.reinvocation.policies.end(object);
         match errors.is_empty() {
             true => Ok(()),
             false => Err(denied(attrs, errors)),
@@ -175,7 +182,18 @@ impl MutatingAdmissionPolicyPlugin {
             .map_err(|e| e.message)?;
         let checks = attrs.checks();
         let (authorizer, user) = (attrs.authorizer, attrs.user);
-        for param in &params {
+        let if_needed = spec.reinvocation_policy.as_deref() == Some("IfNeeded");
+        let reinvoking = attrs.reinvocation.is_reinvoke;
+        for (index, param) in params.iter().enumerate() {
+            // Upstream's key of an invocation: the policy, the binding and the parameter.
+            let key = format!(
+                "{}/{}/{index}",
+                policy.metadata.name.as_deref().unwrap_or_default(),
+                binding.metadata.name.as_deref().unwrap_or_default()
+            );
+            if reinvoking && !attrs.reinvocation.policies.reinvokes(&key) {
+                continue;
+            }
             let mut versioned = Versioned::new(attrs, version).map_err(|e| e.message)?;
             let review = review::request(attrs, &versioned, "");
             let mut request = review["request"].clone();
@@ -211,17 +229,23 @@ impl MutatingAdmissionPolicyPlugin {
                 Ok::<_, String>(Some(mutated))
             })
             .await?;
-            let Some(mutated) = mutated.filter(|mutated| *mutated != object) else {
+            // A false match condition: the policy did not run.
+            let Some(mutated) = mutated else {
                 continue;
             };
-            versioned.object = Some(mutated);
-            let stored = versioned.stored_object(attrs).map_err(|e| e.message)?;
-            if let (Some(object), Some(stored)) = (attrs.object.as_deref_mut(), stored)
-                && *object != stored
-            {
-                *object = stored;
-                attrs.reinvocation.object_changed();
-                attrs.reinvocation.should_reinvoke = true;
+            if mutated != object {
+                versioned.object = Some(mutated);
+                let stored = versioned.stored_object(attrs).map_err(|e| e.message)?;
+                if let (Some(object), Some(stored)) = (attrs.object.as_deref_mut(), stored)
+                    && *object != stored
+                {
+                    *object = stored;
+                    attrs.reinvocation.policies.object_changed();
+                    attrs.reinvocation.should_reinvoke = true;
+                }
+            }
+            if if_needed {
+                attrs.reinvocation.policies.invoked(key);
             }
         }
         Ok(())

@@ -382,12 +382,11 @@ impl AdmissionPlugin for MutatingAdmissionWebhook {
         }
         // Plugins that ran again changed the object since the webhooks last saw it.
         let reinvoking = attrs.reinvocation.is_reinvoke;
-        if reinvoking && attrs.reinvocation.last_webhook_output.as_ref() != attrs.object.as_deref()
-        {
-            attrs.reinvocation.object_changed();
-        }
+        let object = attrs.object.as_deref();
+        attrs.reinvocation.webhooks.begin(reinvoking, object);
         let result = self.call_hooks(hooks, attrs, reinvoking).await;
-        attrs.reinvocation.last_webhook_output = attrs.object.as_deref().cloned();
+        let object = attrs.object.as_deref();
+        attrs.reinvocation.webhooks.end(object);
         result
     }
 }
@@ -410,7 +409,7 @@ impl MutatingAdmissionWebhook {
             let Some(version) = d.should_call(&hook, attrs).await? else {
                 continue;
             };
-            if reinvoking && !attrs.reinvocation.reinvoke_webhooks.contains(&hook.uid) {
+            if reinvoking && !attrs.reinvocation.webhooks.reinvokes(&hook.uid) {
                 continue;
             }
             let mut versioned = match last.take() {
@@ -429,13 +428,13 @@ impl MutatingAdmissionWebhook {
                         && *object != stored
                     {
                         *object = stored;
-                        attrs.reinvocation.object_changed();
+                        attrs.reinvocation.webhooks.object_changed();
                         attrs.reinvocation.should_reinvoke = true;
                     }
                 }
             }
             if hook.reinvoke_if_needed {
-                attrs.reinvocation.invoked_since_change.insert(hook.uid);
+                attrs.reinvocation.webhooks.invoked(hook.uid);
             }
             last = Some(versioned);
         }

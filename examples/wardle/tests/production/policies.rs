@@ -3,7 +3,8 @@
 //! Flunder with upstream's Status and records the `Audit` action; another warns through
 //! kubectl; a missing parameter follows the policy's `failurePolicy`. MutatingAdmissionPolicies,
 //! once enabled, label and annotate Flunders by apply configuration and by JSON patch. A
-//! policy's expressions ask wardle's authorizer through `authorizer`.
+//! policy's expressions ask wardle's authorizer through `authorizer`, and an `IfNeeded`
+//! mutating policy runs again after a later change.
 
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -35,6 +36,30 @@ async fn create_policy(stack: &Stack, policy: Value, binding: Value) {
         stack,
         &format!("{admissionregistration}/validatingadmissionpolicybindings"),
         binding,
+    )
+    .await;
+}
+
+/// Creates a MutatingAdmissionPolicy `name` on Flunders (see [`policy`]) with `spec`, and its
+/// binding `<name>-binding`, on the host.
+async fn create_mutating_policy(stack: &Stack, name: &str, spec: Value) {
+    let admissionregistration = "/apis/admissionregistration.k8s.io/v1beta1";
+    let mut mutating = policy(name, spec);
+    mutating["apiVersion"] = json!("admissionregistration.k8s.io/v1beta1");
+    mutating["kind"] = json!("MutatingAdmissionPolicy");
+    host_create(
+        stack,
+        &format!("{admissionregistration}/mutatingadmissionpolicies"),
+        mutating,
+    )
+    .await;
+    let mut bound = binding(&format!("{name}-binding"), name, json!({}));
+    bound["apiVersion"] = json!("admissionregistration.k8s.io/v1beta1");
+    bound["kind"] = json!("MutatingAdmissionPolicyBinding");
+    host_create(
+        stack,
+        &format!("{admissionregistration}/mutatingadmissionpolicybindings"),
+        bound,
     )
     .await;
 }
@@ -290,8 +315,8 @@ async fn a_missing_parameter_follows_the_failure_policy() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mutating_policy_labels_and_annotates_flunders() {
     let stack = Stack::start(&["--enable-admission-plugins=MutatingAdmissionPolicy"]).await;
-    let admissionregistration = "/apis/admissionregistration.k8s.io/v1beta1";
-    let mut mutating = policy(
+    create_mutating_policy(
+        &stack,
         "flunder-labels",
         json!({
             "variables": [{"name": "version", "expression": "object.apiVersion.split('/')[1]"}],
@@ -309,22 +334,6 @@ async fn a_mutating_policy_labels_and_annotates_flunders() {
                     "object.metadata.name.startsWith('broken') ? [JSONPatch{op: 'remove', path: '/spec/nothing'}] : []"},
             }],
         }),
-    );
-    mutating["apiVersion"] = json!("admissionregistration.k8s.io/v1beta1");
-    mutating["kind"] = json!("MutatingAdmissionPolicy");
-    host_create(
-        &stack,
-        &format!("{admissionregistration}/mutatingadmissionpolicies"),
-        mutating,
-    )
-    .await;
-    let mut bound = binding("flunder-labels-binding", "flunder-labels", json!({}));
-    bound["apiVersion"] = json!("admissionregistration.k8s.io/v1beta1");
-    bound["kind"] = json!("MutatingAdmissionPolicyBinding");
-    host_create(
-        &stack,
-        &format!("{admissionregistration}/mutatingadmissionpolicybindings"),
-        bound,
     )
     .await;
 
@@ -441,5 +450,69 @@ async fn a_policy_asks_the_authorizer() {
             status["details"]["name"].as_str().unwrap_or_default()
         ),
         "{status}"
+    );
+}
+
+/// Mutating policies run again as upstream's do: in name order, `a-saw-b` (`IfNeeded`) and
+/// `a2-never-saw-b` (`Never`) record the label `b` that `b-add-b` (`Never`) adds after them;
+/// the change brings a second round in which only `a-saw-b` runs again, and sees it.
+/// `b-add-b` counts its runs: once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_if_needed_mutating_policy_runs_again_and_sees_the_later_change() {
+    let stack = Stack::start(&["--enable-admission-plugins=MutatingAdmissionPolicy"]).await;
+    let saw_b = |label: &str| {
+        format!(
+            "Object{{metadata: Object.metadata{{labels: {{'{label}': has(object.metadata.labels) && 'b' in object.metadata.labels ? object.metadata.labels['b'] : 'none'}}}}}}"
+        )
+    };
+    let apply = |expression: String| json!([{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": expression}}]);
+    create_mutating_policy(
+        &stack,
+        "a-saw-b",
+        json!({"reinvocationPolicy": "IfNeeded", "mutations": apply(saw_b("saw-b"))}),
+    )
+    .await;
+    create_mutating_policy(
+        &stack,
+        "a2-never-saw-b",
+        json!({"reinvocationPolicy": "Never", "mutations": apply(saw_b("never-saw-b"))}),
+    )
+    .await;
+    let runs = "has(object.metadata.annotations) && 'b-runs' in object.metadata.annotations ? int(object.metadata.annotations['b-runs']) + 1 : 1";
+    create_mutating_policy(
+        &stack,
+        "b-add-b",
+        json!({"reinvocationPolicy": "Never", "mutations": apply(format!(
+            "Object{{metadata: Object.metadata{{labels: {{'b': 'added'}}, annotations: {{'b-runs': string({runs})}}}}}}"
+        ))}),
+    )
+    .await;
+
+    let mut n = 0;
+    let stack_ref = &stack;
+    let created = wait::poll("wardle to apply the three policies", TIMEOUT, || {
+        let name = format!("rerun-{n}");
+        n += 1;
+        async move {
+            match create(stack_ref, flunder(&name)).await {
+                (201, body)
+                    if ["saw-b", "never-saw-b", "b"]
+                        .iter()
+                        .all(|l| body["metadata"]["labels"].get(l).is_some()) =>
+                {
+                    Ok(body)
+                }
+                (code, body) => Err(format!("{code} {body}")),
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let labels = &created["metadata"]["labels"];
+    assert_eq!(labels["saw-b"], "added", "IfNeeded runs again: {created}");
+    assert_eq!(labels["never-saw-b"], "none", "Never does not: {created}");
+    assert_eq!(
+        created["metadata"]["annotations"]["b-runs"], "1",
+        "the policy that changed the object runs once: {created}"
     );
 }
