@@ -175,6 +175,7 @@ impl<'a> AdmissionAttributes<'a> {
             subresource: self.subresource.unwrap_or_default().to_string(),
             namespace: self.namespace.unwrap_or_default().to_string(),
             name: self.name.to_string(),
+            ..ResourceTarget::default()
         }))
     }
 

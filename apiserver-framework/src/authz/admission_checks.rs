@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use crate::authz::attributes::{field_requirements, label_requirements};
 use crate::authz::{
     Attributes, Authorizer, Decision, NonResourceAttributes, Request, ResourceAttributes,
 };
@@ -29,7 +30,8 @@ impl Authorize for AdmissionChecks {
                 subresource: target.subresource.clone(),
                 namespace: target.namespace.clone(),
                 name: target.name.clone(),
-                ..ResourceAttributes::default()
+                field_selector: field_requirements(&target.field_selector),
+                label_selector: label_requirements(&target.label_selector),
             }),
         };
         let attrs = Attributes {

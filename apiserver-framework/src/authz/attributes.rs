@@ -228,19 +228,26 @@ fn request_of_segments(method: &Method, path: &str, segments: &[&str], query: &Q
 }
 
 /// The first `fieldSelector` and `labelSelector` of a query as SubjectAccessReview
-/// requirements: `=`, `==` and `in` become `In`, `!=` and `notin` become `NotIn`; `Exists`
-/// and `DoesNotExist` stay; `>` and `<` are left out (requirements are ANDed, so the check is
-/// only broader). A selector that does not parse gives none.
+/// requirements (see [`field_requirements`] and [`label_requirements`]).
 fn selectors(query: &Query) -> (Vec<SelectorRequirement>, Vec<SelectorRequirement>) {
-    let field = query.get("fieldSelector");
-    let label = query.get("labelSelector");
-    let requirement = |key: &str, operator: &str, values: Vec<String>| SelectorRequirement {
+    let field = query.get("fieldSelector").map(field_requirements);
+    let label = query.get("labelSelector").map(label_requirements);
+    (field.unwrap_or_default(), label.unwrap_or_default())
+}
+
+fn requirement(key: &str, operator: &str, values: Vec<String>) -> SelectorRequirement {
+    SelectorRequirement {
         key: key.to_string(),
         operator: operator.to_string(),
         values,
-    };
-    let field = field
-        .and_then(|s| FieldSelector::parse(s).ok())
+    }
+}
+
+/// A field selector as SubjectAccessReview requirements: `=` and `==` become `In`, `!=`
+/// `NotIn`. A selector that does not parse gives none (requirements are ANDed, so the check
+/// is only broader).
+pub(crate) fn field_requirements(selector: &str) -> Vec<SelectorRequirement> {
+    FieldSelector::parse(selector)
         .map(|s| {
             s.requirements
                 .iter()
@@ -250,9 +257,14 @@ fn selectors(query: &Query) -> (Vec<SelectorRequirement>, Vec<SelectorRequiremen
                 })
                 .collect()
         })
-        .unwrap_or_default();
-    let label = label
-        .and_then(|s| LabelSelector::parse(s).ok())
+        .unwrap_or_default()
+}
+
+/// A label selector as SubjectAccessReview requirements: `=`, `==` and `in` become `In`, `!=`
+/// and `notin` become `NotIn`; `Exists` and `DoesNotExist` stay; `>` and `<` are left out. A
+/// selector that does not parse gives none.
+pub(crate) fn label_requirements(selector: &str) -> Vec<SelectorRequirement> {
+    LabelSelector::parse(selector)
         .map(|s| {
             s.requirements
                 .iter()
@@ -268,8 +280,7 @@ fn selectors(query: &Query) -> (Vec<SelectorRequirement>, Vec<SelectorRequiremen
                 })
                 .collect()
         })
-        .unwrap_or_default();
-    (field, label)
+        .unwrap_or_default()
 }
 
 /// The verb of a method on a resource path (before list/watch/deletecollection are told apart).

@@ -7,11 +7,13 @@
 //! authorizer.requestResource.subresource('status').check('patch').reason()
 //! authorizer.path('/healthz').check('get').allowed()
 //! authorizer.serviceAccount('ns', 'builder').group('').resource('pods').check('create').errored()
+//! authorizer.group('').resource('pods').labelSelector('app=web').check('list').allowed()
 //! ```
 //!
 //! A check asks the server's authorizer whether the request's user (or the named service
 //! account) may do the verb, as upstream asks it: `apiVersion` `*`, the path's or resource's
-//! attributes, the user's name, groups and extra. Each check costs upstream's 350,000 of the
+//! attributes (a resource check's field and label selectors as requirements, none when one does
+//! not parse), the user's name, groups and extra. Each check costs upstream's 350,000 of the
 //! expression's budget ([`crate::cel::cost`]), so an expression asks at most two.
 //!
 //! The `cel` crate's functions are synchronous and the authorizer is not: an evaluation that
@@ -79,6 +81,10 @@ pub(crate) struct ResourceTarget {
     pub namespace: String,
     /// The object's name.
     pub name: String,
+    /// The field selector the check is limited to (`fieldSelector()`; empty for none).
+    pub field_selector: String,
+    /// The label selector the check is limited to (`labelSelector()`; empty for none).
+    pub label_selector: String,
 }
 
 /// The authorizer's answer to a check, as upstream's `Decision` value gives it.
@@ -401,6 +407,14 @@ fn install_builders(context: &mut Context<'_>) {
     context.add_function("namespace", with_field("namespace", |t, v| t.namespace = v));
     context.add_function("name", with_field("name", |t, v| t.name = v));
     context.add_function(
+        "fieldSelector",
+        with_field("fieldSelector", |t, v| t.field_selector = v),
+    );
+    context.add_function(
+        "labelSelector",
+        with_field("labelSelector", |t, v| t.label_selector = v),
+    );
+    context.add_function(
         "allowed",
         |This(this): This<CelValue>| -> Result<bool, ExecutionError> {
             Ok(verdict("allowed", &this)?.allowed)
@@ -546,6 +560,9 @@ mod tests {
             yes(
                 "authorizer.group('wardle.example.com').resource('flunders').subresource('status').namespace('ns').name('f').check('patch').reason() == 'alice asked patch'",
             ),
+            yes(
+                "authorizer.group('').resource('pods').labelSelector('app=web').fieldSelector('spec.nodeName=n1').check('list').reason() == 'alice asked list'",
+            ),
         ];
         for (expression, expected) in cases {
             assert_eq!(
@@ -565,6 +582,19 @@ mod tests {
                     subresource: "status".into(),
                     namespace: "ns".into(),
                     name: "f".into(),
+                    ..ResourceTarget::default()
+                })
+            )
+        )));
+        assert!(asked.contains(&(
+            "alice".into(),
+            check(
+                "list",
+                Target::Resource(ResourceTarget {
+                    resource: "pods".into(),
+                    label_selector: "app=web".into(),
+                    field_selector: "spec.nodeName=n1".into(),
+                    ..ResourceTarget::default()
                 })
             )
         )));
