@@ -8,7 +8,9 @@
 //! Policies run in name order with their bindings, matched as the validating policies are
 //! ([`super::matching`]), once per parameter; a policy whose `matchConditions` hold applies its
 //! `mutations` in order to the object in the version it matched: an `ApplyConfiguration`'s
-//! object is merged into it (maps merged field by field, everything else replaced), a
+//! object is merged into it as server-side apply merges, by the resource's schema in that
+//! version (struct fields and maps key by key, `set` and `map` lists item by item, atomic
+//! lists and scalars replaced), a
 //! `JSONPatch`'s operations are applied to it. An error (an expression that fails, a patch that
 //! does not apply) follows the policy's `failurePolicy`: under `Fail`, the default, the request
 //! is refused with upstream's `403` and message `policy '<p>' with binding '<b>' denied request:
@@ -31,8 +33,10 @@ use crate::admission::programs::Programs;
 use crate::admission::webhook::review;
 use crate::admission::webhook::versions::Versioned;
 use crate::admission::{AdmissionAttributes, AdmissionPlugin, Phases};
+use crate::apply::merge::merge;
 use crate::cel::authorizer::evaluate_with_checks;
 use crate::error::{ApiError, StatusCause};
+use crate::schema::StructuralSchema;
 
 /// The name of the plugin.
 pub const MUTATING_POLICY_NAME: &str = "MutatingAdmissionPolicy";
@@ -180,6 +184,7 @@ impl MutatingAdmissionPolicyPlugin {
         let namespace_object = super::namespace_object(&self.host, attrs)
             .await
             .map_err(|e| e.message)?;
+        let schema = StructuralSchema::shared(&version.schema);
         let checks = attrs.checks();
         let (authorizer, user) = (attrs.authorizer, attrs.user);
         let if_needed = spec.reinvocation_policy.as_deref() == Some("IfNeeded");
@@ -224,7 +229,7 @@ impl MutatingAdmissionPolicyPlugin {
                 };
                 let mut mutated = object.clone();
                 for mutation in spec.mutations.iter().flatten() {
-                    mutate(&self.mutations, &mut mutated, mutation, &prepared)?;
+                    mutate(&self.mutations, &mut mutated, &schema, mutation, &prepared)?;
                 }
                 Ok::<_, String>(Some(mutated))
             })
@@ -256,6 +261,7 @@ impl MutatingAdmissionPolicyPlugin {
 fn mutate(
     programs: &Programs,
     object: &mut Value,
+    schema: &StructuralSchema,
     mutation: &Mutation,
     prepared: &evaluation::Prepared<'_>,
 ) -> Result<(), String> {
@@ -277,29 +283,14 @@ fn mutate(
                 "apply configuration must be an object, but got {value}"
             ));
         }
-        merge(object, value);
+        // As server-side apply merges (structured-merge-diff, as upstream's policies do), by
+        // the resource's schema in the matched version.
+        *object = merge(object, &value, schema.root()).map_err(|e| e.to_string())?;
         Ok(())
     } else {
         let patch: json_patch::Patch = serde_json::from_value(value)
             .map_err(|e| format!("JSONPatch expression must return a list of JSONPatch: {e}"))?;
         json_patch::patch(object, &patch).map_err(|e| format!("JSONPatch: {e}"))
-    }
-}
-
-/// Merges an apply configuration into `object`: maps field by field, anything else replaced.
-fn merge(object: &mut Value, configuration: Value) {
-    match (object, configuration) {
-        (Value::Object(into), Value::Object(from)) => {
-            for (key, value) in from {
-                match into.get_mut(&key) {
-                    Some(existing) => merge(existing, value),
-                    None => {
-                        into.insert(key, value);
-                    }
-                }
-            }
-        }
-        (object, configuration) => *object = configuration,
     }
 }
 
@@ -335,16 +326,34 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn apply_configurations_merge_maps_and_replace_the_rest() {
-        let mut object =
-            json!({"metadata": {"name": "f", "labels": {"a": "1"}}, "spec": {"items": [1, 2]}});
-        merge(
-            &mut object,
-            json!({"metadata": {"labels": {"b": "2"}}, "spec": {"items": [3]}}),
-        );
+    fn apply_configurations_merge_as_server_side_apply_by_the_schema() {
+        let schema = StructuralSchema::from_openapi(&json!({
+            "type": "object",
+            "properties": {
+                "metadata": {"type": "object"},
+                "spec": {"type": "object", "properties": {
+                    "items": {"type": "array", "items": {"type": "integer"}},
+                    "toppings": {
+                        "type": "array",
+                        "x-kubernetes-list-type": "map",
+                        "x-kubernetes-list-map-keys": ["name"],
+                        "items": {"type": "object", "properties": {
+                            "name": {"type": "string"}, "amount": {"type": "integer"}}},
+                    },
+                }},
+            },
+        }));
+        let object = json!({"metadata": {"name": "f", "labels": {"a": "1"}},
+            "spec": {"items": [1, 2], "toppings": [
+                {"name": "tomato", "amount": 1}, {"name": "cheese", "amount": 1}]}});
+        let configuration = json!({"metadata": {"labels": {"b": "2"}},
+            "spec": {"items": [3], "toppings": [{"name": "cheese", "amount": 2}, {"name": "basil"}]}});
         assert_eq!(
-            object,
-            json!({"metadata": {"name": "f", "labels": {"a": "1", "b": "2"}}, "spec": {"items": [3]}})
+            merge(&object, &configuration, schema.root()).unwrap(),
+            json!({"metadata": {"name": "f", "labels": {"a": "1", "b": "2"}},
+                "spec": {"items": [3], "toppings": [
+                    {"name": "tomato", "amount": 1}, {"name": "cheese", "amount": 2},
+                    {"name": "basil"}]}})
         );
     }
 }

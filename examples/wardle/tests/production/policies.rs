@@ -310,7 +310,8 @@ async fn a_missing_parameter_follows_the_failure_policy() {
 }
 
 /// With `MutatingAdmissionPolicy` enabled, a policy's apply configuration labels a Flunder sent
-/// in v1alpha1 (the policy matched v1beta1) and its JSON patch annotates it; a failing
+/// in v1alpha1 (the policy matched v1beta1) and merges its `toppings` by name, and its JSON
+/// patch annotates it; a failing
 /// mutation refuses the write with upstream's message under `failurePolicy: Fail`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mutating_policy_labels_and_annotates_flunders() {
@@ -332,6 +333,11 @@ async fn a_mutating_policy_labels_and_annotates_flunders() {
                 "patchType": "JSONPatch",
                 "jsonPatch": {"expression":
                     "object.metadata.name.startsWith('broken') ? [JSONPatch{op: 'remove', path: '/spec/nothing'}] : []"},
+            }, {
+                // `toppings` is a map list keyed by name: merged item by item.
+                "patchType": "ApplyConfiguration",
+                "applyConfiguration": {"expression":
+                    "Object{spec: Object.spec{toppings: [Object.spec.toppings{name: 'cheese', amount: 2}]}}"},
             }],
         }),
     )
@@ -342,8 +348,11 @@ async fn a_mutating_policy_labels_and_annotates_flunders() {
     let created = wait::poll("wardle to apply the mutating policy", TIMEOUT, || {
         let name = format!("probe-{n}");
         n += 1;
+        let mut body = flunder(&name);
+        body["spec"]["toppings"] =
+            json!([{"name": "tomato", "amount": 1}, {"name": "cheese", "amount": 1}]);
         async move {
-            match create(stack_ref, flunder(&name)).await {
+            match create(stack_ref, body).await {
                 (201, body) if body["metadata"]["labels"]["mutated-in"] == "v1beta1" => Ok(body),
                 (code, body) => Err(format!("{code} {body}")),
             }
@@ -357,6 +366,11 @@ async fn a_mutating_policy_labels_and_annotates_flunders() {
         "{created}"
     );
     assert_eq!(created["apiVersion"], "wardle.example.com/v1alpha1");
+    assert_eq!(
+        created["spec"]["toppings"],
+        json!([{"name": "tomato", "amount": 1}, {"name": "cheese", "amount": 2}]),
+        "{created}"
+    );
 
     let (code, status) = create(&stack, flunder("broken-one")).await;
     assert_eq!(code, 403, "{status}");

@@ -1,8 +1,8 @@
 //! The cluster's ValidatingAdmissionPolicies hold for wardle's resources: one policy, created in
 //! kube-apiserver, matches Flunders (in v1beta1) and the host's own ConfigMaps; wardle denies a
 //! Flunder with the same Status that kube-apiserver gives the ConfigMap (message, reason, code
-//! and causes), and a `Warn` binding's warning reaches kubectl. A MutatingAdmissionPolicy labels
-//! Flunders as it labels ConfigMaps.
+//! and causes), and a `Warn` binding's warning reaches kubectl; a policy asking the authorizer
+//! warns alike for both. A MutatingAdmissionPolicy labels Flunders as it labels ConfigMaps.
 
 use serde_json::{Value, json};
 
@@ -58,6 +58,32 @@ metadata:
   name: no-bronze-in-alice
 spec:
   policyName: no-bronze
+  matchResources:
+    namespaceSelector:
+      matchLabels: {kubernetes.io/metadata.name: alice}
+  validationActions: [Warn]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: report-authorizer
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: ["wardle.example.com"], apiVersions: ["v1beta1"], operations: ["CREATE"], resources: ["flunders"]}
+    - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["configmaps"]}
+    objectSelector:
+      matchLabels: {authz-check: "yes"}
+  validations:
+  - expression: "false"
+    messageExpression: "'may delete it: ' + string(authorizer.requestResource.check('delete').allowed()) + ', may delete nodes: ' + string(authorizer.group('').resource('nodes').check('delete').allowed())"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: report-authorizer-in-alice
+spec:
+  policyName: report-authorizer
   matchResources:
     namespaceSelector:
       matchLabels: {kubernetes.io/metadata.name: alice}
@@ -197,6 +223,31 @@ pub fn policies(cluster: &RealCluster) {
     );
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success() && stderr.contains(warning), "{stderr}");
+
+    // The authorizer: wardle asks kube-apiserver (SubjectAccessReview) what kube-apiserver
+    // asks its own authorizer, and both warn alike: alice may delete what she creates in her
+    // namespace, not the cluster's nodes.
+    let asked = |kind_yaml: &str, name: &str| {
+        format!(
+            "{kind_yaml}\nmetadata:\n  name: {name}\n  namespace: alice\n  labels: {{authz-check: 'yes', policy-check: 'yes'}}\n"
+        )
+    };
+    let warning = "Warning: Validation failed for ValidatingAdmissionPolicy 'report-authorizer' with binding 'report-authorizer-in-alice': may delete it: true, may delete nodes: false";
+    for (kind_yaml, name) in [
+        (
+            "apiVersion: wardle.example.com/v1alpha1\nkind: Flunder\nspec: {reference: x, referenceType: Fischer}",
+            "asked-flunder",
+        ),
+        ("apiVersion: v1\nkind: ConfigMap", "asked-configmap"),
+    ] {
+        let out =
+            cluster.kubectl_with_input("alice", &["create", "-f", "-"], &asked(kind_yaml, name));
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(
+            out.status.success() && stderr.contains(warning),
+            "{name}: {stderr}"
+        );
+    }
 
     cluster.kubectl_input_ok("admin", &["delete", "-f", "-"], POLICY);
     remove_checked_objects(cluster);
