@@ -14,6 +14,7 @@
 //! `failurePolicy`: `Fail` (the default) refuses, `Ignore` lets the request through.
 
 pub(crate) mod evaluation;
+pub(crate) mod json_patch;
 pub(crate) mod matching;
 pub(crate) mod mutating;
 pub(crate) mod mutating_kinds;

@@ -10,11 +10,11 @@
 //! `mutations` in order to the object in the version it matched: an `ApplyConfiguration`'s
 //! object is merged into it as server-side apply merges, by the resource's schema in that
 //! version (struct fields and maps key by key, `set` and `map` lists item by item, atomic
-//! lists and scalars replaced), a
-//! `JSONPatch`'s operations are applied to it. An error (an expression that fails, a patch that
-//! does not apply) follows the policy's `failurePolicy`: under `Fail`, the default, the request
-//! is refused with upstream's `403` and message `policy '<p>' with binding '<b>' denied request:
-//! <why>`. A policy that changes the object asks for a second round of the mutating plugins
+//! lists and scalars replaced), a `JSONPatch`'s operations are applied to it as upstream's
+//! JSON patch library applies them ([`super::json_patch`]). An error (an expression that
+//! fails, a patch that does not apply) follows the policy's `failurePolicy`: under `Fail`, the
+//! default, the request is refused with upstream's `403` and message
+//! `policy '<p>' with binding '<b>' denied request: <why>`. A policy that changes the object asks for a second round of the mutating plugins
 //! ([`crate::admission::Reinvocation`]); in it, only the `reinvocationPolicy: IfNeeded` ones
 //! that ran before a later change of the object run again, each once.
 
@@ -24,6 +24,7 @@ use kube::runtime::reflector::Store;
 use serde_json::Value;
 
 use super::evaluation::{self, Inputs};
+use super::json_patch;
 use super::matching;
 use super::mutating_kinds::{MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding, Mutation};
 use super::objects;
@@ -288,9 +289,10 @@ fn mutate(
         *object = merge(object, &value, schema.root()).map_err(|e| e.to_string())?;
         Ok(())
     } else {
-        let patch: json_patch::Patch = serde_json::from_value(value)
+        let patch: ::json_patch::Patch = serde_json::from_value(value)
             .map_err(|e| format!("JSONPatch expression must return a list of JSONPatch: {e}"))?;
-        json_patch::patch(object, &patch).map_err(|e| format!("JSONPatch: {e}"))
+        *object = json_patch::apply(object, &patch)?;
+        Ok(())
     }
 }
 

@@ -1460,7 +1460,8 @@ fn policies() -> Vec<Request> {
 }
 
 /// The host's MutatingAdmissionPolicies (v1beta1, each server's plugin on): an apply
-/// configuration labels and a JSON patch annotates Flunders labelled `mutate-test: "yes"`. The
+/// configuration labels and a JSON patch annotates Flunders labelled `mutate-test: "yes"`; a
+/// patch that does not apply refuses the write, and one whose `test` fails is not applied. The
 /// policy matches v1alpha1, the version the requests are sent in: sample-apiserver cannot
 /// convert a Flunder mutated in v1beta1 back (`converting (v1beta1.Flunder) to
 /// (v1alpha1.Flunder): unknown conversion`), which wardle can (`tests/production/policies.rs`).
@@ -1506,6 +1507,14 @@ fn mutating_policies() -> Vec<Request> {
                     "patchType": "JSONPatch",
                     "jsonPatch": {"expression":
                         "[JSONPatch{op: 'add', path: '/metadata/annotations', value: {'patched': 'yes'}}]"},
+                }, {
+                    "patchType": "JSONPatch",
+                    "jsonPatch": {"expression":
+                        "object.metadata.name.startsWith('broken') ? [JSONPatch{op: 'remove', path: '/spec/nothing'}] : []"},
+                }, {
+                    "patchType": "JSONPatch",
+                    "jsonPatch": {"expression":
+                        "object.metadata.name.startsWith('tested') ? [JSONPatch{op: 'add', path: '/metadata/labels/tested', value: 'yes'}, JSONPatch{op: 'test', path: '/metadata/name', value: 'other'}] : []"},
                 }],
             },
         }))
@@ -1531,6 +1540,10 @@ fn mutating_policies() -> Vec<Request> {
         .until(mutated),
         Request::new("mutating policy labels and annotates", Method::POST, FL)
             .json(flunder("mutated")),
+        Request::new("mutating policy patch does not apply", Method::POST, FL)
+            .json(flunder("broken-patch")),
+        Request::new("mutating policy patch fails its test", Method::POST, FL)
+            .json(flunder("tested-patch")),
         Request::new("mutating policy leaves unlabelled ones", Method::POST, FL).json(json!({
             "apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
             "metadata": {"name": "not-mutated"},

@@ -376,8 +376,9 @@ async fn a_mutating_policy_labels_and_annotates_flunders() {
     assert_eq!(code, 403, "{status}");
     assert_eq!(status["reason"], "Invalid", "{status}");
     let message = status["message"].as_str().unwrap_or_default();
-    assert!(
-        message.starts_with("policy 'flunder-labels' with binding 'flunder-labels-binding' denied request: JSONPatch: "),
+    assert_eq!(
+        message,
+        "policy 'flunder-labels' with binding 'flunder-labels-binding' denied request: JSON Patch: error in remove for path: '/spec/nothing': Unable to remove nonexistent key: nothing: missing value",
         "{status}"
     );
     assert_eq!(
