@@ -40,6 +40,38 @@ pub(crate) fn compile(expression: &str) -> Result<Program, String> {
     }
 }
 
+/// Whether `expr` names the variable `name` (as an identifier, or the first step of a
+/// selection such as `authorizer.requestResource`).
+pub(crate) fn names(expr: &IdedExpr, name: &str) -> bool {
+    match &expr.expr {
+        Expr::Ident(ident) => ident == name,
+        Expr::Unspecified | Expr::Literal(_) => false,
+        Expr::Select(select) => names(&select.operand, name),
+        Expr::Call(call) => {
+            call.target.as_deref().is_some_and(|t| names(t, name))
+                || call.args.iter().any(|a| names(a, name))
+        }
+        Expr::List(list) => list.elements.iter().any(|e| names(e, name)),
+        Expr::Map(map) => map.entries.iter().any(|entry| match &entry.expr {
+            EntryExpr::MapEntry(e) => names(&e.key, name) || names(&e.value, name),
+            EntryExpr::StructField(f) => names(&f.value, name),
+        }),
+        Expr::Struct(object) => object.entries.iter().any(|entry| match &entry.expr {
+            EntryExpr::MapEntry(e) => names(&e.key, name) || names(&e.value, name),
+            EntryExpr::StructField(f) => names(&f.value, name),
+        }),
+        Expr::Comprehension(c) => [
+            &c.iter_range,
+            &c.accu_init,
+            &c.loop_cond,
+            &c.loop_step,
+            &c.result,
+        ]
+        .into_iter()
+        .any(|e| names(e, name)),
+    }
+}
+
 /// The first construct of `expr` the `cel` crate's interpreter cannot evaluate (it panics on
 /// them): object construction (`Type{field: value}`), used by mutating policies' apply
 /// configurations and JSON patches.

@@ -255,6 +255,8 @@ pub(crate) fn evaluate(
 
 /// The message of a failed validation, as upstream picks it: its `messageExpression`'s string
 /// (trimmed, one line, at most [`MAX_MESSAGE_BYTES`]), else its `message`, else the expression.
+/// A `messageExpression` may not name `authorizer` (upstream compiles it without): one that
+/// does fails, and `message` is used.
 fn message(
     programs: &Programs,
     meter: &Meter,
@@ -262,6 +264,11 @@ fn message(
     context: &Context,
 ) -> String {
     if let Some(expression) = validation.message_expression.as_deref()
+        && !programs
+            .get(expression)
+            .as_ref()
+            .as_ref()
+            .is_ok_and(|program| crate::cel::names(program, "authorizer"))
         && let Ok(CelValue::String(s)) = run(programs, meter, expression, context)
     {
         let s = s.trim();
@@ -342,6 +349,13 @@ mod tests {
                 validation("namespaceObject.metadata.labels.env == 'prod' && oldObject == null"),
                 validation("object.spec.missing == 1"),
                 validation("1"),
+                Validation {
+                    message: Some("no authorizer in messages".into()),
+                    message_expression: Some(
+                        "string(authorizer.path('/x').check('get').allowed())".into(),
+                    ),
+                    ..validation("false")
+                },
             ]),
             ..Default::default()
         };
@@ -368,6 +382,7 @@ mod tests {
             outcome.decisions[4]
         );
         assert!(matches!(&outcome.decisions[5], Decision::Error(e) if e.contains("not a bool")));
+        assert_eq!(outcome.decisions[6], invalid("no authorizer in messages"));
     }
 
     #[test]

@@ -421,13 +421,13 @@ async fn an_expensive_expression_runs_out_of_budget() {
 }
 
 /// A policy's expressions ask wardle's authorizer (the host's SubjectAccessReview) through
-/// `authorizer`: alice, an editor of wardle's resources, may create and delete the Flunder she
-/// creates (`authorizer.requestResource`) but not delete the host's nodes, and a service
-/// account with no rules may not create Flunders.
+/// `authorizer`: alice, an editor of wardle's resources, may delete the Flunder she creates
+/// (`authorizer.requestResource`) but not the host's nodes, and a service account with no rules
+/// may not create Flunders. A `messageExpression` may not name `authorizer` (upstream's
+/// environment for messages has none): its `message` is used.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_policy_asks_the_authorizer() {
     let stack = Stack::start(&[]).await;
-    let decisions = "'delete flunders: ' + string(authorizer.requestResource.check('delete').allowed()) + ', delete nodes: ' + string(authorizer.group('').resource('nodes').check('delete').allowed())";
     let mut spec = policy(
         "authorized",
         json!({
@@ -436,10 +436,12 @@ async fn a_policy_asks_the_authorizer() {
                 "expression": "authorizer.serviceAccount('default', 'builder').group('wardle.example.com').resource('flunders').namespace('default').check('create').allowed()",
             }],
             "validations": [
-                {"expression": "authorizer.requestResource.check('create').allowed()",
-                 "message": "creators only"},
+                {"expression": "authorizer.requestResource.check('delete').allowed()",
+                 "message": "alice may not delete it"},
                 {"expression": "!variables.builderMayCreate", "message": "builder may create"},
-                {"expression": "false", "messageExpression": decisions},
+                {"expression": "authorizer.group('').resource('nodes').check('delete').allowed()",
+                 "messageExpression": "'decided: ' + string(authorizer.path('/x').check('get').allowed())",
+                 "message": "alice may not delete nodes"},
             ],
         }),
     );
@@ -455,13 +457,12 @@ async fn a_policy_asks_the_authorizer() {
         ),
     )
     .await;
-    // Upstream answers the first denial: the first two validations hold, the third reports
-    // the decisions.
+    // Upstream answers the first denial: the first two validations hold, the third does not.
     let status = until_answered(&stack, "asked-", json!({"policy": "authorized"}), 422).await;
     assert_eq!(
         status["message"],
         format!(
-            "flunders.wardle.example.com \"{}\" is forbidden: ValidatingAdmissionPolicy 'authorized' with binding 'authorized-binding' denied request: delete flunders: true, delete nodes: false",
+            "flunders.wardle.example.com \"{}\" is forbidden: ValidatingAdmissionPolicy 'authorized' with binding 'authorized-binding' denied request: alice may not delete nodes",
             status["details"]["name"].as_str().unwrap_or_default()
         ),
         "{status}"
