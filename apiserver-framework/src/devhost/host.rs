@@ -21,6 +21,7 @@ use crate::devhost::policies::{
     MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding, ValidatingAdmissionPolicy,
     ValidatingAdmissionPolicyBinding,
 };
+use crate::devhost::policy_checks::PolicyChecks;
 use crate::devhost::protobuf;
 use crate::devhost::reviews::{ReviewLog, SubjectAccessReviews, TokenReviews};
 use crate::devhost::rules::{RulesFile, RulesFileError};
@@ -258,12 +259,12 @@ async fn start_host(extension: &Extension, opts: &DevHostOptions) -> Result<DevH
         )
         .group(
             Group::new(webhooks::GROUP)
-                .resource::<MutatingWebhookConfiguration>()
-                .resource::<ValidatingWebhookConfiguration>()
-                .resource::<ValidatingAdmissionPolicy>()
-                .resource::<ValidatingAdmissionPolicyBinding>()
-                .resource::<MutatingAdmissionPolicy>()
-                .resource::<MutatingAdmissionPolicyBinding>(),
+                .resource_with::<MutatingWebhookConfiguration>(PolicyChecks)
+                .resource_with::<ValidatingWebhookConfiguration>(PolicyChecks)
+                .resource_with::<ValidatingAdmissionPolicy>(PolicyChecks)
+                .resource_with::<ValidatingAdmissionPolicyBinding>(PolicyChecks)
+                .resource_with::<MutatingAdmissionPolicy>(PolicyChecks)
+                .resource_with::<MutatingAdmissionPolicyBinding>(PolicyChecks),
         )
         .group(authentication)
         .group(authorization)

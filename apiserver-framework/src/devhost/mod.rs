@@ -20,6 +20,7 @@ pub mod node;
 pub(crate) mod options;
 pub mod pki;
 pub(crate) mod policies;
+pub(crate) mod policy_checks;
 // Public with the `testing` feature, for the fuzz targets of client input.
 internal_modules!(protobuf);
 pub(crate) mod reviews;

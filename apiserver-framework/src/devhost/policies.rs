@@ -1,9 +1,8 @@
 //! The host's `admissionregistration.k8s.io/v1` validating admission policies and `v1beta1`
 //! mutating admission policies with their bindings, so extension servers enforce them
 //! (`ValidatingAdmissionPolicy`, `MutatingAdmissionPolicy`) as in a cluster, and an author tries
-//! a policy with `kubectl apply` against the dev host. The dev host stores them as they are
-//! sent: it does not check them as kube-apiserver does (a binding with both `Deny` and `Warn`,
-//! an expression that does not compile).
+//! a policy with `kubectl apply` against the dev host, which fills them in and checks them as
+//! kube-apiserver does (`policy_checks`).
 
 use k8s_openapi::api::admissionregistration::v1 as reg;
 

@@ -532,3 +532,79 @@ async fn an_if_needed_mutating_policy_runs_again_and_sees_the_later_change() {
         "the policy that changed the object runs once: {created}"
     );
 }
+
+/// The dev host fills in and checks policies as kube-apiserver does: a policy created without
+/// `failurePolicy` or `matchPolicy` reads back with upstream's defaults, a binding with both
+/// `Deny` and `Warn` and a policy whose expression does not compile are refused with 422.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dev_host_defaults_and_checks_policies() {
+    let stack = Stack::start(&[]).await;
+    let admissionregistration = "/apis/admissionregistration.k8s.io/v1";
+    let policies = format!("{admissionregistration}/validatingadmissionpolicies");
+    host_create(
+        &stack,
+        &policies,
+        policy(
+            "defaulted",
+            json!({"validations": [{"expression": "true"}]}),
+        ),
+    )
+    .await;
+    let url = format!("{}{policies}/defaulted", stack.host_url());
+    let (code, text) = stack.send_as("admin", Method::GET, &url, None).await;
+    assert_eq!(code, 200, "{text}");
+    let read: Value = serde_json::from_str(&text).unwrap();
+    let spec = &read["spec"];
+    assert_eq!(spec["failurePolicy"], "Fail", "{read}");
+    let constraints = &spec["matchConstraints"];
+    assert_eq!(constraints["matchPolicy"], "Equivalent", "{read}");
+    assert_eq!(constraints["namespaceSelector"], json!({}), "{read}");
+    assert_eq!(constraints["objectSelector"], json!({}), "{read}");
+    assert_eq!(constraints["resourceRules"][0]["scope"], "*", "{read}");
+
+    let refused = |path: String, body: Value| {
+        let stack = &stack;
+        async move {
+            let url = format!("{}{path}", stack.host_url());
+            let (code, text) = stack.send_as("admin", Method::POST, &url, Some(body)).await;
+            assert_eq!(code, 422, "{text}");
+            let status: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(status["reason"], "Invalid", "{status}");
+            status
+        }
+    };
+    let status = refused(
+        format!("{admissionregistration}/validatingadmissionpolicybindings"),
+        binding(
+            "both",
+            "defaulted",
+            json!({"validationActions": ["Deny", "Warn"]}),
+        ),
+    )
+    .await;
+    let cause = &status["details"]["causes"][0];
+    assert_eq!(cause["field"], "spec.validationActions", "{status}");
+    assert!(
+        cause["message"].as_str().unwrap_or_default().ends_with(
+            "must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)"
+        ),
+        "{status}"
+    );
+    let status = refused(
+        policies,
+        policy(
+            "broken",
+            json!({"validations": [{"expression": "object.metadata.name =="}]}),
+        ),
+    )
+    .await;
+    let cause = &status["details"]["causes"][0];
+    assert_eq!(cause["field"], "spec.validations[0].expression", "{status}");
+    assert!(
+        cause["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("compilation failed"),
+        "{status}"
+    );
+}
