@@ -24,18 +24,17 @@ pub(crate) fn apply(object: &Value, operations: &[PatchOperation]) -> Result<Val
             continue;
         };
         if let PatchOperation::Test(test) = &operation {
+            if matches!(e.kind, PatchErrorKind::TestFailed) {
+                return Ok(object.clone());
+            }
             let path = test.path.as_str();
-            match container(&doc, path) {
-                Some(Value::Object(map)) if !map.contains_key(&last_token(path)) => {
-                    if test.value.is_null() {
-                        continue;
-                    }
-                    return Ok(object.clone());
+            if let Some(Value::Object(map)) = container(&doc, path)
+                && !map.contains_key(&last_token(path))
+            {
+                if test.value.is_null() {
+                    continue;
                 }
-                Some(_) if matches!(e.kind, PatchErrorKind::TestFailed) => {
-                    return Ok(object.clone());
-                }
-                _ => {}
+                return Ok(object.clone());
             }
         }
         return Err(format!("JSON Patch: {}", message(&doc, &operation)));
