@@ -233,11 +233,15 @@ pub(crate) async fn evaluate_with_checks<T>(
     mut evaluate: impl FnMut(&Checks) -> T,
 ) -> T {
     for round in 1.. {
-        let result = evaluate(checks);
-        let asked = checks.take_asked();
-        if asked.is_empty() {
-            return result;
-        }
+        // A round that asked something is discarded before the authorizer is awaited.
+        let asked = {
+            let result = evaluate(checks);
+            let asked = checks.take_asked();
+            if asked.is_empty() {
+                return result;
+            }
+            asked
+        };
         let verdicts = futures::future::join_all(asked.iter().map(|check| async {
             match authorizer {
                 _ if round >= MAX_ROUNDS => Verdict {

@@ -27,34 +27,10 @@ const CHARGE: &str = "__apiserver_framework_charge";
 
 /// The nodes of `expr`: its size, the cost of one evaluation of it.
 fn nodes(expr: &IdedExpr) -> u64 {
-    1 + match &expr.expr {
-        Expr::Call(call) => {
-            call.target.as_deref().map_or(0, nodes) + call.args.iter().map(nodes).sum::<u64>()
-        }
-        Expr::Select(select) => nodes(&select.operand),
-        Expr::List(list) => list.elements.iter().map(nodes).sum(),
-        Expr::Map(map) => entries_nodes(&map.entries),
-        Expr::Struct(object) => entries_nodes(&object.entries),
-        Expr::Comprehension(c) => {
-            nodes(&c.iter_range)
-                + nodes(&c.accu_init)
-                + nodes(&c.loop_cond)
-                + nodes(&c.loop_step)
-                + nodes(&c.result)
-        }
-        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => 0,
-    }
-}
-
-/// The nodes of a map's or an object's entries.
-fn entries_nodes(entries: &[IdedEntryExpr]) -> u64 {
-    entries
-        .iter()
-        .map(|entry| match &entry.expr {
-            EntryExpr::MapEntry(e) => nodes(&e.key) + nodes(&e.value),
-            EntryExpr::StructField(f) => nodes(&f.value),
-        })
-        .sum()
+    1 + crate::cel::children(expr)
+        .into_iter()
+        .map(nodes)
+        .sum::<u64>()
 }
 
 /// A map's or an object's entries, metered.

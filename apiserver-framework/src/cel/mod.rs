@@ -9,7 +9,7 @@ pub(crate) mod cost;
 pub(crate) mod json;
 
 use kube_cel::KubeCelExt as _;
-use kube_cel::cel::common::ast::{EntryExpr, Expr};
+use kube_cel::cel::common::ast::{EntryExpr, Expr, IdedEntryExpr};
 use kube_cel::cel::extractors::This;
 use kube_cel::cel::{Context, ExecutionError, FunctionContext, IdedExpr, Program, Value};
 
@@ -40,65 +40,62 @@ pub(crate) fn compile(expression: &str) -> Result<Program, String> {
     }
 }
 
-/// Whether `expr` names the variable `name` (as an identifier, or the first step of a
-/// selection such as `authorizer.requestResource`).
-pub(crate) fn names(expr: &IdedExpr, name: &str) -> bool {
+/// The direct sub-expressions of `expr` (a map's or an object's entries: their keys and
+/// values, a field's value).
+pub(crate) fn children(expr: &IdedExpr) -> Vec<&IdedExpr> {
+    fn entries(entries: &[IdedEntryExpr]) -> Vec<&IdedExpr> {
+        entries
+            .iter()
+            .flat_map(|entry| match &entry.expr {
+                EntryExpr::MapEntry(e) => vec![&e.key, &e.value],
+                EntryExpr::StructField(f) => vec![&f.value],
+            })
+            .collect()
+    }
     match &expr.expr {
-        Expr::Ident(ident) => ident == name,
-        Expr::Unspecified | Expr::Literal(_) => false,
-        Expr::Select(select) => names(&select.operand, name),
-        Expr::Call(call) => {
-            call.target.as_deref().is_some_and(|t| names(t, name))
-                || call.args.iter().any(|a| names(a, name))
-        }
-        Expr::List(list) => list.elements.iter().any(|e| names(e, name)),
-        Expr::Map(map) => map.entries.iter().any(|entry| match &entry.expr {
-            EntryExpr::MapEntry(e) => names(&e.key, name) || names(&e.value, name),
-            EntryExpr::StructField(f) => names(&f.value, name),
-        }),
-        Expr::Struct(object) => object.entries.iter().any(|entry| match &entry.expr {
-            EntryExpr::MapEntry(e) => names(&e.key, name) || names(&e.value, name),
-            EntryExpr::StructField(f) => names(&f.value, name),
-        }),
-        Expr::Comprehension(c) => [
+        Expr::Unspecified | Expr::Ident(_) | Expr::Literal(_) => Vec::new(),
+        Expr::Select(select) => vec![&select.operand],
+        Expr::Call(call) => call
+            .target
+            .as_deref()
+            .into_iter()
+            .chain(&call.args)
+            .collect(),
+        Expr::List(list) => list.elements.iter().collect(),
+        Expr::Map(map) => entries(&map.entries),
+        Expr::Struct(object) => entries(&object.entries),
+        Expr::Comprehension(c) => vec![
             &c.iter_range,
             &c.accu_init,
             &c.loop_cond,
             &c.loop_step,
             &c.result,
-        ]
-        .into_iter()
-        .any(|e| names(e, name)),
+        ],
     }
+}
+
+/// Whether `expr` names the variable `name` (as an identifier, or the first step of a
+/// selection such as `authorizer.requestResource`).
+pub(crate) fn names(expr: &IdedExpr, name: &str) -> bool {
+    matches!(&expr.expr, Expr::Ident(ident) if ident == name)
+        || children(expr).into_iter().any(|c| names(c, name))
 }
 
 /// The first construct of `expr` the `cel` crate's interpreter cannot evaluate (it panics on
 /// them): object construction (`Type{field: value}`), used by mutating policies' apply
 /// configurations and JSON patches.
 pub(crate) fn unsupported(expr: &IdedExpr) -> Option<&'static str> {
-    match &expr.expr {
-        Expr::Unspecified => Some("an unspecified expression"),
-        Expr::Struct(_) => Some("object construction (Type{field: value})"),
-        Expr::Ident(_) | Expr::Literal(_) => None,
-        Expr::Select(select) => unsupported(&select.operand),
-        Expr::Call(call) => call
-            .target
-            .as_deref()
-            .and_then(unsupported)
-            .or_else(|| call.args.iter().find_map(unsupported)),
-        Expr::List(list) => list.elements.iter().find_map(unsupported),
-        Expr::Map(map) => map.entries.iter().find_map(|entry| match &entry.expr {
-            EntryExpr::MapEntry(e) => unsupported(&e.key).or_else(|| unsupported(&e.value)),
-            EntryExpr::StructField(_) => Some("object construction (Type{field: value})"),
-        }),
-        Expr::Comprehension(c) => [
-            &c.iter_range,
-            &c.accu_init,
-            &c.loop_cond,
-            &c.loop_step,
-            &c.result,
-        ]
-        .into_iter()
-        .find_map(unsupported),
+    let construction = match &expr.expr {
+        Expr::Unspecified => return Some("an unspecified expression"),
+        Expr::Struct(_) => true,
+        Expr::Map(map) => map
+            .entries
+            .iter()
+            .any(|entry| matches!(entry.expr, EntryExpr::StructField(_))),
+        _ => false,
+    };
+    if construction {
+        return Some("object construction (Type{field: value})");
     }
+    children(expr).into_iter().find_map(unsupported)
 }

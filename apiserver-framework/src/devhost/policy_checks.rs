@@ -67,14 +67,16 @@ fn service_port(config: &mut reg::WebhookClientConfig) {
     }
 }
 
-/// Errors of every expression of `expressions` (field path, expression) that does not compile.
-fn compiled<'a>(expressions: impl IntoIterator<Item = (String, &'a str)>) -> Vec<FieldError> {
+/// Errors of every expression of `expressions` (field path, expression) that `compile` refuses
+/// (it gives why).
+fn compiled<'a>(
+    expressions: impl IntoIterator<Item = (String, &'a str)>,
+    compile: impl Fn(&str) -> Option<String>,
+) -> Vec<FieldError> {
     expressions
         .into_iter()
         .filter_map(|(field, expression)| {
-            crate::cel::compile(expression)
-                .err()
-                .map(|e| FieldError::invalid(field, expression, e))
+            compile(expression).map(|e| FieldError::invalid(field, expression, e))
         })
         .collect()
 }
@@ -131,7 +133,7 @@ impl Strategy<ValidatingAdmissionPolicy> for PolicyChecks {
                 &a.value_expression,
             ));
         }
-        errors.extend(compiled(expressions));
+        errors.extend(compiled(expressions, |e| crate::cel::compile(e).err()));
         errors
     }
 }
@@ -176,14 +178,9 @@ impl Strategy<MutatingAdmissionPolicy> for PolicyChecks {
         }
         // Object construction is what mutations are written in: compiled as the plugin reads
         // them.
-        expressions
-            .into_iter()
-            .filter_map(|(field, expression)| {
-                crate::admission::policy::objects::compile(expression)
-                    .err()
-                    .map(|e| FieldError::invalid(field, expression, e))
-            })
-            .collect()
+        compiled(expressions, |e| {
+            crate::admission::policy::objects::compile(e).err()
+        })
     }
 }
 
@@ -197,16 +194,24 @@ impl Strategy<MutatingAdmissionPolicyBinding> for PolicyChecks {
     }
 }
 
+/// kube-apiserver's defaults of one webhook, validating or mutating (the same fields).
+macro_rules! webhook_defaults {
+    ($hook:expr) => {{
+        let hook = $hook;
+        fail(&mut hook.failure_policy);
+        hook.match_policy.get_or_insert_with(|| "Equivalent".into());
+        everything(&mut hook.namespace_selector);
+        everything(&mut hook.object_selector);
+        hook.timeout_seconds.get_or_insert(10);
+        webhook_rules(hook.rules.as_mut());
+        service_port(&mut hook.client_config);
+    }};
+}
+
 impl Strategy<ValidatingWebhookConfiguration> for PolicyChecks {
     fn default(&self, obj: &mut ValidatingWebhookConfiguration) {
         for hook in obj.spec.webhooks.iter_mut() {
-            fail(&mut hook.failure_policy);
-            hook.match_policy.get_or_insert_with(|| "Equivalent".into());
-            everything(&mut hook.namespace_selector);
-            everything(&mut hook.object_selector);
-            hook.timeout_seconds.get_or_insert(10);
-            webhook_rules(hook.rules.as_mut());
-            service_port(&mut hook.client_config);
+            webhook_defaults!(hook);
         }
     }
 }
@@ -214,15 +219,9 @@ impl Strategy<ValidatingWebhookConfiguration> for PolicyChecks {
 impl Strategy<MutatingWebhookConfiguration> for PolicyChecks {
     fn default(&self, obj: &mut MutatingWebhookConfiguration) {
         for hook in obj.spec.webhooks.iter_mut() {
-            fail(&mut hook.failure_policy);
-            hook.match_policy.get_or_insert_with(|| "Equivalent".into());
-            everything(&mut hook.namespace_selector);
-            everything(&mut hook.object_selector);
-            hook.timeout_seconds.get_or_insert(10);
             hook.reinvocation_policy
                 .get_or_insert_with(|| "Never".into());
-            webhook_rules(hook.rules.as_mut());
-            service_port(&mut hook.client_config);
+            webhook_defaults!(hook);
         }
     }
 }
